@@ -1,0 +1,1 @@
+"""The `specdash` command line."""

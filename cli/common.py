@@ -1,0 +1,39 @@
+"""What every command shares: the database option and opening a checked engine."""
+
+import click
+from sqlalchemy import Engine
+
+from specdash.config import resolve_db_url
+from specdash.db.engine import make_engine
+from specdash.db.schema import SchemaOutOfDate, check_schema
+
+
+def _remember_db(ctx: click.Context, _param, value: str | None) -> str | None:
+    if value:
+        ctx.ensure_object(dict)["db_url"] = value
+    return value
+
+
+db_option = click.option(
+    "--db",
+    "db_url",
+    metavar="URL",
+    expose_value=False,
+    callback=_remember_db,
+    is_eager=True,
+    help="Database URL (default: $SPECDASH_DB_URL, else sqlite:///specdash.db).",
+)
+
+
+def db_url(ctx: click.Context) -> str:
+    return resolve_db_url(ctx.ensure_object(dict).get("db_url"))
+
+
+def open_db(ctx: click.Context, check: bool = True) -> Engine:
+    engine = make_engine(db_url(ctx))
+    if check:
+        try:
+            check_schema(engine)
+        except SchemaOutOfDate as exc:
+            raise click.ClickException(str(exc)) from None
+    return engine

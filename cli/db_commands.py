@@ -1,0 +1,60 @@
+"""`specdash init` and `specdash demo`."""
+
+import click
+
+from specdash.cli.common import db_option, db_url, open_db
+from specdash.db.engine import make_engine, reading
+from specdash.db.queries import is_empty
+from specdash.db.schema import current_revision, head_revision, upgrade
+from specdash.demo import DEMO_FILE_NAME, demo_bytes
+from specdash.ingest.pipeline import describe, ingest_bytes
+
+
+@click.command()
+@db_option
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create the database, or upgrade it to the latest schema.
+
+    \b
+    Example:
+      specdash init
+      specdash --db sqlite:///team.db init
+    """
+    engine = make_engine(db_url(ctx))
+    before = current_revision(engine)
+    upgrade(engine)
+    head = head_revision()
+    where = engine.url.render_as_string(hide_password=True)
+    if before == head:
+        click.echo(f"{where}: schema already at revision {head}")
+    elif before is None:
+        click.echo(f"{where}: created at schema revision {head}")
+    else:
+        click.echo(f"{where}: upgraded from revision {before} to {head}")
+
+
+@click.command()
+@click.option("--if-empty", is_flag=True, help="Load only into a database with no runs or benchmarks.")
+@db_option
+@click.pass_context
+def demo(ctx: click.Context, if_empty: bool) -> None:
+    """Load the demo data set (labelled demo): the PCIe/EAGLE story, a TTT-5 run, NVLink contrast.
+
+    Running it twice adds nothing.
+
+    \b
+    Example:
+      specdash demo
+      specdash gaps --status open
+    """
+    engine = open_db(ctx)
+    if if_empty:
+        with reading(engine) as session:
+            if not is_empty(session):
+                click.echo("database already has data; demo not loaded")
+                return
+    result = ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes())
+    if not result.ok:  # the demo is ours: a failure here is a bug, shown in full
+        raise click.ClickException("\n".join(str(p) for p in result.problems))
+    click.echo(describe(result))

@@ -1,0 +1,127 @@
+"""`specdash predict`, `specdash gaps` and `specdash check`."""
+
+import csv
+import io
+import json
+
+import click
+
+from specdash.cli.common import db_option, open_db
+from specdash.db.engine import reading, transaction
+from specdash.db.queries import gap_rows
+from specdash.db.refresh import refresh
+
+JSON_FIELDS = (
+    "benchmark_id", "gap_id", "run", "checkpoint", "deployment", "source", "speculative_algorithm",
+    "num_steps", "topk", "num_draft_tokens", "concurrency", "dataset", "measured_tps", "predicted_tps",
+    "gap", "measured_accept_length", "predicted_accept_length", "measured_round_ms", "predicted_round_ms",
+    "acceptance_factor", "round_factor", "unexplained_ms", "severity", "status", "note", "diagnoses",
+)
+threshold_option = click.option(
+    "--threshold", type=click.FloatRange(0, 1), default=None,
+    help="Report gaps at or above this share (default: each deployment's threshold, else the global 0.10).",
+)
+
+
+@click.command()
+@db_option
+@click.pass_context
+def predict(ctx: click.Context) -> None:
+    """Compute cost-model predictions for every benchmarked (checkpoint, deployment, setting) and refresh
+    the gaps.
+
+    \b
+    Example:
+      specdash predict
+    """
+    engine = open_db(ctx)
+    with transaction(engine) as session:
+        summary = refresh(session)
+    click.echo(
+        f"{summary.predictions} prediction(s) for {summary.benchmarks} benchmark(s); "
+        f"{summary.gaps} gap(s) refreshed, {summary.new_alerts} new alert(s)"
+        + (f"; {summary.skipped} benchmark(s) could not be predicted" if summary.skipped else "")
+    )
+
+
+def _table(rows: list[dict]) -> str:
+    if not rows:
+        return "no gaps above the threshold"
+    header = ("id", "run", "checkpoint", "deployment", "setting", "source", "measured", "predicted", "gap",
+              "status", "diagnoses")
+    lines = [header]
+    for r in rows:
+        setting = f"{r['speculative_algorithm']} {r['num_steps']}/{r['topk']}/{r['num_draft_tokens']}"
+        codes = ",".join(d["code"] for d in r["diagnoses"]) or "-"
+        lines.append((
+            str(r["benchmark_id"]), r["run"], r["checkpoint"], r["deployment"], setting, r["source"],
+            f"{r['measured_tps']:.1f}", f"{r['predicted_tps']:.1f}", f"{r['gap']:+.1%}", r["status"], codes,
+        ))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+                     for line in lines)
+
+
+def _json_rows(rows: list[dict]) -> list[dict]:
+    return [{key: row[key] for key in JSON_FIELDS} for row in rows]
+
+
+def _csv(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=JSON_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in _json_rows(rows):
+        row["diagnoses"] = "; ".join(f"{d['code']} ({d['severity']}): {d['message']}" for d in row["diagnoses"])
+        writer.writerow(row)
+    return out.getvalue()
+
+
+@click.command()
+@threshold_option
+@click.option("--status", type=click.Choice(["open", "investigating", "explained", "resolved", "dismissed",
+                                             "all"]), default="open", show_default=True)
+@click.option("--source", help="Only gaps against this prediction source (theory, calibrated, or external).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@db_option
+@click.pass_context
+def gaps(ctx: click.Context, threshold, status, source, fmt) -> None:
+    """List gaps between measured and predicted throughput, largest first.
+
+    gap = 1 - measured / predicted (positive: slower than predicted).
+
+    \b
+    Example:
+      specdash gaps --status open --format json
+      specdash gaps --threshold 0 --status all --format csv > gaps.csv
+    """
+    engine = open_db(ctx)
+    with reading(engine) as session:
+        rows = gap_rows(session, threshold=threshold, status=status, source=source)
+    if fmt == "json":
+        click.echo(json.dumps(_json_rows(rows), indent=2))
+    elif fmt == "csv":
+        click.echo(_csv(rows), nl=False)
+    else:
+        click.echo(_table(rows))
+
+
+@click.command()
+@threshold_option
+@db_option
+@click.pass_context
+def check(ctx: click.Context, threshold) -> None:
+    """Exit 1 when any open alert is at or above the threshold (for CI pipelines), else 0.
+
+    \b
+    Example:
+      specdash ingest bench.jsonl && specdash check --threshold 0.15
+    """
+    engine = open_db(ctx)
+    with reading(engine) as session:
+        rows = gap_rows(session, threshold=threshold, status="open")
+    if not rows:
+        click.echo("ok: no open alerts above the threshold")
+        return
+    click.echo(_table(rows))
+    click.echo(f"\n{len(rows)} open alert(s)", err=True)
+    ctx.exit(1)

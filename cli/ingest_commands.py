@@ -1,0 +1,71 @@
+"""`specdash ingest` and `specdash formats`."""
+
+import sys
+from pathlib import Path
+
+import click
+
+from specdash.cli.common import db_option, open_db
+from specdash.ingest.formats import FORMATS
+from specdash.ingest.pipeline import describe, ingest_path
+from specdash.ingest.problems import format_report
+from specdash.ingest.store import LinkOptions
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt_name", metavar="NAME", help="Force a format (see 'specdash formats').")
+@click.option("--skip-invalid", is_flag=True, help="Load the valid records of a file and report the rest.")
+@click.option("--run", help="Link benchmarks to this run.")
+@click.option("--checkpoint", help="Link benchmarks to this checkpoint (with --run).")
+@click.option("--deployment", help="Attach benchmarks to this deployment.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@db_option
+@click.pass_context
+def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, quiet) -> None:
+    """Load files into the database, one transaction per file.
+
+    A file with any invalid record writes nothing (unless --skip-invalid); a file already loaded
+    (same sha256) is skipped. Predictions and gap alerts are refreshed for what changed.
+
+    \b
+    Example:
+      specdash ingest results.json
+      specdash ingest --run k25-eagle3-100k-ttt5 --checkpoint epoch_5 bench.jsonl
+    """
+    engine = open_db(ctx)
+    link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment)
+    show_progress = not quiet and sys.stderr.isatty()
+    failed = []
+    for name in paths:
+        path = Path(name)
+        if show_progress:
+            with click.progressbar(
+                length=path.stat().st_size, label=path.name, file=sys.stderr, show_pos=True
+            ) as bar:
+                result = ingest_path(
+                    engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link, progress=bar.update
+                )
+        else:
+            result = ingest_path(engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link)
+        if result.problems:
+            click.echo(format_report(result.problems), err=True)
+        if not result.ok:
+            failed.append(result)
+        click.echo(describe(result))
+    if failed:
+        hint = "" if skip_invalid else "\n\nFix the records or pass --skip-invalid"
+        raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")
+
+
+@click.command()
+def formats() -> None:
+    """List the input formats specdash reads (auto-detected; force one with --format NAME).
+
+    \b
+    Example:
+      specdash formats
+    """
+    width = max(len(f.name) for f in FORMATS)
+    for fmt in FORMATS:
+        click.echo(f"{fmt.name:<{width}}  {fmt.help}")

@@ -1,0 +1,37 @@
+"""`specdash serve`: the Streamlit dashboard on this database."""
+
+import os
+import subprocess
+import sys
+from importlib.resources import files
+
+import click
+
+from specdash.cli.common import db_option, db_url, open_db
+from specdash.config import DB_URL_ENV
+
+
+@click.command()
+@click.option("--port", default=8501, show_default=True, help="Port to listen on.")
+@click.option("--host", default="localhost", show_default=True, help="Address to listen on.")
+@db_option
+@click.pass_context
+def serve(ctx: click.Context, port: int, host: str) -> None:
+    """Start the dashboard on this database.
+
+    \b
+    Example:
+      specdash serve --port 8501
+    """
+    open_db(ctx)  # refuse an out-of-date schema before starting a server
+    app = files("specdash.app").joinpath("main.py")
+    env = dict(os.environ, **{DB_URL_ENV: db_url(ctx)})
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app),
+        "--server.port", str(port),
+        "--server.address", host,
+        "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+    ]
+    click.echo(f"specdash dashboard on http://{host}:{port} (database {db_url(ctx)})")
+    raise SystemExit(subprocess.call(command, env=env))

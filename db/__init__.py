@@ -1,0 +1,1 @@
+"""Storage: models, engine, schema migrations and the queries the CLI and pages use."""

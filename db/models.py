@@ -1,0 +1,320 @@
+"""SQLAlchemy 2.0 models of specdash's store: deployments, runs, checkpoints, metrics, benchmarks,
+predictions, gaps (alerts) and the bookkeeping around them."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_N_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+GAP_STATUSES = ("open", "investigating", "explained", "resolved", "dismissed")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Deployment(Base):
+    """Hardware + serving setup, with the cost profile the theory predictions use."""
+
+    __tablename__ = "deployment"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    gpu: Mapped[str | None] = mapped_column(String(100))
+    num_gpus: Mapped[int | None]
+    tp_size: Mapped[int | None]
+    interconnect: Mapped[str | None] = mapped_column(String(20))  # pcie, nvlink, ...
+    engine: Mapped[str | None] = mapped_column(String(40))  # sglang, vllm, ...
+    target_model: Mapped[str | None] = mapped_column(String(200))
+    target_hidden_size: Mapped[int | None]
+    # Cost profile (DESIGN.md section 3); the no-speculation benchmark overrides baseline_tps when present.
+    baseline_tps: Mapped[float | None] = mapped_column(Float)
+    comm_fraction: Mapped[float] = mapped_column(Float, default=0.0)
+    draft_step_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    round_overhead_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    verify_growth_compute: Mapped[float] = mapped_column(Float, default=0.0)
+    verify_growth_comm: Mapped[float] = mapped_column(Float, default=0.0)
+    gap_threshold: Mapped[float | None] = mapped_column(Float)  # None: the global setting
+    notes: Mapped[str | None] = mapped_column(Text)
+    is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    parameter_sets: Mapped[list["ParameterSet"]] = relationship(back_populates="deployment")
+
+
+class ParameterSet(Base):
+    """A versioned copy of a deployment's cost parameters; calibration adds versions, never overwrites."""
+
+    __tablename__ = "parameter_set"
+    __table_args__ = (UniqueConstraint("deployment_id", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    deployment_id: Mapped[int] = mapped_column(ForeignKey("deployment.id", ondelete="CASCADE"), index=True)
+    version: Mapped[int]
+    source: Mapped[str] = mapped_column(String(40))  # theory | calibrated
+    baseline_tps: Mapped[float | None] = mapped_column(Float)
+    comm_fraction: Mapped[float] = mapped_column(Float)
+    draft_step_ms: Mapped[float] = mapped_column(Float)
+    round_overhead_ms: Mapped[float] = mapped_column(Float)
+    verify_growth_compute: Mapped[float] = mapped_column(Float)
+    verify_growth_comm: Mapped[float] = mapped_column(Float)
+    acc_to_acceptance: Mapped[float] = mapped_column(Float, default=1.0)
+    fit: Mapped[dict[str, Any] | None]  # fit quality of a calibrated set
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    deployment: Mapped[Deployment] = relationship(back_populates="parameter_sets")
+
+
+class Run(Base):
+    """One drafter training run."""
+
+    __tablename__ = "run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    framework: Mapped[str | None] = mapped_column(String(40))  # specforge, eagle, ...
+    target_model: Mapped[str | None] = mapped_column(String(200))
+    speculative_algorithm: Mapped[str | None] = mapped_column(String(40))  # what the drafter is: EAGLE3, ...
+    ttt_length: Mapped[int | None]
+    hidden_size: Mapped[int | None]  # width of the drafter's input features (EAGLE-3: 3 x target hidden)
+    data_size: Mapped[int | None]
+    status: Mapped[str] = mapped_column(String(20), default="finished")  # running | finished | killed
+    config: Mapped[dict[str, Any] | None]
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime)
+    notes: Mapped[str | None] = mapped_column(Text)
+    is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    checkpoints: Mapped[list["Checkpoint"]] = relationship(back_populates="run")
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoint"
+    __table_args__ = (UniqueConstraint("run_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    epoch: Mapped[int | None]
+    step: Mapped[int | None]
+    path: Mapped[str | None] = mapped_column(String(1000), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    run: Mapped[Run] = relationship(back_populates="checkpoints")
+    position_acceptance: Mapped[list["PositionAcceptance"]] = relationship(
+        order_by="PositionAcceptance.position", cascade="all, delete-orphan"
+    )
+
+
+class PositionAcceptance(Base):
+    """Conditional acceptance (training acc_i) at draft position i of a checkpoint."""
+
+    __tablename__ = "position_acceptance"
+
+    checkpoint_id: Mapped[int] = mapped_column(
+        ForeignKey("checkpoint.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(primary_key=True)  # 0-based TTT position
+    rate: Mapped[float] = mapped_column(Float)
+    source: Mapped[str] = mapped_column(String(40), default="training")
+
+
+class MetricKey(Base):
+    __tablename__ = "metric_key"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+
+
+class MetricPoint(Base):
+    """Long-format training metrics; a narrow primary key keeps millions of rows cheap."""
+
+    __tablename__ = "metric_point"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), primary_key=True)
+    key_id: Mapped[int] = mapped_column(ForeignKey("metric_key.id"), primary_key=True)
+    step: Mapped[int] = mapped_column(primary_key=True)
+    value: Mapped[float] = mapped_column(Float)
+
+
+class IngestedFile(Base):
+    __tablename__ = "ingested_file"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    path: Mapped[str] = mapped_column(String(1000))
+    format: Mapped[str] = mapped_column(String(60))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    records: Mapped[int] = mapped_column(Integer, default=0)
+    ingested_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Benchmark(Base):
+    """A measurement: checkpoint None and speculative_algorithm None make a no-speculation baseline."""
+
+    __tablename__ = "benchmark"
+    __table_args__ = (
+        Index(None, "deployment_id", "concurrency"),
+        Index(None, "checkpoint_id", "deployment_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    record_key: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 of the canonical record
+    checkpoint_id: Mapped[int | None] = mapped_column(ForeignKey("checkpoint.id", ondelete="CASCADE"))
+    deployment_id: Mapped[int] = mapped_column(ForeignKey("deployment.id", ondelete="CASCADE"))
+    engine: Mapped[str | None] = mapped_column(String(40))
+    speculative_algorithm: Mapped[str | None] = mapped_column(String(40))
+    num_steps: Mapped[int | None]
+    topk: Mapped[int | None]
+    num_draft_tokens: Mapped[int | None]
+    concurrency: Mapped[int] = mapped_column(Integer, default=1)
+    dataset: Mapped[str | None] = mapped_column(String(200))
+    num_prompts: Mapped[int | None]
+    decode_tps: Mapped[float] = mapped_column(Float)  # per request, tokens/s
+    output_throughput: Mapped[float | None] = mapped_column(Float)  # aggregate over the server, tokens/s
+    accept_length: Mapped[float | None] = mapped_column(Float)  # tokens per round incl. the bonus token
+    median_tpot_ms: Mapped[float | None] = mapped_column(Float)
+    median_ttft_ms: Mapped[float | None] = mapped_column(Float)
+    median_itl_ms: Mapped[float | None] = mapped_column(Float)
+    drafter_path: Mapped[str | None] = mapped_column(String(1000))
+    draft_hidden_size: Mapped[int | None]  # feature width the server fed the drafter, when known
+    label: Mapped[str | None] = mapped_column(String(200))
+    source_format: Mapped[str] = mapped_column(String(60), default="specdash")
+    ingested_file_id: Mapped[int | None] = mapped_column(
+        ForeignKey("ingested_file.id", ondelete="SET NULL")
+    )
+    superseded_by_id: Mapped[int | None] = mapped_column(ForeignKey("benchmark.id", ondelete="SET NULL"))
+    raw: Mapped[dict[str, Any] | None]
+    measured_at: Mapped[datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    checkpoint: Mapped[Checkpoint | None] = relationship()
+    deployment: Mapped[Deployment] = relationship()
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.speculative_algorithm is None
+
+
+class Prediction(Base):
+    """Predicted throughput of a checkpoint on a deployment at one speculation setting and concurrency."""
+
+    __tablename__ = "prediction"
+    __table_args__ = (
+        UniqueConstraint(
+            "checkpoint_id",
+            "deployment_id",
+            "num_steps",
+            "topk",
+            "num_draft_tokens",
+            "concurrency",
+            "dataset",
+            "source",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    checkpoint_id: Mapped[int] = mapped_column(ForeignKey("checkpoint.id", ondelete="CASCADE"))
+    deployment_id: Mapped[int] = mapped_column(ForeignKey("deployment.id", ondelete="CASCADE"), index=True)
+    num_steps: Mapped[int]
+    topk: Mapped[int] = mapped_column(Integer, default=1)
+    num_draft_tokens: Mapped[int]
+    concurrency: Mapped[int] = mapped_column(Integer, default=1)
+    dataset: Mapped[str] = mapped_column(String(200), default="")  # "" when not dataset-specific
+    source: Mapped[str] = mapped_column(String(100))  # theory | calibrated | an external name
+    parameter_set_id: Mapped[int | None] = mapped_column(ForeignKey("parameter_set.id", ondelete="SET NULL"))
+    predicted_tps: Mapped[float] = mapped_column(Float)
+    accept_length: Mapped[float | None] = mapped_column(Float)
+    accept_length_source: Mapped[str | None] = mapped_column(String(40))  # training | measured | external
+    round_ms: Mapped[float | None] = mapped_column(Float)
+    compute_ms: Mapped[float | None] = mapped_column(Float)
+    comm_ms: Mapped[float | None] = mapped_column(Float)
+    draft_ms: Mapped[float | None] = mapped_column(Float)
+    overhead_ms: Mapped[float | None] = mapped_column(Float)
+    baseline_tps: Mapped[float | None] = mapped_column(Float)
+    extrapolated: Mapped[bool] = mapped_column(Boolean, default=False)
+    approximation: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    checkpoint: Mapped[Checkpoint] = relationship()
+    deployment: Mapped[Deployment] = relationship()
+    parameter_set: Mapped[ParameterSet | None] = relationship()
+
+
+class Gap(Base):
+    """A benchmark compared with a prediction; above the threshold it is an alert with a status."""
+
+    __tablename__ = "gap"
+    __table_args__ = (UniqueConstraint("benchmark_id", "prediction_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    prediction_id: Mapped[int] = mapped_column(ForeignKey("prediction.id", ondelete="CASCADE"), index=True)
+    gap: Mapped[float] = mapped_column(Float, index=True)  # 1 - measured / predicted
+    measured_tps: Mapped[float] = mapped_column(Float)
+    predicted_tps: Mapped[float] = mapped_column(Float)
+    measured_round_ms: Mapped[float | None] = mapped_column(Float)
+    predicted_round_ms: Mapped[float | None] = mapped_column(Float)
+    acceptance_factor: Mapped[float | None] = mapped_column(Float)
+    round_factor: Mapped[float | None] = mapped_column(Float)
+    unexplained_ms: Mapped[float | None] = mapped_column(Float)
+    diagnoses: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    severity: Mapped[str | None] = mapped_column(String(20))  # worst diagnosis: critical | warning | info
+    status: Mapped[str] = mapped_column(String(20), default="open", index=True)
+    note: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    benchmark: Mapped[Benchmark] = relationship()
+    prediction: Mapped[Prediction] = relationship()
+    events: Mapped[list["GapEvent"]] = relationship(order_by="GapEvent.id", cascade="all, delete-orphan")
+
+
+class GapEvent(Base):
+    """Who changed an alert's status or note, and when."""
+
+    __tablename__ = "gap_event"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    gap_id: Mapped[int] = mapped_column(ForeignKey("gap.id", ondelete="CASCADE"), index=True)
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    who: Mapped[str | None] = mapped_column(String(200))
+    from_status: Mapped[str | None] = mapped_column(String(20))
+    to_status: Mapped[str] = mapped_column(String(20))
+    note: Mapped[str | None] = mapped_column(Text)
+
+
+class Setting(Base):
+    __tablename__ = "setting"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)

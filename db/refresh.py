@@ -1,0 +1,303 @@
+"""Recompute cost-model predictions and gaps (alerts) for stored benchmarks.
+
+Reads what the cost model needs from the store, calls costmodel/, and writes predictions and gaps back;
+the status and note of an existing alert are kept."""
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from specdash.costmodel import (
+    GapContext,
+    RoundTime,
+    Throughput,
+    decompose,
+    diagnose,
+    extend_rates,
+    tau_chain,
+    throughput,
+)
+from specdash.costmodel.diagnoses import worst_severity
+from specdash.db.models import (
+    Benchmark,
+    Checkpoint,
+    Deployment,
+    Gap,
+    ParameterSet,
+    Prediction,
+    utcnow,
+)
+from specdash.db.parameters import cost_params, ensure_theory_set
+from specdash.db.settings import get_gap_threshold
+
+BUILTIN_SOURCES = ("theory", "calibrated")
+
+
+@dataclass
+class RefreshSummary:
+    benchmarks: int = 0
+    predictions: int = 0
+    gaps: int = 0
+    new_alerts: int = 0
+    skipped: int = 0
+
+
+def _steps(bench: Benchmark) -> int | None:
+    if bench.num_steps:
+        return bench.num_steps
+    if bench.num_draft_tokens and (bench.topk or 1) == 1:
+        return bench.num_draft_tokens - 1
+    return None
+
+
+def _prediction_key(bench: Benchmark, steps: int) -> tuple:
+    draft_tokens = bench.num_draft_tokens or steps + 1
+    return (
+        bench.checkpoint_id,
+        bench.deployment_id,
+        steps,
+        bench.topk or 1,
+        draft_tokens,
+        bench.concurrency,
+        bench.dataset or "",
+    )
+
+
+def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> list[Benchmark]:
+    query = select(Benchmark).where(
+        Benchmark.checkpoint_id.is_not(None), Benchmark.speculative_algorithm.is_not(None)
+    )
+    if benchmark_ids is None:
+        return list(session.scalars(query))
+    ids = list(benchmark_ids)
+    if not ids:
+        return []
+    touched = session.execute(
+        select(Benchmark.id, Benchmark.deployment_id, Benchmark.concurrency, Benchmark.speculative_algorithm)
+        .where(Benchmark.id.in_(ids))
+    ).all()
+    # A new baseline changes the prediction of every benchmark on its deployment and concurrency.
+    baseline_keys = {(d, c) for _, d, c, algo in touched if algo is None}
+    spec_ids = {i for i, _, _, algo in touched if algo is not None}
+    rows = {b.id: b for b in session.scalars(query.where(Benchmark.id.in_(spec_ids)))} if spec_ids else {}
+    for deployment_id, concurrency in baseline_keys:
+        for bench in session.scalars(
+            query.where(Benchmark.deployment_id == deployment_id, Benchmark.concurrency == concurrency)
+        ):
+            rows[bench.id] = bench
+    return list(rows.values())
+
+
+def _baselines(session: Session) -> dict[tuple[int, int], float]:
+    values: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for deployment_id, concurrency, tps in session.execute(
+        select(Benchmark.deployment_id, Benchmark.concurrency, Benchmark.decode_tps).where(
+            Benchmark.speculative_algorithm.is_(None)
+        )
+    ):
+        values[(deployment_id, concurrency)].append(tps)
+    return {key: statistics.median(v) for key, v in values.items()}
+
+
+def predict_accept_length(
+    rates: list[float], steps: int, acc_to_acceptance: float = 1.0
+) -> tuple[float, bool]:
+    """Chain tau from a checkpoint's trained per-position rates, extrapolated past the trained depth."""
+    extended, extrapolated = extend_rates(rates, steps)
+    scaled = [min(1.0, rate * acc_to_acceptance) for rate in extended]
+    return tau_chain(scaled), extrapolated
+
+
+def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> RefreshSummary:
+    """Predictions for every (checkpoint, deployment, setting, concurrency, dataset) among the benchmarks
+    in scope (all, or those given and what a new baseline affects), and their gaps."""
+    summary = RefreshSummary()
+    benches = _scope(session, benchmark_ids)
+    if not benches:
+        return summary
+    summary.benchmarks = len(benches)
+    global_threshold = get_gap_threshold(session)
+    baselines = _baselines(session)
+    deployments = {d.id: d for d in session.scalars(select(Deployment))}
+    checkpoint_ids = {b.checkpoint_id for b in benches}
+    checkpoints = {
+        c.id: c
+        for c in session.scalars(
+            select(Checkpoint)
+            .where(Checkpoint.id.in_(checkpoint_ids))
+            .options(selectinload(Checkpoint.position_acceptance), selectinload(Checkpoint.run))
+        )
+    }
+    sets_by_deployment: dict[int, list[ParameterSet]] = defaultdict(list)
+    for deployment in deployments.values():
+        ensure_theory_set(session, deployment)
+    for pset in session.scalars(select(ParameterSet).where(ParameterSet.is_active.is_(True))):
+        sets_by_deployment[pset.deployment_id].append(pset)
+
+    groups: dict[tuple, list[Benchmark]] = defaultdict(list)
+    for bench in benches:
+        steps = _steps(bench)
+        if steps is None:
+            summary.skipped += 1
+            continue
+        groups[_prediction_key(bench, steps)].append(bench)
+
+    existing_predictions: dict[tuple, Prediction] = {}
+    for pred in session.scalars(
+        select(Prediction).where(Prediction.checkpoint_id.in_(checkpoint_ids))
+    ):
+        key = (
+            pred.checkpoint_id,
+            pred.deployment_id,
+            pred.num_steps,
+            pred.topk,
+            pred.num_draft_tokens,
+            pred.concurrency,
+            pred.dataset,
+        )
+        existing_predictions[(*key, pred.source)] = pred
+    bench_ids = [b.id for group in groups.values() for b in group]
+    existing_gaps = {
+        (g.benchmark_id, g.prediction_id): g
+        for chunk_start in range(0, len(bench_ids), 5000)
+        for g in session.scalars(
+            select(Gap).where(Gap.benchmark_id.in_(bench_ids[chunk_start : chunk_start + 5000]))
+        )
+    }
+
+    for key, group in groups.items():
+        checkpoint_id, deployment_id, steps, topk, draft_tokens, concurrency, dataset = key
+        deployment = deployments[deployment_id]
+        checkpoint = checkpoints[checkpoint_id]
+        run = checkpoint.run
+        measured_baseline = baselines.get((deployment_id, concurrency))
+        rates = [p.rate for p in checkpoint.position_acceptance]
+        measured_taus = [b.accept_length for b in group if b.accept_length]
+
+        predictions: list[tuple[Prediction, Throughput | None]] = []
+        for pset in sets_by_deployment[deployment_id]:
+            baseline_tps = measured_baseline or pset.baseline_tps
+            if not baseline_tps:
+                continue
+            if rates:
+                tau, extrapolated = predict_accept_length(rates, steps, pset.acc_to_acceptance)
+                tau_source = "training"
+            elif measured_taus:
+                tau, extrapolated, tau_source = statistics.fmean(measured_taus), False, "measured"
+            else:
+                continue
+            result = throughput(cost_params(pset, baseline_tps), tau, steps, draft_tokens)
+            values = dict(
+                parameter_set_id=pset.id,
+                predicted_tps=result.tps,
+                accept_length=tau,
+                accept_length_source=tau_source,
+                round_ms=result.round_ms,
+                compute_ms=result.round.compute_ms,
+                comm_ms=result.round.comm_ms,
+                draft_ms=result.round.draft_ms,
+                overhead_ms=result.round.overhead_ms,
+                baseline_tps=baseline_tps,
+                extrapolated=extrapolated,
+                approximation="tree treated as a chain" if topk > 1 else None,
+            )
+            pred = existing_predictions.get((*key, pset.source))
+            if pred is None:
+                pred = Prediction(
+                    checkpoint_id=checkpoint_id,
+                    deployment_id=deployment_id,
+                    num_steps=steps,
+                    topk=topk,
+                    num_draft_tokens=draft_tokens,
+                    concurrency=concurrency,
+                    dataset=dataset,
+                    source=pset.source,
+                    **values,
+                )
+                session.add(pred)
+                existing_predictions[(*key, pset.source)] = pred
+            else:
+                for name, value in values.items():
+                    setattr(pred, name, value)
+                pred.created_at = utcnow()
+            summary.predictions += 1
+            predictions.append((pred, result))
+        for (*pkey, source), pred in existing_predictions.items():
+            if tuple(pkey) == key and source not in BUILTIN_SOURCES:
+                predictions.append((pred, None))
+        if not predictions:
+            summary.skipped += len(group)
+            continue
+        session.flush()
+
+        threshold = deployment.gap_threshold or global_threshold
+        for bench in group:
+            for pred, result in predictions:
+                measured_tau = bench.accept_length
+                if result is None:  # external: only its tok/s and perhaps tau and round time are known
+                    result = _external_throughput(pred, bench)
+                    if pred.accept_length is None:
+                        measured_tau = None  # no predicted tau to split the gap against
+                decomposition = decompose(result, bench.decode_tps, measured_tau)
+                diagnoses = diagnose(
+                    GapContext(
+                        decomposition=decomposition,
+                        predicted_accept_length=result.accept_length,
+                        threshold=threshold,
+                        benchmark_algorithm=bench.speculative_algorithm,
+                        drafter_algorithm=run.speculative_algorithm,
+                        draft_hidden_size=bench.draft_hidden_size,
+                        drafter_hidden_size=run.hidden_size,
+                        num_steps=steps,
+                        ttt_length=run.ttt_length,
+                        measured_accept_length=bench.accept_length,
+                        baseline_tps=measured_baseline or pred.baseline_tps or deployment.baseline_tps,
+                        baseline_measured=measured_baseline is not None,
+                        deployment=deployment.name,
+                        concurrency=concurrency,
+                    )
+                )
+                values = dict(
+                    gap=decomposition.gap,
+                    measured_tps=decomposition.measured_tps,
+                    predicted_tps=decomposition.predicted_tps,
+                    measured_round_ms=decomposition.measured_round_ms,
+                    predicted_round_ms=decomposition.predicted_round_ms,
+                    acceptance_factor=decomposition.acceptance_factor,
+                    round_factor=decomposition.round_factor,
+                    unexplained_ms=decomposition.unexplained_ms,
+                    diagnoses=[d.as_dict() for d in diagnoses],
+                    severity=worst_severity(diagnoses),
+                )
+                gap = existing_gaps.get((bench.id, pred.id))
+                if gap is None:
+                    gap = Gap(benchmark_id=bench.id, prediction_id=pred.id, status="open", **values)
+                    session.add(gap)
+                    existing_gaps[(bench.id, pred.id)] = gap
+                    if abs(decomposition.gap) >= threshold:
+                        summary.new_alerts += 1
+                else:
+                    was_alert = abs(gap.gap) >= threshold
+                    for name, value in values.items():
+                        setattr(gap, name, value)
+                    if not was_alert and abs(decomposition.gap) >= threshold:
+                        summary.new_alerts += 1
+                summary.gaps += 1
+    session.flush()
+    return summary
+
+
+def _external_throughput(pred: Prediction, bench: Benchmark) -> Throughput:
+    tau = pred.accept_length or bench.accept_length or 1.0
+    round_ms = pred.round_ms or 1000.0 * tau / pred.predicted_tps
+    return Throughput(
+        accept_length=tau,
+        round=RoundTime(compute_ms=round_ms, comm_ms=0.0, draft_ms=0.0, overhead_ms=0.0),
+        tps=pred.predicted_tps,
+        speedup=float("nan"),
+        break_even_accept_length=float("nan"),
+    )

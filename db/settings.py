@@ -1,0 +1,32 @@
+"""Global settings kept in the database (the gap threshold, ...)."""
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from specdash.db.models import Setting
+
+DEFAULT_GAP_THRESHOLD = 0.10
+GAP_THRESHOLD = "gap_threshold"
+
+
+def get_setting(session: Session, key: str) -> str | None:
+    return session.scalar(select(Setting.value).where(Setting.key == key))
+
+
+def set_setting(session: Session, key: str, value: str) -> None:
+    row = session.get(Setting, key)
+    if row is None:
+        session.add(Setting(key=key, value=value))
+    else:
+        row.value = value
+
+
+def get_gap_threshold(session: Session) -> float:
+    value = get_setting(session, GAP_THRESHOLD)
+    return float(value) if value is not None else DEFAULT_GAP_THRESHOLD
+
+
+def set_gap_threshold(session: Session, threshold: float) -> None:
+    if not 0 < threshold <= 1:
+        raise ValueError("gap threshold must be in (0, 1]")
+    set_setting(session, GAP_THRESHOLD, repr(float(threshold)))

@@ -1,0 +1,114 @@
+"""specdash's own format: a JSON document of entity arrays, or JSONL with one `{"kind": ...}` record a line."""
+
+import itertools
+import json
+from collections.abc import Iterator
+from typing import TextIO
+
+from pydantic import TypeAdapter, ValidationError
+
+from specdash.ingest.jsontext import STRICT_DECODER, JSONPositionError, iter_document
+from specdash.ingest.problems import Problem, from_validation_error
+from specdash.ingest.records import RECORD_TYPES
+
+NAME = "specdash"
+HELP = "specdash's own JSON document ({\"specdash\": 1, \"runs\": [...], ...}) or JSONL of {\"kind\": ...} records"
+
+FORMAT_VERSION = 1
+# Top-level arrays of a document, and the record kind of their elements.
+SECTIONS = {
+    "deployments": "deployment",
+    "runs": "run",
+    "checkpoints": "checkpoint",
+    "metrics": "metrics",
+    "benchmarks": "benchmark",
+    "predictions": "prediction",
+}
+MAX_LINE_CHARS = 5_000_000
+ADAPTERS = {kind: TypeAdapter(model) for kind, model in RECORD_TYPES.items()}
+
+
+def detect(head: str, filename: str) -> bool:
+    start = head.lstrip()
+    if start.startswith("{") and '"specdash"' in head[:200]:
+        return True
+    first = start.split("\n", 1)[0]
+    return first.startswith("{") and '"kind"' in first
+
+
+def _validate(path: str, line: int, kind: str, value, prefix: str):
+    from specdash.ingest.formats import Located
+
+    adapter = ADAPTERS.get(kind)
+    if adapter is None:
+        yield Problem(path, line, f"{prefix}kind" if prefix else "kind", f"unknown record kind {kind!r}")
+        return
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != "kind"}
+    try:
+        yield Located(line, adapter.validate_python(value))
+    except ValidationError as exc:
+        yield from from_validation_error(path, line, exc, prefix.rstrip("."))
+
+
+def _is_record_line(text: str) -> bool:
+    try:
+        value = STRICT_DECODER.decode(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and "specdash" not in value
+
+
+def parse(stream: TextIO, path: str) -> Iterator:
+    """JSONL is streamed line by line; a document is read whole (documents are small, JSONL may not be)."""
+    leading: list[str] = []
+    for text in stream:
+        leading.append(text)
+        if text.strip():
+            break
+    if leading and _is_record_line(leading[-1]):
+        yield from _parse_lines(itertools.chain(leading, stream), path)
+    else:
+        yield from _parse_document("".join(leading) + stream.read(), path)
+
+
+def _parse_document(text: str, path: str) -> Iterator:
+    counters: dict[str, int] = {}
+    version_seen = False
+    try:
+        for key, line, value in iter_document(text):
+            if key == "specdash":
+                version_seen = True
+                if value != FORMAT_VERSION:
+                    yield Problem(path, line, "specdash", f"format version {value!r} is not {FORMAT_VERSION}")
+                continue
+            kind = SECTIONS.get(key)
+            if kind is None:
+                yield Problem(path, line, key, f"unknown section; expected one of {', '.join(SECTIONS)}")
+                continue
+            index = counters.get(key, 0)
+            counters[key] = index + 1
+            yield from _validate(path, line, kind, value, f"{key}.{index}.")
+    except JSONPositionError as exc:
+        yield Problem(path, exc.line, None, f"invalid JSON: {exc}", kind="parse")
+        return
+    if not version_seen:
+        yield Problem(path, 1, "specdash", "missing format version (\"specdash\": 1)")
+
+
+def _parse_lines(lines, path: str) -> Iterator:
+    for number, text in enumerate(lines, start=1):
+        if len(text) > MAX_LINE_CHARS:
+            yield Problem(path, number, None, f"line longer than {MAX_LINE_CHARS:,} characters", kind="parse")
+            continue
+        if not text.strip():
+            continue
+        try:
+            value = STRICT_DECODER.decode(text)
+        except (json.JSONDecodeError, ValueError) as exc:
+            yield Problem(path, number, None, f"invalid JSON: {exc}", kind="parse")
+            continue
+        if not isinstance(value, dict):
+            yield Problem(path, number, None, "expected a JSON object", kind="parse")
+            continue
+        yield from _validate(path, number, value.get("kind", ""), value, "")

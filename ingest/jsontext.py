@@ -1,0 +1,95 @@
+"""JSON reading that keeps line numbers: records of a JSON document's top-level arrays, and JSONL lines."""
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+class JSONPositionError(ValueError):
+    def __init__(self, message: str, line: int):
+        super().__init__(message)
+        self.line = line
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+class _Cursor:
+    def __init__(self, text: str, decoder: json.JSONDecoder):
+        self.text, self.decoder, self.pos = text, decoder, 0
+        self._line, self._line_pos = 1, 0
+
+    def line(self, pos: int | None = None) -> int:
+        pos = self.pos if pos is None else pos
+        if pos < self._line_pos:
+            return self.text.count("\n", 0, pos) + 1
+        self._line += self.text.count("\n", self._line_pos, pos)
+        self._line_pos = pos
+        return self._line
+
+    def skip(self) -> str:
+        self.pos = _WS.match(self.text, self.pos).end()
+        return self.text[self.pos : self.pos + 1]
+
+    def expect(self, char: str) -> None:
+        if self.skip() != char:
+            found = self.text[self.pos : self.pos + 1] or "end of file"
+            raise JSONPositionError(f"expected '{char}', found {found!r}", self.line())
+        self.pos += 1
+
+    def value(self) -> Any:
+        self.skip()
+        try:
+            value, self.pos = self.decoder.raw_decode(self.text, self.pos)
+        except json.JSONDecodeError as exc:
+            raise JSONPositionError(exc.msg, exc.lineno) from None
+        except ValueError as exc:
+            raise JSONPositionError(str(exc), self.line()) from None
+        return value
+
+
+def iter_document(text: str, decoder: json.JSONDecoder = STRICT_DECODER) -> Iterator[tuple[str, int, Any]]:
+    """Yield (key, line, value) for each element of every top-level array of a JSON object, and
+    (key, line, value) for top-level scalars and objects."""
+    cur = _Cursor(text, decoder)
+    cur.expect("{")
+    if cur.skip() == "}":
+        return
+    while True:
+        key = cur.value()
+        if not isinstance(key, str):
+            raise JSONPositionError("expected a key", cur.line())
+        cur.expect(":")
+        if cur.skip() == "[":
+            cur.pos += 1
+            if cur.skip() == "]":
+                cur.pos += 1
+            else:
+                while True:
+                    cur.skip()
+                    line = cur.line()
+                    yield key, line, cur.value()
+                    nxt = cur.skip()
+                    cur.pos += 1
+                    if nxt == "]":
+                        break
+                    if nxt != ",":
+                        raise JSONPositionError(f"expected ',' or ']' in '{key}'", cur.line(cur.pos - 1))
+        else:
+            line = cur.line()
+            yield key, line, cur.value()
+        nxt = cur.skip()
+        cur.pos += 1
+        if nxt == "}":
+            break
+        if nxt != ",":
+            raise JSONPositionError("expected ',' or '}'", cur.line(cur.pos - 1))
+    if cur.skip():
+        raise JSONPositionError("extra data after the JSON document", cur.line())

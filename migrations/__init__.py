@@ -1,0 +1,1 @@
+"""Alembic migration scripts of the specdash schema."""

@@ -1,0 +1,3 @@
+from specdash.cli.main import cli
+
+cli(prog_name="specdash")

@@ -1,0 +1,142 @@
+"""Every `specdash` command on a temporary database: exit codes, printed text, rows."""
+
+import json
+
+import pytest
+from sqlalchemy import func, select
+
+from specdash.cli.main import cli
+from specdash.db.engine import make_engine, reading
+from specdash.db.models import Benchmark, Checkpoint, Gap, Prediction, Run
+
+COMMANDS = sorted(cli.commands)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(invoke, command):
+    result = invoke(None, command, "--help")
+    assert result.exit_code == 0
+    assert "Example:" in result.output
+
+
+def test_version(invoke):
+    result = invoke(None, "--version")
+    assert result.exit_code == 0 and "specdash, version" in result.output
+
+
+def test_init_creates_then_reports_current(invoke, tmp_path):
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    first = invoke(url, "init")
+    assert first.exit_code == 0 and "created at schema revision 0001" in first.output
+    second = invoke(url, "init")
+    assert "already at revision 0001" in second.output
+
+
+def test_db_option_after_the_command(invoke, tmp_path):
+    url = f"sqlite:///{tmp_path / 'late.db'}"
+    assert invoke(None, "init", "--db", url).exit_code == 0
+    assert (tmp_path / "late.db").exists()
+
+
+def test_db_url_from_environment(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    monkeypatch.setenv("SPECDASH_DB_URL", f"sqlite:///{tmp_path / 'env.db'}")
+    assert CliRunner().invoke(cli, ["init"]).exit_code == 0
+    assert (tmp_path / "env.db").exists()
+
+
+@pytest.mark.parametrize("command", ["demo", "predict", "gaps", "check", "ingest"])
+def test_uninitialised_database_is_refused(invoke, tmp_path, command):
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    args = [command] + ([str(tmp_path / "x.json")] if command == "ingest" else [])
+    if command == "ingest":
+        (tmp_path / "x.json").write_text("{}")
+    result = CliRunnerNoCatch().invoke(cli, ["--db", url, *args])
+    assert result.exit_code == 1
+    assert "is not initialised: run 'specdash init' to create it" in result.output
+
+
+def test_out_of_date_schema_is_refused(invoke, db_url):
+    with make_engine(db_url).begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0000'")
+    result = CliRunnerNoCatch().invoke(cli, ["--db", db_url, "gaps"])
+    assert result.exit_code == 1
+    assert "run 'specdash init' to upgrade" in result.output
+
+
+class CliRunnerNoCatch:
+    def invoke(self, command, args):
+        from click.testing import CliRunner
+
+        return CliRunner().invoke(command, args)
+
+
+def test_demo_twice_adds_nothing(invoke, db_url):
+    first = invoke(db_url, "demo")
+    assert first.exit_code == 0 and "created 15 benchmark(s)" in first.output
+    with reading(make_engine(db_url)) as session:
+        before = [session.scalar(select(func.count()).select_from(m)) for m in (Run, Checkpoint, Benchmark, Gap)]
+    second = invoke(db_url, "demo")
+    assert second.exit_code == 0 and "skipped, already ingested" in second.output
+    with reading(make_engine(db_url)) as session:
+        after = [session.scalar(select(func.count()).select_from(m)) for m in (Run, Checkpoint, Benchmark, Gap)]
+    assert before == after == [3, 6, 15, after[3]] and after[3] > 0
+
+
+def test_demo_if_empty_leaves_a_used_database_alone(invoke, demo_url):
+    result = invoke(demo_url, "demo", "--if-empty")
+    assert result.exit_code == 0 and "already has data; demo not loaded" in result.output
+
+
+def test_predict_refreshes_every_benchmark(invoke, demo_url):
+    with reading(make_engine(demo_url)) as session:
+        session.execute(Prediction.__table__.delete().where(Prediction.source == "theory"))
+        session.commit()
+    result = invoke(demo_url, "predict")
+    assert result.exit_code == 0
+    assert "12 prediction(s) for 13 benchmark(s)" in result.output
+    with reading(make_engine(demo_url)) as session:
+        assert session.scalar(select(func.count()).where(Prediction.source == "theory")) == 12
+
+
+def test_gaps_table_lists_the_story_first(invoke, demo_url):
+    result = invoke(demo_url, "gaps")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[0].split()[:4] == ["id", "run", "checkpoint", "deployment"]
+    assert "k25-eagle3-10k" in lines[1] and "+48.9%" in lines[1] and "algorithm_mismatch" in lines[1]
+
+
+def test_gaps_csv_has_a_header_and_a_row_per_gap(invoke, demo_url):
+    result = invoke(demo_url, "gaps", "--threshold", "0", "--status", "all", "--format", "csv")
+    rows = result.output.splitlines()
+    assert rows[0].startswith("benchmark_id,gap_id,run,checkpoint,deployment,source")
+    assert len(rows) - 1 == len(json.loads(invoke(demo_url, "gaps", "--threshold", "0", "--status", "all",
+                                                  "--format", "json").output))
+
+
+def test_gaps_threshold_filters(invoke, demo_url):
+    high = json.loads(invoke(demo_url, "gaps", "--threshold", "0.4", "--format", "json").output)
+    assert [r["run"] for r in high] == ["k25-eagle3-10k"]
+    everything = json.loads(invoke(demo_url, "gaps", "--threshold", "0", "--status", "all",
+                                   "--format", "json").output)
+    assert len(everything) > len(high)
+    assert all(abs(r["gap"]) >= 0.4 for r in high)
+
+
+def test_check_passes_on_a_database_without_alerts(invoke, db_url):
+    result = invoke(db_url, "check")
+    assert result.exit_code == 0 and "ok: no open alerts" in result.output
+
+
+def test_formats_lists_the_native_format(invoke):
+    result = invoke(None, "formats")
+    assert result.exit_code == 0 and result.output.startswith("specdash")
+
+
+def test_serve_refuses_uninitialised_database(tmp_path):
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["--db", f"sqlite:///{tmp_path / 'none.db'}", "serve"])
+    assert result.exit_code == 1 and "specdash init" in result.output

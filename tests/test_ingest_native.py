@@ -1,0 +1,128 @@
+"""specdash's own format: documents and JSONL, every problem reported with its line, nothing half-written."""
+
+import pytest
+from sqlalchemy import func, select
+
+from specdash.db.engine import reading
+from specdash.db.models import (
+    Benchmark,
+    Checkpoint,
+    Deployment,
+    Gap,
+    IngestedFile,
+    MetricPoint,
+    Prediction,
+    Run,
+)
+from specdash.ingest.pipeline import ingest_bytes, ingest_path
+from tests.conftest import FIXTURES
+
+NATIVE = FIXTURES / "native"
+
+
+def table_counts(engine) -> dict[str, int]:
+    with reading(engine) as session:
+        return {
+            m.__tablename__: session.scalar(select(func.count()).select_from(m))
+            for m in (Deployment, Run, Checkpoint, MetricPoint, Benchmark, Prediction, Gap, IngestedFile)
+        }
+
+
+def test_document_is_stored_field_by_field(engine):
+    result = ingest_path(engine, NATIVE / "bench_doc.json")
+    assert result.status == "loaded", result.problems
+    with reading(engine) as session:
+        bench = session.scalar(select(Benchmark).where(Benchmark.speculative_algorithm == "EAGLE3"))
+        assert bench.checkpoint.name == "epoch_2_step_24000"  # linked by drafter path
+        assert bench.checkpoint.run.name == "llama-eagle3-a"
+        assert (bench.decode_tps, bench.accept_length, bench.num_steps, bench.topk, bench.num_draft_tokens) == (
+            140.2, 2.9, 3, 1, 4)
+        assert bench.dataset == "gsm8k" and bench.source_format == "specdash"
+        assert bench.ingested_file_id is not None
+        baseline = session.scalar(select(Benchmark).where(Benchmark.speculative_algorithm.is_(None)))
+        assert baseline.checkpoint_id is None and baseline.decode_tps == 60.5
+        ckpt = bench.checkpoint
+        assert [p.rate for p in ckpt.position_acceptance] == [0.8, 0.7, 0.65, 0.6]
+        assert session.scalar(select(func.count()).select_from(MetricPoint)) == 4
+        sources = sorted(session.scalars(select(Prediction.source)))
+        assert sources == ["my-sim", "theory"]
+        theory = session.scalar(select(Prediction).where(Prediction.source == "theory"))
+        # measured baseline 60.5 tok/s: T_base 16.53 ms; + 3 x 0.8 ms drafting; tau from 0.8/0.7/0.65
+        tau = 1 + 0.8 + 0.8 * 0.7 + 0.8 * 0.7 * 0.65
+        assert theory.accept_length == pytest.approx(tau)
+        assert theory.predicted_tps == pytest.approx(1000 * tau / (1000 / 60.5 + 2.4))
+        assert session.scalar(select(func.count()).select_from(Gap)) == 2
+
+
+def test_jsonl_records(engine):
+    result = ingest_path(engine, NATIVE / "records.jsonl")
+    assert result.status == "loaded", result.problems
+    assert result.store.created["benchmark"] == 2 and result.store.linked == 1
+
+
+def test_every_problem_is_reported_with_its_line_and_nothing_is_written(engine):
+    ingest_path(engine, NATIVE / "records.jsonl")
+    before = table_counts(engine)
+    result = ingest_path(engine, NATIVE / "bad_doc.json")
+    assert result.status == "failed"
+    messages = [str(p) for p in result.problems]
+    path = str(NATIVE / "bad_doc.json")
+    assert f"{path}:8: benchmarks.1.decode_tps: Input should be greater than 0" in messages
+    assert f"{path}:9: benchmarks.2.accept_length: Input should be greater than or equal to 1" in messages
+    assert f"{path}:9: benchmarks.2.num_draft_tokens: 3 draft tokens cannot hold 5 draft steps (need >= num_steps)" in messages
+    assert f"{path}:11: benchmarks.3.decode_tps: Input should be a valid number, unable to parse string as a number" in messages
+    assert f"{path}:11: benchmarks.3.colour: Extra inputs are not permitted" in messages
+    assert table_counts(engine) == before
+
+
+def test_skip_invalid_loads_the_good_records(engine):
+    result = ingest_path(engine, NATIVE / "bad_doc.json", skip_invalid=True)
+    assert result.status == "loaded"
+    assert result.store.created["benchmark"] == 1 and len(result.problems) == 5
+
+
+def test_reingesting_a_file_changes_nothing(engine):
+    ingest_path(engine, NATIVE / "bench_doc.json")
+    before = table_counts(engine)
+    again = ingest_path(engine, NATIVE / "bench_doc.json")
+    assert again.status == "skipped"
+    assert table_counts(engine) == before
+
+
+def test_same_records_in_another_file_are_not_duplicated(engine):
+    ingest_path(engine, NATIVE / "bench_doc.json")
+    before = table_counts(engine)
+    text = (NATIVE / "bench_doc.json").read_text()
+    result = ingest_bytes(engine, "copy.json", (text + "\n").encode())
+    assert result.status == "loaded" and result.store.duplicates == 2
+    after = table_counts(engine)
+    assert after.pop("ingested_file") == before.pop("ingested_file") + 1
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"", "file is empty"),
+        (b"\x00\x01\x02binary", "binary file"),
+        (b'{"specdash": 1, "runs": [{"name": "a"}', "invalid JSON"),
+        (b'{"specdash": 1, "runs": [{"name": "a", "ttt_length": NaN}]}', "NaN is not a number JSON allows"),
+        (b'{"specdash": 2, "runs": []}', "format version 2 is not 1"),
+        (b'{"specdash": 1, "runs": []}', "no records found"),
+        (b'{"kind": "benchmark", "deployment": "x", "decode_tps": 1}\nnot json\n', "2: invalid JSON"),
+        (b'{"kind": "rocket", "name": "x"}\n', "1: kind: unknown record kind 'rocket'"),
+    ],
+)
+def test_bad_files(engine, content, message):
+    before = table_counts(engine)
+    result = ingest_bytes(engine, "bad.json", content)
+    assert result.status == "failed"
+    assert any(message in str(p) for p in result.problems), [str(p) for p in result.problems]
+    assert table_counts(engine) == before
+
+
+def test_cli_reports_file_line_field_and_exit_1(invoke, db_url):
+    result = invoke(db_url, "ingest", str(NATIVE / "bad_doc.json"))
+    assert result.exit_code == 1
+    assert "bad_doc.json:8: benchmarks.1.decode_tps: Input should be greater than 0" in result.output
+    assert "Fix the records or pass --skip-invalid" in result.output
