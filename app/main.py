@@ -10,8 +10,12 @@ VIEWS = "views"
 pages = [
     st.Page(f"{VIEWS}/overview.py", title="Overview", icon=":material/dashboard:", default=True),
     st.Page(f"{VIEWS}/checkpoints.py", title="Checkpoints", icon=":material/timeline:"),
+    st.Page(f"{VIEWS}/upload.py", title="Upload", icon=":material/upload_file:"),
+    st.Page(f"{VIEWS}/alerts.py", title="Alerts", icon=":material/notification_important:"),
+    st.Page(f"{VIEWS}/whatif.py", title="What-if", icon=":material/tune:"),
+    st.Page(f"{VIEWS}/settings.py", title="Settings", icon=":material/settings:"),
 ]
 
 state.require_schema()
-st.sidebar.caption(f"Database: `{state.db_url()}`")
+st.sidebar.caption(f"Database: `{state.db_label()}`")
 st.navigation(pages).run()

@@ -1,12 +1,23 @@
-"""The dashboard's connection to the store: one engine per URL, cached queries keyed on plain filters."""
+"""The dashboard's connection to the store: one engine per URL (st.cache_resource), query results cached
+with st.cache_data keyed on the URL and plain filters, and writes that clear those caches."""
 
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine
 
 from specdash.config import resolve_db_url
-from specdash.db import queries
-from specdash.db.engine import make_engine, reading
+from specdash.db import alerts, checkpoint_queries, queries
+from specdash.db.alerts import AlertFilters
+from specdash.db.checkpoint_queries import SpeculationSetting
+from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.schema import SchemaOutOfDate, check_schema
+from specdash.db.settings import get_gap_threshold
+
+# At most this many points reach the parity plot; every alert is among them.
+PARITY_POINTS = 4000
 
 
 def db_url() -> str:
@@ -22,6 +33,11 @@ def engine() -> Engine:
     return get_engine(db_url())
 
 
+def db_label() -> str:
+    """The database URL as it may be shown: without its password."""
+    return engine().url.render_as_string(hide_password=True)
+
+
 def require_schema() -> None:
     """Stop the page with the fix spelled out when the database is missing or out of date."""
     try:
@@ -31,50 +47,147 @@ def require_schema() -> None:
         st.stop()
 
 
+def _read(url: str, query: Callable, *args, **kwargs):
+    with reading(get_engine(url)) as session:
+        return query(session, *args, **kwargs)
+
+
+def write(action: Callable, *args, **kwargs) -> Any:
+    """Run `action(session, ...)` in one write transaction on the current database, then drop every cached
+    query result so each page shows what was written."""
+    with transaction(engine()) as session:
+        result = action(session, *args, **kwargs)
+    clear_caches()
+    return result
+
+
+def clear_caches() -> None:
+    """After anything writes to the store (an upload, a status change, a profile edit)."""
+    st.cache_data.clear()
+
+
+# --- Overview ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def counts(url: str) -> dict:
-    with reading(get_engine(url)) as session:
-        return queries.counts(session)
+    return _read(url, queries.counts)
 
 
 @st.cache_data(show_spinner=False)
-def gap_rows(url: str, threshold: float | None, status: str, source: str | None) -> list[dict]:
-    with reading(get_engine(url)) as session:
-        return queries.gap_rows(session, threshold=threshold, status=status, source=source)
-
-
-@st.cache_data(show_spinner=False)
-def parity_frame(url: str, source: str = "theory"):
-    with reading(get_engine(url)) as session:
-        return queries.parity_frame(session, source)
-
-
-@st.cache_data(show_spinner=False)
-def runs_frame(url: str):
-    with reading(get_engine(url)) as session:
-        return queries.runs_frame(session)
-
-
-@st.cache_data(show_spinner=False)
-def deployments_frame(url: str):
-    with reading(get_engine(url)) as session:
-        return queries.deployments_frame(session)
-
-
-@st.cache_data(show_spinner=False)
-def checkpoint_overlay(url: str, run_id: int, deployment_id: int | None):
-    with reading(get_engine(url)) as session:
-        return queries.checkpoint_overlay(session, run_id, deployment_id)
+def open_alert_counts(url: str) -> dict[str, int]:
+    return _read(url, queries.open_alert_counts)
 
 
 @st.cache_data(show_spinner=False)
 def gap_threshold(url: str) -> float:
-    from specdash.db.settings import get_gap_threshold
-
-    with reading(get_engine(url)) as session:
-        return get_gap_threshold(session)
+    return _read(url, get_gap_threshold)
 
 
-def clear_caches() -> None:
-    """After anything writes to the store (an upload, a status change)."""
-    st.cache_data.clear()
+@st.cache_data(show_spinner=False)
+def prediction_sources(url: str) -> list[str]:
+    return _read(url, queries.prediction_sources)
+
+
+@st.cache_data(show_spinner=False)
+def parity(url: str, source: str) -> tuple[pd.DataFrame, int]:
+    """The parity plot's points (thinned past PARITY_POINTS, alerts kept) and how many there are in all."""
+    return (
+        _read(url, queries.parity_frame, source, max_points=PARITY_POINTS),
+        _read(url, queries.parity_total, source),
+    )
+
+
+@st.cache_data(show_spinner=False)
+def latest_checkpoints(url: str) -> pd.DataFrame:
+    return _read(url, queries.latest_checkpoints)
+
+
+@st.cache_data(show_spinner=False)
+def top_alerts(url: str, limit: int) -> list[dict]:
+    rows, _ = _read(url, alerts.alert_page, AlertFilters(statuses=("open",)), 0, limit)
+    return rows
+
+
+# --- Checkpoints -------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def runs_frame(url: str) -> pd.DataFrame:
+    return _read(url, queries.runs_frame)
+
+
+@st.cache_data(show_spinner=False)
+def deployments_frame(url: str) -> pd.DataFrame:
+    return _read(url, queries.deployments_frame)
+
+
+@st.cache_data(show_spinner=False)
+def checkpoints_frame(url: str, run_ids: tuple[int, ...]) -> pd.DataFrame:
+    return _read(url, checkpoint_queries.checkpoints_frame, list(run_ids))
+
+
+@st.cache_data(show_spinner=False)
+def benchmarked_deployments(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFrame:
+    return _read(url, checkpoint_queries.benchmarked_deployments, list(checkpoint_ids))
+
+
+@st.cache_data(show_spinner=False)
+def speculation_settings(url: str, checkpoint_ids: tuple[int, ...], deployment_id: int) -> list[SpeculationSetting]:
+    return _read(url, checkpoint_queries.speculation_settings, list(checkpoint_ids), deployment_id)
+
+
+@st.cache_data(show_spinner=False)
+def benchmark_datasets(url: str, checkpoint_ids: tuple[int, ...], deployment_id: int) -> list[str]:
+    return _read(url, checkpoint_queries.benchmark_datasets, list(checkpoint_ids), deployment_id)
+
+
+@st.cache_data(show_spinner=False)
+def checkpoint_comparison(
+    url: str, checkpoint_ids: tuple[int, ...], deployment_id: int, setting: SpeculationSetting, dataset: str | None
+) -> pd.DataFrame:
+    return _read(url, checkpoint_queries.checkpoint_comparison, list(checkpoint_ids), deployment_id, setting,
+                 dataset)
+
+
+@st.cache_data(show_spinner=False)
+def metric_keys(url: str, run_ids: tuple[int, ...]) -> list[str]:
+    return _read(url, checkpoint_queries.metric_keys, list(run_ids))
+
+
+@st.cache_data(show_spinner=False)
+def training_curves(url: str, run_ids: tuple[int, ...], keys: tuple[str, ...]) -> pd.DataFrame:
+    return _read(url, checkpoint_queries.training_curves, list(run_ids), list(keys))
+
+
+@st.cache_data(show_spinner=False)
+def position_acceptance(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFrame:
+    return _read(url, checkpoint_queries.position_acceptance_frame, list(checkpoint_ids))
+
+
+# --- Upload ------------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def benchmark_outcomes(url: str, benchmark_ids: tuple[int, ...]) -> pd.DataFrame:
+    return _read(url, queries.benchmark_outcomes, list(benchmark_ids))
+
+
+# --- Alerts ------------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def alert_page(url: str, filters: AlertFilters, offset: int, limit: int) -> tuple[list[dict], int]:
+    return _read(url, alerts.alert_page, filters, offset, limit)
+
+
+@st.cache_data(show_spinner=False)
+def alert_choices(url: str) -> dict[str, list[str]]:
+    return _read(url, alerts.alert_choices)
+
+
+@st.cache_data(show_spinner=False)
+def alert_detail(url: str, gap_id: int) -> dict | None:
+    return _read(url, alerts.alert_detail, gap_id)
+
+
+@st.cache_data(show_spinner=False)
+def alert_history(url: str, gap_id: int) -> pd.DataFrame:
+    return _read(url, alerts.alert_history, gap_id)
+
+
+@st.cache_data(show_spinner=False)
+def supersede_candidates(url: str, benchmark_id: int) -> pd.DataFrame:
+    return _read(url, alerts.supersede_candidates, benchmark_id)

@@ -1,10 +1,11 @@
 """Read queries shared by the CLI and the dashboard; they return plain rows or DataFrames, never ORM state."""
 
+import math
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Select, func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import Select, func, or_, select
+from sqlalchemy.orm import Session
 
 from specdash.db.models import (
     Benchmark,
@@ -17,6 +18,8 @@ from specdash.db.models import (
     Run,
 )
 from specdash.db.settings import get_gap_threshold
+
+BUILTIN_SOURCE_ORDER = ("theory", "calibrated")
 
 
 def counts(session: Session) -> dict[str, int]:
@@ -40,7 +43,9 @@ def is_empty(session: Session) -> bool:
     )
 
 
-def _gap_select(threshold: float | None, global_threshold: float) -> Select:
+def gap_select(threshold: float | None, global_threshold: float) -> Select:
+    """Gaps with their run, checkpoint, deployment and prediction, at or above `threshold` (None: each
+    deployment's own threshold, else the global one)."""
     limit = (
         threshold
         if threshold is not None
@@ -95,7 +100,7 @@ def gap_rows(
     source: str | None = None,
 ) -> list[dict[str, Any]]:
     """Gaps at or above the threshold (each deployment's own, else the global one), largest first."""
-    query = _gap_select(threshold, get_gap_threshold(session))
+    query = gap_select(threshold, get_gap_threshold(session))
     if status != "all":
         query = query.where(Gap.status == status)
     if source:
@@ -104,11 +109,35 @@ def gap_rows(
     return [dict(row) for row in session.execute(query).mappings()]
 
 
-def parity_frame(session: Session, source: str = "theory") -> pd.DataFrame:
-    """One row per benchmark with its prediction: the parity plot's data."""
+def alert_threshold(global_threshold: float):
+    """The threshold that applies to a gap: its deployment's own, else the global one (SQL expression)."""
+    return func.coalesce(Deployment.gap_threshold, global_threshold)
+
+
+def open_alert_counts(session: Session) -> dict[str, int]:
+    """Open alerts (gaps at or above their threshold) by severity; "none" for alerts without a diagnosis."""
     query = (
+        select(Gap.severity, func.count())
+        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
+        .join(Deployment, Benchmark.deployment_id == Deployment.id)
+        .where(Gap.status == "open", func.abs(Gap.gap) >= alert_threshold(get_gap_threshold(session)))
+        .group_by(Gap.severity)
+    )
+    return {severity or "none": n for severity, n in session.execute(query)}
+
+
+def prediction_sources(session: Session) -> list[str]:
+    """Prediction sources that have gaps: theory and calibrated first, then external names."""
+    names = set(session.scalars(select(Prediction.source).join(Gap, Gap.prediction_id == Prediction.id).distinct()))
+    builtin = [name for name in BUILTIN_SOURCE_ORDER if name in names]
+    return builtin + sorted(names - set(builtin))
+
+
+def _parity_select(source: str) -> Select:
+    return (
         select(
             Benchmark.id.label("benchmark_id"),
+            Gap.id.label("gap_id"),
             Run.name.label("run"),
             Checkpoint.name.label("checkpoint"),
             Deployment.name.label("deployment"),
@@ -117,6 +146,7 @@ def parity_frame(session: Session, source: str = "theory") -> pd.DataFrame:
             Benchmark.topk,
             Benchmark.num_draft_tokens,
             Benchmark.concurrency,
+            Benchmark.dataset,
             Gap.measured_tps,
             Gap.predicted_tps,
             Gap.gap,
@@ -128,9 +158,34 @@ def parity_frame(session: Session, source: str = "theory") -> pd.DataFrame:
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(Prediction.source == source)
-        .order_by(Benchmark.id)
+        .where(Prediction.source == source, Benchmark.superseded_by_id.is_(None))
     )
+
+
+def parity_total(session: Session, source: str = "theory") -> int:
+    """How many benchmarks have a prediction from `source` (superseded ones left out)."""
+    query = (
+        select(func.count())
+        .select_from(Gap)
+        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
+        .join(Prediction, Gap.prediction_id == Prediction.id)
+        .where(Prediction.source == source, Benchmark.superseded_by_id.is_(None))
+    )
+    return session.scalar(query) or 0
+
+
+def parity_frame(session: Session, source: str = "theory", max_points: int | None = None) -> pd.DataFrame:
+    """One row per benchmark with its prediction from `source`: the parity plot's data.
+
+    With `max_points`, every alert is kept and the rest is thinned to an even sample by benchmark id, so a
+    browser never receives tens of thousands of points."""
+    query = _parity_select(source).order_by(Benchmark.id)
+    if max_points is not None:
+        total = parity_total(session, source)
+        if total > max_points:
+            stride = math.ceil(total / max_points)
+            limit = alert_threshold(get_gap_threshold(session))
+            query = query.where(or_(func.abs(Gap.gap) >= limit, Benchmark.id % stride == 0))
     return pd.DataFrame(session.execute(query).mappings().all())
 
 
@@ -158,51 +213,149 @@ def runs_frame(session: Session) -> pd.DataFrame:
 
 
 def deployments_frame(session: Session) -> pd.DataFrame:
-    query = select(
-        Deployment.id,
-        Deployment.name,
-        Deployment.interconnect,
-        Deployment.tp_size,
-        Deployment.baseline_tps,
-        Deployment.comm_fraction,
-        Deployment.draft_step_ms,
-        Deployment.is_demo,
-    ).order_by(Deployment.name)
+    """Every deployment with its cost profile, own threshold and number of benchmarks."""
+    benchmarks = (
+        select(Benchmark.deployment_id, func.count().label("benchmarks"))
+        .group_by(Benchmark.deployment_id)
+        .subquery()
+    )
+    query = (
+        select(
+            Deployment.id,
+            Deployment.name,
+            Deployment.gpu,
+            Deployment.num_gpus,
+            Deployment.tp_size,
+            Deployment.interconnect,
+            Deployment.engine,
+            Deployment.baseline_tps,
+            Deployment.comm_fraction,
+            Deployment.draft_step_ms,
+            Deployment.round_overhead_ms,
+            Deployment.verify_growth_compute,
+            Deployment.verify_growth_comm,
+            Deployment.gap_threshold,
+            Deployment.is_demo,
+            func.coalesce(benchmarks.c.benchmarks, 0).label("benchmarks"),
+        )
+        .outerjoin(benchmarks, benchmarks.c.deployment_id == Deployment.id)
+        .order_by(Deployment.name)
+    )
     return pd.DataFrame(session.execute(query).mappings().all())
 
 
-def checkpoint_overlay(session: Session, run_id: int, deployment_id: int | None = None) -> pd.DataFrame:
-    """Measured and predicted tok/s and tau per checkpoint and setting of one run (one row a benchmark
-    and prediction source)."""
-    pred = aliased(Prediction)
-    query = (
+def _theory_baselines():
+    """Per benchmark, the baseline tok/s its theory prediction used (measured median, else profile)."""
+    return (
+        select(Gap.benchmark_id, Prediction.baseline_tps)
+        .join(Prediction, Gap.prediction_id == Prediction.id)
+        .where(Prediction.source == "theory")
+        .subquery()
+    )
+
+
+def latest_checkpoints(session: Session) -> pd.DataFrame:
+    """Per run, its latest checkpoint (highest step, else newest) and that checkpoint's best measured
+    speedup over no speculation (superseded benchmarks left out), with where it was measured."""
+    ranked = select(
+        Checkpoint.id,
+        Checkpoint.run_id,
+        Checkpoint.name,
+        Checkpoint.step,
+        func.row_number()
+        .over(partition_by=Checkpoint.run_id, order_by=(func.coalesce(Checkpoint.step, -1).desc(), Checkpoint.id.desc()))
+        .label("rank"),
+    ).subquery()
+    latest = select(ranked).where(ranked.c.rank == 1).subquery()
+    baselines = _theory_baselines()
+    baseline = func.coalesce(baselines.c.baseline_tps, Deployment.baseline_tps)
+    speedup = Benchmark.decode_tps / baseline
+    best = (
         select(
-            Checkpoint.id.label("checkpoint_id"),
-            Checkpoint.name.label("checkpoint"),
-            Checkpoint.step,
-            Checkpoint.epoch,
+            Benchmark.checkpoint_id,
+            Benchmark.decode_tps,
+            baseline.label("baseline_tps"),
+            speedup.label("speedup"),
             Deployment.name.label("deployment"),
-            Benchmark.id.label("benchmark_id"),
             Benchmark.speculative_algorithm,
             Benchmark.num_steps,
             Benchmark.topk,
             Benchmark.num_draft_tokens,
             Benchmark.concurrency,
+            func.row_number()
+            .over(partition_by=Benchmark.checkpoint_id, order_by=(speedup.desc(), Benchmark.id))
+            .label("rank"),
+        )
+        .join(latest, latest.c.id == Benchmark.checkpoint_id)
+        .join(Deployment, Benchmark.deployment_id == Deployment.id)
+        .outerjoin(baselines, baselines.c.benchmark_id == Benchmark.id)
+        .where(Benchmark.superseded_by_id.is_(None), baseline.is_not(None))
+        .subquery()
+    )
+    counts = select(Checkpoint.run_id, func.count().label("checkpoints")).group_by(Checkpoint.run_id).subquery()
+    query = (
+        select(
+            Run.name.label("run"),
+            Run.status,
+            Run.ttt_length,
+            func.coalesce(counts.c.checkpoints, 0).label("checkpoints"),
+            latest.c.name.label("latest_checkpoint"),
+            latest.c.step,
+            best.c.speedup.label("best_speedup"),
+            best.c.decode_tps.label("measured_tps"),
+            best.c.baseline_tps,
+            best.c.deployment,
+            best.c.speculative_algorithm,
+            best.c.num_steps,
+            best.c.topk,
+            best.c.num_draft_tokens,
+            best.c.concurrency,
+        )
+        .outerjoin(latest, latest.c.run_id == Run.id)
+        .outerjoin(counts, counts.c.run_id == Run.id)
+        .outerjoin(best, (best.c.checkpoint_id == latest.c.id) & (best.c.rank == 1))
+        .order_by(Run.name)
+    )
+    return pd.DataFrame(session.execute(query).mappings().all())
+
+
+def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFrame:
+    """What became of some benchmarks (e.g. those an upload created): each with its prediction from every
+    source, the gap, and whether that gap is an alert."""
+    if not benchmark_ids:
+        return pd.DataFrame()
+    limit = alert_threshold(get_gap_threshold(session))
+    query = (
+        select(
+            Benchmark.id.label("benchmark_id"),
+            Run.name.label("run"),
+            Checkpoint.name.label("checkpoint"),
+            Deployment.name.label("deployment"),
+            Benchmark.speculative_algorithm,
+            Benchmark.num_steps,
+            Benchmark.topk,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+            Benchmark.dataset,
             Benchmark.decode_tps.label("measured_tps"),
             Benchmark.accept_length.label("measured_accept_length"),
-            pred.source,
-            pred.predicted_tps,
-            pred.accept_length.label("predicted_accept_length"),
-            pred.extrapolated,
+            Prediction.source,
+            Prediction.predicted_tps,
+            Prediction.accept_length.label("predicted_accept_length"),
+            Gap.id.label("gap_id"),
             Gap.gap,
+            (func.abs(Gap.gap) >= limit).label("is_alert"),
+            Gap.severity,
+            Gap.diagnoses,
         )
-        .join(Benchmark, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
+        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .outerjoin(Run, Checkpoint.run_id == Run.id)
         .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
-        .outerjoin(pred, Gap.prediction_id == pred.id)
-        .where(Checkpoint.run_id == run_id)
-        .order_by(Checkpoint.step, Checkpoint.name, Benchmark.num_steps, Benchmark.id)
+        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
+        .where(Benchmark.id.in_(benchmark_ids))
+        .order_by(Benchmark.id, Prediction.source)
     )
-    if deployment_id is not None:
-        query = query.where(Benchmark.deployment_id == deployment_id)
-    return pd.DataFrame(session.execute(query).mappings().all())
+    frame = pd.DataFrame(session.execute(query).mappings().all())
+    frame["is_alert"] = frame["is_alert"].fillna(False).astype(bool)
+    return frame

@@ -1,40 +1,96 @@
-"""Overview: what is stored, the open alerts, and predicted vs measured for every benchmark."""
+"""Overview: what is stored, the open alerts, predicted vs measured for every benchmark, and where each
+run's latest checkpoint stands."""
 
 import streamlit as st
 
 from specdash.app import charts, state
+from specdash.app.text import SEVERITY_ICONS, gap_text, md, setting_label
+
+ALERTS_SHOWN = 5
+DIAGNOSES_SHOWN = 2
 
 url = state.db_url()
-st.title("specdash")
-st.caption("Predicted vs measured decode throughput of speculative-decoding drafters.")
+st.title("Overview")
+st.caption("Predicted vs measured decode throughput of speculative-decoding drafters, and the gaps between them.")
 
 counts = state.counts(url)
+by_severity = state.open_alert_counts(url)
 threshold = state.gap_threshold(url)
-alerts = state.gap_rows(url, None, "open", None)
 
-cols = st.columns(5)
+cols = st.columns(6)
 cols[0].metric("Runs", counts["runs"])
 cols[1].metric("Checkpoints", counts["checkpoints"])
 cols[2].metric("Benchmarks", counts["benchmarks"])
 cols[3].metric("Deployments", counts["deployments"])
-cols[4].metric("Open alerts", len(alerts))
+cols[4].metric("Open alerts", sum(by_severity.values()))
+cols[5].metric("Critical", by_severity.get("critical", 0))
 
-st.subheader("Open alerts")
-if not alerts:
-    st.success(f"No open gap above the threshold ({threshold:.0%}).")
-for row in alerts[:20]:
-    severity = row["severity"] or "info"
-    box = {"critical": st.error, "warning": st.warning}.get(severity, st.info)
-    lines = [
-        f"**{row['run']} / {row['checkpoint']}** on {row['deployment']}, "
-        f"{row['speculative_algorithm']} {row['num_steps']}/{row['topk']}/{row['num_draft_tokens']}: "
-        f"measured {row['measured_tps']:.1f} tok/s vs {row['source']} {row['predicted_tps']:.1f} "
-        f"(gap {row['gap']:+.1%})"
-    ]
-    lines += [f"- {d['severity']}: {d['message']}" for d in row["diagnoses"]]
-    # names come from files: shown as text, never as HTML
-    box("\n".join(lines), icon=":material/warning:")
+if not counts["benchmarks"] and not counts["runs"]:
+    st.info("Nothing stored yet: upload a benchmark file on the **Upload** page, or run `specdash demo`.")
+    st.stop()
 
-st.subheader("Predicted vs measured")
-frame = state.parity_frame(url)
-st.plotly_chart(charts.parity_figure(frame, threshold), width="stretch")
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Predicted vs measured")
+    sources = state.prediction_sources(url)
+    if not sources:
+        st.info("No benchmark has a prediction yet: predictions need a checkpoint and a deployment profile.")
+    else:
+        source = st.selectbox("Prediction source", sources, key="overview_source") if len(sources) > 1 else sources[0]
+        frame, total = state.parity(url, source)
+        st.plotly_chart(charts.parity_figure(frame, threshold), width="stretch", key="overview_parity")
+        shown = (f"{len(frame):,} of {total:,} benchmarks shown (every alert among them)" if len(frame) < total
+                 else f"{total:,} benchmarks")
+        st.caption(f"{shown}. Inside the green band: within ±{threshold:.0%} of the prediction; below the diagonal: "
+                   "slower than predicted.")
+
+with right:
+    st.subheader("Open alerts")
+    if by_severity:
+        st.markdown("  ".join(
+            f"{SEVERITY_ICONS.get(name, '')} {by_severity[name]} {name}"
+            for name in ("critical", "warning", "info", "none") if name in by_severity
+        ))
+    alerts = state.top_alerts(url, ALERTS_SHOWN)
+    if not alerts:
+        st.success(f"No open gap at or above the threshold ({threshold:.0%}).")
+    for row in alerts:
+        severity = row["severity"] or "none"
+        box = {"critical": st.error, "warning": st.warning}.get(severity, st.info)
+        lines = [
+            f"**{md(row['run'])} / {md(row['checkpoint'])}** on {md(row['deployment'])}, {setting_label(row)}: "
+            f"measured {row['measured_tps']:.1f} tok/s vs {md(row['source'])} {row['predicted_tps']:.1f} "
+            f"(gap {gap_text(row['gap'])})"
+        ]
+        lines += [f"- {md(d['message'])}" for d in row["diagnoses"][:DIAGNOSES_SHOWN]]
+        if len(row["diagnoses"]) > DIAGNOSES_SHOWN:
+            lines.append(f"- and {len(row['diagnoses']) - DIAGNOSES_SHOWN} more")
+        box("\n".join(lines), icon=SEVERITY_ICONS[severity])
+        st.page_link("views/alerts.py", label=f"Investigate alert #{row['gap_id']}", icon=":material/search:",
+                     query_params={"alert": str(row["gap_id"])})
+    more = sum(by_severity.values()) - len(alerts)
+    if more > 0:
+        st.page_link("views/alerts.py", label=f"All {sum(by_severity.values())} open alerts",
+                     icon=":material/list:")
+
+st.subheader("Latest checkpoint per run")
+latest = state.latest_checkpoints(url)
+if latest.empty:
+    st.info("No runs yet.")
+else:
+    table = latest.assign(
+        setting=[setting_label(r) if r["best_speedup"] == r["best_speedup"] else None for _, r in latest.iterrows()]
+    )[["run", "status", "checkpoints", "latest_checkpoint", "step", "best_speedup", "measured_tps", "baseline_tps",
+       "deployment", "setting"]]
+    st.dataframe(
+        table, hide_index=True, width="stretch", key="overview_latest",
+        column_config={
+            "latest_checkpoint": "latest checkpoint",
+            "step": st.column_config.NumberColumn("step", format="%d"),
+            "best_speedup": st.column_config.NumberColumn(
+                "best speedup", format="%.2f×", help="measured tok/s over no speculation, best benchmark of the "
+                "latest checkpoint (superseded benchmarks left out)"),
+            "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
+            "baseline_tps": st.column_config.NumberColumn("baseline tok/s", format="%.1f"),
+        },
+    )

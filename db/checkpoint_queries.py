@@ -1,0 +1,319 @@
+"""Read queries behind the Checkpoints page: checkpoints of runs, their speculation settings, measured and
+predicted throughput per checkpoint, training curves downsampled in SQL, per-position acceptance."""
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+from sqlalchemy import Integer, cast, func, select
+from sqlalchemy.orm import Session
+
+from specdash.db.models import (
+    Benchmark,
+    Checkpoint,
+    Deployment,
+    Gap,
+    MetricKey,
+    MetricPoint,
+    PositionAcceptance,
+    Prediction,
+    Run,
+)
+
+# Most points per (run, metric) line that reach the browser; longer series are bucketed by step in SQL.
+CURVE_POINTS = 400
+
+
+@dataclass(frozen=True)
+class SpeculationSetting:
+    """What a benchmark ran: algorithm, draft steps K, tree top-k, draft tokens N, concurrent requests."""
+
+    speculative_algorithm: str
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+
+    @property
+    def label(self) -> str:
+        shape = "/".join("-" if v is None else str(v) for v in (self.num_steps, self.topk, self.num_draft_tokens))
+        return f"{self.speculative_algorithm} {shape}, concurrency {self.concurrency}"
+
+
+def checkpoints_frame(session: Session, run_ids: list[int]) -> pd.DataFrame:
+    """Checkpoints of the runs, in training order, with how many benchmarks each has."""
+    if not run_ids:
+        return pd.DataFrame(columns=["id", "run", "name", "epoch", "step", "path", "benchmarks"])
+    benchmarks = (
+        select(Benchmark.checkpoint_id, func.count().label("benchmarks"))
+        .group_by(Benchmark.checkpoint_id)
+        .subquery()
+    )
+    query = (
+        select(
+            Checkpoint.id,
+            Run.name.label("run"),
+            Checkpoint.name,
+            Checkpoint.epoch,
+            Checkpoint.step,
+            Checkpoint.path,
+            func.coalesce(benchmarks.c.benchmarks, 0).label("benchmarks"),
+        )
+        .join(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(benchmarks, benchmarks.c.checkpoint_id == Checkpoint.id)
+        .where(Checkpoint.run_id.in_(run_ids))
+        .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
+    )
+    return pd.DataFrame(session.execute(query).mappings().all())
+
+
+def benchmarked_deployments(session: Session, checkpoint_ids: list[int]) -> pd.DataFrame:
+    """Deployments the checkpoints were benchmarked on, the most used first."""
+    if not checkpoint_ids:
+        return pd.DataFrame(columns=["id", "name", "benchmarks"])
+    query = (
+        select(Deployment.id, Deployment.name, func.count(Benchmark.id).label("benchmarks"))
+        .join(Benchmark, Benchmark.deployment_id == Deployment.id)
+        .where(Benchmark.checkpoint_id.in_(checkpoint_ids))
+        .group_by(Deployment.id, Deployment.name)
+        .order_by(func.count(Benchmark.id).desc(), Deployment.name)
+    )
+    return pd.DataFrame(session.execute(query).mappings().all())
+
+
+def speculation_settings(session: Session, checkpoint_ids: list[int], deployment_id: int) -> list[SpeculationSetting]:
+    """Settings the checkpoints were benchmarked at on the deployment, the one covering most checkpoints
+    first."""
+    if not checkpoint_ids:
+        return []
+    covered = func.count(Benchmark.checkpoint_id.distinct())
+    query = (
+        select(
+            Benchmark.speculative_algorithm,
+            Benchmark.num_steps,
+            Benchmark.topk,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+        )
+        .where(
+            Benchmark.checkpoint_id.in_(checkpoint_ids),
+            Benchmark.deployment_id == deployment_id,
+            Benchmark.speculative_algorithm.is_not(None),
+        )
+        .group_by(
+            Benchmark.speculative_algorithm,
+            Benchmark.num_steps,
+            Benchmark.topk,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+        )
+        .order_by(
+            covered.desc(),
+            Benchmark.speculative_algorithm,
+            Benchmark.num_steps,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+        )
+    )
+    return [SpeculationSetting(*row) for row in session.execute(query)]
+
+
+def _matches(setting: SpeculationSetting):
+    def same(column, value):
+        return column.is_(None) if value is None else column == value
+
+    return (
+        Benchmark.speculative_algorithm == setting.speculative_algorithm,
+        same(Benchmark.num_steps, setting.num_steps),
+        same(Benchmark.topk, setting.topk),
+        same(Benchmark.num_draft_tokens, setting.num_draft_tokens),
+        Benchmark.concurrency == setting.concurrency,
+    )
+
+
+def _std(mean: pd.Series, mean_sq: pd.Series, n: pd.Series) -> pd.Series:
+    """Sample standard deviation from SQL's avg(x) and avg(x*x) (SQLite has no stddev)."""
+    variance = (mean_sq - mean**2).clip(lower=0) * n / (n - 1)
+    return variance.where(n > 1).pow(0.5)
+
+
+def benchmark_datasets(session: Session, checkpoint_ids: list[int], deployment_id: int) -> list[str]:
+    """Datasets the checkpoints were benchmarked on, on the deployment."""
+    if not checkpoint_ids:
+        return []
+    query = (
+        select(Benchmark.dataset)
+        .where(
+            Benchmark.checkpoint_id.in_(checkpoint_ids),
+            Benchmark.deployment_id == deployment_id,
+            Benchmark.dataset.is_not(None),
+        )
+        .distinct()
+        .order_by(Benchmark.dataset)
+    )
+    return list(session.scalars(query))
+
+
+def checkpoint_comparison(
+    session: Session,
+    checkpoint_ids: list[int],
+    deployment_id: int,
+    setting: SpeculationSetting,
+    dataset: str | None = None,
+) -> pd.DataFrame:
+    """Per checkpoint: measured tok/s and accept length (mean, standard deviation, number of benchmarks,
+    superseded ones left out) and, per prediction source, the predicted ones, over every dataset unless one
+    is given. One row per checkpoint and source; `source` is None for a checkpoint without a prediction."""
+    columns = ["checkpoint_id", "run", "checkpoint", "step", "n", "measured_tps", "measured_tps_std",
+               "measured_accept_length", "measured_accept_length_std", "source", "predicted_tps",
+               "predicted_accept_length", "extrapolated"]
+    if not checkpoint_ids:
+        return pd.DataFrame(columns=columns)
+    scope = (
+        Benchmark.checkpoint_id.in_(checkpoint_ids),
+        Benchmark.deployment_id == deployment_id,
+        Benchmark.superseded_by_id.is_(None),
+        *_matches(setting),
+        *((Benchmark.dataset == dataset,) if dataset is not None else ()),
+    )
+    measured_query = (
+        select(
+            Checkpoint.id.label("checkpoint_id"),
+            Run.name.label("run"),
+            Checkpoint.name.label("checkpoint"),
+            Checkpoint.step,
+            func.count(Benchmark.id).label("n"),
+            func.avg(Benchmark.decode_tps).label("measured_tps"),
+            func.avg(Benchmark.decode_tps * Benchmark.decode_tps).label("tps_sq"),
+            func.count(Benchmark.accept_length).label("n_tau"),
+            func.avg(Benchmark.accept_length).label("measured_accept_length"),
+            func.avg(Benchmark.accept_length * Benchmark.accept_length).label("tau_sq"),
+        )
+        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .join(Run, Checkpoint.run_id == Run.id)
+        .where(*scope)
+        .group_by(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
+    )
+    measured = pd.DataFrame(session.execute(measured_query).mappings().all())
+    if measured.empty:
+        return pd.DataFrame(columns=columns)
+    measured["measured_tps_std"] = _std(measured["measured_tps"], measured["tps_sq"], measured["n"])
+    measured["measured_accept_length_std"] = _std(
+        measured["measured_accept_length"], measured["tau_sq"], measured["n_tau"]
+    )
+    # A prediction applies to the benchmarks it was compared with (its gaps): averaged over datasets.
+    predicted_query = (
+        select(
+            Benchmark.checkpoint_id,
+            Prediction.source,
+            func.avg(Prediction.predicted_tps).label("predicted_tps"),
+            func.avg(Prediction.accept_length).label("predicted_accept_length"),
+            func.max(cast(Prediction.extrapolated, Integer)).label("extrapolated"),
+        )
+        .join(Gap, Gap.benchmark_id == Benchmark.id)
+        .join(Prediction, Gap.prediction_id == Prediction.id)
+        .where(*scope)
+        .group_by(Benchmark.checkpoint_id, Prediction.source)
+    )
+    predicted = pd.DataFrame(session.execute(predicted_query).mappings().all())
+    if predicted.empty:
+        predicted = pd.DataFrame(columns=["checkpoint_id", "source", "predicted_tps",
+                                          "predicted_accept_length", "extrapolated"])
+    frame = measured.merge(predicted, on="checkpoint_id", how="left")
+    frame["extrapolated"] = frame["extrapolated"].fillna(0).astype(bool)
+    frame["source"] = frame["source"].astype(object).where(frame["source"].notna(), None)
+    order = frame["step"].fillna(-1)
+    return frame.assign(_order=order).sort_values(["run", "_order", "checkpoint", "source"])[columns]
+
+
+def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per checkpoint, predicted values of each source as their own columns (the CSV download)."""
+    keys = ["run", "checkpoint", "step", "n", "measured_tps", "measured_tps_std", "measured_accept_length",
+            "measured_accept_length_std"]
+    table = frame[keys].drop_duplicates(["run", "checkpoint"]).reset_index(drop=True)
+    for source, group in frame.dropna(subset=["source"]).groupby("source", sort=True):
+        values = group.set_index(["run", "checkpoint"])
+        table[f"predicted_tps_{source}"] = [
+            values["predicted_tps"].get((r, c)) for r, c in zip(table["run"], table["checkpoint"], strict=True)
+        ]
+        table[f"predicted_accept_length_{source}"] = [
+            values["predicted_accept_length"].get((r, c))
+            for r, c in zip(table["run"], table["checkpoint"], strict=True)
+        ]
+    return table
+
+
+def metric_keys(session: Session, run_ids: list[int]) -> list[str]:
+    """Names of the training metrics logged by any of the runs."""
+    if not run_ids:
+        return []
+    logged = (
+        select(MetricPoint.key_id)
+        .where(MetricPoint.run_id == Run.id, MetricPoint.key_id == MetricKey.id)
+        .limit(1)
+        .exists()
+    )
+    # One index probe per (run, key) on the metric_point primary key, never a scan of the points.
+    query = select(MetricKey.name).where(select(Run.id).where(Run.id.in_(run_ids), logged).exists())
+    return sorted(session.scalars(query))
+
+
+def training_curves(
+    session: Session, run_ids: list[int], keys: list[str], max_points: int = CURVE_POINTS
+) -> pd.DataFrame:
+    """Training metrics of the runs, at most `max_points` per (run, key): long runs are bucketed by step in
+    SQL, each bucket giving the mean, min and max of the values and the mean step."""
+    columns = ["run", "key", "step", "value", "min", "max", "bucket_steps"]
+    if not run_ids or not keys:
+        return pd.DataFrame(columns=columns)
+    key_ids = dict(session.execute(select(MetricKey.name, MetricKey.id).where(MetricKey.name.in_(keys))).all())
+    frames = []
+    for run_id, run_name in session.execute(select(Run.id, Run.name).where(Run.id.in_(run_ids)).order_by(Run.name)):
+        lowest, highest = session.execute(
+            select(func.min(MetricPoint.step), func.max(MetricPoint.step)).where(
+                MetricPoint.run_id == run_id, MetricPoint.key_id.in_(key_ids.values())
+            )
+        ).one()
+        if lowest is None:
+            continue
+        bucket_steps = max(1, math.ceil((highest - lowest + 1) / max_points))
+        bucket = (MetricPoint.step - lowest) // bucket_steps
+        query = (
+            select(
+                MetricKey.name.label("key"),
+                func.avg(MetricPoint.step).label("step"),
+                func.avg(MetricPoint.value).label("value"),
+                func.min(MetricPoint.value).label("min"),
+                func.max(MetricPoint.value).label("max"),
+            )
+            .join(MetricKey, MetricPoint.key_id == MetricKey.id)
+            .where(MetricPoint.run_id == run_id, MetricPoint.key_id.in_(key_ids.values()))
+            .group_by(MetricKey.name, bucket)
+            .order_by(MetricKey.name, bucket)
+        )
+        frame = pd.DataFrame(session.execute(query).mappings().all())
+        frames.append(frame.assign(run=run_name, bucket_steps=bucket_steps))
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def position_acceptance_frame(session: Session, checkpoint_ids: list[int]) -> pd.DataFrame:
+    """Conditional acceptance per draft position of the checkpoints (training acc_i), position 0-based."""
+    if not checkpoint_ids:
+        return pd.DataFrame(columns=["run", "checkpoint", "step", "position", "rate", "source"])
+    query = (
+        select(
+            Run.name.label("run"),
+            Checkpoint.name.label("checkpoint"),
+            Checkpoint.step,
+            PositionAcceptance.position,
+            PositionAcceptance.rate,
+            PositionAcceptance.source,
+        )
+        .join(Checkpoint, PositionAcceptance.checkpoint_id == Checkpoint.id)
+        .join(Run, Checkpoint.run_id == Run.id)
+        .where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids))
+        .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name, PositionAcceptance.position)
+    )
+    return pd.DataFrame(session.execute(query).mappings().all())
