@@ -1,4 +1,5 @@
-"""The Streamlit app, run by AppTest on real databases."""
+"""The Streamlit app, run by AppTest on real databases: every page renders, and the Overview and Checkpoints
+pages show what the demo data says."""
 
 from pathlib import Path
 
@@ -6,41 +7,49 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import specdash.app
+from specdash.app.text import unmd
+from specdash.db.engine import make_engine, transaction
+from specdash.db.models import Run
 
 APP = str(Path(specdash.app.__file__).resolve().parent / "main.py")
-PAGES = ["views/overview.py", "views/checkpoints.py"]
+PAGES = [
+    "views/overview.py",
+    "views/checkpoints.py",
+    "views/upload.py",
+    "views/alerts.py",
+    "views/whatif.py",
+    "views/settings.py",
+]
 
 
-def run_page(monkeypatch, url: str, page: str | None = None) -> AppTest:
+def run_page(monkeypatch, url: str, page: str | None = None, query: dict | None = None) -> AppTest:
     monkeypatch.setenv("SPECDASH_DB_URL", url)
     at = AppTest.from_file(APP, default_timeout=30)
     at.run()
     if page:
         at.switch_page(page)
+        if query:
+            at.query_params.update(query)
         at.run()
     return at
+
+
+def table_with(at: AppTest, column: str):
+    """The first table on the page that has `column` (display-only tables carry no key in AppTest)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_runs_on_the_demo(monkeypatch, demo_url, page):
     at = run_page(monkeypatch, demo_url, page)
     assert not at.exception
+    assert at.title[0].value
 
 
-def test_overview_shows_the_story_alert(monkeypatch, demo_url):
-    at = run_page(monkeypatch, demo_url)
-    assert [m.value for m in at.metric][:4] == ["3", "6", "15", "2"]
-    errors = [e.value for e in at.error]
-    assert any("k25-eagle3-10k / epoch_3" in e and "gap +48.9%" in e for e in errors)
-    assert any("ran EAGLE but the drafter is EAGLE3" in e for e in errors)
-
-
-def test_checkpoints_page_overlays_a_run(monkeypatch, demo_url):
-    at = run_page(monkeypatch, demo_url, "views/checkpoints.py")
-    at.selectbox(key="checkpoints_run").select("k25-eagle3-100k-ttt5").run()
-    assert not at.exception
-    table = at.dataframe[0].value
-    assert set(table["checkpoint"]) == {"epoch_1", "epoch_2", "epoch_3", "epoch_4", "epoch_5"}
+def test_empty_database_renders(monkeypatch, db_url):
+    for page in PAGES:
+        at = run_page(monkeypatch, db_url, page)
+        assert not at.exception, page
 
 
 def test_uninitialised_database_shows_the_fix(monkeypatch, tmp_path):
@@ -48,7 +57,51 @@ def test_uninitialised_database_shows_the_fix(monkeypatch, tmp_path):
     assert "run 'specdash init' to create it" in at.error[0].value
 
 
-def test_empty_database_renders(monkeypatch, db_url):
-    for page in PAGES:
-        at = run_page(monkeypatch, db_url, page)
-        assert not at.exception
+def test_overview_shows_counts_alerts_and_latest_checkpoints(monkeypatch, demo_url):
+    at = run_page(monkeypatch, demo_url)
+    assert [m.value for m in at.metric] == ["3", "6", "15", "2", "2", "1"]
+    errors = [unmd(e.value) for e in at.error]
+    assert any("k25-eagle3-10k / epoch_3" in e and "gap +48.9%" in e for e in errors)
+    assert any("ran EAGLE but the drafter is EAGLE3" in e for e in errors)
+    assert any("trained 5 deep" in unmd(w.value) for w in at.warning)
+    latest = table_with(at, "best_speedup").set_index("run")
+    assert latest.loc["k25-eagle3-100k-ttt5", "best_speedup"] == pytest.approx(208.9 / 90)
+    assert latest.loc["k25-eagle3-100k-ttt5", "setting"] == "EAGLE3 5/1/6"
+
+
+def test_overview_switches_prediction_source(monkeypatch, demo_url):
+    at = run_page(monkeypatch, demo_url)
+    at.selectbox(key="overview_source").select("roofline-sim").run()
+    assert not at.exception
+    assert any(c.value.startswith("3 benchmarks.") for c in at.caption)
+
+
+def test_checkpoints_page_overlays_a_run(monkeypatch, demo_url):
+    at = run_page(monkeypatch, demo_url, "views/checkpoints.py")
+    assert at.multiselect(key="checkpoints_runs").value == ["k25-eagle3-100k-ttt5"]
+    table = table_with(at, "measured_tps_std")
+    assert table["checkpoint"].tolist() == ["epoch_1", "epoch_2", "epoch_3", "epoch_4", "epoch_5"]
+    assert table["measured_tps"].tolist() == pytest.approx([181.9, 197.5, 191.1, 203.1, 208.9])
+    assert at.selectbox(key="checkpoints_loss").value == "train/loss"
+    assert len(at.download_button) == 1
+
+
+def test_checkpoints_page_compares_two_runs_at_one_setting(monkeypatch, demo_url):
+    at = run_page(monkeypatch, demo_url, "views/checkpoints.py")
+    at.multiselect(key="checkpoints_runs").select("k25-eagle3-10k").run()
+    setting = at.selectbox(key="checkpoints_setting")
+    setting.select(next(o for o in setting.options if o.startswith("EAGLE3 3/1/4"))).run()
+    assert not at.exception
+    table = table_with(at, "measured_tps_std")
+    assert set(zip(table["run"], table["checkpoint"], strict=True)) == {
+        ("k25-eagle3-100k-ttt5", "epoch_5"), ("k25-eagle3-10k", "epoch_3")}
+
+
+def test_names_from_files_are_shown_as_text(monkeypatch, demo_url):
+    hostile = "[click](https://example.com) <b>x</b> **bold**"
+    with transaction(make_engine(demo_url)) as session:
+        session.get(Run, 1).name = hostile
+    at = run_page(monkeypatch, demo_url)
+    story = next(e.value for e in at.error if "epoch" in e.value)
+    assert r"\[click\]\(https\:\/\/example\.com\) \<b\>x\<\/b\> \*\*bold\*\*" in story
+    assert unmd(story).startswith(f"**{hostile} / epoch_3**")
