@@ -92,10 +92,11 @@ if results:
     else:
         table = outcomes.assign(setting=outcomes.apply(setting_label, axis=1), gap=outcomes["gap"])
         st.dataframe(
-            table[["benchmark_id", "run", "checkpoint", "deployment", "setting", "dataset", "measured_tps",
-                   "source", "predicted_tps", "gap", "is_alert", "severity"]],
+            table[["benchmark_id", "run", "checkpoint", "setting", "dataset", "measured_tps", "source",
+                   "predicted_tps", "gap", "is_alert", "severity", "deployment"]],
             hide_index=True, width="stretch", key="upload_outcomes",
             column_config={
+                "benchmark_id": st.column_config.NumberColumn("benchmark", width=70),
                 "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
                 "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f"),
                 "gap": st.column_config.NumberColumn("gap", format="percent"),
@@ -103,6 +104,7 @@ if results:
             },
         )
         new_alerts = outcomes[outcomes["is_alert"]]
+        st.markdown("**New alerts**")
         if new_alerts.empty:
             st.success("No gap at or above the threshold: the measurements agree with the predictions.")
         for row in new_alerts.to_dict("records"):

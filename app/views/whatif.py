@@ -1,4 +1,4 @@
 """placeholder"""
 import streamlit as st
 
-st.title("whatif")
+st.title("What-if")

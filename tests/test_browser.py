@@ -1,0 +1,175 @@
+"""The dashboard served by `specdash serve` on a temporary database (init + demo), driven in Debian's headless
+Chromium through Python Playwright: every page renders, a benchmark uploaded through the page's file input
+becomes an alert on the Alerts page, and each page is saved as a screenshot.
+
+With SPECDASH_SCREENSHOTS=DIR the Overview, Checkpoints and Alerts screenshots are also copied to DIR
+(the README's pictures: `SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/test_browser.py`)."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from specdash.cli.main import cli
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+SERVER_START_S = 40
+PAGE_WAIT_MS = 30_000
+WIDTH = 1400
+UPLOAD = FIXTURES / "dashboard" / "deep_rerun.json"
+# (url path, file name, text that only shows once the page has rendered its content)
+PAGES = [
+    ("", "overview", "Latest checkpoint per run"),
+    ("checkpoints", "checkpoints", "Acceptance per draft position"),
+    ("upload", "upload", "Benchmark results, training logs"),
+    ("alerts", "alerts", "Investigation"),
+    ("whatif", "whatif", "What-if"),
+    ("settings", "settings", "Deployment profiles"),
+]
+README_PICTURES = ("overview", "checkpoints", "alerts")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_served(base: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"specdash serve exited with {server.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"specdash serve did not answer within {SERVER_START_S} s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """Base URL of a dashboard serving a fresh demo database; the server is always stopped."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium; "
+                    ".ci/run does) to run the browser test")
+    folder = tmp_path_factory.mktemp("browser")
+    url = f"sqlite:///{folder / 'specdash.db'}"
+    runner = CliRunner()
+    for command in (["init"], ["demo"]):
+        result = runner.invoke(cli, ["--db", url, *command], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    port = free_port()
+    log = folder / "serve.log"
+    with log.open("w") as out:
+        # its own process group: `specdash serve` starts Streamlit as a child, and both must stop
+        server = subprocess.Popen(
+            [sys.executable, "-m", "specdash", "--db", url, "serve", "--port", str(port), "--host", "127.0.0.1"],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_served(base, server, log)
+        yield base, folder
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def settle(page) -> None:
+    """Wait for the script run to finish and the charts to draw."""
+    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=PAGE_WAIT_MS)
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(600)
+
+
+def screenshot(page, path: Path) -> None:
+    """The whole page: the viewport grows to the content's height (Streamlit scrolls inside its main area)."""
+    bottom = page.evaluate(
+        "Math.max(...[...document.querySelectorAll('[data-testid=stMain] *')]"
+        ".map(e => e.getBoundingClientRect().bottom))"
+    )
+    page.set_viewport_size({"width": WIDTH, "height": int(bottom) + 40})
+    page.wait_for_timeout(800)  # Plotly redraws at the new size
+    page.screenshot(path=str(path))
+    page.set_viewport_size({"width": WIDTH, "height": 900})
+
+
+def open_page(page, base: str, path: str, ready_text: str) -> None:
+    page.goto(f"{base}/{path}")
+    page.get_by_text(ready_text, exact=False).first.wait_for(timeout=PAGE_WAIT_MS)
+    settle(page)
+    exceptions = page.locator('[data-testid="stException"]')
+    assert exceptions.count() == 0, exceptions.first.inner_text()
+
+
+def test_pages_upload_and_alert_in_chromium(served, browser):
+    base, folder = served
+    shots = folder / "screenshots"
+    shots.mkdir()
+    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    for path, name, ready_text in PAGES:
+        open_page(page, base, path, ready_text)
+        if name in ("overview", "checkpoints"):  # the charts drew: Plotly's SVG is in the page
+            page.locator('[data-testid="stPlotlyChart"] svg.main-svg').first.wait_for(timeout=PAGE_WAIT_MS)
+        screenshot(page, shots / f"{name}.png")
+
+    # upload through the page's own file input, save, and follow the link to the new alert
+    open_page(page, base, "upload", "Benchmark results, training logs")
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(UPLOAD))
+    page.get_by_text("Valid: ready to save.").wait_for(timeout=PAGE_WAIT_MS)
+    page.get_by_role("button", name="Save 1 file(s)").click()
+    page.get_by_text("deep_rerun.json: 1 record(s) as specdash").wait_for(timeout=PAGE_WAIT_MS)
+    settle(page)
+    screenshot(page, shots / "upload-saved.png")
+    link = page.get_by_role("link", name="Alert #17 (warning)")
+    link.click()
+    page.get_by_text("Alert #17: k25-eagle3-100k-ttt5 / epoch_5").wait_for(timeout=PAGE_WAIT_MS)
+    settle(page)
+    assert "alert=17" in page.url
+    cells = page.locator('[data-testid="stDataFrame"] [role="gridcell"]').all_inner_texts()
+    assert "EAGLE3 11/1/12" in cells, cells
+    assert page.get_by_text("positions 6..11 are extrapolated").count() == 1
+    screenshot(page, shots / "alerts-new.png")
+
+    assert not errors, errors
+    assert {p.name for p in shots.iterdir()} >= {f"{name}.png" for _, name, _ in PAGES}
+    target = os.environ.get("SPECDASH_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        for name in README_PICTURES:
+            shutil.copy(shots / f"{name}.png", Path(target) / f"{name}.png")
