@@ -15,6 +15,8 @@ MAX_COLOURED_RUNS = 8
 # Past this many points, WebGL keeps the browser responsive.
 WEBGL_POINTS = 1500
 SOURCE_DASH = {"theory": "solid", "calibrated": "dash"}
+SOURCE_COLOURS = {"theory": "#1f77b4", "calibrated": "#2ca02c"}
+EXTERNAL_COLOURS = ["#9467bd", "#8c564b", "#e377c2", "#17becf"]
 EMPTY_HEIGHT = 220
 
 
@@ -106,6 +108,9 @@ def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
     colours = run_colours(runs)
     several_runs = len(runs) > 1
     fig = go.Figure()
+    external = sorted(set(frame["source"].dropna()) - set(SOURCE_COLOURS))
+    source_colours = {**SOURCE_COLOURS, **{s: EXTERNAL_COLOURS[i % len(EXTERNAL_COLOURS)]
+                                           for i, s in enumerate(external)}}
     for source, group in frame.dropna(subset=["source"]).groupby("source", sort=True):
         in_legend = False
         for run in runs:
@@ -118,7 +123,7 @@ def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
                 name=f"predicted: {plotly_text(source)}", legendgroup=f"predicted {source}",
                 showlegend=not in_legend,
                 line=dict(dash=SOURCE_DASH.get(source, "dot"), width=2,
-                          color=colours[run] if several_runs else None),
+                          color=colours[run] if several_runs else source_colours[source]),
                 marker=dict(symbol=symbols, size=8),
                 customdata=line["extrapolated"].map({True: " (extrapolated)", False: ""}),
                 hovertemplate=f"%{{x}}: %{{y:{fmt}}}%{{customdata}}<extra>{plotly_text(source)}</extra>",

@@ -102,11 +102,21 @@ with left:
     positions = state.position_acceptance(url, checkpoint_ids)
     st.plotly_chart(charts.acceptance_figure(positions), width="stretch", key="checkpoints_positions")
 with right:
-    st.subheader("Table")
-    if comparison is None or comparison.empty:
-        st.info("No benchmarks for this selection.")
-    else:
-        table = comparison_table(comparison)
-        st.dataframe(table, hide_index=True, width="stretch", key="checkpoints_table")
-        st.download_button("Download CSV", table.to_csv(index=False).encode(), file_name="checkpoints.csv",
-                           mime="text/csv", key="checkpoints_csv", icon=":material/download:")
+    st.subheader("Runs")
+    st.dataframe(
+        runs[runs["id"].isin(run_ids)][["name", "target_model", "ttt_length", "status", "checkpoints"]],
+        hide_index=True, width="stretch",
+        column_config={"name": "run", "target_model": "target", "ttt_length": st.column_config.NumberColumn(
+            "TTT length", help="draft positions the drafter was trained on; deeper speculation extrapolates")},
+    )
+
+st.subheader("Table")
+if comparison is None or comparison.empty:
+    st.info("No benchmarks for this selection.")
+else:
+    table = comparison_table(comparison)
+    st.dataframe(table, hide_index=True, width="stretch", key="checkpoints_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns
+                                if c.startswith(("measured_", "predicted_"))})
+    st.download_button("Download CSV", table.to_csv(index=False).encode(), file_name="checkpoints.csv",
+                       mime="text/csv", key="checkpoints_csv", icon=":material/download:")
