@@ -144,7 +144,8 @@ def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
         ))
     fig.update_layout(yaxis_title=unit, height=400, margin=dict(t=10, l=10, r=10, b=10),
                       legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
-    fig.update_xaxes(categoryorder="array", categoryarray=order, type="category")
+    fig.update_xaxes(categoryorder="array", categoryarray=order, type="category", automargin=True,
+                     tickangle=0 if len(order) <= 6 and max(map(len, order)) <= 12 else -35)
     return fig
 
 

@@ -16,7 +16,7 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
 
-# At most this many points reach the parity plot; every alert is among them.
+# At most this many points reach the parity plot; the largest gaps are always among them.
 PARITY_POINTS = 4000
 
 
@@ -89,7 +89,7 @@ def prediction_sources(url: str) -> list[str]:
 
 @st.cache_data(show_spinner=False)
 def parity(url: str, source: str) -> tuple[pd.DataFrame, int]:
-    """The parity plot's points (thinned past PARITY_POINTS, alerts kept) and how many there are in all."""
+    """The parity plot's points (thinned past PARITY_POINTS) and how many there are in all."""
     return (
         _read(url, queries.parity_frame, source, max_points=PARITY_POINTS),
         _read(url, queries.parity_total, source),

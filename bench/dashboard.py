@@ -3,6 +3,7 @@
 
 import argparse
 import logging
+import random
 import sys
 import tempfile
 import time
@@ -29,8 +30,10 @@ def log(message: str) -> None:
 def add_training_curves(engine, run_id: int, steps: int) -> int:
     """The bench training log's metrics for one run, logged every 50 steps: steps * 20 points."""
     rows = data.metric_rows(steps)
+    # metric_rows numbers the keys in the order metric_values yields them
+    names = list(data.metric_values(0, random.Random(0)))
     with transaction(engine) as session:
-        session.execute(insert(MetricKey), [{"id": i, "name": key} for i, key in enumerate(data.KEYS, start=1)])
+        session.execute(insert(MetricKey), [{"id": i, "name": key} for i, key in enumerate(names, start=1)])
         for start in range(0, len(rows), INSERT_ROWS):
             session.execute(insert(MetricPoint), [
                 {"run_id": run_id, "key_id": key_id, "step": step, "value": value}

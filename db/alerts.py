@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Text, cast, func, select
+from sqlalchemy import Text, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import (
@@ -66,10 +66,14 @@ def _filtered(session: Session, filters: AlertFilters):
 
 
 def alert_page(session: Session, filters: AlertFilters, offset: int = 0, limit: int = 50) -> tuple[list[dict], int]:
-    """One page of alerts matching the filters, largest gap first, and how many match in all."""
+    """One page of alerts matching the filters, the most severe first and within a severity the largest
+    gap, and how many match in all."""
     query = _filtered(session, filters)
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.execute(query.order_by(func.abs(Gap.gap).desc(), Gap.id).offset(offset).limit(limit))
+    severity_rank = case({"critical": 0, "warning": 1, "info": 2}, value=Gap.severity, else_=3)
+    rows = session.execute(
+        query.order_by(severity_rank, func.abs(Gap.gap).desc(), Gap.id).offset(offset).limit(limit)
+    )
     return [dict(row) for row in rows.mappings()], total
 
 

@@ -4,7 +4,7 @@ import math
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, aliased
 
 from specdash.db.models import (
@@ -177,16 +177,17 @@ def parity_total(session: Session, source: str = "theory") -> int:
 def parity_frame(session: Session, source: str = "theory", max_points: int | None = None) -> pd.DataFrame:
     """One row per benchmark with its prediction from `source`: the parity plot's data.
 
-    With `max_points`, every alert is kept and the rest is thinned to an even sample by benchmark id, so a
-    browser never receives tens of thousands of points."""
-    query = _parity_select(source).order_by(Benchmark.id)
-    if max_points is not None:
-        total = parity_total(session, source)
-        if total > max_points:
-            stride = math.ceil(total / max_points)
-            limit = alert_threshold(get_gap_threshold(session))
-            query = query.where(or_(func.abs(Gap.gap) >= limit, Benchmark.id % stride == 0))
-    return pd.DataFrame(session.execute(query).mappings().all())
+    With `max_points`, a browser never receives tens of thousands of points: the largest gaps (a quarter of
+    the points) are always there, the rest is an even sample by benchmark id."""
+    query = _parity_select(source)
+    if max_points is None or parity_total(session, source) <= max_points:
+        return pd.DataFrame(session.execute(query.order_by(Benchmark.id)).mappings().all())
+    worst_n = max_points // 4
+    stride = math.ceil(parity_total(session, source) / (max_points - worst_n))
+    worst = session.execute(query.order_by(func.abs(Gap.gap).desc(), Benchmark.id).limit(worst_n)).mappings().all()
+    sample = session.execute(query.where(Benchmark.id % stride == 0).order_by(Benchmark.id)).mappings().all()
+    frame = pd.DataFrame([*worst, *sample]).drop_duplicates("benchmark_id")
+    return frame.sort_values("benchmark_id").reset_index(drop=True)
 
 
 def runs_frame(session: Session) -> pd.DataFrame:

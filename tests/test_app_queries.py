@@ -43,14 +43,15 @@ def test_prediction_sources_put_theory_first(demo):
         assert queries.prediction_sources(session) == ["theory", "roofline-sim"]
 
 
-def test_parity_thinning_keeps_every_alert(demo):
+def test_parity_thinning_keeps_the_largest_gaps(demo):
     with reading(demo) as session:
         full = queries.parity_frame(session, "theory")
-        thin = queries.parity_frame(session, "theory", max_points=4)
+        thin = queries.parity_frame(session, "theory", max_points=8)
         total = queries.parity_total(session, "theory")
     assert len(full) == total == 13
-    assert 2 <= len(thin) < len(full)
-    assert {3, 12} <= set(thin["benchmark_id"])  # the two alerts
+    # the 2 largest gaps, then every 3rd benchmark id of the rest (13 / 6 -> stride 3)
+    assert thin["benchmark_id"].tolist() == [3, 6, 9, 12, 15]
+    assert thin["benchmark_id"].is_unique
 
 
 def test_superseded_benchmarks_leave_the_parity_plot(demo):

@@ -117,8 +117,7 @@ def settle(page) -> None:
 def screenshot(page, path: Path) -> None:
     """The whole page: the viewport grows to the content's height (Streamlit scrolls inside its main area)."""
     bottom = page.evaluate(
-        "Math.max(...[...document.querySelectorAll('[data-testid=stMain] *')]"
-        ".map(e => e.getBoundingClientRect().bottom))"
+        "document.querySelector('[data-testid=stMainBlockContainer]').getBoundingClientRect().bottom"
     )
     page.set_viewport_size({"width": WIDTH, "height": int(bottom) + 40})
     page.wait_for_timeout(800)  # Plotly redraws at the new size

@@ -39,8 +39,8 @@ with left:
         source = st.selectbox("Prediction source", sources, key="overview_source") if len(sources) > 1 else sources[0]
         frame, total = state.parity(url, source)
         st.plotly_chart(charts.parity_figure(frame, threshold), width="stretch", key="overview_parity")
-        shown = (f"{len(frame):,} of {total:,} benchmarks shown (every alert among them)" if len(frame) < total
-                 else f"{total:,} benchmarks")
+        shown = (f"{len(frame):,} of {total:,} benchmarks shown: the largest gaps and an even sample of the rest"
+                 if len(frame) < total else f"{total:,} benchmarks")
         st.caption(f"{shown}. Inside the green band: within ±{threshold:.0%} of the prediction; below the diagonal: "
                    "slower than predicted.")
 
