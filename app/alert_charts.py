@@ -12,14 +12,18 @@ def waterfall_steps(alert: dict) -> list[tuple[str, float, str]]:
     predicted, measured = alert["predicted_tps"], alert["measured_tps"]
     acceptance, round_factor = alert.get("acceptance_factor"), alert.get("round_factor")
     if acceptance is None or round_factor is None or acceptance != acceptance:  # None or NaN
-        return [("predicted", predicted, "absolute"),
-                ("gap (no measured accept length to split it)", measured - predicted, "relative"),
-                ("measured", measured, "total")]
+        return [
+            ("predicted", predicted, "absolute"),
+            ("gap (no measured accept length to split it)", measured - predicted, "relative"),
+            ("measured", measured, "total"),
+        ]
     after_acceptance = predicted * acceptance
-    return [("predicted", predicted, "absolute"),
-            ("acceptance effect", after_acceptance - predicted, "relative"),
-            ("round-time effect", measured - after_acceptance, "relative"),
-            ("measured", measured, "total")]
+    return [
+        ("predicted", predicted, "absolute"),
+        ("acceptance effect", after_acceptance - predicted, "relative"),
+        ("round-time effect", measured - after_acceptance, "relative"),
+        ("measured", measured, "total"),
+    ]
 
 
 def _axis_labels(alert: dict, steps: list[tuple[str, float, str]]) -> list[str]:
@@ -33,22 +37,29 @@ def _axis_labels(alert: dict, steps: list[tuple[str, float, str]]) -> list[str]:
 
 def waterfall_figure(alert: dict) -> go.Figure:
     steps = waterfall_steps(alert)
-    fig = go.Figure(go.Waterfall(
-        x=_axis_labels(alert, steps),
-        y=[value for _, value, _ in steps],
-        measure=[kind for _, _, kind in steps],
-        text=[f"{value:+.1f}" if kind == "relative" else f"{value:.1f}" for _, value, kind in steps],
-        textposition="outside",
-        textfont=dict(size=13),
-        cliponaxis=False,
-        connector=dict(line=dict(color="#999", dash="dot")),
-        increasing=dict(marker=dict(color="#2ca02c")),
-        decreasing=dict(marker=dict(color="#d62728")),
-        totals=dict(marker=dict(color="#444")),
-        hovertemplate="%{x}: %{y:+.1f} tok/s<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Waterfall(
+            x=_axis_labels(alert, steps),
+            y=[value for _, value, _ in steps],
+            measure=[kind for _, _, kind in steps],
+            text=[f"{value:+.1f}" if kind == "relative" else f"{value:.1f}" for _, value, kind in steps],
+            textposition="outside",
+            textfont=dict(size=13),
+            cliponaxis=False,
+            connector=dict(line=dict(color="#999", dash="dot")),
+            increasing=dict(marker=dict(color="#2ca02c")),
+            decreasing=dict(marker=dict(color="#d62728")),
+            totals=dict(marker=dict(color="#444")),
+            hovertemplate="%{x}: %{y:+.1f} tok/s<extra></extra>",
+        )
+    )
     top = max(alert["predicted_tps"], alert["measured_tps"]) * 1.2
-    fig.update_layout(yaxis_title="decode tok/s (per request)", yaxis=dict(range=[0, top]), height=400,
-                      xaxis=dict(tickangle=0, tickfont=dict(size=11)),
-                      margin=dict(t=30, l=10, r=10, b=10), showlegend=False)
+    fig.update_layout(
+        yaxis_title="decode tok/s (per request)",
+        yaxis=dict(range=[0, top]),
+        height=400,
+        xaxis=dict(tickangle=0, tickfont=dict(size=11)),
+        margin=dict(t=30, l=10, r=10, b=10),
+        showlegend=False,
+    )
     return fig

@@ -129,7 +129,9 @@ def benchmarked_deployments(url: str, checkpoint_ids: tuple[int, ...]) -> pd.Dat
 
 
 @st.cache_data(show_spinner=False)
-def speculation_settings(url: str, checkpoint_ids: tuple[int, ...], deployment_id: int) -> list[SpeculationSetting]:
+def speculation_settings(
+    url: str, checkpoint_ids: tuple[int, ...], deployment_id: int
+) -> list[SpeculationSetting]:
     return _read(url, checkpoint_queries.speculation_settings, list(checkpoint_ids), deployment_id)
 
 
@@ -140,10 +142,15 @@ def benchmark_datasets(url: str, checkpoint_ids: tuple[int, ...], deployment_id:
 
 @st.cache_data(show_spinner=False)
 def checkpoint_comparison(
-    url: str, checkpoint_ids: tuple[int, ...], deployment_id: int, setting: SpeculationSetting, dataset: str | None
+    url: str,
+    checkpoint_ids: tuple[int, ...],
+    deployment_id: int,
+    setting: SpeculationSetting,
+    dataset: str | None,
 ) -> pd.DataFrame:
-    return _read(url, checkpoint_queries.checkpoint_comparison, list(checkpoint_ids), deployment_id, setting,
-                 dataset)
+    return _read(
+        url, checkpoint_queries.checkpoint_comparison, list(checkpoint_ids), deployment_id, setting, dataset
+    )
 
 
 @st.cache_data(show_spinner=False)
@@ -164,7 +171,7 @@ def position_acceptance(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFra
 # --- Upload ------------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def benchmark_outcomes(url: str, benchmark_ids: tuple[int, ...]) -> pd.DataFrame:
-    return _read(url, queries.benchmark_outcomes, list(benchmark_ids))
+    return _read(url, alerts.benchmark_outcomes, list(benchmark_ids))
 
 
 # --- Alerts ------------------------------------------------------------------------------------------------

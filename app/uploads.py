@@ -42,11 +42,15 @@ def check_upload(name: str, data: bytes) -> UploadCheck:
         check.problems.append(Problem(name, None, None, "file is empty", "parse"))
         return check
     if b"\x00" in head:
-        check.problems.append(Problem(name, None, None, "binary file, not a text format specdash reads", "parse"))
+        check.problems.append(
+            Problem(name, None, None, "binary file, not a text format specdash reads", "parse")
+        )
         return check
     fmt = detect_format(head.decode("utf-8", errors="replace"), name)
     if fmt is None:
-        check.problems.append(Problem(name, None, None, "format not recognised (see 'specdash formats')", "parse"))
+        check.problems.append(
+            Problem(name, None, None, "format not recognised (see 'specdash formats')", "parse")
+        )
         return check
     check.format = fmt.name
     try:

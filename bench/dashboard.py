@@ -35,28 +35,44 @@ def add_training_curves(engine, run_id: int, steps: int) -> int:
     with transaction(engine) as session:
         session.execute(insert(MetricKey), [{"id": i, "name": key} for i, key in enumerate(names, start=1)])
         for start in range(0, len(rows), INSERT_ROWS):
-            session.execute(insert(MetricPoint), [
-                {"run_id": run_id, "key_id": key_id, "step": step, "value": value}
-                for _, key_id, step, value in rows[start:start + INSERT_ROWS]
-            ])
+            session.execute(
+                insert(MetricPoint),
+                [
+                    {"run_id": run_id, "key_id": key_id, "step": step, "value": value}
+                    for _, key_id, step, value in rows[start : start + INSERT_ROWS]
+                ],
+            )
     return len(rows)
 
 
 def refresh_in_chunks(engine, checkpoints: int) -> None:
     for first in range(1, checkpoints + 1, REFRESH_CHECKPOINTS):
         with transaction(engine) as session:
-            ids = list(session.scalars(select(Benchmark.id).where(
-                Benchmark.checkpoint_id.between(first, first + REFRESH_CHECKPOINTS - 1))))
+            ids = list(
+                session.scalars(
+                    select(Benchmark.id).where(
+                        Benchmark.checkpoint_id.between(first, first + REFRESH_CHECKPOINTS - 1)
+                    )
+                )
+            )
             refresh(session, ids)
 
 
 def add_alert_history(engine, events: int) -> None:
     with transaction(engine) as session:
-        session.execute(insert(GapEvent), [
-            {"gap_id": gap_id, "who": "bench", "from_status": "open", "to_status": "investigating",
-             "note": "looking into it"}
-            for gap_id in range(1, events + 1)
-        ])
+        session.execute(
+            insert(GapEvent),
+            [
+                {
+                    "gap_id": gap_id,
+                    "who": "bench",
+                    "from_status": "open",
+                    "to_status": "investigating",
+                    "note": "looking into it",
+                }
+                for gap_id in range(1, events + 1)
+            ],
+        )
 
 
 def build(folder: Path, checkpoints: int, benchmarks: int, curve_steps: int) -> str:
@@ -97,8 +113,11 @@ def page_times(url: str, repeat: int) -> dict[str, tuple[float, float]]:
     import os
 
     os.environ["SPECDASH_DB_URL"] = url
-    pages = sorted(p.relative_to(REPO / "app").as_posix() for p in (REPO / "app" / "views").glob("*.py")
-                   if p.name != "__init__.py")
+    pages = sorted(
+        p.relative_to(REPO / "app").as_posix()
+        for p in (REPO / "app" / "views").glob("*.py")
+        if p.name != "__init__.py"
+    )
     times = {}
     for page in pages:
         cold = render_seconds(url, page)
@@ -112,7 +131,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.dashboard", description=__doc__)
     parser.add_argument("--checkpoints", type=int, default=2_000)
     parser.add_argument("--benchmarks", type=int, default=40_000)
-    parser.add_argument("--curve-steps", type=int, default=50_000, help="logged steps of run 1 (x20 metric points)")
+    parser.add_argument(
+        "--curve-steps", type=int, default=50_000, help="logged steps of run 1 (x20 metric points)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="warm renders of each page (median)")
     parser.add_argument("--db", help="reuse this database URL instead of building one")
     args = parser.parse_args(argv)

@@ -20,7 +20,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.queries import gap_select
+from specdash.db.queries import alert_threshold, gap_select
 from specdash.db.settings import get_gap_threshold
 
 SEVERITIES = ("critical", "warning", "info", "none")
@@ -65,7 +65,9 @@ def _filtered(session: Session, filters: AlertFilters):
     return query
 
 
-def alert_page(session: Session, filters: AlertFilters, offset: int = 0, limit: int = 50) -> tuple[list[dict], int]:
+def alert_page(
+    session: Session, filters: AlertFilters, offset: int = 0, limit: int = 50
+) -> tuple[list[dict], int]:
     """One page of alerts matching the filters, the most severe first and within a severity the largest
     gap, and how many match in all."""
     query = _filtered(session, filters)
@@ -114,7 +116,9 @@ def alert_detail(session: Session, gap_id: int) -> dict[str, Any] | None:
         measured_at=bench.measured_at,
         superseded_by_id=bench.superseded_by_id,
         supersedes=list(
-            session.scalars(select(Benchmark.id).where(Benchmark.superseded_by_id == bench.id).order_by(Benchmark.id))
+            session.scalars(
+                select(Benchmark.id).where(Benchmark.superseded_by_id == bench.id).order_by(Benchmark.id)
+            )
         ),
         baseline_tps=pred.baseline_tps,
         compute_ms=pred.compute_ms,
@@ -135,8 +139,9 @@ def alert_history(session: Session, gap_id: int) -> pd.DataFrame:
         .where(GapEvent.gap_id == gap_id)
         .order_by(GapEvent.id)
     )
-    return pd.DataFrame(session.execute(query).mappings().all(), columns=["at", "who", "from_status", "to_status",
-                                                                         "note"])
+    return pd.DataFrame(
+        session.execute(query).mappings().all(), columns=["at", "who", "from_status", "to_status", "note"]
+    )
 
 
 def _check_who(who: str | None) -> str:
@@ -173,9 +178,21 @@ def supersede_candidates(session: Session, benchmark_id: int) -> pd.DataFrame:
     flags), newest first."""
     bench = session.get(Benchmark, benchmark_id)
     if bench is None or bench.checkpoint_id is None:
-        return pd.DataFrame(columns=["benchmark_id", "deployment", "speculative_algorithm", "num_steps", "topk",
-                                     "num_draft_tokens", "concurrency", "dataset", "decode_tps", "accept_length",
-                                     "label"])
+        return pd.DataFrame(
+            columns=[
+                "benchmark_id",
+                "deployment",
+                "speculative_algorithm",
+                "num_steps",
+                "topk",
+                "num_draft_tokens",
+                "concurrency",
+                "dataset",
+                "decode_tps",
+                "accept_length",
+                "label",
+            ]
+        )
     query = (
         select(
             Benchmark.id.label("benchmark_id"),
@@ -226,7 +243,9 @@ def link_superseding(
     if new.superseded_by_id is not None:
         raise AlertChangeError(f"benchmark {new.id} is itself superseded by benchmark {new.superseded_by_id}")
     if old.superseded_by_id is not None:
-        raise AlertChangeError(f"benchmark {old.id} is already superseded by benchmark {old.superseded_by_id}")
+        raise AlertChangeError(
+            f"benchmark {old.id} is already superseded by benchmark {old.superseded_by_id}"
+        )
     old.superseded_by_id = new.id
     # Benchmarks the old one superseded now point at the newest run, so chains stay one link long.
     for earlier in session.scalars(select(Benchmark).where(Benchmark.superseded_by_id == old.id)):
@@ -235,9 +254,53 @@ def link_superseding(
     text = f"{reason}: {note.strip()}" if note and note.strip() else reason
     events = []
     for gap in session.scalars(select(Gap).where(Gap.benchmark_id == old.id).order_by(Gap.id)):
-        event = GapEvent(gap_id=gap.id, who=who, from_status=gap.status, to_status=status, note=text, at=utcnow())
+        event = GapEvent(
+            gap_id=gap.id, who=who, from_status=gap.status, to_status=status, note=text, at=utcnow()
+        )
         gap.status, gap.note, gap.updated_at = status, text, event.at
         session.add(event)
         events.append(event)
     session.flush()
     return events
+
+
+def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFrame:
+    """What became of some benchmarks (e.g. those an upload created): each with its prediction from every
+    source, the gap, and whether that gap is an alert."""
+    if not benchmark_ids:
+        return pd.DataFrame()
+    limit = alert_threshold(get_gap_threshold(session))
+    query = (
+        select(
+            Benchmark.id.label("benchmark_id"),
+            Run.name.label("run"),
+            Checkpoint.name.label("checkpoint"),
+            Deployment.name.label("deployment"),
+            Benchmark.speculative_algorithm,
+            Benchmark.num_steps,
+            Benchmark.topk,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+            Benchmark.dataset,
+            Benchmark.decode_tps.label("measured_tps"),
+            Benchmark.accept_length.label("measured_accept_length"),
+            Prediction.source,
+            Prediction.predicted_tps,
+            Prediction.accept_length.label("predicted_accept_length"),
+            Gap.id.label("gap_id"),
+            Gap.gap,
+            (func.abs(Gap.gap) >= limit).label("is_alert"),
+            Gap.severity,
+            Gap.diagnoses,
+        )
+        .join(Deployment, Benchmark.deployment_id == Deployment.id)
+        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
+        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
+        .where(Benchmark.id.in_(benchmark_ids))
+        .order_by(Benchmark.id, Prediction.source)
+    )
+    frame = pd.DataFrame(session.execute(query).mappings().all())
+    frame["is_alert"] = frame["is_alert"].fillna(False).astype(bool)
+    return frame

@@ -36,7 +36,9 @@ class SpeculationSetting:
 
     @property
     def label(self) -> str:
-        shape = "/".join("-" if v is None else str(v) for v in (self.num_steps, self.topk, self.num_draft_tokens))
+        shape = "/".join(
+            "-" if v is None else str(v) for v in (self.num_steps, self.topk, self.num_draft_tokens)
+        )
         return f"{self.speculative_algorithm} {shape}, concurrency {self.concurrency}"
 
 
@@ -81,7 +83,9 @@ def benchmarked_deployments(session: Session, checkpoint_ids: list[int]) -> pd.D
     return pd.DataFrame(session.execute(query).mappings().all())
 
 
-def speculation_settings(session: Session, checkpoint_ids: list[int], deployment_id: int) -> list[SpeculationSetting]:
+def speculation_settings(
+    session: Session, checkpoint_ids: list[int], deployment_id: int
+) -> list[SpeculationSetting]:
     """Settings the checkpoints were benchmarked at on the deployment, the one covering most checkpoints
     first."""
     if not checkpoint_ids:
@@ -164,9 +168,21 @@ def checkpoint_comparison(
     """Per checkpoint: measured tok/s and accept length (mean, standard deviation, number of benchmarks,
     superseded ones left out) and, per prediction source, the predicted ones, over every dataset unless one
     is given. One row per checkpoint and source; `source` is None for a checkpoint without a prediction."""
-    columns = ["checkpoint_id", "run", "checkpoint", "step", "n", "measured_tps", "measured_tps_std",
-               "measured_accept_length", "measured_accept_length_std", "source", "predicted_tps",
-               "predicted_accept_length", "extrapolated"]
+    columns = [
+        "checkpoint_id",
+        "run",
+        "checkpoint",
+        "step",
+        "n",
+        "measured_tps",
+        "measured_tps_std",
+        "measured_accept_length",
+        "measured_accept_length_std",
+        "source",
+        "predicted_tps",
+        "predicted_accept_length",
+        "extrapolated",
+    ]
     if not checkpoint_ids:
         return pd.DataFrame(columns=columns)
     scope = (
@@ -217,8 +233,9 @@ def checkpoint_comparison(
     )
     predicted = pd.DataFrame(session.execute(predicted_query).mappings().all())
     if predicted.empty:
-        predicted = pd.DataFrame(columns=["checkpoint_id", "source", "predicted_tps",
-                                          "predicted_accept_length", "extrapolated"])
+        predicted = pd.DataFrame(
+            columns=["checkpoint_id", "source", "predicted_tps", "predicted_accept_length", "extrapolated"]
+        )
     frame = measured.merge(predicted, on="checkpoint_id", how="left")
     frame["extrapolated"] = frame["extrapolated"].fillna(0).astype(bool)
     frame["source"] = frame["source"].astype(object).where(frame["source"].notna(), None)
@@ -228,13 +245,22 @@ def checkpoint_comparison(
 
 def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per checkpoint, predicted values of each source as their own columns (the CSV download)."""
-    keys = ["run", "checkpoint", "step", "n", "measured_tps", "measured_tps_std", "measured_accept_length",
-            "measured_accept_length_std"]
+    keys = [
+        "run",
+        "checkpoint",
+        "step",
+        "n",
+        "measured_tps",
+        "measured_tps_std",
+        "measured_accept_length",
+        "measured_accept_length_std",
+    ]
     table = frame[keys].drop_duplicates(["run", "checkpoint"]).reset_index(drop=True)
     for source, group in frame.dropna(subset=["source"]).groupby("source", sort=True):
         values = group.set_index(["run", "checkpoint"])
         table[f"predicted_tps_{source}"] = [
-            values["predicted_tps"].get((r, c)) for r, c in zip(table["run"], table["checkpoint"], strict=True)
+            values["predicted_tps"].get((r, c))
+            for r, c in zip(table["run"], table["checkpoint"], strict=True)
         ]
         table[f"predicted_accept_length_{source}"] = [
             values["predicted_accept_length"].get((r, c))
@@ -266,9 +292,13 @@ def training_curves(
     columns = ["run", "key", "step", "value", "min", "max", "bucket_steps"]
     if not run_ids or not keys:
         return pd.DataFrame(columns=columns)
-    key_ids = dict(session.execute(select(MetricKey.name, MetricKey.id).where(MetricKey.name.in_(keys))).all())
+    key_ids = dict(
+        session.execute(select(MetricKey.name, MetricKey.id).where(MetricKey.name.in_(keys))).all()
+    )
     frames = []
-    for run_id, run_name in session.execute(select(Run.id, Run.name).where(Run.id.in_(run_ids)).order_by(Run.name)):
+    for run_id, run_name in session.execute(
+        select(Run.id, Run.name).where(Run.id.in_(run_ids)).order_by(Run.name)
+    ):
         lowest, highest = session.execute(
             select(func.min(MetricPoint.step), func.max(MetricPoint.step)).where(
                 MetricPoint.run_id == run_id, MetricPoint.key_id.in_(key_ids.values())

@@ -128,7 +128,8 @@ def open_alert_counts(session: Session) -> dict[str, int]:
 
 def prediction_sources(session: Session) -> list[str]:
     """Prediction sources that have gaps: theory and calibrated first, then external names."""
-    names = set(session.scalars(select(Prediction.source).join(Gap, Gap.prediction_id == Prediction.id).distinct()))
+    with_gaps = select(Prediction.source).join(Gap, Gap.prediction_id == Prediction.id).distinct()
+    names = set(session.scalars(with_gaps))
     builtin = [name for name in BUILTIN_SOURCE_ORDER if name in names]
     return builtin + sorted(names - set(builtin))
 
@@ -184,7 +185,8 @@ def parity_frame(session: Session, source: str = "theory", max_points: int | Non
         return pd.DataFrame(session.execute(query.order_by(Benchmark.id)).mappings().all())
     worst_n = max_points // 4
     stride = math.ceil(parity_total(session, source) / (max_points - worst_n))
-    worst = session.execute(query.order_by(func.abs(Gap.gap).desc(), Benchmark.id).limit(worst_n)).mappings().all()
+    largest_first = query.order_by(func.abs(Gap.gap).desc(), Benchmark.id)
+    worst = session.execute(largest_first.limit(worst_n)).mappings().all()
     sample = session.execute(query.where(Benchmark.id % stride == 0).order_by(Benchmark.id)).mappings().all()
     frame = pd.DataFrame([*worst, *sample]).drop_duplicates("benchmark_id")
     return frame.sort_values("benchmark_id").reset_index(drop=True)
@@ -264,7 +266,10 @@ def latest_checkpoints(session: Session) -> pd.DataFrame:
         Checkpoint.name,
         Checkpoint.step,
         func.row_number()
-        .over(partition_by=Checkpoint.run_id, order_by=(func.coalesce(Checkpoint.step, -1).desc(), Checkpoint.id.desc()))
+        .over(
+            partition_by=Checkpoint.run_id,
+            order_by=(func.coalesce(Checkpoint.step, -1).desc(), Checkpoint.id.desc()),
+        )
         .label("rank"),
     ).subquery()
     latest = select(ranked).where(ranked.c.rank == 1).subquery()
@@ -293,7 +298,9 @@ def latest_checkpoints(session: Session) -> pd.DataFrame:
         .where(Benchmark.superseded_by_id.is_(None), baseline.is_not(None))
         .subquery()
     )
-    counts = select(Checkpoint.run_id, func.count().label("checkpoints")).group_by(Checkpoint.run_id).subquery()
+    counts = (
+        select(Checkpoint.run_id, func.count().label("checkpoints")).group_by(Checkpoint.run_id).subquery()
+    )
     query = (
         select(
             Run.name.label("run"),
@@ -318,48 +325,6 @@ def latest_checkpoints(session: Session) -> pd.DataFrame:
         .order_by(Run.name)
     )
     return pd.DataFrame(session.execute(query).mappings().all())
-
-
-def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFrame:
-    """What became of some benchmarks (e.g. those an upload created): each with its prediction from every
-    source, the gap, and whether that gap is an alert."""
-    if not benchmark_ids:
-        return pd.DataFrame()
-    limit = alert_threshold(get_gap_threshold(session))
-    query = (
-        select(
-            Benchmark.id.label("benchmark_id"),
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
-            Benchmark.speculative_algorithm,
-            Benchmark.num_steps,
-            Benchmark.topk,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-            Benchmark.dataset,
-            Benchmark.decode_tps.label("measured_tps"),
-            Benchmark.accept_length.label("measured_accept_length"),
-            Prediction.source,
-            Prediction.predicted_tps,
-            Prediction.accept_length.label("predicted_accept_length"),
-            Gap.id.label("gap_id"),
-            Gap.gap,
-            (func.abs(Gap.gap) >= limit).label("is_alert"),
-            Gap.severity,
-            Gap.diagnoses,
-        )
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
-        .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
-        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
-        .where(Benchmark.id.in_(benchmark_ids))
-        .order_by(Benchmark.id, Prediction.source)
-    )
-    frame = pd.DataFrame(session.execute(query).mappings().all())
-    frame["is_alert"] = frame["is_alert"].fillna(False).astype(bool)
-    return frame
 
 
 def checkpoint_overlay(session: Session, run_id: int, deployment_id: int | None = None) -> pd.DataFrame:

@@ -94,7 +94,9 @@ def test_checkpoints_page_compares_two_runs_at_one_setting(monkeypatch, demo_url
     assert not at.exception
     table = table_with(at, "measured_tps_std")
     assert set(zip(table["run"], table["checkpoint"], strict=True)) == {
-        ("k25-eagle3-100k-ttt5", "epoch_5"), ("k25-eagle3-10k", "epoch_3")}
+        ("k25-eagle3-100k-ttt5", "epoch_5"),
+        ("k25-eagle3-10k", "epoch_3"),
+    }
 
 
 def test_names_from_files_are_shown_as_text(monkeypatch, demo_url):

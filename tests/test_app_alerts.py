@@ -22,16 +22,19 @@ def demo(demo_url):
     engine.dispose()
 
 
-@pytest.mark.parametrize("filters,expected", [
-    (AlertFilters(), [1, 13]),
-    (AlertFilters(severities=("critical",)), [1]),
-    (AlertFilters(diagnosis="beyond_trained_depth"), [13]),
-    (AlertFilters(run="k25-eagle3-10k"), [1]),
-    (AlertFilters(deployment="8x H200, TP8, NVLink"), []),
-    (AlertFilters(source="roofline-sim"), []),
-    (AlertFilters(statuses=("resolved",)), []),
-    (AlertFilters(threshold=0.05, statuses=()), [1, 13, 12, 11, 16]),
-])
+@pytest.mark.parametrize(
+    "filters,expected",
+    [
+        (AlertFilters(), [1, 13]),
+        (AlertFilters(severities=("critical",)), [1]),
+        (AlertFilters(diagnosis="beyond_trained_depth"), [13]),
+        (AlertFilters(run="k25-eagle3-10k"), [1]),
+        (AlertFilters(deployment="8x H200, TP8, NVLink"), []),
+        (AlertFilters(source="roofline-sim"), []),
+        (AlertFilters(statuses=("resolved",)), []),
+        (AlertFilters(threshold=0.05, statuses=()), [1, 13, 12, 11, 16]),
+    ],
+)
 def test_alert_filters(demo, filters, expected):
     with reading(demo) as session:
         rows, total = alerts.alert_page(session, filters)
@@ -59,17 +62,22 @@ def test_status_change_is_recorded_with_who_and_note(demo):
         open_rows, _ = alerts.alert_page(session, AlertFilters(statuses=("open",)))
     assert gap.status == "explained" and gap.note == "confirmed in the launch script"
     assert history[["who", "from_status", "to_status"]].values.tolist() == [
-        ["ana", "open", "investigating"], ["ana", "investigating", "explained"], ["ben", "explained", "explained"],
+        ["ana", "open", "investigating"],
+        ["ana", "investigating", "explained"],
+        ["ben", "explained", "explained"],
     ]
     assert history["at"].is_monotonic_increasing
     assert [r["gap_id"] for r in open_rows] == [13]
 
 
-@pytest.mark.parametrize("status,who,note,message", [
-    ("closed", "ana", None, "status must be one of open, investigating, explained, resolved, dismissed"),
-    ("explained", "  ", None, "say who you are"),
-    ("open", "ana", "", "the alert is already open; add a note"),
-])
+@pytest.mark.parametrize(
+    "status,who,note,message",
+    [
+        ("closed", "ana", None, "status must be one of open, investigating, explained, resolved, dismissed"),
+        ("explained", "  ", None, "say who you are"),
+        ("open", "ana", "", "the alert is already open; add a note"),
+    ],
+)
 def test_invalid_status_changes_write_nothing(demo, status, who, note, message):
     with pytest.raises(AlertChangeError, match=message), transaction(demo) as session:
         alerts.change_status(session, STORY_GAP, status, who, note)
@@ -91,15 +99,21 @@ def test_rerun_supersedes_the_invalid_benchmark(demo):
         rerun_detail = alerts.alert_detail(session, 2)
         assert alerts.supersede_candidates(session, RERUN_BENCHMARK).empty
     assert detail["status"] == "resolved" and detail["superseded_by_id"] == RERUN_BENCHMARK
-    assert detail["note"] == "superseded by benchmark 4 (demo: rerun with --speculative-algorithm EAGLE3): wrong flag"
+    assert (
+        detail["note"]
+        == "superseded by benchmark 4 (demo: rerun with --speculative-algorithm EAGLE3): wrong flag"
+    )
     assert rerun_detail["supersedes"] == [STORY_BENCHMARK]
 
 
-@pytest.mark.parametrize("old,new,message", [
-    (3, 3, "cannot supersede itself"),
-    (3, 12, "measured another checkpoint"),
-    (3, 999, "no benchmark with id 999"),
-])
+@pytest.mark.parametrize(
+    "old,new,message",
+    [
+        (3, 3, "cannot supersede itself"),
+        (3, 12, "measured another checkpoint"),
+        (3, 999, "no benchmark with id 999"),
+    ],
+)
 def test_impossible_supersede_links_are_refused(demo, old, new, message):
     with pytest.raises(AlertChangeError, match=message), transaction(demo) as session:
         alerts.link_superseding(session, old, new, "ana")

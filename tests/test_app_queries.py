@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import insert, select
 
+from specdash.db import alerts, queries
 from specdash.db import checkpoint_queries as cq
-from specdash.db import queries
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Checkpoint, MetricKey, MetricPoint, Run
 from specdash.db.settings import set_gap_threshold
@@ -78,11 +78,15 @@ def test_latest_checkpoint_per_run_with_its_best_speedup(demo):
 
 def test_benchmark_outcomes_mark_alerts(demo):
     with reading(demo) as session:
-        outcomes = queries.benchmark_outcomes(session, [1, 3])
+        outcomes = alerts.benchmark_outcomes(session, [1, 3])
     baseline = outcomes[outcomes["benchmark_id"] == 1].iloc[0]
     assert pd.isna(baseline["source"]) and not baseline["is_alert"]
     story = outcomes[outcomes["benchmark_id"] == 3].iloc[0]
-    assert story["is_alert"] and story["severity"] == "critical" and story["gap"] == pytest.approx(0.489, abs=1e-3)
+    assert (
+        story["is_alert"]
+        and story["severity"] == "critical"
+        and story["gap"] == pytest.approx(0.489, abs=1e-3)
+    )
 
 
 def test_checkpoint_comparison_of_one_setting(demo):
@@ -110,11 +114,16 @@ def test_checkpoint_comparison_of_one_setting(demo):
 
 
 def test_repeated_benchmarks_give_a_mean_and_a_standard_deviation(demo):
-    repeats = b'{"specdash": 1, "benchmarks": [' + b",".join(
-        b'{"deployment": "%s", "drafter_path": "/ckpt/k25-eagle3-100k-ttt5/epoch_1", "speculative_algorithm": '
-        b'"EAGLE3", "num_steps": 5, "topk": 1, "num_draft_tokens": 6, "decode_tps": %s, "accept_length": 2.6, '
-        b'"dataset": "gsm8k"}' % (PCIE.encode(), tps) for tps in (b"170.0", b"180.0")
-    ) + b"]}"
+    repeats = (
+        b'{"specdash": 1, "benchmarks": ['
+        + b",".join(
+            b'{"deployment": "%s", "drafter_path": "/ckpt/k25-eagle3-100k-ttt5/epoch_1", "speculative_algorithm": '
+            b'"EAGLE3", "num_steps": 5, "topk": 1, "num_draft_tokens": 6, "decode_tps": %s, "accept_length": 2.6, '
+            b'"dataset": "gsm8k"}' % (PCIE.encode(), tps)
+            for tps in (b"170.0", b"180.0")
+        )
+        + b"]}"
+    )
     assert ingest_bytes(demo, "repeats.json", repeats).ok
     with reading(demo) as session:
         checkpoint_id = ids(session, Checkpoint, name="epoch_1")[0]
@@ -136,10 +145,14 @@ def test_long_training_curves_are_bucketed_in_sql(engine):
         session.add_all([Run(name="long"), MetricKey(name="train/loss"), MetricKey(name="train/acc_0")])
         session.flush()
         run_id, loss_id, acc_id = ids(session, Run)[0], *ids(session, MetricKey)
-        session.execute(insert(MetricPoint), [
-            {"run_id": run_id, "key_id": key_id, "step": step, "value": float(step % 100)}
-            for step in range(steps) for key_id in (loss_id, acc_id)
-        ])
+        session.execute(
+            insert(MetricPoint),
+            [
+                {"run_id": run_id, "key_id": key_id, "step": step, "value": float(step % 100)}
+                for step in range(steps)
+                for key_id in (loss_id, acc_id)
+            ],
+        )
     with reading(engine) as session:
         assert cq.metric_keys(session, [run_id]) == ["train/acc_0", "train/loss"]
         curves = cq.training_curves(session, [run_id], ["train/loss"], max_points=400)
@@ -167,5 +180,5 @@ def test_empty_selections_give_empty_frames(engine):
         assert cq.checkpoint_comparison(session, [], 1, None).empty
         assert cq.training_curves(session, [], ["x"]).empty
         assert cq.metric_keys(session, []) == []
-        assert queries.benchmark_outcomes(session, []).empty
+        assert alerts.benchmark_outcomes(session, []).empty
         assert queries.latest_checkpoints(session).empty

@@ -31,12 +31,16 @@ def test_edited_profile_becomes_a_new_version_and_moves_predictions(demo):
         story_before = session.get(Gap, 1).predicted_tps
     # a round overhead of 12.5 ms is what the EAGLE-flag benchmark's back-solve says is missing
     with transaction(demo) as session:
-        deployment, summary = profiles.save_deployment(session, {**values, "round_overhead_ms": 12.5},
-                                                       pcie(session).id)
+        deployment, summary = profiles.save_deployment(
+            session, {**values, "round_overhead_ms": 12.5}, pcie(session).id
+        )
     assert summary.predictions > 0
     with reading(demo) as session:
-        sets = session.scalars(select(ParameterSet).where(ParameterSet.deployment_id == deployment.id)
-                               .order_by(ParameterSet.version)).all()
+        sets = session.scalars(
+            select(ParameterSet)
+            .where(ParameterSet.deployment_id == deployment.id)
+            .order_by(ParameterSet.version)
+        ).all()
         story_after = session.get(Gap, 1).predicted_tps
     assert [(s.is_active, s.round_overhead_ms) for s in sets[-2:]] == [(False, 0.0), (True, 12.5)]
     assert sets[-1].version == sets[-2].version + 1 and sum(s.is_active for s in sets) == 1
@@ -44,12 +48,15 @@ def test_edited_profile_becomes_a_new_version_and_moves_predictions(demo):
     assert story_after == pytest.approx(1000 * 2.0998 / (13.041 + 12.5), abs=0.2)
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"comm_fraction": 1.5}, "comm_fraction: Input should be less than 1"),
-    ({"baseline_tps": -3.0}, "baseline_tps: Input should be greater than 0"),
-    ({"name": ""}, "name: Field required"),
-    ({"name": "8x H200, TP8, NVLink"}, "name: a deployment named '8x H200, TP8, NVLink' already exists"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"comm_fraction": 1.5}, "comm_fraction: Input should be less than 1"),
+        ({"baseline_tps": -3.0}, "baseline_tps: Input should be greater than 0"),
+        ({"name": ""}, "name: Field required"),
+        ({"name": "8x H200, TP8, NVLink"}, "name: a deployment named '8x H200, TP8, NVLink' already exists"),
+    ],
+)
 def test_invalid_profiles_write_nothing(demo, change, message):
     with reading(demo) as session:
         values = {name: getattr(pcie(session), name) for name in profiles.PROFILE_FIELDS}
@@ -62,8 +69,15 @@ def test_invalid_profiles_write_nothing(demo, change, message):
 
 def test_new_deployment(demo):
     with transaction(demo) as session:
-        deployment, summary = profiles.save_deployment(session, {"name": "2x L40S, TP2, PCIe", "baseline_tps": 60.0,
-                                                                 "comm_fraction": 0.3, "interconnect": "pcie"})
+        deployment, summary = profiles.save_deployment(
+            session,
+            {
+                "name": "2x L40S, TP2, PCIe",
+                "baseline_tps": 60.0,
+                "comm_fraction": 0.3,
+                "interconnect": "pcie",
+            },
+        )
     assert summary.benchmarks == 0
     with reading(demo) as session:
         stored = session.get(Deployment, deployment.id)

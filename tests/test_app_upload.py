@@ -33,7 +33,10 @@ def test_check_upload_reports_like_the_cli():
         "bad_bench.json:6: benchmarks.2.accept_length: Input should be greater than or equal to 1",
     ]
     assert not check_upload("empty.json", b"  \n").ok
-    assert check_upload("notes.txt", b"hello").report == "notes.txt: format not recognised (see 'specdash formats')"
+    assert (
+        check_upload("notes.txt", b"hello").report
+        == "notes.txt: format not recognised (see 'specdash formats')"
+    )
     good = check_upload("deep_rerun.json", (DASHBOARD / "deep_rerun.json").read_bytes())
     assert good.ok and good.summary == "1 benchmark"
 
@@ -51,7 +54,9 @@ def test_valid_upload_creates_the_benchmark_and_shows_its_alert(monkeypatch, dem
     assert saved.startswith("deep_rerun.json: 1 record(s) as specdash; created 1 benchmark(s)")
     assert "1 new alert(s)" in saved
     outcome = table_with(at, "is_alert")
-    assert outcome["run"].tolist() == ["k25-eagle3-100k-ttt5"] and outcome["checkpoint"].tolist() == ["epoch_5"]
+    assert outcome["run"].tolist() == ["k25-eagle3-100k-ttt5"] and outcome["checkpoint"].tolist() == [
+        "epoch_5"
+    ]
     assert outcome["setting"].tolist() == ["EAGLE3 11/1/12"] and outcome["is_alert"].tolist() == [True]
     assert outcome["gap"].iloc[0] > 0.2
     links = [unmd(link.label) for link in at.get("page_link")]
@@ -64,8 +69,11 @@ def test_valid_upload_creates_the_benchmark_and_shows_its_alert(monkeypatch, dem
 def test_link_overrides_attach_benchmarks_to_the_named_checkpoint(monkeypatch, demo_url):
     at = upload(monkeypatch, demo_url, "deep_rerun.json")
     key = next(k for k in at.session_state if str(k).startswith("upload_links_"))
-    at.session_state[key] = {"edited_rows": {0: {"run": "k25-eagle3-10k", "checkpoint": "epoch_3"}},
-                             "added_rows": [], "deleted_rows": []}
+    at.session_state[key] = {
+        "edited_rows": {0: {"run": "k25-eagle3-10k", "checkpoint": "epoch_3"}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
     at.run()
     at.button(key="upload_save").click().run()
     assert not at.exception
@@ -80,7 +88,10 @@ def test_bad_file_shows_every_problem_and_writes_nothing(monkeypatch, demo_url):
     at = upload(monkeypatch, demo_url, "bad_bench.json", "deep_rerun.json")
     assert not at.exception
     assert at.error[0].value == "2 problem(s): nothing from this file will be written."
-    assert at.code[0].value.splitlines()[0] == "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than 0"
+    assert (
+        at.code[0].value.splitlines()[0]
+        == "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than 0"
+    )
     # only the valid file is offered for saving
     assert at.button(key="upload_save").label == "Save 1 file(s)"
     assert benchmark_count(demo_url) == before

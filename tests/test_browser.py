@@ -25,8 +25,13 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 SERVER_START_S = 40
 PAGE_WAIT_MS = 30_000
@@ -68,8 +73,10 @@ def wait_until_served(base: str, server: subprocess.Popen, log: Path) -> None:
 def served(tmp_path_factory):
     """Base URL of a dashboard serving a fresh demo database; the server is always stopped."""
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium; "
-                    ".ci/run does) to run the browser test")
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium; "
+            ".ci/run does) to run the browser test"
+        )
     folder = tmp_path_factory.mktemp("browser")
     url = f"sqlite:///{folder / 'specdash.db'}"
     runner = CliRunner()
@@ -81,8 +88,21 @@ def served(tmp_path_factory):
     with log.open("w") as out:
         # its own process group: `specdash serve` starts Streamlit as a child, and both must stop
         server = subprocess.Popen(
-            [sys.executable, "-m", "specdash", "--db", url, "serve", "--port", str(port), "--host", "127.0.0.1"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "specdash",
+                "--db",
+                url,
+                "serve",
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -102,14 +122,18 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
         yield chromium
         chromium.close()
 
 
 def settle(page) -> None:
     """Wait for the script run to finish and the charts to draw."""
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=PAGE_WAIT_MS)
+    page.wait_for_function(
+        "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=PAGE_WAIT_MS
+    )
     page.wait_for_load_state("networkidle")
     page.wait_for_timeout(600)
 

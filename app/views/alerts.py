@@ -14,13 +14,23 @@ from specdash.db.models import GAP_STATUSES
 
 PAGE_ROWS = 50
 ANY = "any"
-DIAGNOSIS_CODES = ("algorithm_mismatch", "hidden_size_mismatch", "beyond_trained_depth", "slower_than_baseline",
-                   "round_overhead", "acceptance_shortfall", "faster_than_predicted", "no_baseline")
+DIAGNOSIS_CODES = (
+    "algorithm_mismatch",
+    "hidden_size_mismatch",
+    "beyond_trained_depth",
+    "slower_than_baseline",
+    "round_overhead",
+    "acceptance_shortfall",
+    "faster_than_predicted",
+    "no_baseline",
+)
 
 url = state.db_url()
 st.title("Alerts")
-st.caption(f"Every gap between measured and predicted tok/s at or above its threshold (the deployment's own, else "
-           f"the global {state.gap_threshold(url):.0%}). gap = 1 - measured / predicted: positive is slower.")
+st.caption(
+    f"Every gap between measured and predicted tok/s at or above its threshold (the deployment's own, else "
+    f"the global {state.gap_threshold(url):.0%}). gap = 1 - measured / predicted: positive is slower."
+)
 
 choices = state.alert_choices(url)
 row1 = st.columns(3)
@@ -32,9 +42,12 @@ source = row2[0].selectbox("Prediction source", [ANY, *choices["source"]], key="
 deployment = row2[1].selectbox("Deployment", [ANY, *choices["deployment"]], key="alerts_deployment")
 run = row2[2].selectbox("Run", [ANY, *choices["run"]], key="alerts_run")
 filters = AlertFilters(
-    statuses=tuple(statuses), severities=tuple(severities),
-    source=None if source == ANY else source, deployment=None if deployment == ANY else deployment,
-    run=None if run == ANY else run, diagnosis=None if diagnosis == ANY else diagnosis,
+    statuses=tuple(statuses),
+    severities=tuple(severities),
+    source=None if source == ANY else source,
+    deployment=None if deployment == ANY else deployment,
+    run=None if run == ANY else run,
+    diagnosis=None if diagnosis == ANY else diagnosis,
 )
 
 _, total = state.alert_page(url, filters, 0, 1)
@@ -44,14 +57,31 @@ rows, total = state.alert_page(url, filters, (page - 1) * PAGE_ROWS, PAGE_ROWS)
 
 selected_id = None
 if rows:
-    table = pd.DataFrame([{
-        "id": r["gap_id"], "severity": r["severity"] or "none", "gap": r["gap"], "run": r["run"],
-        "checkpoint": r["checkpoint"], "setting": setting_label(r), "measured": r["measured_tps"],
-        "predicted": r["predicted_tps"], "source": r["source"], "status": r["status"], "deployment": r["deployment"],
-        "diagnoses": ", ".join(d["code"] for d in r["diagnoses"]),
-    } for r in rows])
+    table = pd.DataFrame(
+        [
+            {
+                "id": r["gap_id"],
+                "severity": r["severity"] or "none",
+                "gap": r["gap"],
+                "run": r["run"],
+                "checkpoint": r["checkpoint"],
+                "setting": setting_label(r),
+                "measured": r["measured_tps"],
+                "predicted": r["predicted_tps"],
+                "source": r["source"],
+                "status": r["status"],
+                "deployment": r["deployment"],
+                "diagnoses": ", ".join(d["code"] for d in r["diagnoses"]),
+            }
+            for r in rows
+        ]
+    )
     event = st.dataframe(
-        table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+        table,
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
         key=f"alerts_table_{hash(filters)}_{page}",
         column_config={
             "id": st.column_config.NumberColumn(width=40),
@@ -64,7 +94,9 @@ if rows:
         },
     )
     first, last = (page - 1) * PAGE_ROWS + 1, (page - 1) * PAGE_ROWS + len(rows)
-    st.caption(f"{total} alert(s) match; {first}-{last} shown, largest gap first. Select a row to investigate it.")
+    st.caption(
+        f"{total} alert(s) match; {first}-{last} shown, largest gap first. Select a row to investigate it."
+    )
     if event.selection.rows:
         selected_id = int(table.iloc[event.selection.rows[0]]["id"])
         st.query_params["alert"] = str(selected_id)
@@ -91,22 +123,33 @@ facts = [f"on **{md(alert['deployment'])}**", setting_label(alert), f"concurrenc
 if alert["dataset"]:
     facts.append(f"dataset {md(alert['dataset'])}")
 facts.append(f"against the **{md(alert['source'])}** prediction")
-st.markdown(", ".join(facts) + f"  \n{SEVERITY_ICONS[severity]} {severity} · status **{alert['status']}**"
-            + ("" if alert["is_alert"] else " · now below its threshold"))
+st.markdown(
+    ", ".join(facts)
+    + f"  \n{SEVERITY_ICONS[severity]} {severity} · status **{alert['status']}**"
+    + ("" if alert["is_alert"] else " · now below its threshold")
+)
 if alert["superseded_by_id"]:
-    st.info(f"This benchmark is superseded by benchmark #{alert['superseded_by_id']}.", icon=":material/redo:")
+    st.info(
+        f"This benchmark is superseded by benchmark #{alert['superseded_by_id']}.", icon=":material/redo:"
+    )
 
 cols = st.columns(5)
 cols[0].metric("Measured", f"{alert['measured_tps']:.1f} tok/s")
 cols[1].metric("Predicted", f"{alert['predicted_tps']:.1f} tok/s")
 cols[2].metric("Gap", gap_text(alert["gap"]))
 if alert["measured_round_ms"] is not None:
-    cols[3].metric("Round", f"{alert['measured_round_ms']:.1f} ms",
-                   f"{alert['measured_round_ms'] - alert['predicted_round_ms']:+.1f} ms vs predicted",
-                   delta_color="inverse")
+    cols[3].metric(
+        "Round",
+        f"{alert['measured_round_ms']:.1f} ms",
+        f"{alert['measured_round_ms'] - alert['predicted_round_ms']:+.1f} ms vs predicted",
+        delta_color="inverse",
+    )
 if alert["measured_accept_length"] is not None:
-    cols[4].metric("Accept length τ", f"{alert['measured_accept_length']:.2f}",
-                   f"{alert['measured_accept_length'] - alert['predicted_accept_length']:+.2f} vs predicted")
+    cols[4].metric(
+        "Accept length τ",
+        f"{alert['measured_accept_length']:.2f}",
+        f"{alert['measured_accept_length'] - alert['predicted_accept_length']:+.2f} vs predicted",
+    )
 
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -119,27 +162,46 @@ with left:
     st.markdown("**From predicted to measured**")
     st.plotly_chart(waterfall_figure(alert), width="stretch", key="alerts_waterfall")
     with st.expander("Benchmark and prediction"):
-        st.dataframe(pd.DataFrame([
-            ("benchmark", f"#{alert['benchmark_id']}" + (f" ({alert['label']})" if alert["label"] else "")),
-            ("drafter path", alert["drafter_path"]),
-            ("engine / format", f"{alert['engine'] or '-'} / {alert['source_format']}"),
-            ("hidden states fed to the drafter", alert["draft_hidden_size"]),
-            ("predicted round", f"{alert['predicted_round_ms']:.2f} ms = verify compute {alert['compute_ms'] or 0:.2f} "
-                                f"+ all-reduce {alert['comm_ms'] or 0:.2f} + draft {alert['draft_ms'] or 0:.2f} "
-                                f"+ overhead {alert['overhead_ms'] or 0:.2f}"),
-            ("baseline tok/s", alert["baseline_tps"]),
-            ("predicted τ from", alert["accept_length_source"]),
-            ("extrapolated past trained depth", alert["extrapolated"]),
-            ("approximation", alert["approximation"]),
-        ], columns=["what", "value"]).astype(str), hide_index=True, width="stretch", key="alerts_facts")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    (
+                        "benchmark",
+                        f"#{alert['benchmark_id']}" + (f" ({alert['label']})" if alert["label"] else ""),
+                    ),
+                    ("drafter path", alert["drafter_path"]),
+                    ("engine / format", f"{alert['engine'] or '-'} / {alert['source_format']}"),
+                    ("hidden states fed to the drafter", alert["draft_hidden_size"]),
+                    (
+                        "predicted round",
+                        f"{alert['predicted_round_ms']:.2f} ms = verify compute {alert['compute_ms'] or 0:.2f} "
+                        f"+ all-reduce {alert['comm_ms'] or 0:.2f} + draft {alert['draft_ms'] or 0:.2f} "
+                        f"+ overhead {alert['overhead_ms'] or 0:.2f}",
+                    ),
+                    ("baseline tok/s", alert["baseline_tps"]),
+                    ("predicted τ from", alert["accept_length_source"]),
+                    ("extrapolated past trained depth", alert["extrapolated"]),
+                    ("approximation", alert["approximation"]),
+                ],
+                columns=["what", "value"],
+            ).astype(str),
+            hide_index=True,
+            width="stretch",
+            key="alerts_facts",
+        )
 
 with right:
     st.markdown("**Investigation**")
-    who = st.text_input("Your name (recorded in the history)", value=st.session_state.get("investigator", ""),
-                        key="alerts_who")
+    who = st.text_input(
+        "Your name (recorded in the history)",
+        value=st.session_state.get("investigator", ""),
+        key="alerts_who",
+    )
     st.session_state["investigator"] = who
     with st.form(f"alerts_status_form_{alert['gap_id']}"):
-        status = st.selectbox("Status", GAP_STATUSES, index=GAP_STATUSES.index(alert["status"]), key="alerts_new_status")
+        status = st.selectbox(
+            "Status", GAP_STATUSES, index=GAP_STATUSES.index(alert["status"]), key="alerts_new_status"
+        )
         note = st.text_area("Note", placeholder="What you found, what you did", key="alerts_note")
         if st.form_submit_button("Save status", type="primary", icon=":material/save:"):
             try:
@@ -156,8 +218,13 @@ with right:
     if history.empty:
         st.caption("No changes yet.")
     else:
-        st.dataframe(history, hide_index=True, width="stretch", key="alerts_history",
-                     column_config={"at": st.column_config.DatetimeColumn("when (UTC)", format="YYYY-MM-DD HH:mm")})
+        st.dataframe(
+            history,
+            hide_index=True,
+            width="stretch",
+            key="alerts_history",
+            column_config={"at": st.column_config.DatetimeColumn("when (UTC)", format="YYYY-MM-DD HH:mm")},
+        )
 
     st.markdown("**Superseded by a rerun**")
     candidates = state.supersede_candidates(url, alert["benchmark_id"])
@@ -168,12 +235,13 @@ with right:
     else:
         options = {
             int(c["benchmark_id"]): f"#{c['benchmark_id']}: {setting_label(c)}, {c['decode_tps']:.1f} tok/s, "
-                                    f"{c['deployment']}" + (f" ({c['label']})" if c["label"] else "")
+            f"{c['deployment']}" + (f" ({c['label']})" if c["label"] else "")
             for c in candidates.to_dict("records")
         }
         with st.form(f"alerts_supersede_form_{alert['gap_id']}"):
-            rerun = st.selectbox("Valid rerun of this benchmark", list(options), format_func=options.get,
-                                 key="alerts_rerun")
+            rerun = st.selectbox(
+                "Valid rerun of this benchmark", list(options), format_func=options.get, key="alerts_rerun"
+            )
             reason = st.text_input("Why the first run is invalid", key="alerts_rerun_note")
             if st.form_submit_button("Link rerun and resolve", icon=":material/link:"):
                 try:

@@ -17,14 +17,17 @@ st.caption("Which checkpoint is better, and does it do what the cost model says?
 runs = state.runs_frame(url)
 runs = runs[runs["checkpoints"] > 0] if not runs.empty else runs
 if runs.empty:
-    st.info("No checkpoints yet: load a run with `specdash ingest` or the **Upload** page, or run `specdash demo`.")
+    st.info(
+        "No checkpoints yet: load a run with `specdash ingest` or the **Upload** page, or run `specdash demo`."
+    )
     st.stop()
 
 run_names = runs["name"].tolist()
 if "checkpoints_runs" not in st.session_state:
     # The run with the most checkpoints makes the most telling first view.
-    st.session_state["checkpoints_runs"] = [runs.sort_values(["checkpoints", "name"], ascending=[False, True])
-                                            ["name"].iloc[0]]
+    st.session_state["checkpoints_runs"] = [
+        runs.sort_values(["checkpoints", "name"], ascending=[False, True])["name"].iloc[0]
+    ]
 else:  # a run chosen earlier may be gone from another database
     st.session_state["checkpoints_runs"] = [n for n in st.session_state["checkpoints_runs"] if n in run_names]
 top = st.columns([2, 3])
@@ -54,14 +57,20 @@ if deployments.empty:
     st.info("None of these checkpoints has been benchmarked yet.")
 else:
     pick = st.columns(3)
-    deployment_name = pick[0].selectbox("Deployment", deployments["name"].tolist(), key="checkpoints_deployment")
+    deployment_name = pick[0].selectbox(
+        "Deployment", deployments["name"].tolist(), key="checkpoints_deployment"
+    )
     deployment_id = int(deployments.loc[deployments["name"] == deployment_name, "id"].iloc[0])
     settings = state.speculation_settings(url, checkpoint_ids, deployment_id)
     if not settings:
         st.info("Only no-speculation benchmarks on this deployment.")
     else:
-        setting = pick[1].selectbox("Speculation setting (algorithm steps/top-k/draft tokens)", settings,
-                                    format_func=lambda s: s.label, key="checkpoints_setting")
+        setting = pick[1].selectbox(
+            "Speculation setting (algorithm steps/top-k/draft tokens)",
+            settings,
+            format_func=lambda s: s.label,
+            key="checkpoints_setting",
+        )
         datasets = state.benchmark_datasets(url, checkpoint_ids, deployment_id)
         dataset = pick[2].selectbox("Dataset", [ALL_DATASETS, *datasets], key="checkpoints_dataset")
         comparison = state.checkpoint_comparison(
@@ -69,10 +78,13 @@ else:
         )
         left, right = st.columns(2)
         left.plotly_chart(charts.overlay_figure(comparison, "tps"), width="stretch", key="checkpoints_tps")
-        right.plotly_chart(charts.overlay_figure(comparison, "accept_length"), width="stretch",
-                           key="checkpoints_tau")
-        st.caption("Diamonds: measured (mean, error bars one standard deviation over repeated benchmarks). Lines: "
-                   "predicted, one per source; hollow markers are extrapolated past the trained depth.")
+        right.plotly_chart(
+            charts.overlay_figure(comparison, "accept_length"), width="stretch", key="checkpoints_tau"
+        )
+        st.caption(
+            "Diamonds: measured (mean, error bars one standard deviation over repeated benchmarks). Lines: "
+            "predicted, one per source; hollow markers are extrapolated past the trained depth."
+        )
 
 st.subheader("Training")
 keys = state.metric_keys(url, run_ids)
@@ -83,18 +95,28 @@ else:
     acc_keys = [k for k in keys if "acc" in k.lower()]
     left, right = st.columns(2)
     with left:
-        preferred = next((k for k in loss_keys if k.lower().endswith("/loss") or k.lower() == "loss"), loss_keys[0])
+        preferred = next(
+            (k for k in loss_keys if k.lower().endswith("/loss") or k.lower() == "loss"), loss_keys[0]
+        )
         loss_key = st.selectbox("Loss", loss_keys, index=loss_keys.index(preferred), key="checkpoints_loss")
         curves = state.training_curves(url, run_ids, (loss_key,))
-        st.plotly_chart(charts.training_figure(curves, loss_key), width="stretch", key="checkpoints_loss_chart")
+        st.plotly_chart(
+            charts.training_figure(curves, loss_key), width="stretch", key="checkpoints_loss_chart"
+        )
     with right:
-        chosen_acc = st.multiselect("Accuracy per TTT position", acc_keys, default=acc_keys[:8],
-                                    key=f"checkpoints_acc_{run_ids}")
+        chosen_acc = st.multiselect(
+            "Accuracy per TTT position", acc_keys, default=acc_keys[:8], key=f"checkpoints_acc_{run_ids}"
+        )
         curves = state.training_curves(url, run_ids, tuple(chosen_acc))
-        st.plotly_chart(charts.training_figure(curves, "training accuracy", colour_by="key"), width="stretch",
-                        key="checkpoints_acc_chart")
-    st.caption("Long runs are averaged into at most a few hundred buckets of steps in the database; the light band "
-               "spans each bucket's min to max.")
+        st.plotly_chart(
+            charts.training_figure(curves, "training accuracy", colour_by="key"),
+            width="stretch",
+            key="checkpoints_acc_chart",
+        )
+    st.caption(
+        "Long runs are averaged into at most a few hundred buckets of steps in the database; the light band "
+        "spans each bucket's min to max."
+    )
 
 left, right = st.columns(2)
 with left:
@@ -105,9 +127,16 @@ with right:
     st.subheader("Runs")
     st.dataframe(
         runs[runs["id"].isin(run_ids)][["name", "target_model", "ttt_length", "status", "checkpoints"]],
-        hide_index=True, width="stretch",
-        column_config={"name": "run", "target_model": "target", "ttt_length": st.column_config.NumberColumn(
-            "TTT length", help="draft positions the drafter was trained on; deeper speculation extrapolates")},
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "name": "run",
+            "target_model": "target",
+            "ttt_length": st.column_config.NumberColumn(
+                "TTT length",
+                help="draft positions the drafter was trained on; deeper speculation extrapolates",
+            ),
+        },
     )
 
 st.subheader("Table")
@@ -115,8 +144,22 @@ if comparison is None or comparison.empty:
     st.info("No benchmarks for this selection.")
 else:
     table = comparison_table(comparison)
-    st.dataframe(table, hide_index=True, width="stretch", key="checkpoints_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns
-                                if c.startswith(("measured_", "predicted_"))})
-    st.download_button("Download CSV", table.to_csv(index=False).encode(), file_name="checkpoints.csv",
-                       mime="text/csv", key="checkpoints_csv", icon=":material/download:")
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        key="checkpoints_table",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.2f")
+            for c in table.columns
+            if c.startswith(("measured_", "predicted_"))
+        },
+    )
+    st.download_button(
+        "Download CSV",
+        table.to_csv(index=False).encode(),
+        file_name="checkpoints.csv",
+        mime="text/csv",
+        key="checkpoints_csv",
+        icon=":material/download:",
+    )

@@ -11,7 +11,9 @@ DIAGNOSES_SHOWN = 2
 
 url = state.db_url()
 st.title("Overview")
-st.caption("Predicted vs measured decode throughput of speculative-decoding drafters, and the gaps between them.")
+st.caption(
+    "Predicted vs measured decode throughput of speculative-decoding drafters, and the gaps between them."
+)
 
 counts = state.counts(url)
 by_severity = state.open_alert_counts(url)
@@ -36,21 +38,33 @@ with left:
     if not sources:
         st.info("No benchmark has a prediction yet: predictions need a checkpoint and a deployment profile.")
     else:
-        source = st.selectbox("Prediction source", sources, key="overview_source") if len(sources) > 1 else sources[0]
+        source = (
+            st.selectbox("Prediction source", sources, key="overview_source")
+            if len(sources) > 1
+            else sources[0]
+        )
         frame, total = state.parity(url, source)
         st.plotly_chart(charts.parity_figure(frame, threshold), width="stretch", key="overview_parity")
-        shown = (f"{len(frame):,} of {total:,} benchmarks shown: the largest gaps and an even sample of the rest"
-                 if len(frame) < total else f"{total:,} benchmarks")
-        st.caption(f"{shown}. Inside the green band: within ±{threshold:.0%} of the prediction; below the diagonal: "
-                   "slower than predicted.")
+        shown = (
+            f"{len(frame):,} of {total:,} benchmarks shown: the largest gaps and an even sample of the rest"
+            if len(frame) < total
+            else f"{total:,} benchmarks"
+        )
+        st.caption(
+            f"{shown}. Inside the green band: within ±{threshold:.0%} of the prediction; below the diagonal: "
+            "slower than predicted."
+        )
 
 with right:
     st.subheader("Open alerts")
     if by_severity:
-        st.markdown("  ".join(
-            f"{SEVERITY_ICONS.get(name, '')} {by_severity[name]} {name}"
-            for name in ("critical", "warning", "info", "none") if name in by_severity
-        ))
+        st.markdown(
+            "  ".join(
+                f"{SEVERITY_ICONS.get(name, '')} {by_severity[name]} {name}"
+                for name in ("critical", "warning", "info", "none")
+                if name in by_severity
+            )
+        )
     alerts = state.top_alerts(url, ALERTS_SHOWN)
     if not alerts:
         st.success(f"No open gap at or above the threshold ({threshold:.0%}).")
@@ -66,12 +80,17 @@ with right:
         if len(row["diagnoses"]) > DIAGNOSES_SHOWN:
             lines.append(f"- and {len(row['diagnoses']) - DIAGNOSES_SHOWN} more")
         box("\n".join(lines), icon=SEVERITY_ICONS[severity])
-        st.page_link("views/alerts.py", label=f"Investigate alert #{row['gap_id']}", icon=":material/search:",
-                     query_params={"alert": str(row["gap_id"])})
+        st.page_link(
+            "views/alerts.py",
+            label=f"Investigate alert #{row['gap_id']}",
+            icon=":material/search:",
+            query_params={"alert": str(row["gap_id"])},
+        )
     more = sum(by_severity.values()) - len(alerts)
     if more > 0:
-        st.page_link("views/alerts.py", label=f"All {sum(by_severity.values())} open alerts",
-                     icon=":material/list:")
+        st.page_link(
+            "views/alerts.py", label=f"All {sum(by_severity.values())} open alerts", icon=":material/list:"
+        )
 
 st.subheader("Latest checkpoint per run")
 latest = state.latest_checkpoints(url)
@@ -79,17 +98,37 @@ if latest.empty:
     st.info("No runs yet.")
 else:
     table = latest.assign(
-        setting=[setting_label(r) if r["best_speedup"] == r["best_speedup"] else None for _, r in latest.iterrows()]
-    )[["run", "status", "checkpoints", "latest_checkpoint", "step", "best_speedup", "measured_tps", "baseline_tps",
-       "deployment", "setting"]]
+        setting=[
+            setting_label(r) if r["best_speedup"] == r["best_speedup"] else None for _, r in latest.iterrows()
+        ]
+    )[
+        [
+            "run",
+            "status",
+            "checkpoints",
+            "latest_checkpoint",
+            "step",
+            "best_speedup",
+            "measured_tps",
+            "baseline_tps",
+            "deployment",
+            "setting",
+        ]
+    ]
     st.dataframe(
-        table, hide_index=True, width="stretch", key="overview_latest",
+        table,
+        hide_index=True,
+        width="stretch",
+        key="overview_latest",
         column_config={
             "latest_checkpoint": "latest checkpoint",
             "step": st.column_config.NumberColumn("step", format="%d"),
             "best_speedup": st.column_config.NumberColumn(
-                "best speedup", format="%.2f×", help="measured tok/s over no speculation, best benchmark of the "
-                "latest checkpoint (superseded benchmarks left out)"),
+                "best speedup",
+                format="%.2f×",
+                help="measured tok/s over no speculation, best benchmark of the "
+                "latest checkpoint (superseded benchmarks left out)",
+            ),
             "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
             "baseline_tps": st.column_config.NumberColumn("baseline tok/s", format="%.1f"),
         },

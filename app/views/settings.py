@@ -16,21 +16,31 @@ st.title("Settings")
 
 
 def refreshed(summary) -> str:
-    return (f"{summary.predictions} prediction(s) and {summary.gaps} gap(s) recomputed, "
-            f"{summary.new_alerts} new alert(s).")
+    return (
+        f"{summary.predictions} prediction(s) and {summary.gaps} gap(s) recomputed, "
+        f"{summary.new_alerts} new alert(s)."
+    )
 
 
 # --- thresholds ----------------------------------------------------------------------------------------
 st.subheader("Gap threshold")
-st.caption("A benchmark whose tok/s departs from its prediction by at least this share is an alert. A deployment "
-           "may set its own; the others use the global one.")
+st.caption(
+    "A benchmark whose tok/s departs from its prediction by at least this share is an alert. A deployment "
+    "may set its own; the others use the global one."
+)
 deployments = state.deployments_frame(url)
 global_threshold = state.gap_threshold(url)
 left, right = st.columns([1, 2], gap="large")
 with left:
     with st.form("settings_global_threshold"):
-        value = st.number_input("Global threshold (%)", min_value=0.1, max_value=100.0,
-                                value=round(global_threshold * 100, 2), step=1.0, key="settings_threshold")
+        value = st.number_input(
+            "Global threshold (%)",
+            min_value=0.1,
+            max_value=100.0,
+            value=round(global_threshold * 100, 2),
+            step=1.0,
+            key="settings_threshold",
+        )
         if st.form_submit_button("Save global threshold", icon=":material/save:"):
             try:
                 summary = state.write(profiles.set_global_threshold, value / 100)
@@ -47,12 +57,20 @@ with right:
             threshold_pct=deployments["gap_threshold"] * 100
         )[["name", "threshold_pct"]]
         edited = st.data_editor(
-            own, hide_index=True, width="stretch", disabled=["name"], key="settings_deployment_thresholds",
+            own,
+            hide_index=True,
+            width="stretch",
+            disabled=["name"],
+            key="settings_deployment_thresholds",
             column_config={
                 "name": "deployment",
                 "threshold_pct": st.column_config.NumberColumn(
-                    "own threshold (%)", min_value=0.1, max_value=100.0, format="%.1f",
-                    help=f"empty: the global {global_threshold:.0%}"),
+                    "own threshold (%)",
+                    min_value=0.1,
+                    max_value=100.0,
+                    format="%.1f",
+                    help=f"empty: the global {global_threshold:.0%}",
+                ),
             },
         )
         changed = [
@@ -60,8 +78,12 @@ with right:
             for i, (old, new) in enumerate(zip(own["threshold_pct"], edited["threshold_pct"], strict=True))
             if not (pd.isna(old) and pd.isna(new)) and old != new
         ]
-        if st.button("Save deployment thresholds", disabled=not changed,
-                     key="settings_save_thresholds", icon=":material/save:"):
+        if st.button(
+            "Save deployment thresholds",
+            disabled=not changed,
+            key="settings_save_thresholds",
+            icon=":material/save:",
+        ):
             try:
                 for deployment_id, threshold in changed:
                     summary = state.write(profiles.set_deployment_threshold, deployment_id, threshold)
@@ -73,12 +95,16 @@ with right:
 
 # --- deployment profiles ----------------------------------------------------------------------------------
 st.subheader("Deployment profiles")
-st.caption("The cost model's inputs per deployment: baseline decode tok/s (a measured no-speculation benchmark "
-           "takes precedence), the share of a step spent in TP collectives, draft and overhead ms, and how verify "
-           "cost grows per extra verified token. A changed profile becomes a new parameter set version.")
+st.caption(
+    "The cost model's inputs per deployment: baseline decode tok/s (a measured no-speculation benchmark "
+    "takes precedence), the share of a step spent in TP collectives, draft and overhead ms, and how verify "
+    "cost grows per extra verified token. A changed profile becomes a new parameter set version."
+)
 if not deployments.empty:
     st.dataframe(
-        deployments.drop(columns=["id", "is_demo", "gap_threshold"]), hide_index=True, width="stretch",
+        deployments.drop(columns=["id", "is_demo", "gap_threshold"]),
+        hide_index=True,
+        width="stretch",
         column_config={
             "comm_fraction": st.column_config.NumberColumn("all-reduce share", format="%.2f"),
             "baseline_tps": st.column_config.NumberColumn("baseline tok/s", format="%.1f"),
@@ -105,23 +131,62 @@ with st.form(f"settings_profile_{choice}"):
         "num_gpus": cols[0].number_input("GPUs", 1, 1024, int(given("num_gpus", 1)), key="profile_num_gpus"),
         "tp_size": cols[1].number_input("TP size", 1, 1024, int(given("tp_size", 1)), key="profile_tp_size"),
         "interconnect": cols[2].selectbox(
-            "Interconnect", INTERCONNECTS,
-            index=INTERCONNECTS.index(given("interconnect", "pcie")) if given("interconnect", "pcie") in INTERCONNECTS
-            else len(INTERCONNECTS) - 1, key="profile_interconnect"),
-        "baseline_tps": cols[0].number_input("Baseline decode tok/s", 0.0, 100_000.0,
-                                             float(given("baseline_tps", 0.0)), key="profile_baseline_tps"),
-        "comm_fraction": cols[1].number_input("All-reduce share of a step", 0.0, 0.99,
-                                              float(given("comm_fraction", 0.0)), step=0.05, key="profile_comm"),
-        "draft_step_ms": cols[2].number_input("Draft ms per step", 0.0, 1000.0, float(given("draft_step_ms", 0.0)),
-                                              step=0.05, format="%.3f", key="profile_draft_ms"),
-        "round_overhead_ms": cols[0].number_input("Overhead ms per round", 0.0, 1000.0,
-                                                  float(given("round_overhead_ms", 0.0)), key="profile_overhead"),
+            "Interconnect",
+            INTERCONNECTS,
+            index=INTERCONNECTS.index(given("interconnect", "pcie"))
+            if given("interconnect", "pcie") in INTERCONNECTS
+            else len(INTERCONNECTS) - 1,
+            key="profile_interconnect",
+        ),
+        "baseline_tps": cols[0].number_input(
+            "Baseline decode tok/s",
+            0.0,
+            100_000.0,
+            float(given("baseline_tps", 0.0)),
+            key="profile_baseline_tps",
+        ),
+        "comm_fraction": cols[1].number_input(
+            "All-reduce share of a step",
+            0.0,
+            0.99,
+            float(given("comm_fraction", 0.0)),
+            step=0.05,
+            key="profile_comm",
+        ),
+        "draft_step_ms": cols[2].number_input(
+            "Draft ms per step",
+            0.0,
+            1000.0,
+            float(given("draft_step_ms", 0.0)),
+            step=0.05,
+            format="%.3f",
+            key="profile_draft_ms",
+        ),
+        "round_overhead_ms": cols[0].number_input(
+            "Overhead ms per round",
+            0.0,
+            1000.0,
+            float(given("round_overhead_ms", 0.0)),
+            key="profile_overhead",
+        ),
         "verify_growth_compute": cols[1].number_input(
-            "Verify compute growth per extra token", 0.0, 10.0, float(given("verify_growth_compute", 0.0)),
-            step=0.01, format="%.3f", key="profile_growth_compute"),
+            "Verify compute growth per extra token",
+            0.0,
+            10.0,
+            float(given("verify_growth_compute", 0.0)),
+            step=0.01,
+            format="%.3f",
+            key="profile_growth_compute",
+        ),
         "verify_growth_comm": cols[2].number_input(
-            "Verify all-reduce growth per extra token", 0.0, 10.0, float(given("verify_growth_comm", 0.0)),
-            step=0.01, format="%.3f", key="profile_growth_comm"),
+            "Verify all-reduce growth per extra token",
+            0.0,
+            10.0,
+            float(given("verify_growth_comm", 0.0)),
+            step=0.01,
+            format="%.3f",
+            key="profile_growth_comm",
+        ),
     }
     values["notes"] = st.text_input("Notes", given("notes", ""), key="profile_notes")
     # 0 reads as "unknown": the profile then relies on a measured no-speculation benchmark
@@ -130,8 +195,9 @@ with st.form(f"settings_profile_{choice}"):
     label = "Create deployment" if choice == NEW else "Save profile"
     if st.form_submit_button(label, type="primary", icon=":material/save:"):
         try:
-            deployment, summary = state.write(profiles.save_deployment, values,
-                                              None if choice == NEW else int(current["id"]))
+            deployment, summary = state.write(
+                profiles.save_deployment, values, None if choice == NEW else int(current["id"])
+            )
         except ProfileError as exc:
             st.error(str(exc))
         else:

@@ -28,7 +28,8 @@ with st.expander("Formats specdash reads"):
 if "upload_generation" not in st.session_state:
     st.session_state["upload_generation"] = 0
 files = st.file_uploader(
-    "Benchmark results, training logs, specdash JSON", accept_multiple_files=True,
+    "Benchmark results, training logs, specdash JSON",
+    accept_multiple_files=True,
     key=f"upload_files_{st.session_state['upload_generation']}",
 )
 
@@ -37,42 +38,63 @@ if files:
     st.subheader("Validation")
     for _, check in checks:
         with st.container(border=True):
-            st.markdown(f"**{md(check.name)}**, {check.size_bytes:,} bytes, "
-                        f"format: `{check.format or 'not recognised'}`, {check.summary}")
+            st.markdown(
+                f"**{md(check.name)}**, {check.size_bytes:,} bytes, "
+                f"format: `{check.format or 'not recognised'}`, {check.summary}"
+            )
             if check.ok:
                 st.success("Valid: ready to save.", icon=":material/check_circle:")
             else:
-                st.error(f"{len(check.problems)} problem(s): nothing from this file will be written.",
-                         icon=":material/block:")
+                st.error(
+                    f"{len(check.problems)} problem(s): nothing from this file will be written.",
+                    icon=":material/block:",
+                )
                 st.code(check.report, language=None)
     valid = [(file, check) for file, check in checks if check.ok]
     if valid:
         st.subheader("Link and save")
-        st.caption("Leave a cell empty to use what the file says. Run and checkpoint name the drafter of every "
-                   "benchmark in the file; deployment replaces the file's deployment. Names not stored yet are "
-                   "created.")
-        links = pd.DataFrame([
-            {"file": check.name, "format": check.format, "records": check.summary,
-             "run": None, "checkpoint": None, "deployment": None}
-            for _, check in valid
-        ])
+        st.caption(
+            "Leave a cell empty to use what the file says. Run and checkpoint name the drafter of every "
+            "benchmark in the file; deployment replaces the file's deployment. Names not stored yet are "
+            "created."
+        )
+        links = pd.DataFrame(
+            [
+                {
+                    "file": check.name,
+                    "format": check.format,
+                    "records": check.summary,
+                    "run": None,
+                    "checkpoint": None,
+                    "deployment": None,
+                }
+                for _, check in valid
+            ]
+        )
         edited = st.data_editor(
-            links, hide_index=True, width="stretch", disabled=["file", "format", "records"],
+            links,
+            hide_index=True,
+            width="stretch",
+            disabled=["file", "format", "records"],
             key=f"upload_links_{st.session_state['upload_generation']}",
             column_config={name: st.column_config.TextColumn(name) for name in LINK_FIELDS},
         )
         if st.button(f"Save {len(valid)} file(s)", type="primary", icon=":material/save:", key="upload_save"):
             saved = []
             for (file, check), (_, row) in zip(valid, edited.iterrows(), strict=True):
-                given = {name: (str(row[name]).strip() or None) if pd.notna(row[name]) else None
-                         for name in LINK_FIELDS}
+                given = {
+                    name: (str(row[name]).strip() or None) if pd.notna(row[name]) else None
+                    for name in LINK_FIELDS
+                }
                 result = ingest_bytes(state.engine(), check.name, file.getvalue(), link=LinkOptions(**given))
-                saved.append({
-                    "summary": describe(result),
-                    "ok": result.ok,
-                    "report": format_report(result.problems),
-                    "benchmark_ids": list(result.store.benchmark_ids) if result.store else [],
-                })
+                saved.append(
+                    {
+                        "summary": describe(result),
+                        "ok": result.ok,
+                        "report": format_report(result.problems),
+                        "benchmark_ids": list(result.store.benchmark_ids) if result.store else [],
+                    }
+                )
             state.clear_caches()
             st.session_state["upload_results"] = saved
             st.session_state["upload_generation"] += 1  # a fresh, empty uploader
@@ -92,9 +114,25 @@ if results:
     else:
         table = outcomes.assign(setting=outcomes.apply(setting_label, axis=1), gap=outcomes["gap"])
         st.dataframe(
-            table[["benchmark_id", "run", "checkpoint", "setting", "dataset", "measured_tps", "source",
-                   "predicted_tps", "gap", "is_alert", "severity", "deployment"]],
-            hide_index=True, width="stretch", key="upload_outcomes",
+            table[
+                [
+                    "benchmark_id",
+                    "run",
+                    "checkpoint",
+                    "setting",
+                    "dataset",
+                    "measured_tps",
+                    "source",
+                    "predicted_tps",
+                    "gap",
+                    "is_alert",
+                    "severity",
+                    "deployment",
+                ]
+            ],
+            hide_index=True,
+            width="stretch",
+            key="upload_outcomes",
             column_config={
                 "benchmark_id": st.column_config.NumberColumn("benchmark", width=70),
                 "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
@@ -110,8 +148,11 @@ if results:
         for row in new_alerts.to_dict("records"):
             severity = row["severity"] or "none"
             st.page_link(
-                "views/alerts.py", icon=SEVERITY_ICONS[severity],
-                label=(f"Alert #{row['gap_id']} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
-                       f"{setting_label(row)}, gap {gap_text(row['gap'])} against {md(row['source'])}"),
+                "views/alerts.py",
+                icon=SEVERITY_ICONS[severity],
+                label=(
+                    f"Alert #{row['gap_id']} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
+                    f"{setting_label(row)}, gap {gap_text(row['gap'])} against {md(row['source'])}"
+                ),
                 query_params={"alert": str(int(row["gap_id"]))},
             )
