@@ -206,6 +206,16 @@ class Benchmark(Base):
     median_tpot_ms: Mapped[float | None] = mapped_column(Float)
     median_ttft_ms: Mapped[float | None] = mapped_column(Float)
     median_itl_ms: Mapped[float | None] = mapped_column(Float)
+    p99_tpot_ms: Mapped[float | None] = mapped_column(Float)
+    p99_ttft_ms: Mapped[float | None] = mapped_column(Float)
+    p99_itl_ms: Mapped[float | None] = mapped_column(Float)
+    request_rate: Mapped[float | None] = mapped_column(Float)  # requests/s; inf: all sent at once
+    # Spread of per-request decode tok/s over the intervals of a server log the benchmark summarises.
+    decode_tps_p10: Mapped[float | None] = mapped_column(Float)
+    decode_tps_p90: Mapped[float | None] = mapped_column(Float)
+    interval_count: Mapped[int | None]
+    position_survival: Mapped[list[Any] | None]  # measured share of rounds accepting the first k drafts
+    engine_version: Mapped[str | None] = mapped_column(String(40))
     drafter_path: Mapped[str | None] = mapped_column(String(1000))
     draft_hidden_size: Mapped[int | None]  # feature width the server fed the drafter, when known
     label: Mapped[str | None] = mapped_column(String(200))

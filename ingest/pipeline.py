@@ -1,26 +1,30 @@
 """Ingest one file (from disk or from the upload page): hash, detect, parse, validate, store, refresh gaps.
 
 Everything from one file is written in one transaction; a file with problems writes nothing unless
-`skip_invalid` is set, and a file already ingested (same sha256) is skipped."""
+`skip_invalid` is set, and a file already ingested (same sha256) is skipped. `preview_bytes` runs the
+same path in a transaction that is always rolled back, for a dry run."""
 
 import hashlib
 import io
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from sqlalchemy import Engine, select, update
+from sqlalchemy.orm import Session
 
 from specdash.db.engine import transaction
-from specdash.db.models import Benchmark, IngestedFile
+from specdash.db.models import Benchmark, Gap, IngestedFile
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.ingest.formats import BY_NAME, Format, Located, detect_format
 from specdash.ingest.problems import Problem
-from specdash.ingest.store import LinkError, LinkOptions, Store, StoreSummary
+from specdash.ingest.store import BenchmarkLink, LinkError, LinkOptions, Store, StoreSummary
 
 HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
+MAX_LINKS_SHOWN = 5
 
 Progress = Callable[[int], None]
 
@@ -39,6 +43,28 @@ class FileResult:
     @property
     def ok(self) -> bool:
         return self.status != "failed"
+
+
+@dataclass
+class Preview:
+    """What ingesting a file would do, computed without writing anything."""
+
+    path: str
+    format: str | None
+    sha256: str
+    already_ingested: str | None  # path it was ingested as, when it was
+    problems: list[Problem]
+    store: StoreSummary | None  # records, created and duplicate counts, links per benchmark
+    refresh: RefreshSummary | None
+    gaps: list[dict] = field(default_factory=list)  # benchmark line, prediction source, gap, severity
+
+    @property
+    def ok(self) -> bool:
+        return self.format is not None and not any(p.kind == "parse" for p in self.problems)
+
+    @property
+    def links(self) -> list[BenchmarkLink]:
+        return self.store.links if self.store else []
 
 
 class _Rollback(Exception):
@@ -89,6 +115,42 @@ def _detect(opener: Callable[[], BinaryIO], name: str, fmt_name: str | None) -> 
     return fmt
 
 
+def _already(session: Session, digest: str) -> IngestedFile | None:
+    return session.scalar(select(IngestedFile).where(IngestedFile.sha256 == digest))
+
+
+def _load(
+    session: Session, fmt: Format, name: str, opener, link, progress, problems: list[Problem]
+) -> tuple[Store, int]:
+    """Parse and store every record of the file in the session's transaction."""
+    store = Store(session, link, fmt.name)
+    with opener() as raw:
+        counting = _CountingReader(raw, progress)
+        text = io.TextIOWrapper(
+            io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8", errors=fmt.decode_errors
+        )
+        try:
+            for item in fmt.parse(text, name, link):
+                if isinstance(item, Problem):
+                    problems.append(item)
+                else:
+                    _add(store, item, name, problems)
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
+        size = raw.tell() if raw.seekable() else 0
+    store.finish()
+    if store.summary.records == 0 and not problems:
+        problems.append(Problem(name, None, None, "no records found", "parse"))
+    return store, size
+
+
+def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
+    # New benchmarks change only their own gaps (and, for a baseline, those on its deployment);
+    # changed profiles, acceptance or external predictions can change any.
+    everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
+    return refresh(session, None if everything else summary.benchmark_ids)
+
+
 def ingest_source(
     engine: Engine,
     name: str,
@@ -101,11 +163,9 @@ def ingest_source(
 ) -> FileResult:
     digest = sha256_of(opener)
     with transaction(engine, write=False) as session:
-        seen = session.scalar(select(IngestedFile).where(IngestedFile.sha256 == digest))
+        seen = _already(session, digest)
         if seen is not None:
-            return FileResult(
-                name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}"
-            )
+            return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
     fmt = _detect(opener, name, fmt_name)
     if isinstance(fmt, Problem):
         return FileResult(name, "failed", None, digest, problems=[fmt])
@@ -113,23 +173,12 @@ def ingest_source(
     result = FileResult(name, "loaded", fmt.name, digest)
     try:
         with transaction(engine) as session:
-            store = Store(session, link)
-            size = 0
-            with opener() as raw:
-                counting = _CountingReader(raw, progress)
-                text = io.TextIOWrapper(io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8")
-                try:
-                    for item in fmt.parse(text, name):
-                        if isinstance(item, Problem):
-                            result.problems.append(item)
-                            continue
-                        _add(store, item, name, result.problems)
-                except UnicodeDecodeError as exc:
-                    result.problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
-                size = raw.tell() if raw.seekable() else 0
-            summary = store.finish()
-            if summary.records == 0 and not result.problems:
-                result.problems.append(Problem(name, None, None, "no records found", "parse"))
+            # Another process may have loaded the same file while this one waited for the write lock.
+            seen = _already(session, digest)
+            if seen is not None:
+                return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
+            store, size = _load(session, fmt, name, opener, link, progress, result.problems)
+            summary = store.summary
             if result.problems and (not skip_invalid or summary.records == 0):
                 raise _Rollback
             ingested = IngestedFile(
@@ -143,10 +192,7 @@ def ingest_source(
                     .where(Benchmark.id.in_(summary.benchmark_ids))
                     .values(ingested_file_id=ingested.id)
                 )
-            # Benchmarks alone change only their own gaps; profiles, checkpoints and predictions can
-            # change any.
-            only_benchmarks = set(summary.created) <= {"benchmark", "deployment"} and not summary.updated
-            result.refresh = refresh(session, summary.benchmark_ids if only_benchmarks else None)
+            result.refresh = _refresh(session, summary)
             result.store = summary
     except _Rollback:
         result.status = "failed"
@@ -154,9 +200,54 @@ def ingest_source(
     return result
 
 
+def preview_source(
+    engine: Engine,
+    name: str,
+    opener: Callable[[], BinaryIO],
+    *,
+    fmt_name: str | None = None,
+    link: LinkOptions | None = None,
+) -> Preview:
+    """Detect, validate, link, predict: everything ingest does, then roll it all back."""
+    digest = sha256_of(opener)
+    fmt = _detect(opener, name, fmt_name)
+    if isinstance(fmt, Problem):
+        return Preview(name, None, digest, None, [fmt], None, None)
+    problems: list[Problem] = []
+    preview = Preview(name, fmt.name, digest, None, problems, None, None)
+    try:
+        with transaction(engine) as session:
+            seen = _already(session, digest)
+            preview.already_ingested = seen.path if seen is not None else None
+            store, _ = _load(session, fmt, name, opener, link, None, problems)
+            preview.store = store.summary
+            if store.summary.benchmark_ids:
+                preview.refresh = _refresh(session, store.summary)
+                preview.gaps = _gap_rows(session, store.summary)
+            raise _Rollback  # a preview never writes
+    except _Rollback:
+        pass
+    return preview
+
+
+def _gap_rows(session: Session, summary: StoreSummary) -> list[dict]:
+    if not summary.benchmark_ids:
+        return []
+    rows = session.execute(
+        select(Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses)
+        .where(Gap.benchmark_id.in_(summary.benchmark_ids))
+        .order_by(Gap.benchmark_id)
+    ).all()
+    return [
+        dict(benchmark_id=b, gap=g, measured_tps=m, predicted_tps=p, severity=s,
+             diagnoses=[d["code"] for d in (diag or [])])
+        for b, g, m, p, s, diag in rows
+    ]
+
+
 def _add(store: Store, item: Located, name: str, problems: list[Problem]) -> None:
     try:
-        store.add(item.record)
+        store.add(item.record, item.line)
     except LinkError as exc:
         problems.append(Problem(name, item.line, exc.field, str(exc)))
 
@@ -170,6 +261,25 @@ def ingest_bytes(engine: Engine, name: str, data: bytes, **options) -> FileResul
     return ingest_source(engine, name, lambda: io.BytesIO(data), **options)
 
 
+def preview_bytes(
+    engine: Engine, name: str, data: bytes, fmt_name: str | None = None, link: LinkOptions | None = None
+) -> Preview:
+    return preview_source(engine, name, lambda: io.BytesIO(data), fmt_name=fmt_name, link=link)
+
+
+def describe_links(links: list[BenchmarkLink]) -> str:
+    """'run7/epoch_2 by path (2), baselines (1)': where benchmarks went, most frequent first."""
+    counts = Counter(
+        "baseline" if link.how == "baseline" else
+        f"{link.target} {link.how}" if link.run else "not linked"
+        for link in links if not link.duplicate
+    )
+    shown = [f"{what} ({n})" for what, n in counts.most_common(MAX_LINKS_SHOWN)]
+    if len(counts) > MAX_LINKS_SHOWN:
+        shown.append(f"{len(counts) - MAX_LINKS_SHOWN} more")
+    return ", ".join(shown)
+
+
 def describe(result: FileResult) -> str:
     """One paragraph on what happened to a file, the same in the CLI and the upload page."""
     if result.status == "skipped":
@@ -181,8 +291,11 @@ def describe(result: FileResult) -> str:
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
     if s.metric_points:
         parts.append(f"{s.metric_points} metric point(s)")
+    if s.derived_acceptance:
+        parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:
         parts.append(f"{s.linked} benchmark(s) linked to a checkpoint, {s.unlinked} not linked")
+        parts.append(f"linked: {describe_links(s.links)}")
     if s.duplicates:
         parts.append(f"{s.duplicates} duplicate record(s) skipped")
     if result.problems:

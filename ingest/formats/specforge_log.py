@@ -1,0 +1,166 @@
+"""SpecForge (and EAGLE repo) training console output.
+
+Read line by line, whatever prefix the logger put in front:
+- `step 50: {'train/lr': 9.5e-05, 'train/acc_0': 0.71, 'train/ploss_0': 1.9, ...}`: the tracker's
+  metrics dict, a Python dict repr (a fast path for the all-numeric dict; ast.literal_eval, never eval,
+  for anything else);
+- `Train Epoch [3/5], position 0,  Acc: 0.71` and `... position 0, pLoss: 1.93` (also `Test Epoch`,
+  `Train Step [n]`): epoch averages, stored as train/epoch_acc_i, train/epoch_ploss_i at step = epoch;
+- `Eval - Step 1200 [..], position 0,  Acc: 0.69`: stored as eval/acc_i, eval/ploss_i;
+- `Saved model configuration to /out/run7/epoch_2_step_24000`: a checkpoint, whose per-position
+  acceptance is the training accuracy last logged before it;
+- the `【args】` block (`key ···· value`): run name (output_dir), TTT length, target model.
+
+Points go to the long metric table without a pydantic model per line: a long run logs millions."""
+
+import ast
+import math
+import re
+from collections.abc import Iterator
+from pathlib import PurePath
+from typing import TextIO
+
+from specdash.ingest.formats import Format, Located
+from specdash.ingest.formats.common import model_short_name, run_record
+from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
+from specdash.ingest.links import parse_checkpoint_name, path_parts
+from specdash.ingest.metric_points import MAX_KEY_CHARS
+from specdash.ingest.problems import Problem
+from specdash.ingest.records import CheckpointRecord, MetricRow
+
+NAME = "specforge-log"
+HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [e/E], position i' lines"
+
+NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan"
+STEP_DICT = re.compile(r"\bstep (\d+): (\{.*\})\s*$")
+PAIR = re.compile(rf"'([^'\\]+)': ({NUM})(?=[,}}])")
+EPOCH_LINE = re.compile(rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})")
+EVAL_STEP = re.compile(rf"\bEval - Step (\d+) \[[^\]]*\], position (\d+),\s+(Acc|pLoss): ({NUM})")
+SAVED = re.compile(r"Saved model configuration to (\S+)")
+ARG = re.compile(r"^(\w+) \u00b7+ (.*)$")
+MAX_LITERAL_CHARS = 200_000
+
+
+def detect(head: str, filename: str) -> bool:
+    return bool(STEP_DICT.search(head) or EPOCH_LINE.search(head) or EVAL_STEP.search(head)) or (
+        "\u3010args\u3011" in head or "Saved model configuration to" in head
+    )
+
+
+def _dict_values(text: str) -> dict | None:
+    """{key: number} of a dict repr, or None when it is not a dict of str keys."""
+    pairs = PAIR.findall(text)
+    if len(pairs) == text.count("': "):
+        return dict(pairs)
+    if len(text) > MAX_LITERAL_CHARS:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        return None
+    # numbers only: strings and nested values in the dict are not metrics
+    return {k: v for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+class TrainingLog:
+    def __init__(self, path: str, link):
+        self.path = path
+        self.forced_run = link.run if link is not None else None
+        self.args: dict[str, str] = {}
+        self.run: str | None = None
+        self.latest_acc: dict[int, float] = {}
+        self.saved: set[str] = set()
+
+    def run_name(self, line: int) -> Iterator[Located]:
+        """Decide the run on first use and announce it with what the args block said."""
+        if self.run is None:
+            output_dir = self.args.get("output_dir")
+            self.run = self.forced_run or (path_parts(output_dir)[-1] if output_dir and path_parts(output_dir)
+                                           else PurePath(self.path).stem or "training-log")
+            ttt = self.args.get("ttt_length", "")
+            yield Located(line, run_record(
+                self.run, framework="specforge", speculative_algorithm="EAGLE3",
+                ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
+                target_model=model_short_name(self.args.get("target_model_path")),
+            ))
+
+    def values(self, line: int, raw: dict) -> tuple[dict[str, float], list[Problem]]:
+        values, problems = {}, []
+        for key, text in raw.items():
+            value = float(text)
+            if not math.isfinite(value):
+                problems.append(Problem(self.path, line, key, f"must be a finite number, not {text}"))
+            elif len(key) > MAX_KEY_CHARS:
+                problems.append(Problem(self.path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}"))
+            else:
+                values[key] = value
+        return values, problems
+
+    def metrics(self, line: int, step: int, raw: dict) -> Iterator:
+        values, problems = self.values(line, raw)
+        if problems:
+            yield from problems
+            return
+        yield from self.run_name(line)
+        for key, value in values.items():
+            if key.startswith("train/acc_") and key[10:].isdigit():
+                self.latest_acc[int(key[10:])] = value
+        yield Located(line, MetricRow(self.run, step, values))
+
+    def checkpoint(self, line: int, save_path: str) -> Iterator:
+        if save_path in self.saved or not path_parts(save_path):
+            return
+        self.saved.add(save_path)
+        yield from self.run_name(line)
+        name = path_parts(save_path)[-1][:200]
+        parsed = parse_checkpoint_name(name)
+        rates = []
+        while len(rates) in self.latest_acc and 0 <= self.latest_acc[len(rates)] <= 1:
+            rates.append(self.latest_acc[len(rates)])
+        yield Located(line, CheckpointRecord(
+            run=self.run, name=name, path=save_path[:1000], acceptance=rates or None,
+            epoch=parsed.epoch if parsed else None, step=parsed.step if parsed else None,
+        ))
+
+
+def parse(stream: TextIO, path: str, link=None) -> Iterator:
+    log = TrainingLog(path, link)
+    for number, text in bounded_lines(stream):
+        if isinstance(text, TooLong):
+            yield Problem(path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse")
+            continue
+        if "step " in text and (match := STEP_DICT.search(text)):
+            raw = _dict_values(match[2])
+            if raw is None:
+                yield Problem(path, number, None, "metrics are not a dict of names to numbers", "parse")
+                continue
+            yield from log.metrics(number, int(match[1]), raw)
+        elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
+            yield from _position_line(log, number, match)
+        elif "Saved model configuration to" in text and (match := SAVED.search(strip_ansi(text))):
+            yield from log.checkpoint(number, match[1])
+        elif "\u00b7" in text and (match := ARG.match(strip_ansi(text).strip())):
+            log.args.setdefault(match[1], match[2].strip())
+
+
+def _position_line(log: TrainingLog, number: int, match: re.Match) -> Iterator:
+    if match.re is EVAL_STEP:
+        step, position, what, value = match[1], match[2], match[3], match[4]
+        key = f"eval/{'acc' if what == 'Acc' else 'ploss'}_{position}"
+    else:
+        phase, _unit, step, position, what, value = match.groups()
+        kind = "acc" if what == "Acc" else "ploss"
+        key = f"{phase.lower()}/epoch_{kind}_{position}"
+    values, problems = log.values(number, {key: value})
+    if problems:
+        yield from problems
+        return
+    if key.startswith("train/epoch_acc_"):  # an epoch average beats the last step's noisy value
+        log.latest_acc[int(position)] = values[key]
+    yield from log.run_name(number)
+    yield Located(number, MetricRow(log.run, int(step), values))
+
+
+FORMATS = [Format(NAME, HELP, detect, parse, decode_errors="replace")]
