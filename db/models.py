@@ -214,7 +214,8 @@ class Benchmark(Base):
     decode_tps_p10: Mapped[float | None] = mapped_column(Float)
     decode_tps_p90: Mapped[float | None] = mapped_column(Float)
     interval_count: Mapped[int | None]
-    position_survival: Mapped[list[Any] | None]  # measured share of rounds accepting the first k drafts
+    # measured share of rounds whose first k drafts were all accepted, k = 1, 2, ...
+    position_survival: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
     engine_version: Mapped[str | None] = mapped_column(String(40))
     drafter_path: Mapped[str | None] = mapped_column(String(1000))
     draft_hidden_size: Mapped[int | None]  # feature width the server fed the drafter, when known

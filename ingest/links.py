@@ -14,6 +14,9 @@ _RUN_STEP = re.compile(r"^(?P<run>.+?)-step(?P<step>\d+)$")
 # Hugging Face hub ids: "org/name", no leading dot or slash.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\- ]+$")
 
+# Folder names that say "the model of this run" rather than naming a drafter of their own.
+GENERIC_NAMES = frozenset({"final", "latest", "last", "best", "model", "checkpoint", "hf", "export",
+                           "merged", "output", "draft", "drafter"})
 PUBLISHED = "published"  # checkpoint name of a drafter known only by its hub repository
 FINAL = "final"  # checkpoint name of a local drafter folder that is not a checkpoint of a run
 
@@ -62,10 +65,10 @@ def name_from_path(drafter_path: str) -> DrafterName | None:
         return None
     last = parts[-1]
     parsed = parse_checkpoint_name(last)
-    if parsed is not None:
-        run = parsed.run or (parts[-2] if len(parts) >= 2 else None)
+    if parsed is not None or (last.lower() in GENERIC_NAMES and len(parts) >= 2):
+        run = (parsed.run if parsed else None) or (parts[-2] if len(parts) >= 2 else None)
         if run:
-            return DrafterName(run, last, parsed.epoch, parsed.step)
+            return DrafterName(run, last, parsed.epoch if parsed else None, parsed.step if parsed else None)
     if _HUB_ID.match(drafter_path.strip()):
         return DrafterName(drafter_path.strip(), PUBLISHED)
     return DrafterName(last, FINAL)

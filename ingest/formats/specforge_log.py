@@ -37,7 +37,7 @@ PAIR = re.compile(rf"'([^'\\]+)': ({NUM})(?=[,}}])")
 EPOCH_LINE = re.compile(rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 EVAL_STEP = re.compile(rf"\bEval - Step (\d+) \[[^\]]*\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 SAVED = re.compile(r"Saved model configuration to (\S+)")
-ARG = re.compile(r"^(\w+) \u00b7+ (.*)$")
+ARG = re.compile(r"^(\w+)\s+\u00b7+ (.*)$")
 MAX_LITERAL_CHARS = 200_000
 
 
@@ -80,8 +80,10 @@ class TrainingLog:
             self.run = self.forced_run or (path_parts(output_dir)[-1] if output_dir and path_parts(output_dir)
                                            else PurePath(self.path).stem or "training-log")
             ttt = self.args.get("ttt_length", "")
+            specforge = bool(self.args)  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
             yield Located(line, run_record(
-                self.run, framework="specforge", speculative_algorithm="EAGLE3",
+                self.run, framework="specforge" if specforge else None,
+                speculative_algorithm="EAGLE3" if specforge else None,
                 ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
                 target_model=model_short_name(self.args.get("target_model_path")),
             ))

@@ -60,6 +60,7 @@ class SpecTotals:
     def __init__(self) -> None:
         self.accepted = self.drafts = 0.0
         self.by_position: list[float] = []
+        self.position_drafts = 0.0  # drafts of the intervals that reported per-position rates
         self.lines = 0
         self.unsized = 0  # intervals whose number of drafts could not be told
         self.v0: tuple[int, int, int] | None = None  # last cumulative (k, draft tokens, emitted)
@@ -81,6 +82,8 @@ class SpecTotals:
             return
         self.accepted += int(accepted[1])
         self.drafts += drafts
+        if rates:
+            self.position_drafts += drafts
         for position, rate in enumerate(rates):
             if position == len(self.by_position):
                 self.by_position.append(0.0)
@@ -95,9 +98,9 @@ class SpecTotals:
         return None
 
     def survival(self) -> list[float] | None:
-        if not self.by_position or self.drafts <= 0:
+        if not self.by_position or self.position_drafts <= 0:
             return None
-        return [min(1.0, total / self.drafts) for total in self.by_position]
+        return [min(1.0, total / self.position_drafts) for total in self.by_position]
 
 
 def _config(line: str) -> dict:

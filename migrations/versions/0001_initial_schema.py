@@ -176,7 +176,7 @@ def upgrade() -> None:
         sa.Column("decode_tps_p10", sa.Float(), nullable=True),
         sa.Column("decode_tps_p90", sa.Float(), nullable=True),
         sa.Column("interval_count", sa.Integer(), nullable=True),
-        sa.Column("position_survival", sa.JSON(), nullable=True),
+        sa.Column("position_survival", sa.JSON(none_as_null=True), nullable=True),
         sa.Column("engine_version", sa.String(length=40), nullable=True),
         sa.Column("drafter_path", sa.String(length=1000), nullable=True),
         sa.Column("draft_hidden_size", sa.Integer(), nullable=True),
