@@ -160,6 +160,9 @@ class MetricPoint(Base):
     """Long-format training metrics; a narrow primary key keeps millions of rows cheap."""
 
     __tablename__ = "metric_point"
+    # On SQLite the rows live in the primary-key b-tree itself: one b-tree to write per point instead
+    # of a rowid table plus an index, and range reads by (run, key, step) touch one structure.
+    __table_args__ = {"sqlite_with_rowid": False}
 
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), primary_key=True)
     key_id: Mapped[int] = mapped_column(ForeignKey("metric_key.id"), primary_key=True)

@@ -7,7 +7,8 @@ same path in a transaction that is always rolled back, for a dry run."""
 import hashlib
 import io
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -15,7 +16,7 @@ from typing import BinaryIO
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
-from specdash.db.engine import transaction
+from specdash.db.engine import WRITE_OPTION, transaction
 from specdash.db.models import Benchmark, Gap, IngestedFile
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.ingest.formats import BY_NAME, Format, Located, detect_format
@@ -115,6 +116,26 @@ def _detect(opener: Callable[[], BinaryIO], name: str, fmt_name: str | None) -> 
     return fmt
 
 
+@contextmanager
+def file_transaction(engine: Engine, bulk_points: bool = False) -> Iterator[Session]:
+    """The write transaction of one file. For a training-metrics file on SQLite, foreign-key
+    enforcement is off for its duration: every point references a run and keys this same transaction
+    created or read, and a per-row check would cost as much as the insert itself."""
+    if not (bulk_points and engine.dialect.name == "sqlite"):
+        with transaction(engine) as session:
+            yield session
+        return
+    with engine.connect() as connection:
+        raw = connection.connection.driver_connection
+        raw.execute("PRAGMA foreign_keys=OFF")  # only takes effect outside a transaction: before BEGIN
+        try:
+            bind = connection.execution_options(**{WRITE_OPTION: True})
+            with Session(bind, expire_on_commit=False) as session, session.begin():
+                yield session
+        finally:
+            raw.execute("PRAGMA foreign_keys=ON")
+
+
 def _already(session: Session, digest: str) -> IngestedFile | None:
     return session.scalar(select(IngestedFile).where(IngestedFile.sha256 == digest))
 
@@ -172,7 +193,7 @@ def ingest_source(
 
     result = FileResult(name, "loaded", fmt.name, digest)
     try:
-        with transaction(engine) as session:
+        with file_transaction(engine, fmt.bulk_points) as session:
             # Another process may have loaded the same file while this one waited for the write lock.
             seen = _already(session, digest)
             if seen is not None:
@@ -216,7 +237,7 @@ def preview_source(
     problems: list[Problem] = []
     preview = Preview(name, fmt.name, digest, None, problems, None, None)
     try:
-        with transaction(engine) as session:
+        with file_transaction(engine, fmt.bulk_points) as session:
             seen = _already(session, digest)
             preview.already_ingested = seen.path if seen is not None else None
             store, _ = _load(session, fmt, name, opener, link, None, problems)

@@ -192,14 +192,14 @@ RECORD_TYPES: dict[str, type[Record]] = {
 
 
 @dataclass(slots=True)
-class MetricRow:
-    """Training metrics of one run at one step from a log or tracker export, already checked by its
-    parser (int step, finite floats): a training log holds millions of points, so these skip pydantic."""
+class MetricRows:
+    """Training metrics of one run from a log or tracker export: (step, keys, values) per logged step,
+    already checked by the parser (int step >= 0, finite floats, keys <= 200 characters). A training log
+    holds millions of points, so these skip pydantic and travel in batches."""
 
     run: str
-    step: int
-    values: dict[str, float]
-    kind: ClassVar[str] = "metric_row"
+    steps: list[tuple[int, tuple[str, ...], list[float]]]
+    kind: ClassVar[str] = "metric_rows"
 
 
 SPECULATION_UNKNOWN = "unknown"  # speculation ran, the file does not say which algorithm

@@ -25,7 +25,7 @@ from specdash.ingest.records import (
     BenchmarkRecord,
     CheckpointRecord,
     DeploymentRecord,
-    MetricRow,
+    MetricRows,
     MetricsRecord,
     PredictionRecord,
     RunRecord,
@@ -150,8 +150,8 @@ class Store:
         return self._checkpoints[key]
 
     # --- records -------------------------------------------------------------------------------------
-    def add(self, record: AnyRecord | MetricRow, line: int | None = None) -> None:
-        self.summary.records += 1
+    def add(self, record: AnyRecord | MetricRows, line: int | None = None) -> None:
+        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
         handler = getattr(self, f"_add_{record.kind}")
         if record.kind == "benchmark":
             handler(record, line)
@@ -205,11 +205,12 @@ class Store:
             )
 
     def _add_metrics(self, record: MetricsRecord) -> None:
-        self.points.add(self.run(record.run).id, record.step, record.values)
+        values = record.values
+        self.points.add(self.run(record.run).id, [(record.step, tuple(values), list(values.values()))])
 
-    def _add_metric_row(self, record: MetricRow) -> None:
+    def _add_metric_rows(self, record: MetricRows) -> None:
         run = self._runs.get(record.run) or self.run(record.run)
-        self.points.add(run.id, record.step, record.values)
+        self.points.add(run.id, record.steps)
 
     def resolve_checkpoint(
         self, run: str | None, checkpoint: str | None, drafter_path: str | None
@@ -329,7 +330,8 @@ class Store:
             self.summary.updated["prediction"] += 1
 
     def finish(self) -> StoreSummary:
-        self.summary.metric_points += self.points.flush()
+        self.points.flush()
+        self.summary.metric_points = self.points.written
         self.session.flush()
         self._derive_acceptance()
         self.session.flush()

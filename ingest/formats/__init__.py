@@ -8,13 +8,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import AnyRecord, MetricRow
+from specdash.ingest.records import AnyRecord, MetricRows
 
 
 @dataclass(frozen=True)
 class Located:
     line: int | None
-    record: "AnyRecord | MetricRow"
+    record: "AnyRecord | MetricRows"
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,8 @@ class Format:
     parse: Callable[..., Iterator["Located | Problem"]]
     # Logs may hold the odd undecodable byte; structured formats must be valid UTF-8.
     decode_errors: str = "strict"
+    # Formats of training metrics: millions of points, written with foreign-key checks off (see pipeline).
+    bulk_points: bool = False
 
 
 def _registry() -> list[Format]:

@@ -26,32 +26,38 @@ from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.links import parse_checkpoint_name, path_parts
 from specdash.ingest.metric_points import MAX_KEY_CHARS
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import CheckpointRecord, MetricRow
+from specdash.ingest.records import CheckpointRecord, MetricRows
 
 NAME = "specforge-log"
 HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [e/E], position i' lines"
 
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan"
 STEP_DICT = re.compile(r"\bstep (\d+): (\{.*\})\s*$")
-PAIR = re.compile(rf"'([^'\\]+)': ({NUM})(?=[,}}])")
+STEP_DICT_START = re.compile(r"\bstep \d+: \{'")
+PAIR = re.compile(r"'([^'\\]+)': ([^,}]+)")
 EPOCH_LINE = re.compile(rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 EVAL_STEP = re.compile(rf"\bEval - Step (\d+) \[[^\]]*\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 SAVED = re.compile(r"Saved model configuration to (\S+)")
 ARG = re.compile(r"^(\w+)\s+\u00b7+ (.*)$")
 MAX_LITERAL_CHARS = 200_000
+BATCH_STEPS = 2000  # logged steps handed to the store at a time
 
 
 def detect(head: str, filename: str) -> bool:
-    return bool(STEP_DICT.search(head) or EPOCH_LINE.search(head) or EVAL_STEP.search(head)) or (
+    return bool(STEP_DICT_START.search(head) or EPOCH_LINE.search(head) or EVAL_STEP.search(head)) or (
         "\u3010args\u3011" in head or "Saved model configuration to" in head
     )
 
 
-def _dict_values(text: str) -> dict | None:
-    """{key: number} of a dict repr, or None when it is not a dict of str keys."""
+def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
+    """Keys and numbers of a dict repr; None when it is not a dict of names to numbers."""
     pairs = PAIR.findall(text)
-    if len(pairs) == text.count("': "):
-        return dict(pairs)
+    if pairs and len(pairs) == text.count("': "):
+        keys, texts = zip(*pairs, strict=True)
+        try:
+            return keys, list(map(float, texts))
+        except ValueError:
+            pass  # a quoted string or an expression among the values: read it properly below
     if len(text) > MAX_LITERAL_CHARS:
         return None
     try:
@@ -61,7 +67,8 @@ def _dict_values(text: str) -> dict | None:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return None
     # numbers only: strings and nested values in the dict are not metrics
-    return {k: v for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    numbers = {k: float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return tuple(numbers), list(numbers.values())
 
 
 class TrainingLog:
@@ -70,8 +77,13 @@ class TrainingLog:
         self.forced_run = link.run if link is not None else None
         self.args: dict[str, str] = {}
         self.run: str | None = None
-        self.latest_acc: dict[int, float] = {}
+        self.checked: set[tuple[str, ...]] = set()  # key tuples already known to be short enough
+        self.last_step: tuple[tuple[str, ...], list[float]] | None = None
+        self.epoch_acc: dict[int, float] = {}
+        self.epoch_newer = False  # epoch averages logged after the last step dict
         self.saved: set[str] = set()
+        self.batch: list[tuple[int, tuple[str, ...], list[float]]] = []
+        self.batch_line = 0
 
     def run_name(self, line: int) -> Iterator[Located]:
         """Decide the run on first use and announce it with what the args block said."""
@@ -88,28 +100,49 @@ class TrainingLog:
                 target_model=model_short_name(self.args.get("target_model_path")),
             ))
 
-    def values(self, line: int, raw: dict) -> tuple[dict[str, float], list[Problem]]:
-        values, problems = {}, []
-        for key, text in raw.items():
-            value = float(text)
+    def problems(self, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
+        if math.isfinite(sum(values)) and (keys in self.checked or max(map(len, keys)) <= MAX_KEY_CHARS):
+            self.checked.add(keys)
+            return []  # the common case, checked in one go
+        problems = []
+        for key, value in zip(keys, values, strict=True):
             if not math.isfinite(value):
-                problems.append(Problem(self.path, line, key, f"must be a finite number, not {text}"))
+                problems.append(Problem(self.path, line, key, f"must be a finite number, not {value}"))
             elif len(key) > MAX_KEY_CHARS:
                 problems.append(Problem(self.path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}"))
-            else:
-                values[key] = value
-        return values, problems
+        return problems
 
-    def metrics(self, line: int, step: int, raw: dict) -> Iterator:
-        values, problems = self.values(line, raw)
+    def metrics(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> Iterator:
+        problems = self.problems(line, keys, values)
         if problems:
             yield from problems
             return
-        yield from self.run_name(line)
-        for key, value in values.items():
-            if key.startswith("train/acc_") and key[10:].isdigit():
-                self.latest_acc[int(key[10:])] = value
-        yield Located(line, MetricRow(self.run, step, values))
+        if self.run is None:
+            yield from self.run_name(line)
+        if not self.batch:
+            self.batch_line = line
+        self.batch.append((step, keys, values))
+        if len(self.batch) >= BATCH_STEPS:
+            yield from self.flush()
+
+    def flush(self) -> Iterator[Located]:
+        if self.batch:
+            yield Located(self.batch_line, MetricRows(self.run, self.batch))
+            self.batch = []
+
+    def acceptance(self) -> list[float]:
+        """Per-position training accuracy last logged: epoch averages when newer than the last step."""
+        latest = {}
+        if self.last_step is not None:
+            for key, value in zip(*self.last_step, strict=True):
+                if key.startswith("train/acc_") and key[10:].isdigit():
+                    latest[int(key[10:])] = value
+        if self.epoch_newer or not latest:
+            latest.update(self.epoch_acc)
+        rates = []
+        while len(rates) in latest and 0 <= latest[len(rates)] <= 1:
+            rates.append(latest[len(rates)])
+        return rates
 
     def checkpoint(self, line: int, save_path: str) -> Iterator:
         if save_path in self.saved or not path_parts(save_path):
@@ -118,11 +151,8 @@ class TrainingLog:
         yield from self.run_name(line)
         name = path_parts(save_path)[-1][:200]
         parsed = parse_checkpoint_name(name)
-        rates = []
-        while len(rates) in self.latest_acc and 0 <= self.latest_acc[len(rates)] <= 1:
-            rates.append(self.latest_acc[len(rates)])
         yield Located(line, CheckpointRecord(
-            run=self.run, name=name, path=save_path[:1000], acceptance=rates or None,
+            run=self.run, name=name, path=save_path[:1000], acceptance=self.acceptance() or None,
             epoch=parsed.epoch if parsed else None, step=parsed.step if parsed else None,
         ))
 
@@ -134,17 +164,20 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             yield Problem(path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse")
             continue
         if "step " in text and (match := STEP_DICT.search(text)):
-            raw = _dict_values(match[2])
-            if raw is None:
+            found = _pairs(match[2])
+            if found is None:
                 yield Problem(path, number, None, "metrics are not a dict of names to numbers", "parse")
                 continue
-            yield from log.metrics(number, int(match[1]), raw)
+            if "train/acc_0" in found[0]:
+                log.last_step, log.epoch_newer = found, False
+            yield from log.metrics(number, int(match[1]), *found)
         elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
             yield from _position_line(log, number, match)
         elif "Saved model configuration to" in text and (match := SAVED.search(strip_ansi(text))):
             yield from log.checkpoint(number, match[1])
         elif "\u00b7" in text and (match := ARG.match(strip_ansi(text).strip())):
             log.args.setdefault(match[1], match[2].strip())
+    yield from log.flush()
 
 
 def _position_line(log: TrainingLog, number: int, match: re.Match) -> Iterator:
@@ -155,14 +188,11 @@ def _position_line(log: TrainingLog, number: int, match: re.Match) -> Iterator:
         phase, _unit, step, position, what, value = match.groups()
         kind = "acc" if what == "Acc" else "ploss"
         key = f"{phase.lower()}/epoch_{kind}_{position}"
-    values, problems = log.values(number, {key: value})
-    if problems:
-        yield from problems
-        return
-    if key.startswith("train/epoch_acc_"):  # an epoch average beats the last step's noisy value
-        log.latest_acc[int(position)] = values[key]
-    yield from log.run_name(number)
-    yield Located(number, MetricRow(log.run, int(step), values))
+    number_value = float(value)
+    if key.startswith("train/epoch_acc_") and math.isfinite(number_value):
+        log.epoch_acc[int(position)] = number_value  # an epoch average beats the last step's noisy value
+        log.epoch_newer = True
+    yield from log.metrics(number, int(step), (key,), [number_value])
 
 
-FORMATS = [Format(NAME, HELP, detect, parse, decode_errors="replace")]
+FORMATS = [Format(NAME, HELP, detect, parse, decode_errors="replace", bulk_points=True)]

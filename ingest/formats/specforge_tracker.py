@@ -18,7 +18,7 @@ from specdash.ingest.jsontext import LENIENT_DECODER
 from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.metric_points import MAX_KEY_CHARS
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import MetricRow
+from specdash.ingest.records import MetricRows
 
 STEP_COLUMNS = ("step", "_step", "global_step", "Step", "train/global_step")
 METRIC_HINT = re.compile(r"\b(?:train|eval|test)/")
@@ -42,7 +42,7 @@ def detect_json(head: str, filename: str) -> bool:
 
 
 class Rows:
-    """Turns tracker rows into MetricRows of one run."""
+    """Turns tracker rows into metric points of one run."""
 
     def __init__(self, path: str, link):
         self.path = path
@@ -95,7 +95,7 @@ class Rows:
             self.run = self.run or prefix_run or PurePath(self.path).stem or "tracker-export"
             self.announced = True
             yield Located(line, run_record(self.run))
-        yield Located(line, MetricRow(self.run, step, values))
+        yield Located(line, MetricRows(self.run, [(step, tuple(values), list(values.values()))]))
 
 
 def parse_csv(stream: TextIO, path: str, link=None) -> Iterator:
@@ -132,7 +132,7 @@ def parse_json(stream: TextIO, path: str, link=None) -> Iterator:
 
 FORMATS = [
     Format("tracker-csv", "tracker export CSV (wandb/swanlab/mlflow): step + train/acc_i, train/ploss_i, eval/... columns",
-           detect_csv, parse_csv),
+           detect_csv, parse_csv, bulk_points=True),
     Format("tracker-json", "tracker export JSON/JSONL: one {step, train/acc_i, ...} object per row",
-           detect_json, parse_json),
+           detect_json, parse_json, bulk_points=True),
 ]

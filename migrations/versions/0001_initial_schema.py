@@ -119,6 +119,7 @@ def upgrade() -> None:
             ["run_id"], ["run.id"], name=op.f("fk_metric_point_run_id_run"), ondelete="CASCADE"
         ),
         sa.PrimaryKeyConstraint("run_id", "key_id", "step", name=op.f("pk_metric_point")),
+        sqlite_with_rowid=False,
     )
     op.create_table(
         "parameter_set",
