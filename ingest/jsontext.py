@@ -111,6 +111,11 @@ class LinedDict(dict):
         return self.key_lines.get(key, self.line) if isinstance(key, str) else self.line
 
 
+def _unexpected(found: str, wanted: str) -> str:
+    return f"file ends before the JSON does (truncated?); expected {wanted}" if not found else \
+        f"expected {wanted}, found {found!r}"
+
+
 def _walk(cur: _Cursor, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise JSONPositionError(f"nested deeper than {MAX_DEPTH} levels", cur.line())
@@ -136,7 +141,7 @@ def _walk(cur: _Cursor, depth: int) -> Any:
             if nxt == "}":
                 return obj
             if nxt != ",":
-                raise JSONPositionError("expected ',' or '}'", cur.line(cur.pos - 1))
+                raise JSONPositionError(_unexpected(nxt, "',' or '}'"), cur.line(cur.pos - 1))
     if char == "[":
         items: list[Any] = []
         cur.pos += 1
@@ -150,7 +155,7 @@ def _walk(cur: _Cursor, depth: int) -> Any:
             if nxt == "]":
                 return items
             if nxt != ",":
-                raise JSONPositionError("expected ',' or ']'", cur.line(cur.pos - 1))
+                raise JSONPositionError(_unexpected(nxt, "',' or ']'"), cur.line(cur.pos - 1))
     if not char:
         raise JSONPositionError("unexpected end of file", cur.line())
     return cur.value()

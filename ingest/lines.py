@@ -37,6 +37,7 @@ def bounded_lines(stream: TextIO, max_chars: int = MAX_LINE_CHARS) -> Iterator[t
             rest = readline(_SKIP_CHUNK)
             chars += len(rest)
             if not rest or rest.endswith("\n"):
+                chars -= rest.endswith("\n")
                 break
         yield number, TooLong(chars)
 

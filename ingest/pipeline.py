@@ -289,10 +289,9 @@ def preview_bytes(
 
 
 def describe_links(links: list[BenchmarkLink]) -> str:
-    """'run7/epoch_2 by path (2), baselines (1)': where benchmarks went, most frequent first."""
+    """'run7/epoch_2 by path (2), baseline (1)': where a file's benchmarks went, most frequent first."""
     counts = Counter(
-        "baseline" if link.how == "baseline" else
-        f"{link.target} {link.how}" if link.run else "not linked"
+        "baseline" if link.how == "baseline" else f"{link.target} {link.how}" if link.run else "not linked"
         for link in links if not link.duplicate
     )
     shown = [f"{what} ({n})" for what, n in counts.most_common(MAX_LINKS_SHOWN)]
@@ -316,11 +315,29 @@ def describe(result: FileResult) -> str:
         parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:
         parts.append(f"{s.linked} benchmark(s) linked to a checkpoint, {s.unlinked} not linked")
-        parts.append(f"linked: {describe_links(s.links)}")
+        parts.append(f"benchmarks: {describe_links(s.links)}")
     if s.duplicates:
         parts.append(f"{s.duplicates} duplicate record(s) skipped")
     if result.problems:
         parts.append(f"{len(result.problems)} invalid record(s) skipped")
     if r is not None:
         parts.append(f"{r.predictions} prediction(s) refreshed, {r.new_alerts} new alert(s)")
+    return "; ".join(parts) + "."
+
+
+def describe_totals(results: list[FileResult]) -> str:
+    """The closing paragraph of a multi-file ingest: files, records, what was linked and created."""
+    loaded = [r for r in results if r.status == "loaded"]
+    created: Counter = Counter()
+    for r in loaded:
+        created.update(r.store.created)
+    status = Counter(r.status for r in results)
+    parts = [
+        f"{len(results)} file(s): {status['loaded']} loaded, {status['skipped']} skipped, {status['failed']} failed",
+        f"{sum(r.store.records for r in loaded)} record(s)",
+        f"created {', '.join(f'{n} {k}(s)' for k, n in sorted(created.items())) or 'nothing new'}",
+        f"{sum(r.store.linked for r in loaded)} benchmark(s) linked, {sum(r.store.unlinked for r in loaded)} not linked",
+        f"{sum(r.store.duplicates for r in loaded)} duplicate(s) skipped",
+        f"{sum(r.refresh.new_alerts for r in loaded if r.refresh)} new alert(s)",
+    ]
     return "; ".join(parts) + "."
