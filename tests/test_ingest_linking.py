@@ -107,3 +107,16 @@ def test_formats_lists_every_format(invoke):
     assert {"sglang-bench-serving", "sglang-one-batch", "sglang-offline", "sglang-log", "vllm-bench-serve",
             "vllm-log", "specforge-log", "tracker-csv", "tracker-json", "specforge-bench-eagle3",
             "specforge-benchmark", "specbundle", "specdash", "specdash-csv"} == {f.name for f in FORMATS}
+
+
+def test_readme_documents_every_format_and_command():
+    from specdash.cli.main import cli
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    formats_section = readme.split("## Input formats", 1)[1].split("\n## ", 1)[0]
+    for fmt in FORMATS:
+        if fmt.name not in ("specdash", "specdash-csv"):  # the native formats have their own section
+            assert f"`{fmt.name}`" in formats_section, fmt.name
+    for command in cli.commands:
+        assert f"`specdash {command}" in readme, command
