@@ -15,6 +15,7 @@ from specdash.db.models import MetricKey, MetricPoint
 
 FLUSH_ROWS = 50_000
 MAX_KEY_CHARS = 200
+MAX_TEMPLATES = 10_000
 MAX_ROWS_PER_STATEMENT = 200  # 800 parameters: under SQLite's oldest limit of 999
 _ACC_KEY = re.compile(r"^train/acc_(\d+)$")
 
@@ -58,6 +59,8 @@ class MetricPointWriter:
         return key_id
 
     def _template(self, run_id: int, names: tuple[str, ...]) -> list:
+        if len(self._templates) >= MAX_TEMPLATES:  # bounded memory whatever the file holds
+            self._templates.clear()
         template = []
         for name in names:
             template += [run_id, self.key_id(name), None, None]

@@ -34,7 +34,6 @@ HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan"
 STEP_DICT = re.compile(r"\bstep (\d+): (\{.*\})\s*$")
 STEP_DICT_START = re.compile(r"\bstep \d+: \{'")
-PAIR = re.compile(r"'([^'\\]+)': ([^,}]+)")
 EPOCH_LINE = re.compile(rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 EVAL_STEP = re.compile(rf"\bEval - Step (\d+) \[[^\]]*\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 SAVED = re.compile(r"Saved model configuration to (\S+)")
@@ -49,15 +48,39 @@ def detect(head: str, filename: str) -> bool:
     )
 
 
+_KEY_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}  # quoted keys as split from a line -> names
+MAX_KEY_SETS = 10_000  # a log has a handful of key sets; a file with endless new ones must not grow memory
+
+
+def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
+    """The common `{'name': number, ...}` line with string operations only; None when it is anything else."""
+    parts = text[1:-1].replace("': ", "', ").split(", ")
+    if len(parts) % 2:
+        return None
+    quoted = tuple(parts[0::2])
+    names = _KEY_NAMES.get(quoted)
+    if names is None:
+        joined = "".join(quoted)
+        # every key quoted at both ends and nowhere else: 2 quotes each, adjacent at each boundary
+        if not (joined[:1] == joined[-1:] == "'" and joined.count("'") == 2 * len(quoted)
+                and joined.count("''") == len(quoted) - 1):
+            return None
+        if len(_KEY_NAMES) >= MAX_KEY_SETS:
+            _KEY_NAMES.clear()
+        names = _KEY_NAMES.setdefault(quoted, tuple(key[1:-1] for key in quoted))
+    if text.count("'") != 2 * len(quoted):
+        return None  # a quoted value: not a plain number
+    try:
+        return names, list(map(float, parts[1::2]))
+    except ValueError:
+        return None
+
+
 def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     """Keys and numbers of a dict repr; None when it is not a dict of names to numbers."""
-    pairs = PAIR.findall(text)
-    if pairs and len(pairs) == text.count("': "):
-        keys, texts = zip(*pairs, strict=True)
-        try:
-            return keys, list(map(float, texts))
-        except ValueError:
-            pass  # a quoted string or an expression among the values: read it properly below
+    found = _fast_pairs(text) if len(text) > 2 else None
+    if found is not None:
+        return found
     if len(text) > MAX_LITERAL_CHARS:
         return None
     try:
