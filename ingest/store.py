@@ -234,9 +234,12 @@ class Store:
         derived = name_from_path(drafter_path)
         if derived is None:
             return None, "unlinked"
+        owner = self.run(run or derived.run, create=False)
+        existing = self.checkpoint(owner, derived.checkpoint, create=False) if owner is not None else None
+        if existing is not None:  # e.g. a hub id whose run was stored before
+            return existing, "by folder names"
         row = self.checkpoint(self.run(run or derived.run), derived.checkpoint)
-        if row.path is None:
-            row.path = drafter_path
+        row.path = drafter_path
         return row, "created from path"
 
     def _match_path(self, drafter_path: str, run_name: str | None) -> tuple[Checkpoint, str] | None:
@@ -250,8 +253,10 @@ class Store:
         if not parts:
             return None
         parsed = parse_checkpoint_name(parts[-1])
-        owners = [run_name] if run_name else [p for p in (parts[-2] if len(parts) >= 2 else None,
-                                                          parsed.run if parsed else None) if p]
+        if run_name:
+            owners = [run_name]
+        else:  # the parent folder, or the run a "{run}-stepN" folder names
+            owners = [name for name in (parts[-2] if len(parts) >= 2 else None, parsed and parsed.run) if name]
         for owner in owners:
             owner_run = self.run(owner, create=False)
             if owner_run is not None:

@@ -54,6 +54,7 @@ def document(*benchmarks) -> bytes:
         {"run": "run7", "name": "epoch_3", "path": "/mnt/a/epoch_3"},
         {"run": "run8", "name": "epoch_3"},
         {"run": "run9", "name": "run9-step100"},
+        {"run": "org/drafter-x", "name": "published"},
     ], "benchmarks": [
         {"deployment": "d", "speculative_algorithm": "EAGLE3", "decode_tps": 100.0 + i, "drafter_path": path}
         for i, path in enumerate(benchmarks)
@@ -67,6 +68,8 @@ def document(*benchmarks) -> bytes:
         ("/elsewhere/run8/epoch_3", None, ("run8", "epoch_3", "by folder names")),
         ("/other/run9-step100", None, ("run9", "run9-step100", "by folder names")),
         ("/x/y/epoch_3", None, ("y", "epoch_3", "created from path")),  # epoch_3 alone is ambiguous
+        ("org/drafter-x", None, ("org/drafter-x", "published", "by folder names")),  # a hub id seen before
+        ("org/drafter-y", None, ("org/drafter-y", "published", "created from path")),
         ("/mnt/a/epoch_3", LinkOptions(run="run8"), ("run8", "epoch_3", "by folder names")),
         ("/mnt/a/epoch_3", LinkOptions(run="run9", checkpoint="late"), ("run9", "late", "by name")),
     ],
