@@ -15,6 +15,8 @@ from specdash.db.checkpoint_queries import SpeculationSetting
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
+from specdash.ingest.pipeline import Preview, preview_bytes
+from specdash.ingest.store import LinkOptions
 
 # At most this many points reach the parity plot; the largest gaps are always among them.
 PARITY_POINTS = 4000
@@ -169,6 +171,22 @@ def position_acceptance(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFra
 
 
 # --- Upload ------------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=32)
+def preview_upload(
+    url: str,
+    file_id: str,
+    name: str,
+    _data: bytes,
+    run: str | None,
+    checkpoint: str | None,
+    deployment: str | None,
+) -> Preview:
+    """The ingest pipeline's dry run of an uploaded file with these links; keyed on the upload's id, not its
+    bytes (the leading underscore keeps Streamlit from hashing a file of up to 200 MB on every rerun)."""
+    link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment)
+    return preview_bytes(get_engine(url), name, _data, link=link)
+
+
 @st.cache_data(show_spinner=False)
 def benchmark_outcomes(url: str, benchmark_ids: tuple[int, ...]) -> pd.DataFrame:
     return _read(url, alerts.benchmark_outcomes, list(benchmark_ids))

@@ -1,66 +1,71 @@
-"""What the Upload page knows about a file before saving it: its format and every problem in it, found by
-the same detection and parsers as `specdash ingest`, without touching the database."""
+"""What the Upload page shows about a file before saving it, read from the ingest pipeline's dry run
+(preview_bytes: the whole ingest, rolled back): plain functions of a Preview, testable without Streamlit."""
 
-import io
-from collections import Counter
-from dataclasses import dataclass, field
+import pandas as pd
 
-from specdash.ingest.formats import detect_format
-from specdash.ingest.pipeline import HEAD_BYTES
-from specdash.ingest.problems import Problem, format_report
+from specdash.ingest.pipeline import Preview
+from specdash.ingest.problems import format_report
 
 
-@dataclass
-class UploadCheck:
-    name: str
-    size_bytes: int
-    format: str | None = None
-    records: Counter = field(default_factory=Counter)  # record kind -> count
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.format is not None and not self.problems and sum(self.records.values()) > 0
-
-    @property
-    def report(self) -> str:
-        """The validation report, the same text `specdash ingest` prints."""
-        return format_report(self.problems)
-
-    @property
-    def summary(self) -> str:
-        if not self.records:
-            return "no records"
-        return ", ".join(f"{n} {kind}" for kind, n in sorted(self.records.items()))
+def can_save(preview: Preview) -> bool:
+    """Whether saving would store anything: a recognised format, no problem at all (a file with any problem
+    writes nothing), some records, and not a file stored before."""
+    return (
+        preview.ok
+        and not preview.problems
+        and preview.store is not None
+        and preview.store.records > 0
+        and preview.already_ingested is None
+    )
 
 
-def check_upload(name: str, data: bytes) -> UploadCheck:
-    """Detect the format of an uploaded file and parse it in full; nothing is written."""
-    check = UploadCheck(name, len(data))
-    head = data[:HEAD_BYTES]
-    if not head.strip():
-        check.problems.append(Problem(name, None, None, "file is empty", "parse"))
-        return check
-    if b"\x00" in head:
-        check.problems.append(
-            Problem(name, None, None, "binary file, not a text format specdash reads", "parse")
-        )
-        return check
-    fmt = detect_format(head.decode("utf-8", errors="replace"), name)
-    if fmt is None:
-        check.problems.append(
-            Problem(name, None, None, "format not recognised (see 'specdash formats')", "parse")
-        )
-        return check
-    check.format = fmt.name
-    try:
-        for item in fmt.parse(io.StringIO(data.decode("utf-8")), name):
-            if isinstance(item, Problem):
-                check.problems.append(item)
-            else:
-                check.records[item.record.kind] += 1
-    except UnicodeDecodeError as exc:
-        check.problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
-    if not check.records and not check.problems:
-        check.problems.append(Problem(name, None, None, "no records found", "parse"))
-    return check
+def report(preview: Preview) -> str:
+    """The validation report, the same text `specdash ingest` prints."""
+    return format_report(preview.problems)
+
+
+def would_create(preview: Preview) -> str:
+    """`1 benchmark, 1 deployment; 1 duplicate skipped`: what saving would add."""
+    if preview.store is None:
+        return "nothing"
+    s = preview.store
+    parts = [", ".join(f"{n} {kind}" for kind, n in sorted(s.created.items())) or "nothing new"]
+    if s.metric_points:
+        parts.append(f"{s.metric_points:,} metric points")
+    if s.duplicates:
+        parts.append(f"{s.duplicates} duplicate(s) already stored")
+    return "; ".join(parts)
+
+
+def links_frame(preview: Preview) -> pd.DataFrame:
+    """Where each benchmark of the file would go: its line, deployment, run/checkpoint and how it matched."""
+    return pd.DataFrame(
+        [
+            {
+                "line": link.line,
+                "deployment": link.deployment,
+                "run": link.run,
+                "checkpoint": link.checkpoint,
+                "matched": "already stored" if link.duplicate else link.how,
+            }
+            for link in preview.links
+        ],
+        columns=["line", "deployment", "run", "checkpoint", "matched"],
+    )
+
+
+def gaps_frame(preview: Preview) -> pd.DataFrame:
+    """The gaps the new benchmarks would have against their predictions."""
+    return pd.DataFrame(
+        [
+            {
+                "measured tok/s": g["measured_tps"],
+                "predicted tok/s": g["predicted_tps"],
+                "gap": g["gap"],
+                "severity": g["severity"],
+                "diagnoses": ", ".join(g["diagnoses"]),
+            }
+            for g in preview.gaps
+        ],
+        columns=["measured tok/s", "predicted tok/s", "gap", "severity", "diagnoses"],
+    )

@@ -1,80 +1,102 @@
-"""The Upload page: files are checked before anything is written, saved through the ingest pipeline, and
-their new benchmarks, predictions and alerts shown at once."""
+"""The Upload page: files are ingested as a dry run before anything is written, saved through the ingest
+pipeline, and their new benchmarks, predictions and alerts shown at once."""
 
 from sqlalchemy import func, select
 
+from specdash.app import uploads
 from specdash.app.text import unmd
-from specdash.app.uploads import check_upload
 from specdash.db.engine import make_engine, reading
-from specdash.db.models import Benchmark, Checkpoint, IngestedFile, Run
+from specdash.db.models import Benchmark, Checkpoint, Deployment, IngestedFile, Run
+from specdash.ingest.pipeline import preview_bytes
+from specdash.ingest.store import LinkOptions
 from tests.conftest import FIXTURES
 from tests.test_app import run_page, table_with
 
 DASHBOARD = FIXTURES / "dashboard"
+PCIE = "8x RTX PRO 6000, TP8, PCIe"
+SGLANG = "sglang_bench_serving_deep.jsonl"  # SGLang 0.5.9 bench_serving: the TTT-5 drafter at 11 steps
 
 
-def benchmark_count(url: str) -> int:
+def count(url: str, model) -> int:
     with reading(make_engine(url)) as session:
-        return session.scalar(select(func.count()).select_from(Benchmark))
+        return session.scalar(select(func.count()).select_from(model))
 
 
 def upload(monkeypatch, url: str, *names: str):
     at = run_page(monkeypatch, url, "views/upload.py")
-    files = [(name, (DASHBOARD / name).read_bytes(), "application/json") for name in names]
+    files = [(name, (DASHBOARD / name).read_bytes(), "application/octet-stream") for name in names]
     at.file_uploader[0].set_value(files).run()
     return at
 
 
-def test_check_upload_reports_like_the_cli():
-    bad = check_upload("bad_bench.json", (DASHBOARD / "bad_bench.json").read_bytes())
-    assert not bad.ok and bad.format == "specdash"
-    assert bad.report.splitlines() == [
+def set_links(at, **cells):
+    """Type into the first row of the link editor (AppTest seeds a keyed data_editor's edits)."""
+    key = next(k for k in at.session_state if str(k).startswith("upload_links_"))
+    at.session_state[key] = {"edited_rows": {0: cells}, "added_rows": [], "deleted_rows": []}
+    return at.run()
+
+
+def test_preview_helpers_report_like_the_cli(demo_url):
+    engine = make_engine(demo_url)
+    bad = preview_bytes(engine, "bad_bench.json", (DASHBOARD / "bad_bench.json").read_bytes())
+    assert not uploads.can_save(bad)
+    assert uploads.report(bad).splitlines() == [
         "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than 0",
         "bad_bench.json:6: benchmarks.2.accept_length: Input should be greater than or equal to 1",
     ]
-    assert not check_upload("empty.json", b"  \n").ok
-    assert (
-        check_upload("notes.txt", b"hello").report
-        == "notes.txt: format not recognised (see 'specdash formats')"
-    )
-    good = check_upload("deep_rerun.json", (DASHBOARD / "deep_rerun.json").read_bytes())
-    assert good.ok and good.summary == "1 benchmark"
+    deep = preview_bytes(engine, SGLANG, (DASHBOARD / SGLANG).read_bytes(), link=LinkOptions(deployment=PCIE))
+    assert uploads.can_save(deep) and uploads.would_create(deep) == "1 benchmark"
+    assert uploads.links_frame(deep).to_dict("records") == [
+        {
+            "line": 1,
+            "deployment": PCIE,
+            "run": "k25-eagle3-100k-ttt5",
+            "checkpoint": "epoch_5",
+            "matched": "by path",
+        }
+    ]
+    gaps = uploads.gaps_frame(deep)
+    assert gaps["severity"].tolist() == ["warning"] and gaps["gap"].iloc[0] > 0.25
+    assert count(demo_url, Benchmark) == 15  # a preview writes nothing
 
 
-def test_valid_upload_creates_the_benchmark_and_shows_its_alert(monkeypatch, demo_url):
-    before = benchmark_count(demo_url)
-    at = upload(monkeypatch, demo_url, "deep_rerun.json")
+def test_sglang_upload_creates_the_benchmark_and_shows_its_gap(monkeypatch, demo_url):
+    at = upload(monkeypatch, demo_url, SGLANG)
     assert not at.exception
-    assert [s.value for s in at.success] == ["Valid: ready to save."]
-    assert benchmark_count(demo_url) == before  # checking writes nothing
+    # as the file says: a deployment named after the served model, with no profile to predict from
+    links = table_with(at, "matched")
+    assert links["deployment"].tolist() == ["Kimi-K2.5, TP8, sglang"]
+    assert any("would add 1 benchmark, 1 deployment" in unmd(m.value) for m in at.markdown)
+    set_links(at, deployment=PCIE)
+    assert table_with(at, "matched")["deployment"].tolist() == [PCIE]
+    assert table_with(at, "diagnoses")["diagnoses"].tolist() == ["beyond_trained_depth, acceptance_shortfall"]
+    assert count(demo_url, Benchmark) == 15
     at.button(key="upload_save").click().run()
     assert not at.exception
-    assert benchmark_count(demo_url) == before + 1
+    assert count(demo_url, Benchmark) == 16
     saved = unmd(at.success[0].value)
-    assert saved.startswith("deep_rerun.json: 1 record(s) as specdash; created 1 benchmark(s)")
+    assert saved.startswith(f"{SGLANG}: 1 record(s) as sglang-bench-serving; created 1 benchmark(s)")
     assert "1 new alert(s)" in saved
     outcome = table_with(at, "is_alert")
-    assert outcome["run"].tolist() == ["k25-eagle3-100k-ttt5"] and outcome["checkpoint"].tolist() == [
-        "epoch_5"
+    assert outcome[["run", "checkpoint", "setting", "deployment"]].values.tolist() == [
+        ["k25-eagle3-100k-ttt5", "epoch_5", "EAGLE3 11/1/12", PCIE]
     ]
-    assert outcome["setting"].tolist() == ["EAGLE3 11/1/12"] and outcome["is_alert"].tolist() == [True]
-    assert outcome["gap"].iloc[0] > 0.2
-    links = [unmd(link.label) for link in at.get("page_link")]
-    assert len(links) == 1 and links[0].startswith("Alert #17 (warning): k25-eagle3-100k-ttt5 / epoch_5")
-    assert at.get("page_link")[0].proto.query_string == "alert=17"
-    # the uploader is empty again, so the same files are not saved twice by accident
-    assert not at.file_uploader[0].value
+    assert outcome["measured_tps"].iloc[0] == 1000 / 8.45  # 1000 / median TPOT
+    assert outcome["is_alert"].tolist() == [True] and outcome["gap"].iloc[0] > 0.25
+    links = at.get("page_link")
+    assert len(links) == 1 and unmd(links[0].label).startswith(
+        "Alert #17 (warning): k25-eagle3-100k-ttt5 / epoch_5"
+    )
+    assert links[0].proto.query_string == "alert=17"
+    assert not at.file_uploader[0].value  # an empty uploader: the same files are not saved twice by accident
+    with reading(make_engine(demo_url)) as session:
+        assert session.scalar(select(func.count()).select_from(Deployment)) == 2  # the override created none
 
 
-def test_link_overrides_attach_benchmarks_to_the_named_checkpoint(monkeypatch, demo_url):
+def test_native_upload_linked_to_a_named_checkpoint(monkeypatch, demo_url):
     at = upload(monkeypatch, demo_url, "deep_rerun.json")
-    key = next(k for k in at.session_state if str(k).startswith("upload_links_"))
-    at.session_state[key] = {
-        "edited_rows": {0: {"run": "k25-eagle3-10k", "checkpoint": "epoch_3"}},
-        "added_rows": [],
-        "deleted_rows": [],
-    }
-    at.run()
+    set_links(at, run="k25-eagle3-10k", checkpoint="epoch_3")
+    assert table_with(at, "matched")[["run", "checkpoint"]].values.tolist() == [["k25-eagle3-10k", "epoch_3"]]
     at.button(key="upload_save").click().run()
     assert not at.exception
     with reading(make_engine(demo_url)) as session:
@@ -84,21 +106,23 @@ def test_link_overrides_attach_benchmarks_to_the_named_checkpoint(monkeypatch, d
 
 
 def test_bad_file_shows_every_problem_and_writes_nothing(monkeypatch, demo_url):
-    before = benchmark_count(demo_url)
-    at = upload(monkeypatch, demo_url, "bad_bench.json", "deep_rerun.json")
+    at = upload(monkeypatch, demo_url, "bad_bench.json", SGLANG)
     assert not at.exception
     assert at.error[0].value == "2 problem(s): nothing from this file will be written."
-    assert (
-        at.code[0].value.splitlines()[0]
-        == "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than 0"
-    )
-    # only the valid file is offered for saving
-    assert at.button(key="upload_save").label == "Save 1 file(s)"
-    assert benchmark_count(demo_url) == before
-    with reading(make_engine(demo_url)) as session:
-        assert session.scalar(select(func.count()).select_from(IngestedFile)) == 1  # the demo file only
+    assert at.code[0].value.splitlines() == [
+        "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than 0",
+        "bad_bench.json:6: benchmarks.2.accept_length: Input should be greater than or equal to 1",
+    ]
+    assert at.button(key="upload_save").label == "Save 1 file(s)"  # only the valid file
+    assert count(demo_url, Benchmark) == 15
+    assert count(demo_url, IngestedFile) == 1  # the demo file only
 
 
-def test_only_bad_files_offer_no_save(monkeypatch, demo_url):
+def test_only_bad_or_known_files_offer_no_save(monkeypatch, demo_url):
     at = upload(monkeypatch, demo_url, "bad_bench.json")
     assert not [b for b in at.button if b.key == "upload_save"]
+    at = upload(monkeypatch, demo_url, SGLANG)
+    at.button(key="upload_save").click().run()
+    again = upload(monkeypatch, demo_url, SGLANG)
+    assert unmd(again.info[0].value).startswith(f"Already stored as {SGLANG}")
+    assert not [b for b in again.button if b.key == "upload_save"]

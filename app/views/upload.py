@@ -1,13 +1,13 @@
-"""Upload: benchmark results, training logs or specdash files; the detected format and a validation report
-for each, links to run/checkpoint/deployment editable before saving, then the new benchmarks with their
-predictions and any new alerts."""
+"""Upload: benchmark results, training logs or specdash files, several at once. Each is ingested as a dry run
+first (detected format, validation report, where every benchmark would link, its predicted gap); links to
+run/checkpoint/deployment are editable before saving; after saving, the new benchmarks with their
+predictions and any new alerts, each with a link."""
 
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import state, uploads
 from specdash.app.text import SEVERITY_ICONS, gap_text, md, setting_label
-from specdash.app.uploads import check_upload
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.pipeline import describe, ingest_bytes
 from specdash.ingest.problems import format_report
@@ -19,86 +19,94 @@ url = state.db_url()
 st.title("Upload")
 limit_mb = st.get_option("server.maxUploadSize")
 st.caption(
-    f"Any file `specdash ingest` reads, several at once, up to {limit_mb} MB each. Each file is checked in full "
-    "before anything is written, and a file with any problem writes nothing."
+    f"Any file `specdash ingest` reads, several at once, up to {limit_mb} MB each. Each file is ingested as a "
+    "dry run first; a file with any problem writes nothing."
 )
 with st.expander("Formats specdash reads"):
     st.table(pd.DataFrame([{"format": f.name, "what": f.help} for f in FORMATS]))
 
 if "upload_generation" not in st.session_state:
     st.session_state["upload_generation"] = 0
+generation = st.session_state["upload_generation"]
 files = st.file_uploader(
     "Benchmark results, training logs, specdash JSON",
     accept_multiple_files=True,
-    key=f"upload_files_{st.session_state['upload_generation']}",
+    key=f"upload_files_{generation}",
 )
 
+
+def given(value) -> str | None:
+    return (str(value).strip() or None) if pd.notna(value) else None
+
+
 if files:
-    checks = [(file, check_upload(file.name, file.getvalue())) for file in files]
-    st.subheader("Validation")
-    for _, check in checks:
+    st.subheader("Link")
+    st.caption(
+        "Leave a cell empty to use what the file says. Run and checkpoint name the drafter of every benchmark in "
+        "the file; deployment replaces the file's deployment. Names not stored yet are created."
+    )
+    links = st.data_editor(
+        pd.DataFrame([{"file": f.name, "run": None, "checkpoint": None, "deployment": None} for f in files]),
+        hide_index=True,
+        width="stretch",
+        disabled=["file"],
+        key=f"upload_links_{generation}",
+        column_config={name: st.column_config.TextColumn(name) for name in LINK_FIELDS},
+    )
+    st.subheader("Check")
+    checked = []
+    for file, (_, row) in zip(files, links.iterrows(), strict=True):
+        link = {name: given(row[name]) for name in LINK_FIELDS}
+        preview = state.preview_upload(url, file.file_id, file.name, file.getvalue(), **link)
+        checked.append((file, link, preview))
         with st.container(border=True):
+            records = preview.store.records if preview.store else 0
             st.markdown(
-                f"**{md(check.name)}**, {check.size_bytes:,} bytes, "
-                f"format: `{check.format or 'not recognised'}`, {check.summary}"
+                f"**{md(file.name)}**, {file.size:,} bytes, format `{preview.format or 'not recognised'}`, "
+                f"{records} record(s); would add {md(uploads.would_create(preview))}"
             )
-            if check.ok:
+            if preview.already_ingested:
+                st.info(f"Already stored as {md(preview.already_ingested)}: saving would skip it.")
+            elif uploads.can_save(preview):
                 st.success("Valid: ready to save.", icon=":material/check_circle:")
             else:
                 st.error(
-                    f"{len(check.problems)} problem(s): nothing from this file will be written.",
+                    f"{len(preview.problems)} problem(s): nothing from this file will be written.",
                     icon=":material/block:",
                 )
-                st.code(check.report, language=None)
-    valid = [(file, check) for file, check in checks if check.ok]
-    if valid:
-        st.subheader("Link and save")
-        st.caption(
-            "Leave a cell empty to use what the file says. Run and checkpoint name the drafter of every "
-            "benchmark in the file; deployment replaces the file's deployment. Names not stored yet are "
-            "created."
-        )
-        links = pd.DataFrame(
-            [
-                {
-                    "file": check.name,
-                    "format": check.format,
-                    "records": check.summary,
-                    "run": None,
-                    "checkpoint": None,
-                    "deployment": None,
-                }
-                for _, check in valid
-            ]
-        )
-        edited = st.data_editor(
-            links,
-            hide_index=True,
-            width="stretch",
-            disabled=["file", "format", "records"],
-            key=f"upload_links_{st.session_state['upload_generation']}",
-            column_config={name: st.column_config.TextColumn(name) for name in LINK_FIELDS},
-        )
-        if st.button(f"Save {len(valid)} file(s)", type="primary", icon=":material/save:", key="upload_save"):
-            saved = []
-            for (file, check), (_, row) in zip(valid, edited.iterrows(), strict=True):
-                given = {
-                    name: (str(row[name]).strip() or None) if pd.notna(row[name]) else None
-                    for name in LINK_FIELDS
-                }
-                result = ingest_bytes(state.engine(), check.name, file.getvalue(), link=LinkOptions(**given))
-                saved.append(
-                    {
-                        "summary": describe(result),
-                        "ok": result.ok,
-                        "report": format_report(result.problems),
-                        "benchmark_ids": list(result.store.benchmark_ids) if result.store else [],
-                    }
+                st.code(uploads.report(preview), language=None)
+            if preview.links:
+                st.dataframe(uploads.links_frame(preview), hide_index=True, width="stretch")
+            if preview.gaps:
+                st.dataframe(
+                    uploads.gaps_frame(preview),
+                    hide_index=True,
+                    width="stretch",
+                    column_config={
+                        "measured tok/s": st.column_config.NumberColumn(format="%.1f"),
+                        "predicted tok/s": st.column_config.NumberColumn(format="%.1f"),
+                        "gap": st.column_config.NumberColumn(format="percent"),
+                    },
                 )
-            state.clear_caches()
-            st.session_state["upload_results"] = saved
-            st.session_state["upload_generation"] += 1  # a fresh, empty uploader
-            st.rerun()
+    ready = [(file, link) for file, link, preview in checked if uploads.can_save(preview)]
+    if ready and st.button(
+        f"Save {len(ready)} file(s)", type="primary", icon=":material/save:", key="upload_save"
+    ):
+        saved = []
+        for file, link in ready:
+            result = ingest_bytes(state.engine(), file.name, file.getvalue(), link=LinkOptions(**link))
+            saved.append(
+                {
+                    "summary": describe(result),
+                    "ok": result.ok,
+                    "report": format_report(result.problems),
+                    "benchmark_ids": list(result.store.benchmark_ids) if result.store else [],
+                }
+            )
+        state.clear_caches()
+        st.session_state["upload_results"] = saved
+        st.session_state["upload_generation"] += 1  # a fresh, empty uploader
+        st.rerun()
 
 results = st.session_state.get("upload_results")
 if results:
@@ -110,9 +118,9 @@ if results:
     ids = tuple(i for item in results for i in item["benchmark_ids"])
     outcomes = state.benchmark_outcomes(url, ids)
     if outcomes.empty:
-        st.info("No new benchmark (already stored ones are not stored twice).")
+        st.info("No new benchmark (benchmarks stored before are not stored twice).")
     else:
-        table = outcomes.assign(setting=outcomes.apply(setting_label, axis=1), gap=outcomes["gap"])
+        table = outcomes.assign(setting=outcomes.apply(setting_label, axis=1))
         st.dataframe(
             table[
                 [
