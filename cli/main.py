@@ -3,7 +3,7 @@
 import click
 
 from specdash import __version__
-from specdash.cli import db_commands, gap_commands, ingest_commands, serve_command
+from specdash.cli import db_commands, gap_commands, ingest_commands, model_commands, serve_command
 from specdash.cli.common import db_option
 
 
@@ -27,6 +27,8 @@ for command in (
     gap_commands.predict,
     gap_commands.gaps,
     gap_commands.check,
+    model_commands.model,
+    model_commands.calibrate,
     serve_command.serve,
 ):
     cli.add_command(command)

@@ -17,9 +17,9 @@ from specdash.costmodel import (
     Throughput,
     decompose,
     diagnose,
-    extend_rates,
-    tau_chain,
+    predict_accept_length,
     throughput,
+    verified_tokens,
 )
 from specdash.costmodel.diagnoses import worst_severity
 from specdash.db.models import (
@@ -31,7 +31,7 @@ from specdash.db.models import (
     Prediction,
     utcnow,
 )
-from specdash.db.parameters import cost_params, ensure_theory_set
+from specdash.db.parameters import cost_params, ensure_theory_set, load_baselines
 from specdash.db.settings import get_gap_threshold
 
 BUILTIN_SOURCES = ("theory", "calibrated")
@@ -55,7 +55,7 @@ def _steps(bench: Benchmark) -> int | None:
 
 
 def _prediction_key(bench: Benchmark, steps: int) -> tuple:
-    draft_tokens = bench.num_draft_tokens or steps + 1
+    draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
     return (
         bench.checkpoint_id,
         bench.deployment_id,
@@ -92,26 +92,6 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> list[Benchm
     return list(rows.values())
 
 
-def _baselines(session: Session) -> dict[tuple[int, int], float]:
-    values: dict[tuple[int, int], list[float]] = defaultdict(list)
-    for deployment_id, concurrency, tps in session.execute(
-        select(Benchmark.deployment_id, Benchmark.concurrency, Benchmark.decode_tps).where(
-            Benchmark.speculative_algorithm.is_(None)
-        )
-    ):
-        values[(deployment_id, concurrency)].append(tps)
-    return {key: statistics.median(v) for key, v in values.items()}
-
-
-def predict_accept_length(
-    rates: list[float], steps: int, acc_to_acceptance: float = 1.0
-) -> tuple[float, bool]:
-    """Chain tau from a checkpoint's trained per-position rates, extrapolated past the trained depth."""
-    extended, extrapolated = extend_rates(rates, steps)
-    scaled = [min(1.0, rate * acc_to_acceptance) for rate in extended]
-    return tau_chain(scaled), extrapolated
-
-
 def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> RefreshSummary:
     """Predictions for every (checkpoint, deployment, setting, concurrency, dataset) among the benchmarks
     in scope (all, or those given and what a new baseline affects), and their gaps."""
@@ -121,7 +101,7 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
         return summary
     summary.benchmarks = len(benches)
     global_threshold = get_gap_threshold(session)
-    baselines = _baselines(session)
+    baselines = load_baselines(session)
     deployments = {d.id: d for d in session.scalars(select(Deployment))}
     checkpoint_ids = {b.checkpoint_id for b in benches}
     checkpoints = {
@@ -174,7 +154,7 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
         deployment = deployments[deployment_id]
         checkpoint = checkpoints[checkpoint_id]
         run = checkpoint.run
-        measured_baseline = baselines.get((deployment_id, concurrency))
+        measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
         rates = [p.rate for p in checkpoint.position_acceptance]
         measured_taus = [b.accept_length for b in group if b.accept_length]
 
@@ -184,13 +164,17 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
             if not baseline_tps:
                 continue
             if rates:
-                tau, extrapolated = predict_accept_length(rates, steps, pset.acc_to_acceptance)
+                predicted = predict_accept_length(rates, steps, topk, draft_tokens, pset.acc_to_acceptance)
+                tau, extrapolated, approximation = (
+                    predicted.accept_length, predicted.extrapolated, predicted.approximation
+                )
                 tau_source = "training"
             elif measured_taus:
-                tau, extrapolated, tau_source = statistics.fmean(measured_taus), False, "measured"
+                tau, extrapolated, approximation = statistics.fmean(measured_taus), False, None
+                tau_source = "measured"
             else:
                 continue
-            result = throughput(cost_params(pset, baseline_tps), tau, steps, draft_tokens)
+            result = throughput(cost_params(pset, baseline_tps), tau, steps, draft_tokens, topk)
             values = dict(
                 parameter_set_id=pset.id,
                 predicted_tps=result.tps,
@@ -203,7 +187,7 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
                 overhead_ms=result.round.overhead_ms,
                 baseline_tps=baseline_tps,
                 extrapolated=extrapolated,
-                approximation="tree treated as a chain" if topk > 1 else None,
+                approximation=approximation,
             )
             pred = existing_predictions.get((*key, pset.source))
             if pred is None:
@@ -246,15 +230,14 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
                 diagnoses = diagnose(
                     GapContext(
                         decomposition=decomposition,
-                        predicted_accept_length=result.accept_length,
                         threshold=threshold,
                         benchmark_algorithm=bench.speculative_algorithm,
                         drafter_algorithm=run.speculative_algorithm,
                         draft_hidden_size=bench.draft_hidden_size,
                         drafter_hidden_size=run.hidden_size,
                         num_steps=steps,
+                        num_draft_tokens=draft_tokens,
                         ttt_length=run.ttt_length,
-                        measured_accept_length=bench.accept_length,
                         baseline_tps=measured_baseline or pred.baseline_tps or deployment.baseline_tps,
                         baseline_measured=measured_baseline is not None,
                         deployment=deployment.name,
