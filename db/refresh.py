@@ -126,20 +126,12 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
             continue
         groups[_prediction_key(bench, steps)].append(bench)
 
-    existing_predictions: dict[tuple, Prediction] = {}
-    for pred in session.scalars(
-        select(Prediction).where(Prediction.checkpoint_id.in_(checkpoint_ids))
-    ):
-        key = (
-            pred.checkpoint_id,
-            pred.deployment_id,
-            pred.num_steps,
-            pred.topk,
-            pred.num_draft_tokens,
-            pred.concurrency,
-            pred.dataset,
-        )
-        existing_predictions[(*key, pred.source)] = pred
+    # existing predictions by key, then source; externals are kept as they are and only compared
+    existing_predictions: dict[tuple, dict[str, Prediction]] = defaultdict(dict)
+    for pred in session.scalars(select(Prediction).where(Prediction.checkpoint_id.in_(checkpoint_ids))):
+        key = (pred.checkpoint_id, pred.deployment_id, pred.num_steps, pred.topk, pred.num_draft_tokens,
+               pred.concurrency, pred.dataset)
+        existing_predictions[key][pred.source] = pred
     bench_ids = [b.id for group in groups.values() for b in group]
     existing_gaps = {
         (g.benchmark_id, g.prediction_id): g
@@ -149,75 +141,23 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
         )
     }
 
+    planned = []
     for key, group in groups.items():
-        checkpoint_id, deployment_id, steps, topk, draft_tokens, concurrency, dataset = key
-        deployment = deployments[deployment_id]
-        checkpoint = checkpoints[checkpoint_id]
-        run = checkpoint.run
+        deployment_id, concurrency, dataset = key[1], key[5], key[6]
         measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
-        rates = [p.rate for p in checkpoint.position_acceptance]
-        measured_taus = [b.accept_length for b in group if b.accept_length]
-
-        predictions: list[tuple[Prediction, Throughput | None]] = []
-        for pset in sets_by_deployment[deployment_id]:
-            baseline_tps = measured_baseline or pset.baseline_tps
-            if not baseline_tps:
-                continue
-            if rates:
-                predicted = predict_accept_length(rates, steps, topk, draft_tokens, pset.acc_to_acceptance)
-                tau, extrapolated, approximation = (
-                    predicted.accept_length, predicted.extrapolated, predicted.approximation
-                )
-                tau_source = "training"
-            elif measured_taus:
-                tau, extrapolated, approximation = statistics.fmean(measured_taus), False, None
-                tau_source = "measured"
-            else:
-                continue
-            result = throughput(cost_params(pset, baseline_tps), tau, steps, draft_tokens, topk)
-            values = dict(
-                parameter_set_id=pset.id,
-                predicted_tps=result.tps,
-                accept_length=tau,
-                accept_length_source=tau_source,
-                round_ms=result.round_ms,
-                compute_ms=result.round.compute_ms,
-                comm_ms=result.round.comm_ms,
-                draft_ms=result.round.draft_ms,
-                overhead_ms=result.round.overhead_ms,
-                baseline_tps=baseline_tps,
-                extrapolated=extrapolated,
-                approximation=approximation,
-            )
-            pred = existing_predictions.get((*key, pset.source))
-            if pred is None:
-                pred = Prediction(
-                    checkpoint_id=checkpoint_id,
-                    deployment_id=deployment_id,
-                    num_steps=steps,
-                    topk=topk,
-                    num_draft_tokens=draft_tokens,
-                    concurrency=concurrency,
-                    dataset=dataset,
-                    source=pset.source,
-                    **values,
-                )
-                session.add(pred)
-                existing_predictions[(*key, pset.source)] = pred
-            else:
-                for name, value in values.items():
-                    setattr(pred, name, value)
-                pred.created_at = utcnow()
-            summary.predictions += 1
-            predictions.append((pred, result))
-        for (*pkey, source), pred in existing_predictions.items():
-            if tuple(pkey) == key and source not in BUILTIN_SOURCES:
-                predictions.append((pred, None))
+        predictions = _predict(session, key, group, checkpoints[key[0]], sets_by_deployment[deployment_id],
+                               measured_baseline, existing_predictions[key])
+        summary.predictions += sum(1 for _, result in predictions if result is not None)
         if not predictions:
             summary.skipped += len(group)
             continue
-        session.flush()
+        planned.append((key, group, predictions, measured_baseline))
+    session.flush()  # once, so that new predictions have ids
 
+    for key, group, predictions, measured_baseline in planned:
+        deployment = deployments[key[1]]
+        run = checkpoints[key[0]].run
+        steps, draft_tokens, concurrency = key[2], key[4], key[5]
         threshold = deployment.gap_threshold or global_threshold
         for bench in group:
             for pred, result in predictions:
@@ -272,6 +212,75 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
                 summary.gaps += 1
     session.flush()
     return summary
+
+
+def _predict(
+    session: Session,
+    key: tuple,
+    group: list[Benchmark],
+    checkpoint: Checkpoint,
+    parameter_sets: list[ParameterSet],
+    measured_baseline: float | None,
+    existing: dict[str, Prediction],
+) -> list[tuple[Prediction, Throughput | None]]:
+    """The group's prediction under each active parameter set (created or updated), then the external
+    predictions of the same key (result None: they are compared, not recomputed)."""
+    checkpoint_id, deployment_id, steps, topk, draft_tokens, concurrency, dataset = key
+    rates = [p.rate for p in checkpoint.position_acceptance]
+    measured_taus = [b.accept_length for b in group if b.accept_length]
+    predictions: list[tuple[Prediction, Throughput | None]] = []
+    for pset in parameter_sets:
+        baseline_tps = measured_baseline or pset.baseline_tps
+        if not baseline_tps:
+            continue
+        if rates:
+            predicted = predict_accept_length(rates, steps, topk, draft_tokens, pset.acc_to_acceptance)
+            tau, extrapolated, approximation = (
+                predicted.accept_length, predicted.extrapolated, predicted.approximation
+            )
+            tau_source = "training"
+        elif measured_taus:
+            tau, extrapolated, approximation = statistics.fmean(measured_taus), False, None
+            tau_source = "measured"
+        else:
+            continue
+        result = throughput(cost_params(pset, baseline_tps), tau, steps, draft_tokens, topk)
+        values = dict(
+            parameter_set_id=pset.id,
+            predicted_tps=result.tps,
+            accept_length=tau,
+            accept_length_source=tau_source,
+            round_ms=result.round_ms,
+            compute_ms=result.round.compute_ms,
+            comm_ms=result.round.comm_ms,
+            draft_ms=result.round.draft_ms,
+            overhead_ms=result.round.overhead_ms,
+            baseline_tps=baseline_tps,
+            extrapolated=extrapolated,
+            approximation=approximation,
+        )
+        pred = existing.get(pset.source)
+        if pred is None:
+            pred = Prediction(
+                checkpoint_id=checkpoint_id,
+                deployment_id=deployment_id,
+                num_steps=steps,
+                topk=topk,
+                num_draft_tokens=draft_tokens,
+                concurrency=concurrency,
+                dataset=dataset,
+                source=pset.source,
+                **values,
+            )
+            session.add(pred)
+            existing[pset.source] = pred
+        else:
+            for name, value in values.items():
+                setattr(pred, name, value)
+            pred.created_at = utcnow()
+        predictions.append((pred, result))
+    predictions += [(pred, None) for source, pred in existing.items() if source not in BUILTIN_SOURCES]
+    return predictions
 
 
 def _external_throughput(pred: Prediction, bench: Benchmark) -> Throughput:
