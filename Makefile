@@ -27,6 +27,10 @@ run: install
 test: install
 	$(BIN)/python -m pytest
 
+bench: install
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
 lint: install
 	$(BIN)/ruff check .
 

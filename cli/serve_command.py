@@ -32,6 +32,7 @@ def serve(ctx: click.Context, port: int, host: str) -> None:
         "--server.address", host,
         "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
+        "--client.toolbarMode", "viewer",
     ]
     click.echo(f"specdash dashboard on http://{host}:{port} (database {db_url(ctx)})")
     raise SystemExit(subprocess.call(command, env=env))

@@ -1,0 +1,281 @@
+"""`python -m bench [--scale F] [--json]`: every case several times, medians, ratios measured in the same run."""
+
+import argparse
+import itertools
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import data, mlflow_cases
+from bench.measure import cpu_model, median_of, run_process, timed
+
+REPO = Path(__file__).resolve().parent.parent
+SPECBUNDLE = REPO.parent / "shared" / "fixtures" / "real" / "specbundle-data.json"
+
+TARGETS = {
+    "ingest_vs_mlflow": (">=", 30),
+    "ingest_vs_sqlite": (">=", 0.5),
+    "ingest_peak_rss_mb": ("<=", 300),
+    "overlay_query_ms": ("<=", 200),
+    "query_vs_mlflow": (">=", 10),
+    "gap_refresh_s": ("<=", 2),
+    "page_render_s": ("<=", 2),
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def specdash(*args: str) -> list[str]:
+    return [sys.executable, "-m", "specdash", *args]
+
+
+def fresh_db(folder: Path, name: str) -> str:
+    from specdash.db.engine import make_engine
+    from specdash.db.schema import upgrade
+
+    path = folder / name
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url
+
+
+def ingest_cases(tmp: Path, scale: float, repeat: int, mlflow_repeat: int, with_mlflow: bool) -> dict:
+    steps = max(10, int(50_000 * scale))
+    log_path = tmp / "specforge-train.log"
+    points = data.write_specforge_log(log_path, steps)
+    log(f"training log: {steps:,} steps, {points:,} points, {log_path.stat().st_size / 1e6:.0f} MB")
+
+    samples, rss = [], []
+    for i in range(repeat):
+        url = fresh_db(tmp, f"ingest-{i}.db")
+        elapsed, peak = run_process(specdash("--db", url, "ingest", "--quiet", str(log_path)))
+        samples.append(elapsed)
+        rss.append(peak)
+    specdash_s = sorted(samples)[len(samples) // 2]
+    log(f"specdash ingest: {specdash_s:.2f} s median of {samples}")
+
+    rows = data.metric_rows(steps)
+
+    def sqlite_once() -> float:
+        import sqlite3
+
+        path = tmp / "plain.db"
+        path.unlink(missing_ok=True)
+        connection = sqlite3.connect(path)
+        connection.execute(
+            "CREATE TABLE metric_point (run_id INTEGER NOT NULL, key_id INTEGER NOT NULL, step INTEGER NOT NULL,"
+            " value REAL NOT NULL, PRIMARY KEY (run_id, key_id, step))"
+        )
+        connection.commit()
+
+        def load():
+            connection.executemany("INSERT INTO metric_point VALUES (?, ?, ?, ?)", rows)
+            connection.commit()
+
+        elapsed = timed(load)
+        connection.close()
+        return elapsed
+
+    sqlite_s, sqlite_samples = median_of(repeat, sqlite_once)
+    log(f"sqlite3 executemany: {sqlite_s:.2f} s median of {sqlite_samples}")
+    result = {
+        "ingest_points": points,
+        "ingest_s": specdash_s,
+        "ingest_points_per_s": points / specdash_s,
+        "ingest_peak_rss_mb": max(rss),
+        "sqlite_executemany_s": sqlite_s,
+        "ingest_vs_sqlite": sqlite_s / specdash_s,
+    }
+    if with_mlflow:
+        attempt = itertools.count()
+
+        def mlflow_once() -> float:
+            return mlflow_cases.ingest_points(tmp / f"mlflow-ingest-{next(attempt)}.db", steps)
+
+        mlflow_s, mlflow_samples = median_of(mlflow_repeat, mlflow_once)
+        log(f"MLflow log_batch: {mlflow_s:.1f} s median of {mlflow_samples}")
+        result.update(mlflow_ingest_s=mlflow_s, ingest_vs_mlflow=mlflow_s / specdash_s)
+    return result
+
+
+def query_cases(tmp: Path, scale: float, repeat: int, with_mlflow: bool) -> dict:
+    from specdash.db.engine import make_engine, reading, transaction
+    from specdash.db.refresh import refresh
+
+    checkpoints = max(20, int(2_000 * scale))
+    benchmarks = max(200, int(40_000 * scale))
+    url = fresh_db(tmp, "scale.db")
+    engine = make_engine(url)
+    sizes = data.populate(engine, checkpoints, benchmarks)
+    log(f"database: {sizes}")
+
+    def refresh_once() -> float:
+        def work():
+            with transaction(engine) as session:
+                refresh(session)
+
+        return timed(work)
+
+    first_refresh_s = refresh_once()
+    refresh_s, refresh_samples = median_of(repeat, refresh_once)
+    log(f"gap refresh: first {first_refresh_s:.2f} s, then {refresh_samples}")
+
+    run_id = 1
+    overlay = overlay_work(engine, run_id)
+    overlay()  # warm the connection pool and statement caches
+    query_s, query_samples = median_of(max(repeat, 5), lambda: timed(overlay))
+    log(f"overview + overlay queries: {query_s * 1000:.0f} ms median of {[round(s * 1000) for s in query_samples]}")
+    result = {
+        "checkpoints": sizes["checkpoints"],
+        "benchmarks": sizes["benchmarks"],
+        "gap_refresh_first_s": first_refresh_s,
+        "gap_refresh_s": refresh_s,
+        "overlay_query_ms": query_s * 1000,
+    }
+    if with_mlflow:
+        from specdash.db import queries
+
+        with reading(engine) as session:
+            frame = queries.parity_frame(session)
+        frame = frame.merge(benchmark_keys(engine), on="benchmark_id")
+        mlflow_path = tmp / "mlflow-runs.db"
+        experiment = mlflow_cases.populate_runs(mlflow_path, frame)
+        mlflow_s, samples = median_of(repeat, lambda: mlflow_cases.query_runs(mlflow_path, experiment))
+        log(f"MLflow search_runs over {frame[['run', 'checkpoint']].drop_duplicates().shape[0]} runs: "
+            f"{mlflow_s * 1000:.0f} ms median of {[round(s * 1000) for s in samples]}")
+        result.update(mlflow_query_ms=mlflow_s * 1000, query_vs_mlflow=mlflow_s / query_s)
+    result["page_render_s"], result["page_render_by_page_s"] = page_cases(url, repeat)
+    engine.dispose()
+    return result
+
+
+def benchmark_keys(engine):
+    import pandas as pd
+    from sqlalchemy import select
+
+    from specdash.db.models import Benchmark
+
+    with engine.connect() as connection:
+        rows = connection.execute(select(Benchmark.id.label("benchmark_id"), Benchmark.deployment_id)).all()
+    return pd.DataFrame(rows, columns=["benchmark_id", "deployment_id"])
+
+
+def overlay_work(engine, run_id: int):
+    """What the Overview page and one run's Checkpoints overlay ask of the store."""
+    from specdash.db import queries
+    from specdash.db.engine import reading
+
+    def work():
+        with reading(engine) as session:
+            queries.counts(session)
+            queries.gap_rows(session, status="open")
+            queries.parity_frame(session)
+            queries.checkpoint_overlay(session, run_id)
+
+    return work
+
+
+def page_cases(url: str, repeat: int) -> tuple[float, dict]:
+    """Each page's full AppTest run on the large database, after one warm-up run (warm cache)."""
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["SPECDASH_DB_URL"] = url
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+    app = str(REPO / "app" / "main.py")
+    pages = sorted(p.relative_to(REPO / "app").as_posix() for p in (REPO / "app" / "views").glob("*.py")
+                   if p.name != "__init__.py")
+    by_page = {}
+    for page in pages:
+        def render(page=page) -> float:
+            at = AppTest.from_file(app, default_timeout=120)
+            at.run()
+            at.switch_page(page)
+            start = time.perf_counter()
+            at.run()
+            elapsed = time.perf_counter() - start
+            if at.exception:
+                raise RuntimeError(f"{page}: {at.exception[0].message}")
+            return elapsed
+
+        render()
+        by_page[page], _ = median_of(repeat, render)
+    log("pages: " + ", ".join(f"{p} {s:.2f} s" for p, s in by_page.items()))
+    return max(by_page.values()), by_page
+
+
+def specbundle_case(tmp: Path, repeat: int) -> dict:
+    samples = []
+    for i in range(repeat):
+        url = fresh_db(tmp, f"specbundle-{i}.db")
+        elapsed, _ = run_process(specdash("--db", url, "ingest", "--quiet", str(SPECBUNDLE)))
+        samples.append(elapsed)
+    value = sorted(samples)[len(samples) // 2]
+    log(f"SpecBundle ingest: {value:.2f} s median of {samples}")
+    return {"specbundle_ingest_s": value}
+
+
+def verdicts(result: dict) -> dict:
+    out = {}
+    for key, (op, target) in TARGETS.items():
+        if key in result:
+            value = result[key]
+            out[key] = {"value": value, "target": f"{op} {target}",
+                        "ok": value >= target if op == ">=" else value <= target}
+    return out
+
+
+def print_table(result: dict) -> None:
+    print(f"specdash benchmarks, scale {result['scale']}, {result['repeat']} repeats (medians); CPU: {result['cpu']}")
+    print(f"{'case':<24} {'value':>14}  target")
+    for key, value in result.items():
+        if key in ("scale", "repeat", "cpu", "targets", "page_render_by_page_s"):
+            continue
+        target = result["targets"].get(key)
+        mark = "" if target is None else f"{target['target']:<8} {'ok' if target['ok'] else 'MISSED'}"
+        shown = f"{value:,.2f}" if isinstance(value, float) else f"{value:,}"
+        print(f"{key:<24} {shown:>14}  {mark}")
+    for page, seconds in result.get("page_render_by_page_s", {}).items():
+        print(f"  {page:<22} {seconds:>14.2f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full sizes (default 1)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each case (default 3)")
+    parser.add_argument("--mlflow-repeat", type=int, default=None, help="runs of the MLflow cases (default: --repeat)")
+    parser.add_argument("--no-mlflow", action="store_true", help="skip the MLflow comparisons")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--cases", default="ingest,query,specbundle", help="comma-separated subset to run")
+    args = parser.parse_args(argv)
+    with_mlflow = not args.no_mlflow
+    if with_mlflow:
+        try:
+            import mlflow  # noqa: F401
+        except ImportError:
+            parser.error("MLflow is not installed: pip install -e '.[bench]' (or pass --no-mlflow)")
+    result = {"scale": args.scale, "repeat": args.repeat, "cpu": cpu_model()}
+    with tempfile.TemporaryDirectory(prefix="specdash-bench-") as folder:
+        tmp = Path(folder)
+        cases = set(args.cases.split(","))
+        if "ingest" in cases:
+            mlflow_repeat = args.mlflow_repeat or args.repeat
+            result.update(ingest_cases(tmp, args.scale, args.repeat, mlflow_repeat, with_mlflow))
+        if "query" in cases:
+            result.update(query_cases(tmp, args.scale, args.repeat, with_mlflow))
+        if "specbundle" in cases:
+            result.update(specbundle_case(tmp, args.repeat))
+    result["targets"] = verdicts(result)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
