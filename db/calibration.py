@@ -21,6 +21,7 @@ from specdash.costmodel import (
 from specdash.costmodel import calibration as fitting
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, PositionAcceptance, Run
 from specdash.db.parameters import Baselines, fitted_params, load_baselines, next_version
+from specdash.db.refresh import benchmark_steps
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,19 @@ def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None
     ).first()
 
 
+def _profile_as_set(deployment: Deployment) -> ParameterSet:
+    """The deployment's profile as an unsaved theory set (before refresh has created one)."""
+    return ParameterSet(
+        comm_fraction=deployment.comm_fraction or 0.0,
+        draft_step_ms=deployment.draft_step_ms or 0.0,
+        round_overhead_ms=deployment.round_overhead_ms or 0.0,
+        verify_growth_compute=deployment.verify_growth_compute or 0.0,
+        verify_growth_comm=deployment.verify_growth_comm or 0.0,
+        draft_branch_ms=0.0,
+        acc_to_acceptance=1.0,
+    )
+
+
 def _rates_by_checkpoint(session: Session, checkpoint_ids: set[int]) -> dict[int, tuple[float, ...]]:
     rates: dict[int, list[float]] = defaultdict(list)
     if checkpoint_ids:
@@ -114,7 +128,7 @@ def _screen(
     out = _Screened()
     for bench, drafter_algorithm, drafter_hidden_size in rows:
         topk = bench.topk or 1
-        steps = bench.num_steps or (bench.num_draft_tokens - 1 if bench.num_draft_tokens and topk == 1 else None)
+        steps = benchmark_steps(bench)
         verdict = diagnose(GapContext(
             decomposition=None,
             benchmark_algorithm=bench.speculative_algorithm,
@@ -166,9 +180,7 @@ def calibrate_all(
         theory = _theory_set(session, deployment)
         profile_baseline = theory.baseline_tps if theory else deployment.baseline_tps
         screened = _screen(session, deployment, baselines, profile_baseline)
-        prior = fitted_params(theory) if theory else FittedParams(
-            deployment.draft_step_ms or 0.0, 0.0, deployment.round_overhead_ms or 0.0,
-            deployment.verify_growth_compute or 0.0, 1.0)
+        prior = fitted_params(theory or _profile_as_set(deployment))
         try:
             fit = fit_calibration(screened.observations, prior)
         except NotEnoughObservations as exc:

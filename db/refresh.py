@@ -46,7 +46,8 @@ class RefreshSummary:
     skipped: int = 0
 
 
-def _steps(bench: Benchmark) -> int | None:
+def benchmark_steps(bench: Benchmark) -> int | None:
+    """K of a benchmark: given, or N - 1 for a chain; None when a tree does not say."""
     if bench.num_steps:
         return bench.num_steps
     if bench.num_draft_tokens and (bench.topk or 1) == 1:
@@ -120,7 +121,7 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
 
     groups: dict[tuple, list[Benchmark]] = defaultdict(list)
     for bench in benches:
-        steps = _steps(bench)
+        steps = benchmark_steps(bench)
         if steps is None:
             summary.skipped += 1
             continue

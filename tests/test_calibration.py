@@ -17,8 +17,9 @@ from specdash.costmodel import (
 )
 from specdash.db.calibration import apply_calibration, calibrate, calibrate_all
 from specdash.db.engine import make_engine, reading, transaction
-from specdash.db.models import Deployment, Gap, ParameterSet, Prediction
+from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
 from specdash.db.refresh import refresh
+from specdash.ingest.pipeline import ingest_bytes
 from tests.conftest import REAL_FIXTURES
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
@@ -193,3 +194,41 @@ def test_calibration_of_one_deployment(demo_url):
         nvlink = session.scalar(select(Deployment.id).where(Deployment.name == NVLINK))
         reports, skipped = calibrate_all(session, nvlink)
         assert reports == [] and [s.deployment_name for s in skipped] == [NVLINK]
+
+
+def test_untrusted_benchmarks_are_counted_by_reason(engine):
+    def bench(**fields):
+        return {"deployment": "lab", "run": "r", "checkpoint": "c", "speculative_algorithm": "EAGLE3",
+                "topk": 1, **fields}
+
+    usable = [bench(num_steps=k, num_draft_tokens=k + 1, decode_tps=tps, accept_length=tau, dataset=ds)
+              for k, tps, tau, ds in [(3, 150.0, 2.4, "a"), (5, 160.0, 2.9, "a"), (7, 158.0, 3.2, "a"),
+                                      (3, 140.0, 2.3, "b"), (5, 151.0, 2.8, "b"), (7, 149.0, 3.1, "b")]]
+    document = {
+        "specdash": 1,
+        "deployments": [{"name": "lab"}],
+        "runs": [{"name": "r", "speculative_algorithm": "EAGLE3"}],
+        "checkpoints": [{"run": "r", "name": "c"}],
+        "benchmarks": [
+            {"deployment": "lab", "decode_tps": 90.0, "dataset": "a"},
+            {"deployment": "lab", "decode_tps": 85.0, "dataset": "b"},
+            *usable,
+            bench(num_steps=3, num_draft_tokens=4, decode_tps=150.0, dataset="a"),  # no tau, no rates
+            bench(num_steps=3, num_draft_tokens=4, decode_tps=150.0, accept_length=2.4, concurrency=4),
+            bench(topk=2, decode_tps=150.0, accept_length=2.4, dataset="a", label="tree without steps"),
+            bench(num_steps=3, num_draft_tokens=4, decode_tps=80.0, accept_length=2.4, dataset="a",
+                  speculative_algorithm="EAGLE", label="wrong flag"),
+            bench(num_steps=5, num_draft_tokens=6, decode_tps=10.0, accept_length=2.9, dataset="a",
+                  label="rerun later"),
+        ],
+    }
+    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    with transaction(engine) as session:
+        old = session.scalar(select(Benchmark).where(Benchmark.label == "rerun later"))
+        old.superseded_by_id = session.scalar(
+            select(Benchmark.id).where(Benchmark.num_steps == 5, Benchmark.label.is_(None)).limit(1))
+        (report,) = calibrate(session)
+    assert report.n_benchmarks == 6
+    assert report.exclusions == {"no accept length": 1, "no baseline": 1, "no speculation setting": 1,
+                                 "critical diagnosis": 1, "superseded": 1}
+    assert report.baseline_tps is None  # the profile has none: only measured baselines were used
