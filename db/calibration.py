@@ -117,24 +117,29 @@ def _screen(
     session: Session, deployment: Deployment, baselines: Baselines, profile_baseline: float | None
 ) -> _Screened:
     """Trusted benchmarks as observations; the rest counted by why they were left out."""
+    # plain columns, not ORM objects: a deployment may hold tens of thousands of benchmarks
     rows = session.execute(
-        select(Benchmark, Run.speculative_algorithm, Run.hidden_size)
+        select(Benchmark.id, Benchmark.checkpoint_id, Benchmark.speculative_algorithm, Benchmark.num_steps,
+               Benchmark.topk, Benchmark.num_draft_tokens, Benchmark.concurrency, Benchmark.dataset,
+               Benchmark.decode_tps, Benchmark.accept_length, Benchmark.draft_hidden_size,
+               Benchmark.superseded_by_id, Run.speculative_algorithm.label("drafter_algorithm"),
+               Run.hidden_size.label("drafter_hidden_size"))
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .outerjoin(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.deployment_id == deployment.id, Benchmark.speculative_algorithm.is_not(None))
         .order_by(Benchmark.id)
     ).all()
-    rates = _rates_by_checkpoint(session, {b.checkpoint_id for b, *_ in rows if b.checkpoint_id})
+    rates = _rates_by_checkpoint(session, {b.checkpoint_id for b in rows if b.checkpoint_id})
     out = _Screened()
-    for bench, drafter_algorithm, drafter_hidden_size in rows:
+    for bench in rows:
         topk = bench.topk or 1
         steps = benchmark_steps(bench)
         verdict = diagnose(GapContext(
             decomposition=None,
             benchmark_algorithm=bench.speculative_algorithm,
-            drafter_algorithm=drafter_algorithm,
+            drafter_algorithm=bench.drafter_algorithm,
             draft_hidden_size=bench.draft_hidden_size,
-            drafter_hidden_size=drafter_hidden_size,
+            drafter_hidden_size=bench.drafter_hidden_size,
         ))
         baseline = baselines.lookup(deployment.id, bench.concurrency, bench.dataset) or profile_baseline
         trained = rates.get(bench.checkpoint_id) if bench.checkpoint_id else None

@@ -46,8 +46,9 @@ class RefreshSummary:
     skipped: int = 0
 
 
-def benchmark_steps(bench: Benchmark) -> int | None:
-    """K of a benchmark: given, or N - 1 for a chain; None when a tree does not say."""
+def benchmark_steps(bench) -> int | None:
+    """K of a benchmark (a Benchmark or a row with its columns): given, or N - 1 for a chain; None when
+    a tree does not say."""
     if bench.num_steps:
         return bench.num_steps
     if bench.num_draft_tokens and (bench.topk or 1) == 1:
