@@ -95,7 +95,7 @@ def test_a_slower_baseline_step_gives_fewer_tps(params, tau, k, slower):
 def test_break_even_tau_gives_exactly_the_baseline(params, tau, k):
     break_even = throughput(params, tau, k).break_even_accept_length
     assert throughput(params, break_even, k).tps == pytest.approx(params.baseline_tps)
-    assert break_even >= 1.0
+    assert break_even >= 1.0 - 1e-12  # a round is never shorter than a baseline step
 
 
 @invariant
