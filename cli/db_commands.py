@@ -4,7 +4,6 @@ import click
 
 from specdash.cli.common import db_option, db_url, open_db
 from specdash.db.engine import make_engine, reading
-from specdash.db.queries import is_empty
 from specdash.db.schema import current_revision, head_revision, upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
 from specdash.ingest.pipeline import describe, ingest_bytes
@@ -50,6 +49,8 @@ def demo(ctx: click.Context, if_empty: bool) -> None:
     """
     engine = open_db(ctx)
     if if_empty:
+        from specdash.db.queries import is_empty  # imports pandas: loaded by the commands that query
+
         with reading(engine) as session:
             if not is_empty(session):
                 click.echo("database already has data; demo not loaded")

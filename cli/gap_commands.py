@@ -8,7 +8,6 @@ import click
 
 from specdash.cli.common import db_option, open_db
 from specdash.db.engine import reading, transaction
-from specdash.db.queries import gap_rows
 from specdash.db.refresh import refresh
 
 JSON_FIELDS = (
@@ -96,6 +95,8 @@ def gaps(ctx: click.Context, threshold, status, source, fmt) -> None:
     """
     engine = open_db(ctx)
     with reading(engine) as session:
+        from specdash.db.queries import gap_rows  # imports pandas: only the commands that query load it
+
         rows = gap_rows(session, threshold=threshold, status=status, source=source)
     if fmt == "json":
         click.echo(json.dumps(_json_rows(rows), indent=2))
@@ -118,6 +119,8 @@ def check(ctx: click.Context, threshold) -> None:
     """
     engine = open_db(ctx)
     with reading(engine) as session:
+        from specdash.db.queries import gap_rows
+
         rows = gap_rows(session, threshold=threshold, status="open")
     if not rows:
         click.echo("ok: no open alerts above the threshold")

@@ -7,7 +7,7 @@ import click
 
 from specdash.cli.common import db_option, open_db
 from specdash.ingest.formats import FORMATS
-from specdash.ingest.pipeline import describe, ingest_path
+from specdash.ingest.pipeline import describe, describe_totals, ingest_path
 from specdash.ingest.problems import format_report
 from specdash.ingest.store import LinkOptions
 
@@ -16,9 +16,9 @@ from specdash.ingest.store import LinkOptions
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt_name", metavar="NAME", help="Force a format (see 'specdash formats').")
 @click.option("--skip-invalid", is_flag=True, help="Load the valid records of a file and report the rest.")
-@click.option("--run", help="Link benchmarks to this run.")
+@click.option("--run", help="Link benchmarks to this run; name the run of a training log.")
 @click.option("--checkpoint", help="Link benchmarks to this checkpoint (with --run).")
-@click.option("--deployment", help="Attach benchmarks to this deployment.")
+@click.option("--deployment", help="Attach benchmarks to this deployment (needed when a file does not say).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @db_option
 @click.pass_context
@@ -28,15 +28,19 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, quie
     A file with any invalid record writes nothing (unless --skip-invalid); a file already loaded
     (same sha256) is skipped. Predictions and gap alerts are refreshed for what changed.
 
+    The format is detected (see 'specdash formats'); benchmarks link to checkpoints by drafter path,
+    by --run/--checkpoint, or by names in the file, and the summary says what was matched or created.
+
     \b
     Example:
       specdash ingest results.json
+      specdash ingest --deployment "8x H100, TP8, NVLink" sglang_bench.jsonl server.log
       specdash ingest --run k25-eagle3-100k-ttt5 --checkpoint epoch_5 bench.jsonl
     """
     engine = open_db(ctx)
     link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment)
     show_progress = not quiet and sys.stderr.isatty()
-    failed = []
+    failed, results = [], []
     for name in paths:
         path = Path(name)
         if show_progress:
@@ -52,7 +56,10 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, quie
             click.echo(format_report(result.problems), err=True)
         if not result.ok:
             failed.append(result)
+        results.append(result)
         click.echo(describe(result))
+    if len(results) > 1:
+        click.echo(describe_totals(results))
     if failed:
         hint = "" if skip_invalid else "\n\nFix the records or pass --skip-invalid"
         raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")

@@ -3,7 +3,14 @@
 import click
 
 from specdash import __version__
-from specdash.cli import db_commands, gap_commands, ingest_commands, model_commands, serve_command
+from specdash.cli import (
+    db_commands,
+    export_commands,
+    gap_commands,
+    ingest_commands,
+    model_commands,
+    serve_command,
+)
 from specdash.cli.common import db_option
 
 
@@ -24,6 +31,8 @@ for command in (
     db_commands.demo,
     ingest_commands.ingest,
     ingest_commands.formats,
+    export_commands.export,
+    export_commands.schema,
     gap_commands.predict,
     gap_commands.gaps,
     gap_commands.check,

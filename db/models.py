@@ -162,6 +162,9 @@ class MetricPoint(Base):
     """Long-format training metrics; a narrow primary key keeps millions of rows cheap."""
 
     __tablename__ = "metric_point"
+    # On SQLite the rows live in the primary-key b-tree itself: one b-tree to write per point instead
+    # of a rowid table plus an index, and range reads by (run, key, step) touch one structure.
+    __table_args__ = {"sqlite_with_rowid": False}
 
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), primary_key=True)
     key_id: Mapped[int] = mapped_column(ForeignKey("metric_key.id"), primary_key=True)
@@ -208,6 +211,17 @@ class Benchmark(Base):
     median_tpot_ms: Mapped[float | None] = mapped_column(Float)
     median_ttft_ms: Mapped[float | None] = mapped_column(Float)
     median_itl_ms: Mapped[float | None] = mapped_column(Float)
+    p99_tpot_ms: Mapped[float | None] = mapped_column(Float)
+    p99_ttft_ms: Mapped[float | None] = mapped_column(Float)
+    p99_itl_ms: Mapped[float | None] = mapped_column(Float)
+    request_rate: Mapped[float | None] = mapped_column(Float)  # requests/s; inf: all sent at once
+    # Spread of per-request decode tok/s over the intervals of a server log the benchmark summarises.
+    decode_tps_p10: Mapped[float | None] = mapped_column(Float)
+    decode_tps_p90: Mapped[float | None] = mapped_column(Float)
+    interval_count: Mapped[int | None]
+    # measured share of rounds whose first k drafts were all accepted, k = 1, 2, ...
+    position_survival: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
+    engine_version: Mapped[str | None] = mapped_column(String(40))
     drafter_path: Mapped[str | None] = mapped_column(String(1000))
     draft_hidden_size: Mapped[int | None]  # feature width the server fed the drafter, when known
     label: Mapped[str | None] = mapped_column(String(200))

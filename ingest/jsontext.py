@@ -93,3 +93,77 @@ def iter_document(text: str, decoder: json.JSONDecoder = STRICT_DECODER) -> Iter
             raise JSONPositionError("expected ',' or '}'", cur.line(cur.pos - 1))
     if cur.skip():
         raise JSONPositionError("extra data after the JSON document", cur.line())
+
+
+# Engines write Python's json.dumps output: bare Infinity/NaN are valid there (validation decides later
+# whether a field may be infinite).
+LENIENT_DECODER = json.JSONDecoder()
+MAX_DEPTH = 64
+
+
+class LinedDict(dict):
+    """A JSON object that remembers the line it starts on and the line of each key."""
+
+    line: int = 1
+    key_lines: dict[str, int]
+
+    def line_of(self, key: str | int | None) -> int:
+        return self.key_lines.get(key, self.line) if isinstance(key, str) else self.line
+
+
+def _unexpected(found: str, wanted: str) -> str:
+    return f"file ends before the JSON does (truncated?); expected {wanted}" if not found else \
+        f"expected {wanted}, found {found!r}"
+
+
+def _walk(cur: _Cursor, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise JSONPositionError(f"nested deeper than {MAX_DEPTH} levels", cur.line())
+    char = cur.skip()
+    if char == "{":
+        obj = LinedDict()
+        obj.line, obj.key_lines = cur.line(), {}
+        cur.pos += 1
+        if cur.skip() == "}":
+            cur.pos += 1
+            return obj
+        while True:
+            cur.skip()
+            key_line = cur.line()
+            key = cur.value()
+            if not isinstance(key, str):
+                raise JSONPositionError("expected a key", key_line)
+            cur.expect(":")
+            obj[key] = _walk(cur, depth + 1)
+            obj.key_lines[key] = key_line
+            nxt = cur.skip()
+            cur.pos += 1
+            if nxt == "}":
+                return obj
+            if nxt != ",":
+                raise JSONPositionError(_unexpected(nxt, "',' or '}'"), cur.line(cur.pos - 1))
+    if char == "[":
+        items: list[Any] = []
+        cur.pos += 1
+        if cur.skip() == "]":
+            cur.pos += 1
+            return items
+        while True:
+            items.append(_walk(cur, depth + 1))
+            nxt = cur.skip()
+            cur.pos += 1
+            if nxt == "]":
+                return items
+            if nxt != ",":
+                raise JSONPositionError(_unexpected(nxt, "',' or ']'"), cur.line(cur.pos - 1))
+    if not char:
+        raise JSONPositionError("unexpected end of file", cur.line())
+    return cur.value()
+
+
+def iter_values_with_lines(text: str, decoder: json.JSONDecoder = LENIENT_DECODER) -> Iterator[Any]:
+    """Every JSON value of a text holding one or more (a document, or JSONL written by appending),
+    objects as LinedDicts so problems can name their line."""
+    cur = _Cursor(text, decoder)
+    while cur.skip():
+        yield _walk(cur, 0)

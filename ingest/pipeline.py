@@ -1,26 +1,31 @@
 """Ingest one file (from disk or from the upload page): hash, detect, parse, validate, store, refresh gaps.
 
 Everything from one file is written in one transaction; a file with problems writes nothing unless
-`skip_invalid` is set, and a file already ingested (same sha256) is skipped."""
+`skip_invalid` is set, and a file already ingested (same sha256) is skipped. `preview_bytes` runs the
+same path in a transaction that is always rolled back, for a dry run."""
 
 import hashlib
 import io
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from sqlalchemy import Engine, select, update
+from sqlalchemy.orm import Session
 
-from specdash.db.engine import transaction
-from specdash.db.models import Benchmark, IngestedFile
+from specdash.db.engine import WRITE_OPTION, transaction
+from specdash.db.models import Benchmark, Gap, IngestedFile
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.ingest.formats import BY_NAME, Format, Located, detect_format
 from specdash.ingest.problems import Problem
-from specdash.ingest.store import LinkError, LinkOptions, Store, StoreSummary
+from specdash.ingest.store import BenchmarkLink, LinkError, LinkOptions, Store, StoreSummary
 
 HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
+MAX_LINKS_SHOWN = 5
 
 Progress = Callable[[int], None]
 
@@ -39,6 +44,28 @@ class FileResult:
     @property
     def ok(self) -> bool:
         return self.status != "failed"
+
+
+@dataclass
+class Preview:
+    """What ingesting a file would do, computed without writing anything."""
+
+    path: str
+    format: str | None
+    sha256: str
+    already_ingested: str | None  # path it was ingested as, when it was
+    problems: list[Problem]
+    store: StoreSummary | None  # records, created and duplicate counts, links per benchmark
+    refresh: RefreshSummary | None
+    gaps: list[dict] = field(default_factory=list)  # benchmark line, prediction source, gap, severity
+
+    @property
+    def ok(self) -> bool:
+        return self.format is not None and not any(p.kind == "parse" for p in self.problems)
+
+    @property
+    def links(self) -> list[BenchmarkLink]:
+        return self.store.links if self.store else []
 
 
 class _Rollback(Exception):
@@ -89,6 +116,62 @@ def _detect(opener: Callable[[], BinaryIO], name: str, fmt_name: str | None) -> 
     return fmt
 
 
+@contextmanager
+def file_transaction(engine: Engine, bulk_points: bool = False) -> Iterator[Session]:
+    """The write transaction of one file. For a training-metrics file on SQLite, foreign-key
+    enforcement is off for its duration: every point references a run and keys this same transaction
+    created or read, and a per-row check would cost as much as the insert itself."""
+    if not (bulk_points and engine.dialect.name == "sqlite"):
+        with transaction(engine) as session:
+            yield session
+        return
+    with engine.connect() as connection:
+        raw = connection.connection.driver_connection
+        raw.execute("PRAGMA foreign_keys=OFF")  # only takes effect outside a transaction: before BEGIN
+        try:
+            bind = connection.execution_options(**{WRITE_OPTION: True})
+            with Session(bind, expire_on_commit=False) as session, session.begin():
+                yield session
+        finally:
+            raw.execute("PRAGMA foreign_keys=ON")
+
+
+def _already(session: Session, digest: str) -> IngestedFile | None:
+    return session.scalar(select(IngestedFile).where(IngestedFile.sha256 == digest))
+
+
+def _load(
+    session: Session, fmt: Format, name: str, opener, link, progress, problems: list[Problem]
+) -> tuple[Store, int]:
+    """Parse and store every record of the file in the session's transaction."""
+    store = Store(session, link, fmt.name)
+    with opener() as raw:
+        counting = _CountingReader(raw, progress)
+        text = io.TextIOWrapper(
+            io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8", errors=fmt.decode_errors
+        )
+        try:
+            for item in fmt.parse(text, name, link):
+                if isinstance(item, Problem):
+                    problems.append(item)
+                else:
+                    _add(store, item, name, problems)
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
+        size = raw.tell() if raw.seekable() else 0
+    store.finish()
+    if store.summary.records == 0 and not problems:
+        problems.append(Problem(name, None, None, "no records found", "parse"))
+    return store, size
+
+
+def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
+    # New benchmarks change only their own gaps (and, for a baseline, those on its deployment);
+    # changed profiles, acceptance or external predictions can change any.
+    everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
+    return refresh(session, None if everything else summary.benchmark_ids)
+
+
 def ingest_source(
     engine: Engine,
     name: str,
@@ -101,35 +184,22 @@ def ingest_source(
 ) -> FileResult:
     digest = sha256_of(opener)
     with transaction(engine, write=False) as session:
-        seen = session.scalar(select(IngestedFile).where(IngestedFile.sha256 == digest))
+        seen = _already(session, digest)
         if seen is not None:
-            return FileResult(
-                name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}"
-            )
+            return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
     fmt = _detect(opener, name, fmt_name)
     if isinstance(fmt, Problem):
         return FileResult(name, "failed", None, digest, problems=[fmt])
 
     result = FileResult(name, "loaded", fmt.name, digest)
     try:
-        with transaction(engine) as session:
-            store = Store(session, link)
-            size = 0
-            with opener() as raw:
-                counting = _CountingReader(raw, progress)
-                text = io.TextIOWrapper(io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8")
-                try:
-                    for item in fmt.parse(text, name):
-                        if isinstance(item, Problem):
-                            result.problems.append(item)
-                            continue
-                        _add(store, item, name, result.problems)
-                except UnicodeDecodeError as exc:
-                    result.problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
-                size = raw.tell() if raw.seekable() else 0
-            summary = store.finish()
-            if summary.records == 0 and not result.problems:
-                result.problems.append(Problem(name, None, None, "no records found", "parse"))
+        with file_transaction(engine, fmt.bulk_points) as session:
+            # Another process may have loaded the same file while this one waited for the write lock.
+            seen = _already(session, digest)
+            if seen is not None:
+                return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
+            store, size = _load(session, fmt, name, opener, link, progress, result.problems)
+            summary = store.summary
             if result.problems and (not skip_invalid or summary.records == 0):
                 raise _Rollback
             ingested = IngestedFile(
@@ -143,10 +213,7 @@ def ingest_source(
                     .where(Benchmark.id.in_(summary.benchmark_ids))
                     .values(ingested_file_id=ingested.id)
                 )
-            # Benchmarks alone change only their own gaps; profiles, checkpoints and predictions can
-            # change any.
-            only_benchmarks = set(summary.created) <= {"benchmark", "deployment"} and not summary.updated
-            result.refresh = refresh(session, summary.benchmark_ids if only_benchmarks else None)
+            result.refresh = _refresh(session, summary)
             result.store = summary
     except _Rollback:
         result.status = "failed"
@@ -154,9 +221,54 @@ def ingest_source(
     return result
 
 
+def preview_source(
+    engine: Engine,
+    name: str,
+    opener: Callable[[], BinaryIO],
+    *,
+    fmt_name: str | None = None,
+    link: LinkOptions | None = None,
+) -> Preview:
+    """Detect, validate, link, predict: everything ingest does, then roll it all back."""
+    digest = sha256_of(opener)
+    fmt = _detect(opener, name, fmt_name)
+    if isinstance(fmt, Problem):
+        return Preview(name, None, digest, None, [fmt], None, None)
+    problems: list[Problem] = []
+    preview = Preview(name, fmt.name, digest, None, problems, None, None)
+    try:
+        with file_transaction(engine, fmt.bulk_points) as session:
+            seen = _already(session, digest)
+            preview.already_ingested = seen.path if seen is not None else None
+            store, _ = _load(session, fmt, name, opener, link, None, problems)
+            preview.store = store.summary
+            if store.summary.benchmark_ids:
+                preview.refresh = _refresh(session, store.summary)
+                preview.gaps = _gap_rows(session, store.summary)
+            raise _Rollback  # a preview never writes
+    except _Rollback:
+        pass
+    return preview
+
+
+def _gap_rows(session: Session, summary: StoreSummary) -> list[dict]:
+    if not summary.benchmark_ids:
+        return []
+    rows = session.execute(
+        select(Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses)
+        .where(Gap.benchmark_id.in_(summary.benchmark_ids))
+        .order_by(Gap.benchmark_id)
+    ).all()
+    return [
+        dict(benchmark_id=b, gap=g, measured_tps=m, predicted_tps=p, severity=s,
+             diagnoses=[d["code"] for d in (diag or [])])
+        for b, g, m, p, s, diag in rows
+    ]
+
+
 def _add(store: Store, item: Located, name: str, problems: list[Problem]) -> None:
     try:
-        store.add(item.record)
+        store.add(item.record, item.line)
     except LinkError as exc:
         problems.append(Problem(name, item.line, exc.field, str(exc)))
 
@@ -170,6 +282,24 @@ def ingest_bytes(engine: Engine, name: str, data: bytes, **options) -> FileResul
     return ingest_source(engine, name, lambda: io.BytesIO(data), **options)
 
 
+def preview_bytes(
+    engine: Engine, name: str, data: bytes, fmt_name: str | None = None, link: LinkOptions | None = None
+) -> Preview:
+    return preview_source(engine, name, lambda: io.BytesIO(data), fmt_name=fmt_name, link=link)
+
+
+def describe_links(links: list[BenchmarkLink]) -> str:
+    """'run7/epoch_2 by path (2), baseline (1)': where a file's benchmarks went, most frequent first."""
+    counts = Counter(
+        "baseline" if link.how == "baseline" else f"{link.target} {link.how}" if link.run else "not linked"
+        for link in links if not link.duplicate
+    )
+    shown = [f"{what} ({n})" for what, n in counts.most_common(MAX_LINKS_SHOWN)]
+    if len(counts) > MAX_LINKS_SHOWN:
+        shown.append(f"{len(counts) - MAX_LINKS_SHOWN} more")
+    return ", ".join(shown)
+
+
 def describe(result: FileResult) -> str:
     """One paragraph on what happened to a file, the same in the CLI and the upload page."""
     if result.status == "skipped":
@@ -181,12 +311,33 @@ def describe(result: FileResult) -> str:
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
     if s.metric_points:
         parts.append(f"{s.metric_points} metric point(s)")
+    if s.derived_acceptance:
+        parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:
         parts.append(f"{s.linked} benchmark(s) linked to a checkpoint, {s.unlinked} not linked")
+        parts.append(f"benchmarks: {describe_links(s.links)}")
     if s.duplicates:
         parts.append(f"{s.duplicates} duplicate record(s) skipped")
     if result.problems:
         parts.append(f"{len(result.problems)} invalid record(s) skipped")
     if r is not None:
         parts.append(f"{r.predictions} prediction(s) refreshed, {r.new_alerts} new alert(s)")
+    return "; ".join(parts) + "."
+
+
+def describe_totals(results: list[FileResult]) -> str:
+    """The closing paragraph of a multi-file ingest: files, records, what was linked and created."""
+    loaded = [r for r in results if r.status == "loaded"]
+    created: Counter = Counter()
+    for r in loaded:
+        created.update(r.store.created)
+    status = Counter(r.status for r in results)
+    parts = [
+        f"{len(results)} file(s): {status['loaded']} loaded, {status['skipped']} skipped, {status['failed']} failed",
+        f"{sum(r.store.records for r in loaded)} record(s)",
+        f"created {', '.join(f'{n} {k}(s)' for k, n in sorted(created.items())) or 'nothing new'}",
+        f"{sum(r.store.linked for r in loaded)} benchmark(s) linked, {sum(r.store.unlinked for r in loaded)} not linked",
+        f"{sum(r.store.duplicates for r in loaded)} duplicate(s) skipped",
+        f"{sum(r.refresh.new_alerts for r in loaded if r.refresh)} new alert(s)",
+    ]
     return "; ".join(parts) + "."

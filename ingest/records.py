@@ -4,8 +4,9 @@ Native files use exactly these fields (unknown keys are an error); engine format
 modules and produce the same records."""
 
 import math
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -18,11 +19,15 @@ Share = Annotated[float, Field(ge=0, le=1)]
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
+    # Fields where infinity means something (a request rate of inf: every request sent at once).
+    INFINITE_OK: ClassVar[frozenset[str]] = frozenset()
+
     @field_validator("*", mode="after")
     @classmethod
-    def _finite(cls, value: Any) -> Any:
+    def _finite(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError("must be a finite number")
+            if not (math.isinf(value) and value > 0 and info.field_name in cls.INFINITE_OK):
+                raise ValueError("must be a finite number")
         return value
 
 
@@ -108,6 +113,8 @@ class SpeculationSetting(Record):
 
 
 class BenchmarkRecord(SpeculationSetting):
+    INFINITE_OK: ClassVar[frozenset[str]] = frozenset({"request_rate"})
+
     kind: Literal["benchmark"] = "benchmark"
     deployment: Name
     run: Name | None = None
@@ -123,6 +130,17 @@ class BenchmarkRecord(SpeculationSetting):
     median_tpot_ms: PositiveFloat | None = None
     median_ttft_ms: NonNegFloat | None = None
     median_itl_ms: NonNegFloat | None = None
+    p99_tpot_ms: PositiveFloat | None = None
+    p99_ttft_ms: NonNegFloat | None = None
+    p99_itl_ms: NonNegFloat | None = None
+    request_rate: PositiveFloat | None = None  # requests/s; inf: all sent at once
+    # Spread of per-request decode tok/s over the intervals a server log was summarised from.
+    decode_tps_p10: PositiveFloat | None = None
+    decode_tps_p90: PositiveFloat | None = None
+    interval_count: Annotated[int, Field(ge=1)] | None = None
+    # Measured survival rate per draft position: share of rounds whose first k drafts were accepted.
+    position_survival: list[Share] | None = None
+    engine_version: Annotated[str, Field(max_length=40)] | None = None
     draft_hidden_size: Annotated[int, Field(ge=1)] | None = None
     label: str | None = None
     measured_at: datetime | None = None
@@ -171,3 +189,17 @@ RECORD_TYPES: dict[str, type[Record]] = {
     "benchmark": BenchmarkRecord,
     "prediction": PredictionRecord,
 }
+
+
+@dataclass(slots=True)
+class MetricRows:
+    """Training metrics of one run from a log or tracker export: (step, keys, values) per logged step,
+    already checked by the parser (int step >= 0, finite floats, keys <= 200 characters). A training log
+    holds millions of points, so these skip pydantic and travel in batches."""
+
+    run: str
+    steps: list[tuple[int, tuple[str, ...], list[float]]]
+    kind: ClassVar[str] = "metric_rows"
+
+
+SPECULATION_UNKNOWN = "unknown"  # speculation ran, the file does not say which algorithm

@@ -4,34 +4,32 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from specdash.db.models import (
     Benchmark,
     Checkpoint,
     Deployment,
-    MetricKey,
-    MetricPoint,
     PositionAcceptance,
     Prediction,
     Run,
 )
 from specdash.db.parameters import ensure_theory_set
+from specdash.ingest.links import name_from_path, parse_checkpoint_name, path_parts
+from specdash.ingest.metric_points import MetricPointWriter
 from specdash.ingest.records import (
+    SPECULATION_UNKNOWN,
     AnyRecord,
     BenchmarkRecord,
     CheckpointRecord,
     DeploymentRecord,
+    MetricRows,
     MetricsRecord,
     PredictionRecord,
     RunRecord,
 )
-
-METRIC_FLUSH_ROWS = 20_000
 
 
 class LinkError(ValueError):
@@ -52,6 +50,22 @@ class LinkOptions:
 
 
 @dataclass
+class BenchmarkLink:
+    """Where one benchmark of a file went: its deployment and, unless a baseline, its checkpoint."""
+
+    line: int | None
+    deployment: str
+    run: str | None = None
+    checkpoint: str | None = None
+    how: str = "baseline"  # baseline | by name | by path | by folder names | created from path | unlinked
+    duplicate: bool = False
+
+    @property
+    def target(self) -> str:
+        return f"{self.run}/{self.checkpoint}" if self.run else "-"
+
+
+@dataclass
 class StoreSummary:
     records: int = 0
     created: Counter = field(default_factory=Counter)
@@ -60,8 +74,10 @@ class StoreSummary:
     linked: int = 0
     unlinked: int = 0
     metric_points: int = 0
-    links: list[str] = field(default_factory=list)
+    links: list[BenchmarkLink] = field(default_factory=list)
     benchmark_ids: list[int] = field(default_factory=list)
+    derived_acceptance: int = 0  # checkpoints whose per-position acceptance came from training metrics
+    acceptance_changed: int = 0  # checkpoints whose per-position acceptance was set or changed
 
 
 def benchmark_record_key(record: BenchmarkRecord) -> str:
@@ -70,22 +86,17 @@ def benchmark_record_key(record: BenchmarkRecord) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
-def _insert_ignore(session: Session, table):
-    if session.bind.dialect.name == "postgresql":
-        return postgresql.insert(table).on_conflict_do_nothing()
-    return sqlite.insert(table).on_conflict_do_nothing()
-
-
 class Store:
-    def __init__(self, session: Session, link: LinkOptions | None = None):
+    def __init__(self, session: Session, link: LinkOptions | None = None, source_format: str = "specdash"):
         self.session = session
         self.link = link or LinkOptions()
+        self.source_format = source_format
         self.summary = StoreSummary()
         self._deployments: dict[str, Deployment] = {}
         self._runs: dict[str, Run] = {}
         self._checkpoints: dict[tuple[int, str], Checkpoint] = {}
-        self._keys: dict[str, int] = {}
-        self._points: list[dict] = []
+        self._new_checkpoints: list[Checkpoint] = []
+        self.points = MetricPointWriter(session)
 
     # --- lookups, created on first mention ---------------------------------------------------------
     def deployment(self, name: str, create: bool = True) -> Deployment | None:
@@ -122,31 +133,30 @@ class Store:
                 select(Checkpoint).where(Checkpoint.run_id == run.id, Checkpoint.name == name)
             )
             if row is None and create:
-                row = Checkpoint(run_id=run.id, name=name)
+                parsed = parse_checkpoint_name(name)
+                row = Checkpoint(
+                    run_id=run.id,
+                    name=name,
+                    epoch=parsed.epoch if parsed else None,
+                    step=parsed.step if parsed else None,
+                )
                 self.session.add(row)
                 self.session.flush()
                 self.summary.created["checkpoint"] += 1
+                self._new_checkpoints.append(row)
             if row is None:
                 return None
             self._checkpoints[key] = row
         return self._checkpoints[key]
 
-    def metric_key_id(self, name: str) -> int:
-        if name not in self._keys:
-            key_id = self.session.scalar(select(MetricKey.id).where(MetricKey.name == name))
-            if key_id is None:
-                row = MetricKey(name=name)
-                self.session.add(row)
-                self.session.flush()
-                key_id = row.id
-            self._keys[name] = key_id
-        return self._keys[name]
-
     # --- records -------------------------------------------------------------------------------------
-    def add(self, record: AnyRecord) -> None:
-        self.summary.records += 1
+    def add(self, record: AnyRecord | MetricRows, line: int | None = None) -> None:
+        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
         handler = getattr(self, f"_add_{record.kind}")
-        handler(record)
+        if record.kind == "benchmark":
+            handler(record, line)
+        else:
+            handler(record)
 
     def _upsert(self, row, record, fields: set[str], kind: str) -> None:
         changed = False
@@ -188,70 +198,106 @@ class Store:
             return
         checkpoint.position_acceptance.clear()
         self.session.flush()
+        self.summary.acceptance_changed += 1
         for position, rate in enumerate(rates):
             checkpoint.position_acceptance.append(
                 PositionAcceptance(position=position, rate=rate, source=source)
             )
 
     def _add_metrics(self, record: MetricsRecord) -> None:
-        run_id = self.run(record.run).id
-        for key, value in record.values.items():
-            self._points.append(
-                {"run_id": run_id, "key_id": self.metric_key_id(key), "step": record.step, "value": value}
-            )
-        if len(self._points) >= METRIC_FLUSH_ROWS:
-            self.flush_points()
+        values = record.values
+        self.points.add(self.run(record.run).id, [(record.step, tuple(values), list(values.values()))])
 
-    def flush_points(self) -> None:
-        if self._points:
-            self.session.execute(_insert_ignore(self.session, MetricPoint), self._points)
-            self.summary.metric_points += len(self._points)
-            self._points = []
+    def _add_metric_rows(self, record: MetricRows) -> None:
+        run = self._runs.get(record.run) or self.run(record.run)
+        self.points.add(run.id, record.steps)
 
     def resolve_checkpoint(
-        self, run: str | None, checkpoint: str | None, drafter_path: str | None, field_prefix: str = ""
-    ) -> Checkpoint | None:
-        """By explicit names (created when missing), then by drafter path: exact, then its folder names."""
+        self, run: str | None, checkpoint: str | None, drafter_path: str | None
+    ) -> tuple[Checkpoint | None, str]:
+        """By names (created when missing), then by drafter path: exact, then its folder names; a path
+        nothing matches names a new run and checkpoint. Returns the checkpoint and how it was found."""
         run = self.link.run or run
         checkpoint = self.link.checkpoint or checkpoint
         if run and checkpoint:
-            return self.checkpoint(self.run(run), checkpoint)
-        if drafter_path:
-            row = self.session.scalar(select(Checkpoint).where(Checkpoint.path == drafter_path).limit(1))
-            if row is not None:
-                return row
-            parts = PurePosixPath(drafter_path.replace("\\", "/").rstrip("/")).parts
-            if len(parts) >= 2:
-                found = self.checkpoint(self.run(parts[-2], create=False) or Run(id=-1), parts[-1], False)
-                if found is not None:
-                    return found
-            if parts:
-                rows = self.session.scalars(select(Checkpoint).where(Checkpoint.name == parts[-1])).all()
-                if len(rows) == 1:
-                    return rows[0]
+            return self.checkpoint(self.run(run), checkpoint), "by name"
         if checkpoint and not run:
-            raise LinkError(f"{field_prefix}run", f"checkpoint '{checkpoint}' needs a run to link to")
+            rows = self.session.scalars(select(Checkpoint).where(Checkpoint.name == checkpoint)).all()
+            if len(rows) == 1:
+                return rows[0], "by name"
+            raise LinkError("run", f"checkpoint '{checkpoint}' needs a run to link to")
+        if not drafter_path:
+            return None, "unlinked"
+        found = self._match_path(drafter_path, run)
+        if found is not None:
+            return found
+        derived = name_from_path(drafter_path)
+        if derived is None:
+            return None, "unlinked"
+        owner = self.run(run or derived.run, create=False)
+        existing = self.checkpoint(owner, derived.checkpoint, create=False) if owner is not None else None
+        if existing is not None:  # e.g. a hub id whose run was stored before
+            return existing, "by folder names"
+        row = self.checkpoint(self.run(run or derived.run), derived.checkpoint)
+        row.path = drafter_path
+        return row, "created from path"
+
+    def _match_path(self, drafter_path: str, run_name: str | None) -> tuple[Checkpoint, str] | None:
+        query = select(Checkpoint).where(Checkpoint.path == drafter_path)
+        if run_name:
+            query = query.join(Run).where(Run.name == run_name)
+        row = self.session.scalar(query.limit(1))
+        if row is not None:
+            return row, "by path"
+        parts = path_parts(drafter_path)
+        if not parts:
+            return None
+        parsed = parse_checkpoint_name(parts[-1])
+        if run_name:
+            owners = [run_name]
+        else:  # the parent folder, or the run a "{run}-stepN" folder names
+            owners = [name for name in (parts[-2] if len(parts) >= 2 else None, parsed and parsed.run) if name]
+        for owner in owners:
+            owner_run = self.run(owner, create=False)
+            if owner_run is not None:
+                found = self.checkpoint(owner_run, parts[-1], create=False)
+                if found is not None:
+                    return found, "by folder names"
+        if not run_name:
+            rows = self.session.scalars(select(Checkpoint).where(Checkpoint.name == parts[-1])).all()
+            if len(rows) == 1:
+                return rows[0], "by folder names"
         return None
 
-    def _add_benchmark(self, record: BenchmarkRecord) -> None:
+    def _add_benchmark(self, record: BenchmarkRecord, line: int | None = None) -> None:
+        deployment_name = self.link.deployment or record.deployment
         key = benchmark_record_key(record)
         if self.session.scalar(select(Benchmark.id).where(Benchmark.record_key == key)) is not None:
             self.summary.duplicates += 1
+            self.summary.links.append(BenchmarkLink(line, deployment_name, how="duplicate", duplicate=True))
             return
-        deployment = self.deployment(self.link.deployment or record.deployment)
-        checkpoint = None
-        if record.speculative_algorithm is not None:
-            checkpoint = self.resolve_checkpoint(record.run, record.checkpoint, record.drafter_path)
+        deployment = self.deployment(deployment_name)
+        checkpoint, how = None, "baseline"
+        algorithm = record.speculative_algorithm
+        if algorithm is not None:
+            checkpoint, how = self.resolve_checkpoint(record.run, record.checkpoint, record.drafter_path)
             if checkpoint is None:
                 self.summary.unlinked += 1
             else:
                 self.summary.linked += 1
-                self.summary.links.append(f"{checkpoint.run.name}/{checkpoint.name}")
+                if algorithm == SPECULATION_UNKNOWN and checkpoint.run.speculative_algorithm:
+                    algorithm = checkpoint.run.speculative_algorithm  # the file does not say; the run does
+        link = BenchmarkLink(line, deployment.name, how=how)
+        if checkpoint is not None:
+            link.run, link.checkpoint = checkpoint.run.name, checkpoint.name
+        self.summary.links.append(link)
         fields = record.model_dump(exclude={"kind", "deployment", "run", "checkpoint"})
+        fields["speculative_algorithm"] = algorithm
         row = Benchmark(
             record_key=key,
             deployment_id=deployment.id,
             checkpoint_id=checkpoint.id if checkpoint else None,
+            source_format=self.source_format,
             **fields,
         )
         self.session.add(row)
@@ -289,6 +335,24 @@ class Store:
             self.summary.updated["prediction"] += 1
 
     def finish(self) -> StoreSummary:
-        self.flush_points()
+        self.points.flush()
+        self.summary.metric_points = self.points.written
+        self.session.flush()
+        self._derive_acceptance()
         self.session.flush()
         return self.summary
+
+    def _derive_acceptance(self) -> None:
+        """Checkpoints with a known step and no per-position acceptance take it from the training
+        accuracies (train/acc_i) logged at the last step up to theirs."""
+        candidates = {c.id: c for c in self._new_checkpoints}
+        for run_id in self.points.run_ids:
+            for row in self.session.scalars(select(Checkpoint).where(Checkpoint.run_id == run_id)):
+                candidates[row.id] = row
+        for checkpoint in candidates.values():
+            if checkpoint.step is None or checkpoint.position_acceptance:
+                continue
+            rates = self.points.accuracies_at(checkpoint.run_id, checkpoint.step)
+            if rates:
+                self.set_acceptance(checkpoint, rates, "training")
+                self.summary.derived_acceptance += 1

@@ -1,21 +1,20 @@
 """The input formats specdash reads. Each module gives NAME, HELP, detect() and parse().
 
-detect(head, filename) looks at the first bytes (decoded text) and the file name; parse(stream, path)
-reads a text stream and yields Located records or Problems."""
+detect(head, filename) looks at the first bytes (decoded text) and the file name; parse(stream, path,
+link) reads a text stream and yields Located records or Problems. `link` carries the names the user gave
+(`--run/--checkpoint/--deployment`), which engine formats need when the file does not say."""
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TextIO
 
-from specdash.ingest.formats import native
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import AnyRecord
+from specdash.ingest.records import AnyRecord, MetricRows
 
 
 @dataclass(frozen=True)
 class Located:
     line: int | None
-    record: AnyRecord
+    record: "AnyRecord | MetricRows"
 
 
 @dataclass(frozen=True)
@@ -23,13 +22,37 @@ class Format:
     name: str
     help: str
     detect: Callable[[str, str], bool]
-    parse: Callable[[TextIO, str], Iterator["Located | Problem"]]
+    parse: Callable[..., Iterator["Located | Problem"]]
+    # Logs may hold the odd undecodable byte; structured formats must be valid UTF-8.
+    decode_errors: str = "strict"
+    # Formats of training metrics: millions of points, written with foreign-key checks off (see pipeline).
+    bulk_points: bool = False
 
 
-FORMATS: list[Format] = [
-    Format(native.NAME, native.HELP, native.detect, native.parse),
-]
+def _registry() -> list[Format]:
+    from specdash.ingest.formats import (
+        native,
+        sglang_batch,
+        sglang_log,
+        sglang_serving,
+        specbundle,
+        specforge_bench,
+        specforge_log,
+        specforge_tracker,
+        vllm_log,
+        vllm_serve,
+    )
 
+    formats = [native.FORMAT, native.CSV_FORMAT]
+    # More specific detectors first: a vLLM result also has SGLang-like keys, a SpecBundle file is JSON.
+    for module in (specbundle, specforge_bench, vllm_serve, sglang_serving, sglang_batch):
+        formats.extend(module.FORMATS)
+    for module in (specforge_tracker, specforge_log, vllm_log, sglang_log):
+        formats.extend(module.FORMATS)
+    return formats
+
+
+FORMATS: list[Format] = _registry()
 BY_NAME = {f.name: f for f in FORMATS}
 
 

@@ -7,7 +7,9 @@ from typing import TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
+from specdash.ingest.formats import Format, native_csv
 from specdash.ingest.jsontext import STRICT_DECODER, JSONPositionError, iter_document
+from specdash.ingest.lines import MAX_DOCUMENT_CHARS, TooLong, bounded_lines, read_document
 from specdash.ingest.problems import Problem, from_validation_error
 from specdash.ingest.records import RECORD_TYPES
 
@@ -24,7 +26,8 @@ SECTIONS = {
     "benchmarks": "benchmark",
     "predictions": "prediction",
 }
-MAX_LINE_CHARS = 5_000_000
+MAX_RECORD_CHARS = 8 * 1024 * 1024
+MAX_LINE_CHARS = MAX_RECORD_CHARS
 ADAPTERS = {kind: TypeAdapter(model) for kind, model in RECORD_TYPES.items()}
 
 
@@ -59,17 +62,26 @@ def _is_record_line(text: str) -> bool:
     return isinstance(value, dict) and "specdash" not in value
 
 
-def parse(stream: TextIO, path: str) -> Iterator:
+def parse(stream: TextIO, path: str, link=None) -> Iterator:
     """JSONL is streamed line by line; a document is read whole (documents are small, JSONL may not be)."""
-    leading: list[str] = []
-    for text in stream:
-        leading.append(text)
-        if text.strip():
+    lines = bounded_lines(stream, MAX_LINE_CHARS)
+    leading: list[tuple[int, str | TooLong]] = []
+    for number, text in lines:
+        leading.append((number, text))
+        if isinstance(text, TooLong) or text.strip():
             break
-    if leading and _is_record_line(leading[-1]):
-        yield from _parse_lines(itertools.chain(leading, stream), path)
-    else:
-        yield from _parse_document("".join(leading) + stream.read(), path)
+    first = leading[-1][1] if leading else ""
+    if isinstance(first, str) and _is_record_line(first):
+        yield from _parse_lines(itertools.chain(leading, lines), path)
+        return
+    if isinstance(first, TooLong):
+        yield Problem(path, leading[-1][0], None, f"line longer than {MAX_LINE_CHARS:,} characters", "parse")
+        return
+    rest = read_document(stream, MAX_DOCUMENT_CHARS)
+    if rest is None:
+        yield Problem(path, None, None, f"document larger than {MAX_DOCUMENT_CHARS:,} characters", "parse")
+        return
+    yield from _parse_document("".join(t for _, t in leading) + rest, path)
 
 
 def _parse_document(text: str, path: str) -> Iterator:
@@ -97,8 +109,8 @@ def _parse_document(text: str, path: str) -> Iterator:
 
 
 def _parse_lines(lines, path: str) -> Iterator:
-    for number, text in enumerate(lines, start=1):
-        if len(text) > MAX_LINE_CHARS:
+    for number, text in lines:
+        if isinstance(text, TooLong):
             yield Problem(path, number, None, f"line longer than {MAX_LINE_CHARS:,} characters", kind="parse")
             continue
         if not text.strip():
@@ -112,3 +124,7 @@ def _parse_lines(lines, path: str) -> Iterator:
             yield Problem(path, number, None, "expected a JSON object", kind="parse")
             continue
         yield from _validate(path, number, value.get("kind", ""), value, "")
+
+
+FORMAT = Format(NAME, HELP, detect, parse)
+CSV_FORMAT = Format(native_csv.NAME, native_csv.HELP, native_csv.detect, native_csv.parse)

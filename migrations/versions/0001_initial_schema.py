@@ -119,6 +119,7 @@ def upgrade() -> None:
             ["run_id"], ["run.id"], name=op.f("fk_metric_point_run_id_run"), ondelete="CASCADE"
         ),
         sa.PrimaryKeyConstraint("run_id", "key_id", "step", name=op.f("pk_metric_point")),
+        sqlite_with_rowid=False,
     )
     op.create_table(
         "parameter_set",
@@ -170,6 +171,15 @@ def upgrade() -> None:
         sa.Column("median_tpot_ms", sa.Float(), nullable=True),
         sa.Column("median_ttft_ms", sa.Float(), nullable=True),
         sa.Column("median_itl_ms", sa.Float(), nullable=True),
+        sa.Column("p99_tpot_ms", sa.Float(), nullable=True),
+        sa.Column("p99_ttft_ms", sa.Float(), nullable=True),
+        sa.Column("p99_itl_ms", sa.Float(), nullable=True),
+        sa.Column("request_rate", sa.Float(), nullable=True),
+        sa.Column("decode_tps_p10", sa.Float(), nullable=True),
+        sa.Column("decode_tps_p90", sa.Float(), nullable=True),
+        sa.Column("interval_count", sa.Integer(), nullable=True),
+        sa.Column("position_survival", sa.JSON(none_as_null=True), nullable=True),
+        sa.Column("engine_version", sa.String(length=40), nullable=True),
         sa.Column("drafter_path", sa.String(length=1000), nullable=True),
         sa.Column("draft_hidden_size", sa.Integer(), nullable=True),
         sa.Column("label", sa.String(length=200), nullable=True),

@@ -1,0 +1,139 @@
+"""What the engine formats share: tolerant input models, field-located problems, the derivation of
+per-request decode tok/s, deployment names, and a raw record safe to store."""
+
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from specdash.ingest.formats import Located
+from specdash.ingest.jsontext import LinedDict
+from specdash.ingest.problems import Problem
+from specdash.ingest.records import BenchmarkRecord, DeploymentRecord, RunRecord
+from specdash.ingest.store import LinkOptions
+
+# Per-request lists a benchmark may carry (one value per prompt); kept out of the stored raw record.
+DETAIL_KEYS = frozenset(
+    {"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors", "latencies",
+     "start_times", "queue_times", "input_texts", "input_request_ids", "document_lens", "documents_list"}
+)
+MAX_RAW_STRING = 2000
+
+ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "nextn": "NEXTN", "mtp": "MTP", "medusa": "MEDUSA",
+              "ngram": "NGRAM", "standalone": "STANDALONE", "deepseek_mtp": "MTP"}
+
+
+class EngineModel(BaseModel):
+    """An engine's record: unknown keys ignored (engines add keys between versions), numbers finite."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, populate_by_name=True)
+
+
+def located_problems(
+    path: str, line: int | None, error: ValidationError, data: Any = None, prefix: str = ""
+) -> list[Problem]:
+    """One problem per error, on the line of the offending key when the data knows it."""
+    problems = []
+    for item in error.errors(include_url=False):
+        loc = [str(part) for part in item["loc"]]
+        where = line
+        node = data
+        for part in item["loc"]:  # walk down to the innermost object that knows its lines
+            if isinstance(node, LinedDict):
+                where = node.line_of(part) if isinstance(part, str) else node.line
+                node = node.get(part) if isinstance(part, str) else None
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+                if isinstance(node, LinedDict):
+                    where = node.line
+            else:
+                break
+        message = item["msg"].removeprefix("Value error, ")
+        field = ".".join([prefix, *loc] if prefix else loc) or None
+        problems.append(Problem(path, where, field, message))
+    return problems
+
+
+def validate(model: type[BaseModel], data: Any, path: str, line: int | None, prefix: str = ""):
+    """The model instance, or the list of problems."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        return located_problems(path, line, exc, data, prefix)
+
+
+def benchmark(path: str, line: int | None, prefix: str = "", **fields) -> Iterator["Located | Problem"]:
+    """A benchmark record from fields an engine parser derived; problems name the record's fields."""
+    try:
+        yield Located(line, BenchmarkRecord(**fields))
+    except ValidationError as exc:
+        yield from located_problems(path, line, exc, None, prefix)
+
+
+def per_request_tps(
+    median_tpot_ms: float | None, output_throughput: float | None, concurrency: float | None
+) -> float | None:
+    """Per-request decode tok/s: 1000 / median TPOT when measured, else aggregate / concurrency."""
+    if median_tpot_ms and median_tpot_ms > 0:
+        return 1000.0 / median_tpot_ms
+    if output_throughput and concurrency and concurrency > 0:
+        return output_throughput / concurrency
+    return None
+
+
+def algorithm_name(value: str | None) -> str | None:
+    if value is None or not str(value).strip() or str(value).strip().upper() == "NONE":
+        return None
+    text = str(value).strip()
+    return ALGORITHMS.get(text.lower(), text.upper())
+
+
+def model_short_name(model_path: str | None) -> str | None:
+    if not model_path:
+        return None
+    parts = PurePosixPath(str(model_path).rstrip("/")).parts
+    return parts[-1] if parts else None
+
+
+def deployment_name(engine: str, model: str | None, tp_size: int | None = None) -> str | None:
+    """A default deployment name from what an engine file says: "Llama-3.1-8B-Instruct, TP8, sglang"."""
+    short = model_short_name(model)
+    if not short:
+        return None
+    return ", ".join(part for part in (short, f"TP{tp_size}" if tp_size else None, engine) if part)
+
+
+def choose_deployment(link: LinkOptions | None, *candidates: str | None) -> str | None:
+    if link is not None and link.deployment:
+        return link.deployment
+    return next((c for c in candidates if c), None)
+
+
+def missing_deployment(path: str, line: int | None) -> Problem:
+    return Problem(path, line, "deployment", "the file does not say which deployment it measured; "
+                   "pass --deployment NAME")
+
+
+def safe_raw(value: Any, depth: int = 0) -> Any:
+    """A JSON-safe copy for Benchmark.raw: no per-request lists, no NaN/inf, strings capped."""
+    if isinstance(value, Mapping):
+        if depth > 8:
+            return None
+        return {str(k)[:200]: safe_raw(v, depth + 1) for k, v in value.items() if k not in DETAIL_KEYS}
+    if isinstance(value, list):
+        return [safe_raw(v, depth + 1) for v in value[:64]]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, str) and len(value) > MAX_RAW_STRING:
+        return value[:MAX_RAW_STRING] + "..."
+    return value
+
+
+def deployment_record(name: str, **fields) -> DeploymentRecord:
+    return DeploymentRecord(name=name, **{k: v for k, v in fields.items() if v is not None})
+
+
+def run_record(name: str, **fields) -> RunRecord:
+    return RunRecord(name=name, **{k: v for k, v in fields.items() if v is not None})

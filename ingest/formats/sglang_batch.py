@@ -1,0 +1,163 @@
+"""SGLang's batch benchmarks, JSONL one object per case:
+
+- `bench_one_batch_server` (`--result-filename`): one batch of `batch_size` requests; `output_throughput`
+  is aggregate; `acc_length` is the server's average accept length, -1 (or absent) when unknown.
+- `bench_offline_throughput` (`--result-filename`): every prompt at once through the engine; aggregate
+  throughput only, no speculation settings.
+
+Neither names its model or drafter: pass --deployment, and --run/--checkpoint for speculative runs."""
+
+import json
+from collections.abc import Iterator
+from typing import Annotated, TextIO
+
+from pydantic import Field
+
+from specdash.ingest.formats import Format
+from specdash.ingest.formats.common import (
+    EngineModel,
+    benchmark,
+    choose_deployment,
+    missing_deployment,
+    safe_raw,
+    validate,
+)
+from specdash.ingest.jsontext import LENIENT_DECODER
+from specdash.ingest.lines import TooLong, bounded_lines
+from specdash.ingest.problems import Problem
+from specdash.ingest.records import SPECULATION_UNKNOWN
+
+NonNeg = Annotated[float, Field(ge=0)]
+
+
+class OneBatchResult(EngineModel):
+    run_name: str | None = None
+    batch_size: Annotated[int, Field(ge=1)]
+    input_len: Annotated[int, Field(ge=0)] | None = None
+    output_len: Annotated[int, Field(ge=1)] | None = None
+    latency: Annotated[float, Field(gt=0)] | None = None
+    output_throughput: Annotated[float, Field(gt=0)]
+    last_gen_throughput: float | None = None  # -1 when the server did not say
+    acc_length: float | None = None  # -1 when the server did not say
+
+
+class OfflineResult(EngineModel):
+    backend: str | None = None
+    successful_requests: Annotated[int, Field(ge=1)]
+    total_latency: Annotated[float, Field(gt=0)] | None = None
+    total_output_tokens: Annotated[int, Field(ge=0)] | None = None
+    output_throughput: Annotated[float, Field(gt=0)]
+    last_gen_throughput: float | None = None
+
+
+def _first_line(head: str) -> str:
+    return head.lstrip().split("\n", 1)[0]
+
+
+def detect_one_batch(head: str, filename: str) -> bool:
+    first = _first_line(head)
+    return first.startswith("{") and all(
+        key in first for key in ('"batch_size"', '"input_len"', '"output_len"', '"output_throughput"')
+    )
+
+
+def detect_offline(head: str, filename: str) -> bool:
+    first = _first_line(head)
+    return first.startswith("{") and '"successful_requests"' in first and '"total_latency"' in first
+
+
+def _objects(stream: TextIO, path: str) -> Iterator[tuple[int, dict] | Problem]:
+    for number, text in bounded_lines(stream):
+        if isinstance(text, TooLong):
+            yield Problem(path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse")
+        elif text.strip():
+            try:
+                data = LENIENT_DECODER.decode(text)
+            except json.JSONDecodeError as exc:
+                yield Problem(path, number, None, f"invalid JSON: {exc.msg}", "parse")
+                continue
+            if isinstance(data, dict):
+                yield number, data
+            else:
+                yield Problem(path, number, None, "expected a JSON object", "parse")
+
+
+def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
+    for item in _objects(stream, path):
+        if isinstance(item, Problem):
+            yield item
+            continue
+        line, data = item
+        result = validate(OneBatchResult, data, path, line)
+        if isinstance(result, list):
+            yield from result
+            continue
+        deployment = choose_deployment(link)
+        if deployment is None:
+            yield missing_deployment(path, line)
+            continue
+        accept = result.acc_length if result.acc_length is not None and result.acc_length > 0 else None
+        if accept is not None and accept < 1:
+            yield Problem(path, line, "acc_length", f"{accept} is below 1 (it counts the bonus token)")
+            continue
+        dataset = f"random {result.input_len}/{result.output_len}" if result.input_len is not None else None
+        yield from benchmark(
+            path,
+            line,
+            deployment=deployment,
+            engine="sglang",
+            speculative_algorithm=SPECULATION_UNKNOWN if accept is not None else None,
+            concurrency=result.batch_size,
+            dataset=dataset,
+            num_prompts=result.batch_size,
+            decode_tps=result.output_throughput / result.batch_size,
+            output_throughput=result.output_throughput,
+            accept_length=accept,
+            label=result.run_name or None,
+            raw=safe_raw(data),
+        )
+
+
+def parse_offline(stream: TextIO, path: str, link=None) -> Iterator:
+    for item in _objects(stream, path):
+        if isinstance(item, Problem):
+            yield item
+            continue
+        line, data = item
+        result = validate(OfflineResult, data, path, line)
+        if isinstance(result, list):
+            yield from result
+            continue
+        deployment = choose_deployment(link)
+        if deployment is None:
+            yield missing_deployment(path, line)
+            continue
+        yield from benchmark(
+            path,
+            line,
+            deployment=deployment,
+            engine="sglang",
+            # every prompt is submitted at once: per request is the aggregate over the prompts
+            concurrency=result.successful_requests,
+            dataset="offline",
+            num_prompts=result.successful_requests,
+            decode_tps=result.output_throughput / result.successful_requests,
+            output_throughput=result.output_throughput,
+            raw=safe_raw(data),
+        )
+
+
+FORMATS = [
+    Format(
+        "sglang-one-batch",
+        "SGLang bench_one_batch_server JSONL (--result-filename); acc_length -1 = unknown",
+        detect_one_batch,
+        parse_one_batch,
+    ),
+    Format(
+        "sglang-offline",
+        "SGLang bench_offline_throughput JSONL (--result-filename); aggregate throughput only",
+        detect_offline,
+        parse_offline,
+    ),
+]

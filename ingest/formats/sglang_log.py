@@ -1,0 +1,134 @@
+"""SGLang server logs: the scheduler's periodic `Decode batch` lines, summarised into one benchmark.
+
+Both wordings are read: 0.5.2's `Decode batch. #running-req: 1, ..., accept len: 2.35, ...` and 0.5.9+'s
+`Decode batch, #running-req: ...` (optionally `Decode batch [1234], ...`), after a `[timestamp DP0 TP0]`
+prefix with or without milliseconds. The `server_args=ServerArgs(...)` line at start-up gives the model,
+TP size and speculation settings when present."""
+
+import re
+from collections.abc import Iterator
+from typing import TextIO
+
+from specdash.ingest.formats import Format
+from specdash.ingest.formats.common import (
+    algorithm_name,
+    benchmark,
+    choose_deployment,
+    deployment_name,
+    missing_deployment,
+)
+from specdash.ingest.formats.logsummary import IntervalSummary
+from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
+from specdash.ingest.problems import Problem
+from specdash.ingest.records import SPECULATION_UNKNOWN
+
+NAME = "sglang-log"
+HELP = "SGLang server log: 'Decode batch' lines (0.5.2 and 0.5.9+ wording) summarised into a benchmark"
+
+DECODE = re.compile(r"Decode batch(?: \[\d+\])?[.,] ")
+RANKS = re.compile(r"\b((?:DP|ATTN_DP|PP)\d+)\b")
+RUNNING = re.compile(r"#running-req: (\d+)")
+GEN_TPS = re.compile(r"gen throughput \(token/s\): (\d+(?:\.\d+)?)")
+ACCEPT = re.compile(r"accept len: (\d+(?:\.\d+)?)")
+SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)")
+ARG_KEYS = ("model_path", "served_model_name", "tp_size", "speculative_algorithm",
+            "speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
+            "speculative_num_draft_tokens")
+INT_ARGS = {"tp_size", "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"}
+
+
+def detect(head: str, filename: str) -> bool:
+    return bool(DECODE.search(head)) or "server_args=ServerArgs(" in head
+
+
+def server_args(text: str) -> dict:
+    """The few ServerArgs fields specdash uses, from the repr SGLang logs at start-up."""
+    found = {}
+    for key in ARG_KEYS:
+        match = re.search(rf"\b{key}=(?:'([^']*)'|\"([^\"]*)\"|([^,)\s]+))", text)
+        if match is None:
+            continue
+        value = next(group for group in match.groups() if group is not None)
+        if value == "None":
+            continue
+        if key in INT_ARGS:
+            if not value.isdigit() or int(value) < 1:
+                continue
+            found[key] = int(value)
+        else:
+            found[key] = value[:1000]
+    return found
+
+
+def _rank_of(line: str) -> str:
+    head = line[: line.find("]") + 1] if line.startswith("[") else ""
+    return " ".join(RANKS.findall(head)) or "0"
+
+
+def parse(stream: TextIO, path: str, link=None) -> Iterator:
+    summary = IntervalSummary()
+    args: dict = {}
+    skipped = 0
+    first_line = None
+    for number, text in bounded_lines(stream):
+        if isinstance(text, TooLong):
+            skipped += 1
+            continue
+        if "Decode batch" in text:
+            line = strip_ansi(text)
+            if not DECODE.search(line):
+                continue
+            running, gen = RUNNING.search(line), GEN_TPS.search(line)
+            if running is None or gen is None:
+                skipped += 1  # a cut-off last line, or a wording without throughput
+                continue
+            accept = ACCEPT.search(line)
+            accept_length = float(accept[1]) if accept else None
+            first_line = first_line or number
+            summary.add(_rank_of(line), int(running[1]), float(gen[1]),
+                        accept_length if accept_length and accept_length >= 1 else None)
+        elif "server_args=ServerArgs(" in text and not args:
+            match = SERVER_ARGS.search(strip_ansi(text))
+            if match:
+                args = server_args(match[1])
+    result = summary.result()
+    if result is None:
+        yield Problem(path, None, None, "no 'Decode batch' lines with running requests and a throughput",
+                      "parse")
+        return
+    deployment = choose_deployment(
+        link, deployment_name("sglang", args.get("model_path") or args.get("served_model_name"),
+                              args.get("tp_size"))
+    )
+    if deployment is None:
+        yield missing_deployment(path, first_line)
+        return
+    algorithm = algorithm_name(args.get("speculative_algorithm"))
+    if algorithm is None and result.accept_length is not None:
+        algorithm = SPECULATION_UNKNOWN
+    speculative = algorithm is not None
+    accept = result.accept_length if speculative else None
+    yield from benchmark(
+        path,
+        first_line,
+        deployment=deployment,
+        engine="sglang",
+        speculative_algorithm=algorithm,
+        drafter_path=args.get("speculative_draft_model_path") if speculative else None,
+        num_steps=args.get("speculative_num_steps") if speculative else None,
+        topk=args.get("speculative_eagle_topk") if speculative else None,
+        num_draft_tokens=args.get("speculative_num_draft_tokens") if speculative else None,
+        concurrency=result.concurrency,
+        decode_tps=result.decode_tps,
+        output_throughput=result.output_throughput,
+        accept_length=accept,
+        decode_tps_p10=result.decode_tps_p10,
+        decode_tps_p90=result.decode_tps_p90,
+        interval_count=result.interval_count,
+        label="server log",
+        raw={"server_args": args, "intervals": summary.intervals, "idle_intervals": summary.idle,
+             "skipped_lines": skipped},
+    )
+
+
+FORMATS = [Format(NAME, HELP, detect, parse, decode_errors="replace")]

@@ -1,0 +1,158 @@
+"""SGLang `bench_serving` results (`python -m sglang.bench_serving --output-file x.jsonl`, and
+`sglang.benchmark.serving`): JSONL, one object per run, versions 0.5.2 to 0.5.23.
+
+Versions differ: old ones have no `server_info`; newer ones nest the server's arguments in it (under
+`decode` with PD disaggregation); `request_rate` is the bare token `Infinity` for "all at once";
+`accept_length` is null without speculation and otherwise the server's cumulative average."""
+
+import json
+from collections.abc import Iterator
+from typing import Annotated, Any, TextIO
+
+from pydantic import Field
+
+from specdash.ingest.formats import Format
+from specdash.ingest.formats.common import (
+    EngineModel,
+    algorithm_name,
+    benchmark,
+    choose_deployment,
+    deployment_name,
+    missing_deployment,
+    per_request_tps,
+    safe_raw,
+    validate,
+)
+from specdash.ingest.jsontext import LENIENT_DECODER
+from specdash.ingest.lines import TooLong, bounded_lines
+from specdash.ingest.problems import Problem
+from specdash.ingest.records import SPECULATION_UNKNOWN
+
+NAME = "sglang-bench-serving"
+HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23"
+
+NonNeg = Annotated[float, Field(ge=0)]
+Positive = Annotated[float, Field(gt=0)]
+
+
+class ServerArgs(EngineModel):
+    """The server arguments `server_info` carries (SGLang's /server_info answer)."""
+
+    model_path: str | None = None
+    served_model_name: str | None = None
+    tp_size: Annotated[int, Field(ge=1)] | None = None
+    speculative_algorithm: str | None = None
+    speculative_draft_model_path: str | None = None
+    speculative_num_steps: Annotated[int, Field(ge=1)] | None = None
+    speculative_eagle_topk: Annotated[int, Field(ge=1)] | None = None
+    speculative_num_draft_tokens: Annotated[int, Field(ge=1)] | None = None
+    version: str | None = None
+
+
+class ServingResult(EngineModel):
+    tag: str | None = None
+    backend: str | None = None
+    dataset_name: str | None = None
+    request_rate: Annotated[float, Field(gt=0, allow_inf_nan=True)] | str | None = None
+    max_concurrency: Annotated[int, Field(ge=1)] | None = None
+    completed: Annotated[int, Field(ge=0)] | None = None
+    output_throughput: NonNeg
+    median_tpot_ms: Positive | None = None
+    p99_tpot_ms: Positive | None = None
+    median_ttft_ms: NonNeg | None = None
+    p99_ttft_ms: NonNeg | None = None
+    median_itl_ms: NonNeg | None = None
+    p99_itl_ms: NonNeg | None = None
+    concurrency: NonNeg | None = None
+    accept_length: Annotated[float, Field(ge=1)] | None = None
+
+
+def server_args_of(info: Any) -> dict:
+    """The server arguments in a `server_info` object, wherever this version put them."""
+    if not isinstance(info, dict):
+        return {}
+    if isinstance(info.get("decode"), list) and info["decode"] and isinstance(info["decode"][0], dict):
+        info = info["decode"][0]  # PD disaggregation: the decode server is the one that speculates
+    args = dict(info)
+    if isinstance(info.get("server_args"), dict):
+        args.update(info["server_args"])
+    return args
+
+
+def detect(head: str, filename: str) -> bool:
+    first = head.lstrip().split("\n", 1)[0]
+    return (
+        first.startswith("{")
+        and '"output_throughput"' in first
+        and '"model_id"' not in first
+        and any(key in first for key in ('"dataset_name"', '"sharegpt_output_len"', '"random_input_len"'))
+    )
+
+
+def parse(stream: TextIO, path: str, link=None) -> Iterator:
+    for number, text in bounded_lines(stream):
+        if isinstance(text, TooLong):
+            yield Problem(path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse")
+            continue
+        if not text.strip():
+            continue
+        try:
+            data = LENIENT_DECODER.decode(text)
+        except json.JSONDecodeError as exc:
+            yield Problem(path, number, None, f"invalid JSON: {exc.msg}", "parse")
+            continue
+        if not isinstance(data, dict):
+            yield Problem(path, number, None, "expected a JSON object", "parse")
+            continue
+        yield from record_from(data, path, number, link)
+
+
+def record_from(data: dict, path: str, line: int, link) -> Iterator:
+    result = validate(ServingResult, data, path, line)
+    server = validate(ServerArgs, server_args_of(data.get("server_info")), path, line, "server_info")
+    if isinstance(result, list) or isinstance(server, list):
+        yield from (result if isinstance(result, list) else [])
+        yield from (server if isinstance(server, list) else [])
+        return
+    deployment = choose_deployment(
+        link, deployment_name("sglang", server.model_path or server.served_model_name, server.tp_size)
+    )
+    if deployment is None:
+        yield missing_deployment(path, line)
+        return
+    algorithm = algorithm_name(server.speculative_algorithm)
+    if algorithm is None and result.accept_length is not None:
+        algorithm = SPECULATION_UNKNOWN  # old versions: speculation shows only in the accept length
+    in_flight = result.concurrency if result.concurrency and result.concurrency >= 1 else None
+    concurrency = result.max_concurrency or (round(in_flight) if in_flight else 1)
+    speculative = algorithm is not None
+    yield from benchmark(
+        path,
+        line,
+        deployment=deployment,
+        engine="sglang",
+        engine_version=server.version,
+        speculative_algorithm=algorithm,
+        drafter_path=server.speculative_draft_model_path if speculative else None,
+        num_steps=server.speculative_num_steps if speculative else None,
+        topk=server.speculative_eagle_topk if speculative else None,
+        num_draft_tokens=server.speculative_num_draft_tokens if speculative else None,
+        concurrency=concurrency,
+        dataset=result.dataset_name,
+        num_prompts=result.completed,
+        decode_tps=per_request_tps(result.median_tpot_ms, result.output_throughput, in_flight or concurrency),
+        output_throughput=result.output_throughput or None,
+        accept_length=result.accept_length,
+        median_tpot_ms=result.median_tpot_ms,
+        p99_tpot_ms=result.p99_tpot_ms,
+        median_ttft_ms=result.median_ttft_ms,
+        p99_ttft_ms=result.p99_ttft_ms,
+        median_itl_ms=result.median_itl_ms,
+        p99_itl_ms=result.p99_itl_ms,
+        request_rate=result.request_rate if isinstance(result.request_rate, float) else None,
+        label=result.tag,
+        raw=safe_raw(data),
+    )
+
+
+FORMATS = [Format(NAME, HELP, detect, parse)]

@@ -1,0 +1,221 @@
+"""SpecForge (and EAGLE repo) training console output.
+
+Read line by line, whatever prefix the logger put in front:
+- `step 50: {'train/lr': 9.5e-05, 'train/acc_0': 0.71, 'train/ploss_0': 1.9, ...}`: the tracker's
+  metrics dict, a Python dict repr (a fast path for the all-numeric dict; ast.literal_eval, never eval,
+  for anything else);
+- `Train Epoch [3/5], position 0,  Acc: 0.71` and `... position 0, pLoss: 1.93` (also `Test Epoch`,
+  `Train Step [n]`): epoch averages, stored as train/epoch_acc_i, train/epoch_ploss_i at step = epoch;
+- `Eval - Step 1200 [..], position 0,  Acc: 0.69`: stored as eval/acc_i, eval/ploss_i;
+- `Saved model configuration to /out/run7/epoch_2_step_24000`: a checkpoint, whose per-position
+  acceptance is the training accuracy last logged before it;
+- the `【args】` block (`key ···· value`): run name (output_dir), TTT length, target model.
+
+Points go to the long metric table without a pydantic model per line: a long run logs millions."""
+
+import ast
+import math
+import re
+from collections.abc import Iterator
+from pathlib import PurePath
+from typing import TextIO
+
+from specdash.ingest.formats import Format, Located
+from specdash.ingest.formats.common import model_short_name, run_record
+from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
+from specdash.ingest.links import parse_checkpoint_name, path_parts
+from specdash.ingest.metric_points import MAX_KEY_CHARS
+from specdash.ingest.problems import Problem
+from specdash.ingest.records import CheckpointRecord, MetricRows
+
+NAME = "specforge-log"
+HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [e/E], position i' lines"
+
+NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan"
+STEP_DICT = re.compile(r"\bstep (\d+): (\{.*\})\s*$")
+STEP_DICT_START = re.compile(r"\bstep \d+: \{'")
+EPOCH_LINE = re.compile(rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})")
+EVAL_STEP = re.compile(rf"\bEval - Step (\d+) \[[^\]]*\], position (\d+),\s+(Acc|pLoss): ({NUM})")
+SAVED = re.compile(r"Saved model configuration to (\S+)")
+ARG = re.compile(r"^(\w+)\s+\u00b7+ (.*)$")
+MAX_LITERAL_CHARS = 200_000
+BATCH_STEPS = 2000  # logged steps handed to the store at a time
+
+
+def detect(head: str, filename: str) -> bool:
+    return bool(STEP_DICT_START.search(head) or EPOCH_LINE.search(head) or EVAL_STEP.search(head)) or (
+        "\u3010args\u3011" in head or "Saved model configuration to" in head
+    )
+
+
+_KEY_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}  # quoted keys as split from a line -> names
+MAX_KEY_SETS = 10_000  # a log has a handful of key sets; a file with endless new ones must not grow memory
+
+
+def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
+    """The common `{'name': number, ...}` line with string operations only; None when it is anything else."""
+    parts = text[1:-1].replace("': ", "', ").split(", ")
+    if len(parts) % 2:
+        return None
+    quoted = tuple(parts[0::2])
+    names = _KEY_NAMES.get(quoted)
+    if names is None:
+        joined = "".join(quoted)
+        # every key quoted at both ends and nowhere else: 2 quotes each, adjacent at each boundary
+        if not (joined[:1] == joined[-1:] == "'" and joined.count("'") == 2 * len(quoted)
+                and joined.count("''") == len(quoted) - 1):
+            return None
+        if len(_KEY_NAMES) >= MAX_KEY_SETS:
+            _KEY_NAMES.clear()
+        names = _KEY_NAMES.setdefault(quoted, tuple(key[1:-1] for key in quoted))
+    if text.count("'") != 2 * len(quoted):
+        return None  # a quoted value: not a plain number
+    try:
+        return names, list(map(float, parts[1::2]))
+    except ValueError:
+        return None
+
+
+def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
+    """Keys and numbers of a dict repr; None when it is not a dict of names to numbers."""
+    found = _fast_pairs(text) if len(text) > 2 else None
+    if found is not None:
+        return found
+    if len(text) > MAX_LITERAL_CHARS:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        return None
+    # numbers only: strings and nested values in the dict are not metrics
+    numbers = {k: float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return tuple(numbers), list(numbers.values())
+
+
+class TrainingLog:
+    def __init__(self, path: str, link):
+        self.path = path
+        self.forced_run = link.run if link is not None else None
+        self.args: dict[str, str] = {}
+        self.run: str | None = None
+        self.checked: set[tuple[str, ...]] = set()  # key tuples already known to be short enough
+        self.last_step: tuple[tuple[str, ...], list[float]] | None = None
+        self.epoch_acc: dict[int, float] = {}
+        self.epoch_newer = False  # epoch averages logged after the last step dict
+        self.saved: set[str] = set()
+        self.batch: list[tuple[int, tuple[str, ...], list[float]]] = []
+        self.batch_line = 0
+
+    def run_name(self, line: int) -> Iterator[Located]:
+        """Decide the run on first use and announce it with what the args block said."""
+        if self.run is None:
+            output_dir = self.args.get("output_dir")
+            self.run = self.forced_run or (path_parts(output_dir)[-1] if output_dir and path_parts(output_dir)
+                                           else PurePath(self.path).stem or "training-log")
+            ttt = self.args.get("ttt_length", "")
+            specforge = bool(self.args)  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
+            yield Located(line, run_record(
+                self.run, framework="specforge" if specforge else None,
+                speculative_algorithm="EAGLE3" if specforge else None,
+                ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
+                target_model=model_short_name(self.args.get("target_model_path")),
+            ))
+
+    def problems(self, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
+        if math.isfinite(sum(values)) and (keys in self.checked or max(map(len, keys)) <= MAX_KEY_CHARS):
+            self.checked.add(keys)
+            return []  # the common case, checked in one go
+        problems = []
+        for key, value in zip(keys, values, strict=True):
+            if not math.isfinite(value):
+                problems.append(Problem(self.path, line, key, f"must be a finite number, not {value}"))
+            elif len(key) > MAX_KEY_CHARS:
+                problems.append(Problem(self.path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}"))
+        return problems
+
+    def metrics(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> Iterator:
+        problems = self.problems(line, keys, values)
+        if problems:
+            yield from problems
+            return
+        if self.run is None:
+            yield from self.run_name(line)
+        if not self.batch:
+            self.batch_line = line
+        self.batch.append((step, keys, values))
+        if len(self.batch) >= BATCH_STEPS:
+            yield from self.flush()
+
+    def flush(self) -> Iterator[Located]:
+        if self.batch:
+            yield Located(self.batch_line, MetricRows(self.run, self.batch))
+            self.batch = []
+
+    def acceptance(self) -> list[float]:
+        """Per-position training accuracy last logged: epoch averages when newer than the last step."""
+        latest = {}
+        if self.last_step is not None:
+            for key, value in zip(*self.last_step, strict=True):
+                if key.startswith("train/acc_") and key[10:].isdigit():
+                    latest[int(key[10:])] = value
+        if self.epoch_newer or not latest:
+            latest.update(self.epoch_acc)
+        rates = []
+        while len(rates) in latest and 0 <= latest[len(rates)] <= 1:
+            rates.append(latest[len(rates)])
+        return rates
+
+    def checkpoint(self, line: int, save_path: str) -> Iterator:
+        if save_path in self.saved or not path_parts(save_path):
+            return
+        self.saved.add(save_path)
+        yield from self.run_name(line)
+        name = path_parts(save_path)[-1][:200]
+        parsed = parse_checkpoint_name(name)
+        yield Located(line, CheckpointRecord(
+            run=self.run, name=name, path=save_path[:1000], acceptance=self.acceptance() or None,
+            epoch=parsed.epoch if parsed else None, step=parsed.step if parsed else None,
+        ))
+
+
+def parse(stream: TextIO, path: str, link=None) -> Iterator:
+    log = TrainingLog(path, link)
+    for number, text in bounded_lines(stream):
+        if isinstance(text, TooLong):
+            yield Problem(path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse")
+            continue
+        if "step " in text and (match := STEP_DICT.search(text)):
+            found = _pairs(match[2])
+            if found is None:
+                yield Problem(path, number, None, "metrics are not a dict of names to numbers", "parse")
+                continue
+            if "train/acc_0" in found[0]:
+                log.last_step, log.epoch_newer = found, False
+            yield from log.metrics(number, int(match[1]), *found)
+        elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
+            yield from _position_line(log, number, match)
+        elif "Saved model configuration to" in text and (match := SAVED.search(strip_ansi(text))):
+            yield from log.checkpoint(number, match[1])
+        elif "\u00b7" in text and (match := ARG.match(strip_ansi(text).strip())):
+            log.args.setdefault(match[1], match[2].strip())
+    yield from log.flush()
+
+
+def _position_line(log: TrainingLog, number: int, match: re.Match) -> Iterator:
+    if match.re is EVAL_STEP:
+        step, position, what, value = match[1], match[2], match[3], match[4]
+        key = f"eval/{'acc' if what == 'Acc' else 'ploss'}_{position}"
+    else:
+        phase, _unit, step, position, what, value = match.groups()
+        kind = "acc" if what == "Acc" else "ploss"
+        key = f"{phase.lower()}/epoch_{kind}_{position}"
+    number_value = float(value)
+    if key.startswith("train/epoch_acc_") and math.isfinite(number_value):
+        log.epoch_acc[int(position)] = number_value  # an epoch average beats the last step's noisy value
+        log.epoch_newer = True
+    yield from log.metrics(number, int(step), (key,), [number_value])
+
+
+FORMATS = [Format(NAME, HELP, detect, parse, decode_errors="replace", bulk_points=True)]

@@ -1,0 +1,162 @@
+"""vLLM `vllm bench serve --save-result` results (and the older `benchmarks/benchmark_serving.py`).
+
+One JSON object per file, or several with `--append-result` (one a line). `request_rate` is `"inf"`
+for "all at once"; old versions spell the goodput key `request_goodput:`. Newer versions add
+`spec_decode_*` keys from the server's Prometheus counters: acceptance rate in percent, acceptance
+length including the bonus token, and per-position acceptance as survival fractions. `--metadata k=v`
+pairs land at the top level; specdash reads `drafter=`, `deployment=`, `run=`, `checkpoint=`,
+`speculative_algorithm=`, `num_steps=`, `topk=`, `num_draft_tokens=`, `dataset=` and `tp_size=`."""
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Annotated, TextIO
+
+from pydantic import BeforeValidator, Field
+
+from specdash.ingest.formats import Format
+from specdash.ingest.formats.common import (
+    EngineModel,
+    algorithm_name,
+    benchmark,
+    choose_deployment,
+    deployment_name,
+    missing_deployment,
+    per_request_tps,
+    safe_raw,
+    validate,
+)
+from specdash.ingest.jsontext import JSONPositionError, LinedDict, iter_values_with_lines
+from specdash.ingest.lines import MAX_DOCUMENT_CHARS, read_document
+from specdash.ingest.problems import Problem
+from specdash.ingest.records import SPECULATION_UNKNOWN
+
+NAME = "vllm-bench-serve"
+HELP = "vLLM bench serve --save-result JSON (or JSONL with --append-result), spec_decode_* and --metadata keys"
+
+NonNeg = Annotated[float, Field(ge=0)]
+Positive = Annotated[float, Field(gt=0)]
+
+
+def _blank_to_none(value):
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+OptInt = Annotated[Annotated[int, Field(ge=1)] | None, BeforeValidator(_blank_to_none)]
+
+
+class ServeResult(EngineModel):
+    date: str | None = None
+    backend: str | None = None
+    label: str | None = None
+    model_id: str | None = None
+    num_prompts: Annotated[int, Field(ge=0)] | None = None
+    request_rate: Annotated[float, Field(gt=0, allow_inf_nan=True)] | None = None
+    max_concurrency: Annotated[int, Field(ge=1)] | None = None
+    max_concurrent_requests: Annotated[int, Field(ge=1)] | None = None
+    completed: Annotated[int, Field(ge=0)] | None = None
+    output_throughput: NonNeg
+    median_tpot_ms: Positive | None = None
+    p99_tpot_ms: Positive | None = None
+    median_ttft_ms: NonNeg | None = None
+    p99_ttft_ms: NonNeg | None = None
+    median_itl_ms: NonNeg | None = None
+    p99_itl_ms: NonNeg | None = None
+    spec_decode_acceptance_rate: Annotated[float, Field(ge=0, le=100)] | None = None
+    spec_decode_acceptance_length: Annotated[float, Field(ge=1)] | None = None
+    spec_decode_num_drafts: Annotated[int, Field(ge=0)] | None = None
+    spec_decode_draft_tokens: Annotated[int, Field(ge=0)] | None = None
+    spec_decode_accepted_tokens: Annotated[int, Field(ge=0)] | None = None
+    spec_decode_per_position_acceptance_rates: list[Annotated[float, Field(ge=0, le=1)]] | None = None
+    # --metadata keys specdash understands
+    drafter: str | None = None
+    drafter_path: str | None = None
+    deployment: str | None = None
+    run: str | None = None
+    checkpoint: str | None = None
+    speculative_algorithm: str | None = None
+    num_steps: OptInt = None
+    topk: OptInt = None
+    num_draft_tokens: OptInt = None
+    tp_size: OptInt = None
+    dataset: str | None = None
+
+
+def detect(head: str, filename: str) -> bool:
+    start = head.lstrip()
+    return start.startswith("{") and '"model_id"' in head and '"output_throughput"' in head
+
+
+def parse(stream: TextIO, path: str, link=None) -> Iterator:
+    text = read_document(stream)
+    if text is None:
+        yield Problem(path, None, None, f"larger than {MAX_DOCUMENT_CHARS:,} characters", "parse")
+        return
+    try:
+        for value in iter_values_with_lines(text):
+            if not isinstance(value, LinedDict):
+                yield Problem(path, None, None, "expected a JSON object per result", "parse")
+                continue
+            yield from record_from(value, path, link)
+    except JSONPositionError as exc:
+        yield Problem(path, exc.line, None, f"invalid JSON: {exc}", "parse")
+
+
+def _measured_at(date: str | None) -> datetime | None:
+    try:
+        return datetime.strptime(date, "%Y%m%d-%H%M%S") if date else None
+    except ValueError:
+        return None
+
+
+def record_from(data: LinedDict, path: str, link) -> Iterator:
+    if data.get("request_rate") == "inf":
+        data["request_rate"] = float("inf")
+    result = validate(ServeResult, data, path, data.line)
+    if isinstance(result, list):
+        yield from result
+        return
+    deployment = choose_deployment(link, result.deployment, deployment_name("vllm", result.model_id, result.tp_size))
+    if deployment is None:
+        yield missing_deployment(path, data.line)
+        return
+    rates = result.spec_decode_per_position_acceptance_rates or None
+    speculating = result.spec_decode_acceptance_length is not None or bool(result.drafter or result.drafter_path)
+    algorithm = algorithm_name(result.speculative_algorithm) or (SPECULATION_UNKNOWN if speculating else None)
+    steps = result.num_steps or (len(rates) if rates else None)
+    if steps is None and result.spec_decode_num_drafts and result.spec_decode_draft_tokens:
+        steps = round(result.spec_decode_draft_tokens / result.spec_decode_num_drafts) or None
+    speculative = algorithm is not None
+    concurrency = result.max_concurrency or result.max_concurrent_requests
+    yield from benchmark(
+        path,
+        data.line,
+        deployment=deployment,
+        run=result.run if speculative else None,
+        checkpoint=result.checkpoint if speculative else None,
+        drafter_path=(result.drafter_path or result.drafter) if speculative else None,
+        engine="vllm",
+        speculative_algorithm=algorithm,
+        num_steps=steps if speculative else None,
+        topk=(result.topk or 1) if speculative and steps else None,
+        num_draft_tokens=(result.num_draft_tokens or steps + 1) if speculative and steps else None,
+        concurrency=concurrency or 1,
+        dataset=result.dataset,
+        num_prompts=result.completed if result.completed is not None else result.num_prompts,
+        decode_tps=per_request_tps(result.median_tpot_ms, result.output_throughput, concurrency),
+        output_throughput=result.output_throughput or None,
+        accept_length=result.spec_decode_acceptance_length if speculative else None,
+        position_survival=rates if speculative else None,
+        median_tpot_ms=result.median_tpot_ms,
+        p99_tpot_ms=result.p99_tpot_ms,
+        median_ttft_ms=result.median_ttft_ms,
+        p99_ttft_ms=result.p99_ttft_ms,
+        median_itl_ms=result.median_itl_ms,
+        p99_itl_ms=result.p99_itl_ms,
+        request_rate=result.request_rate,
+        label=result.label,
+        measured_at=_measured_at(result.date),
+        raw=safe_raw(data),
+    )
+
+
+FORMATS = [Format(NAME, HELP, detect, parse)]

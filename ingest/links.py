@@ -1,0 +1,74 @@
+"""What a drafter path or a checkpoint folder name says: run, checkpoint, epoch and step.
+
+Names in files are data: they only ever become row names, never paths that are opened."""
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+# Folder names trainers give checkpoints: epoch_2, epoch_2_step_24000, epoch_1_global_step_900,
+# step_1500, checkpoint-1500, global_step1500, and "{run}-step1500".
+_EPOCH_STEP = re.compile(r"^epoch_(?P<epoch>\d+)(?:_(?:global_)?step_?(?P<step>\d+))?$")
+_STEP_ONLY = re.compile(r"^(?:step|checkpoint|global_step|ckpt|iter)[-_]?(?P<step>\d+)$")
+_RUN_STEP = re.compile(r"^(?P<run>.+?)-step(?P<step>\d+)$")
+# Hugging Face hub ids: "org/name", no leading dot or slash.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\- ]+$")
+
+# Folder names that say "the model of this run" rather than naming a drafter of their own.
+GENERIC_NAMES = frozenset({"final", "latest", "last", "best", "model", "checkpoint", "hf", "export",
+                           "merged", "output", "draft", "drafter"})
+PUBLISHED = "published"  # checkpoint name of a drafter known only by its hub repository
+FINAL = "final"  # checkpoint name of a local drafter folder that is not a checkpoint of a run
+
+
+@dataclass(frozen=True)
+class CheckpointName:
+    epoch: int | None = None
+    step: int | None = None
+    run: str | None = None  # named by the folder itself ("run7-step1500")
+
+
+def parse_checkpoint_name(name: str) -> CheckpointName | None:
+    """Epoch and step from a checkpoint folder name, or None when it does not look like one."""
+    if match := _EPOCH_STEP.match(name):
+        step = match["step"]
+        return CheckpointName(int(match["epoch"]), int(step) if step else None)
+    if match := _STEP_ONLY.match(name):
+        return CheckpointName(step=int(match["step"]))
+    if match := _RUN_STEP.match(name):
+        return CheckpointName(step=int(match["step"]), run=match["run"])
+    return None
+
+
+def path_parts(drafter_path: str) -> tuple[str, ...]:
+    return tuple(
+        part for part in PurePosixPath(drafter_path.replace("\\", "/").rstrip("/")).parts if part != "/"
+    )
+
+
+@dataclass(frozen=True)
+class DrafterName:
+    run: str
+    checkpoint: str
+    epoch: int | None = None
+    step: int | None = None
+
+
+def name_from_path(drafter_path: str) -> DrafterName | None:
+    """The run and checkpoint a drafter path names when nothing stored matches it.
+
+    A checkpoint folder (epoch_2_step_24000) belongs to the run named by its parent folder, or by its
+    own prefix (run7-step1500); a hub id (org/name) is a published drafter; any other folder is a
+    drafter of its own."""
+    parts = path_parts(drafter_path)
+    if not parts:
+        return None
+    last = parts[-1]
+    parsed = parse_checkpoint_name(last)
+    if parsed is not None or (last.lower() in GENERIC_NAMES and len(parts) >= 2):
+        run = (parsed.run if parsed else None) or (parts[-2] if len(parts) >= 2 else None)
+        if run:
+            return DrafterName(run, last, parsed.epoch if parsed else None, parsed.step if parsed else None)
+    if _HUB_ID.match(drafter_path.strip()):
+        return DrafterName(drafter_path.strip(), PUBLISHED)
+    return DrafterName(last, FINAL)

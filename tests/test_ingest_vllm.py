@@ -1,0 +1,100 @@
+"""vLLM bench serve results and server logs, every version in the fixtures, checked field by field."""
+
+import math
+from datetime import datetime
+
+import pytest
+
+from specdash.ingest.formats import detect_format
+from tests.ingest_support import VLLM, benchmarks, load
+
+
+def test_old_benchmark_serving_result(engine):
+    load(engine, VLLM / "bench_serve_0.6.json")
+    (bench,) = benchmarks(engine)
+    assert bench.source_format == "vllm-bench-serve" and bench.engine == "vllm"
+    assert bench.deployment.name == "1x H100, TP1, NVLink"  # --metadata deployment=...
+    assert bench.speculative_algorithm is None and bench.checkpoint is None
+    assert bench.request_rate == math.inf and bench.concurrency == 8 and bench.num_prompts == 200
+    assert bench.decode_tps == pytest.approx(1000 / 12.21) and bench.output_throughput == 647.93
+    assert (bench.median_ttft_ms, bench.p99_ttft_ms, bench.p99_tpot_ms, bench.p99_itl_ms) == (31.02, 81.9, 15.02, 24.6)
+    assert bench.measured_at == datetime(2024, 10, 21, 15, 30, 12)
+    assert "request_goodput:" in bench.raw  # the old misspelt key, kept as written
+
+
+def test_spec_decode_keys_and_metadata(engine):
+    load(engine, VLLM / "bench_serve_0.10.json")
+    (bench,) = benchmarks(engine)
+    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE3", 3, 1, 4)
+    assert bench.accept_length == 2.902 and bench.position_survival == [0.8123, 0.6301, 0.4595]
+    assert bench.dataset == "mtbench" and bench.concurrency == 1
+    assert bench.decode_tps == pytest.approx(1000 / 6.37) and bench.output_throughput == 157.06
+    assert bench.checkpoint.run.name == "llama-eagle3" and bench.checkpoint.name == "epoch_2_step_24000"
+    assert "latencies" not in bench.raw and bench.raw["spec_decode_num_drafts"] == 7057
+
+
+def test_append_result_is_one_object_a_line(engine):
+    result = load(engine, VLLM / "bench_serve_append.jsonl")
+    low, high = benchmarks(engine)
+    assert [link.line for link in result.store.links] == [1, 2]
+    assert low.deployment.name == high.deployment.name == "Llama-3.1-8B-Instruct, vllm"
+    assert (low.concurrency, high.concurrency) == (4, 8)
+    assert low.decode_tps == pytest.approx(1000 / 7.41) and high.decode_tps == pytest.approx(1000 / 8.55)
+
+
+def test_v1_log_with_colour_and_process_prefixes(engine):
+    load(engine, VLLM / "server_v1.log")
+    (bench,) = benchmarks(engine)
+    assert bench.source_format == "vllm-log" and bench.engine_version == "0.10.1.1"
+    assert bench.deployment.name == "Llama-3.1-8B-Instruct, TP1, vllm"
+    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE3", 3, 1, 4)
+    assert bench.drafter_path == "/ckpt/llama-eagle3/epoch_2_step_24000"
+    # five intervals at 1 running request; idle ones (0 running) left out
+    assert (bench.concurrency, bench.interval_count) == (1, 5)
+    assert bench.decode_tps == pytest.approx(150.9)  # median of 95.2, 151.3, 149.8, 152.6, 150.9
+    drafts = [780 / 3] + [2250 / 3] * 4  # drafted tokens / 3 per draft
+    accepted = [452, 1338, 1300, 1361, 1320]
+    assert bench.accept_length == pytest.approx(1 + sum(accepted) / sum(drafts))
+    first = [0.812, 0.815, 0.801, 0.822, 0.810]
+    assert bench.position_survival[0] == pytest.approx(sum(r * d for r, d in zip(first, drafts, strict=True)) / sum(drafts))
+    assert len(bench.position_survival) == 3
+
+
+def test_v1_log_in_the_older_draft_acceptance_rate_wording(engine):
+    load(engine, VLLM / "server_v1_0.8.log")
+    (bench,) = benchmarks(engine)
+    assert (bench.speculative_algorithm, bench.num_steps, bench.num_draft_tokens) == ("EAGLE", 2, 3)
+    assert bench.deployment.name == "Qwen3-8B, TP2, vllm" and bench.engine_version == "0.8.5"
+    # 1000 + 1180 accepted over 1640/2 + 2000/2 drafts; survival only from the interval that reports it
+    assert bench.accept_length == pytest.approx(1 + 2180 / 1820)
+    assert bench.position_survival == pytest.approx([0.72, 0.5])
+    assert (bench.concurrency, bench.decode_tps) == (4, pytest.approx(420 / 4))
+    assert (bench.checkpoint.run.name, bench.checkpoint.name) == ("qwen3-eagle", "final")
+
+
+def test_v0_speculative_metrics_are_cumulative(engine):
+    load(engine, VLLM / "server_v0.log")
+    (bench,) = benchmarks(engine)
+    assert bench.engine_version == "0.6.3.post1" and bench.deployment.name == "Meta-Llama-3-70B-Instruct, TP4, vllm"
+    # the last line's totals: 4860 emitted tokens over 10000 / 5 proposals
+    assert bench.accept_length == pytest.approx(4860 / 2000)
+    assert (bench.speculative_algorithm, bench.num_steps) == ("unknown", 5)
+    assert bench.decode_tps == pytest.approx((60.4 + 62.0) / 2)
+    # a hub id is a published drafter: a run of that name
+    assert (bench.checkpoint.run.name, bench.checkpoint.name) == ("ibm-fms/llama3-70b-accelerator", "published")
+
+
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("bench_serve_0.6.json", "vllm-bench-serve"),
+        ("bench_serve_0.10.json", "vllm-bench-serve"),
+        ("bench_serve_append.jsonl", "vllm-bench-serve"),
+        ("server_v1.log", "vllm-log"),
+        ("server_v1_0.8.log", "vllm-log"),
+        ("server_v0.log", "vllm-log"),
+    ],
+)
+def test_detected_without_being_told(name, expected):
+    head = (VLLM / name).read_bytes()[:65536].decode()
+    assert detect_format(head, name).name == expected
