@@ -19,7 +19,7 @@ from specdash.db.calibration import apply_calibration, calibrate, calibrate_all
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
 from specdash.db.refresh import refresh
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.pipeline import ingest_bytes, ingest_path
 from tests.conftest import REAL_FIXTURES
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
@@ -232,3 +232,27 @@ def test_untrusted_benchmarks_are_counted_by_reason(engine):
     assert report.exclusions == {"no accept length": 1, "no baseline": 1, "no speculation setting": 1,
                                  "critical diagnosis": 1, "superseded": 1}
     assert report.baseline_tps is None  # the profile has none: only measured baselines were used
+
+
+def test_specbundle_ingested_then_calibrated_in_the_store(engine, specbundle_fits):
+    result = ingest_path(engine, SPECBUNDLE)
+    assert result.ok and result.format == "specbundle"
+    with transaction(engine) as session:
+        reports, skipped = calibrate_all(session)
+        assert skipped == [] and len(reports) == 10
+        assert all(r.exclusions == {} for r in reports)
+        # the store builds the same observations as the few lines above: the same fits come out
+        by_name = {r.deployment_name.removeprefix("SpecBundle: ").replace(", bs ", " bs"): r for r in reports}
+        for name, fit in specbundle_fits.items():
+            assert by_name[name].loo_median_abs_rel_error == pytest.approx(fit.loo_median_abs_rel_error, abs=1e-6)
+        all_loo = np.abs(np.concatenate([r.fit.cv_errors for r in reports]))
+        assert len(all_loo) == 440 and np.median(all_loo) <= 0.06
+        for report in reports:
+            apply_calibration(session, report)
+        summary = refresh(session)
+    assert summary.predictions == 2 * summary.benchmarks == 880  # theory and calibrated for each
+    with reading(engine) as session:
+        gaps = session.execute(select(Gap.gap, Prediction.source).join(Prediction)).all()
+    median_gap = {source: np.median([abs(g) for g, s in gaps if s == source]) for source in ("theory", "calibrated")}
+    # theory here uses the measured tau and no costs (SpecBundle gives none): calibration closes most of it
+    assert median_gap["calibrated"] < median_gap["theory"] / 5
