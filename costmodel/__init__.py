@@ -13,14 +13,6 @@ from specdash.costmodel.acceptance import (
     tau_survival,
     tree_shape,
 )
-from specdash.costmodel.calibration import (
-    CalibrationFit,
-    CalibrationObservation,
-    FittedParams,
-    NotEnoughObservations,
-    fit_calibration,
-    predict_observations,
-)
 from specdash.costmodel.depth import DepthPoint, depth_sweep, optimal_depth
 from specdash.costmodel.diagnoses import RULES, Diagnosis, GapContext, diagnose, has_critical
 from specdash.costmodel.gaps import GapDecomposition, decompose, measured_round_ms
@@ -32,6 +24,25 @@ from specdash.costmodel.throughput import (
     throughput,
     verified_tokens,
 )
+
+# Calibration needs numpy (and scipy to fit); it loads on first use, not with every prediction.
+_CALIBRATION = (
+    "CalibrationFit",
+    "CalibrationObservation",
+    "FittedParams",
+    "NotEnoughObservations",
+    "fit_calibration",
+    "predict_observations",
+)
+
+
+def __getattr__(name: str):
+    if name in _CALIBRATION:
+        from specdash.costmodel import calibration
+
+        return getattr(calibration, name)
+    raise AttributeError(f"module 'specdash.costmodel' has no attribute {name!r}")
+
 
 __all__ = [
     "EXTRAPOLATION_DECAY",

@@ -4,12 +4,16 @@ measured no-speculation baselines they are applied to."""
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel import CostParams, FittedParams
+from specdash.costmodel import CostParams
 from specdash.db.models import Benchmark, Deployment, ParameterSet
+
+if TYPE_CHECKING:
+    from specdash.costmodel.calibration import FittedParams
 
 PROFILE_FIELDS = (
     "baseline_tps",
@@ -71,8 +75,10 @@ def cost_params(pset: ParameterSet, baseline_tps: float) -> CostParams:
     )
 
 
-def fitted_params(pset: ParameterSet) -> FittedParams:
+def fitted_params(pset: ParameterSet) -> "FittedParams":
     """The set's values as calibration's free parameters (its starting point and prior)."""
+    from specdash.costmodel.calibration import FittedParams
+
     return FittedParams(
         draft_step_ms=pset.draft_step_ms,
         draft_branch_ms=pset.draft_branch_ms or 0.0,
