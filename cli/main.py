@@ -1,13 +1,43 @@
-"""Root of the `specdash` command group."""
+"""Root of the `specdash` command group. Commands load on first use, so `specdash ingest` does not pay
+for the dashboard's or the calibration's imports."""
+
+import importlib
 
 import click
 
 from specdash import __version__
-from specdash.cli import db_commands, export_commands, gap_commands, ingest_commands, serve_command
 from specdash.cli.common import db_option
 
+# command name -> "module:attribute" under specdash.cli
+COMMANDS = {
+    "init": "db_commands:init",
+    "demo": "db_commands:demo",
+    "ingest": "ingest_commands:ingest",
+    "formats": "ingest_commands:formats",
+    "export": "export_commands:export",
+    "schema": "export_commands:schema",
+    "predict": "gap_commands:predict",
+    "gaps": "gap_commands:gaps",
+    "check": "gap_commands:check",
+    "model": "model_commands:model",
+    "calibrate": "model_commands:calibrate",
+    "serve": "serve_command:serve",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        return getattr(importlib.import_module(f"specdash.cli.{module}"), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="specdash")
 @db_option
 def cli() -> None:
@@ -17,18 +47,3 @@ def cli() -> None:
     Start with:
       specdash init && specdash demo && specdash gaps
     """
-
-
-for command in (
-    db_commands.init,
-    db_commands.demo,
-    ingest_commands.ingest,
-    ingest_commands.formats,
-    export_commands.export,
-    export_commands.schema,
-    gap_commands.predict,
-    gap_commands.gaps,
-    gap_commands.check,
-    serve_command.serve,
-):
-    cli.add_command(command)

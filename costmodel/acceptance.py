@@ -1,6 +1,7 @@
 """Acceptance length tau (tokens per round, bonus token included) from per-position acceptance rates."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 # Beyond the trained TTT depth a drafter extrapolates; each extra position keeps this share of the
 # previous position's conditional rate (a conservative decay; the prediction is marked extrapolated).
@@ -24,10 +25,25 @@ def tau_survival(survival_rates: Sequence[float]) -> float:
 
 
 def tau_iid(rate: float, steps: int) -> float:
-    """Leviathan et al. (2023): every drafted token accepted independently with probability `rate`."""
+    """Leviathan et al. (2023): every drafted token accepted independently with probability `rate`,
+    tau = (1 - a^(K+1)) / (1 - a)."""
     if rate >= 1.0:
         return float(steps + 1)
     return (1.0 - rate ** (steps + 1)) / (1.0 - rate)
+
+
+def tau_from_simulated_acc_len(simulated_acc_len: float) -> float:
+    """SpecForge's `simulated_acc_len` counts accepted draft tokens only; tau adds the bonus token."""
+    return simulated_acc_len + 1.0
+
+
+def conditional_from_survival(survival_rates: Sequence[float]) -> list[float]:
+    """p_k = s_k / s_(k-1): the conditional rates of a survival curve (0 once nothing survives)."""
+    rates, previous = [], 1.0
+    for survival in survival_rates:
+        rates.append(survival / previous if previous > 0 else 0.0)
+        previous = survival
+    return rates
 
 
 def extend_rates(rates: Sequence[float], steps: int, decay: float = EXTRAPOLATION_DECAY) -> tuple[list[float], bool]:
@@ -40,3 +56,52 @@ def extend_rates(rates: Sequence[float], steps: int, decay: float = EXTRAPOLATIO
     while len(out) < steps:
         out.append(out[-1] * decay)
     return out, extrapolated
+
+
+def tree_shape(steps: int, topk: int = 1, draft_tokens: int | None = None) -> tuple[int, float]:
+    """(depth, candidates per depth) of the chain that stands in for a draft tree.
+
+    The N - 1 drafted tokens a round verifies (N counts the root) reach at most min(K, N - 1) deep and are
+    spread evenly over that depth, at most `topk` per position. A chain is depth K, one candidate each."""
+    budget = (draft_tokens - 1) if draft_tokens is not None else steps * topk
+    depth = max(0, min(steps, budget))
+    if depth == 0:
+        return 0, 1.0
+    return depth, max(1.0, min(float(topk), budget / depth))
+
+
+@dataclass(frozen=True)
+class AcceptLength:
+    accept_length: float
+    extrapolated: bool  # some positions lie past the trained depth
+    approximation: str | None  # the tree rule applied, None for a chain
+
+
+def predict_accept_length(
+    rates: Sequence[float],
+    steps: int,
+    topk: int = 1,
+    draft_tokens: int | None = None,
+    acc_to_acceptance: float = 1.0,
+) -> AcceptLength:
+    """tau of a drafter with trained conditional rates `rates` at K steps (and a tree of `topk`, N tokens).
+
+    Each rate is scaled by `acc_to_acceptance` (training accuracy -> serving acceptance, capped at 1);
+    past the trained depth rates decay by EXTRAPOLATION_DECAY per position. A tree is approximated by a
+    chain of `tree_shape` whose position j accepts when any of its w candidates does: 1 - (1 - p_j)^w,
+    an optimistic rule (siblings are not independent, and not all hang below the accepted path)."""
+    if draft_tokens is None and topk == 1:
+        draft_tokens = steps + 1
+    depth, width = tree_shape(steps, topk, draft_tokens)
+    if depth == 0:
+        return AcceptLength(1.0, False, None)
+    extended, extrapolated = extend_rates(rates, depth)
+    scaled = [min(1.0, rate * acc_to_acceptance) for rate in extended]
+    approximation = None
+    if topk > 1:
+        scaled = [1.0 - (1.0 - rate) ** width for rate in scaled]
+        approximation = (
+            f"tree {steps}/{topk}/{draft_tokens} as a chain {depth} deep with {width:.3g} candidates "
+            "per position: p -> 1-(1-p)^w"
+        )
+    return AcceptLength(tau_chain(scaled), extrapolated, approximation)

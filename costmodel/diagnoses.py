@@ -25,26 +25,33 @@ class Diagnosis:
 
 @dataclass(frozen=True)
 class GapContext:
-    """What is known about one benchmark, its drafter and its prediction."""
+    """What is known about one benchmark, its drafter and its prediction. Without a decomposition (no
+    prediction yet, e.g. when calibration screens benchmarks) only the rules about the setting apply."""
 
-    decomposition: GapDecomposition
-    predicted_accept_length: float
+    decomposition: GapDecomposition | None
     threshold: float = 0.10
     benchmark_algorithm: str | None = None
     drafter_algorithm: str | None = None
     draft_hidden_size: int | None = None
     drafter_hidden_size: int | None = None
     num_steps: int | None = None
+    num_draft_tokens: int | None = None
     ttt_length: int | None = None
-    measured_accept_length: float | None = None
     baseline_tps: float | None = None
     baseline_measured: bool = False
     deployment: str = ""
     concurrency: int = 1
 
 
+# Names engines use for the same algorithm (SGLang runs NEXTN as EAGLE).
+ALGORITHM_ALIASES = {"NEXTN": "EAGLE"}
+
+
 def _norm(algorithm: str | None) -> str | None:
-    return algorithm.strip().upper() if algorithm else None
+    if not algorithm:
+        return None
+    name = algorithm.strip().upper().replace("-", "").replace("_", "")
+    return ALGORITHM_ALIASES.get(name, name)
 
 
 def algorithm_mismatch(ctx: GapContext) -> Diagnosis | None:
@@ -71,19 +78,23 @@ def hidden_size_mismatch(ctx: GapContext) -> Diagnosis | None:
 
 
 def beyond_trained_depth(ctx: GapContext) -> Diagnosis | None:
-    if not ctx.num_steps or not ctx.ttt_length or ctx.num_steps <= ctx.ttt_length:
+    if not ctx.num_steps or not ctx.ttt_length:
+        return None
+    # a tree verifying N tokens cannot reach deeper than N - 1, whatever the step count
+    depth = min(ctx.num_steps, ctx.num_draft_tokens - 1) if ctx.num_draft_tokens else ctx.num_steps
+    if depth <= ctx.ttt_length:
         return None
     return Diagnosis(
         "beyond_trained_depth",
         "warning",
-        f"{ctx.num_steps} draft steps but the drafter was trained {ctx.ttt_length} deep (TTT): "
-        f"positions {ctx.ttt_length + 1}..{ctx.num_steps} are extrapolated; train deeper for this depth",
+        f"{depth} draft steps but the drafter was trained {ctx.ttt_length} deep (TTT): "
+        f"positions {ctx.ttt_length + 1}..{depth} are extrapolated; train deeper for this depth",
     )
 
 
 def slower_than_baseline(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
-    if not ctx.baseline_tps or d.measured_tps >= ctx.baseline_tps:
+    if d is None or not ctx.baseline_tps or d.measured_tps >= ctx.baseline_tps:
         return None
     kind = "measured" if ctx.baseline_measured else "profile"
     return Diagnosis(
@@ -96,7 +107,7 @@ def slower_than_baseline(ctx: GapContext) -> Diagnosis | None:
 
 def round_overhead(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
-    if d.gap < ctx.threshold or d.round_factor is None or d.acceptance_factor is None:
+    if d is None or d.gap < ctx.threshold or d.round_factor is None or d.acceptance_factor is None:
         return None
     if abs(1.0 - d.round_factor) <= abs(1.0 - d.acceptance_factor):
         return None  # acceptance explains more of the gap than round time
@@ -110,25 +121,25 @@ def round_overhead(ctx: GapContext) -> Diagnosis | None:
         "warning",
         f"the round takes {d.measured_round_ms:.1f} ms instead of {d.predicted_round_ms:.1f} ms: "
         f"{d.unexplained_ms:.1f} ms per round unexplained by the cost model; {acceptance} "
-        f"({ctx.measured_accept_length:.2f} vs {ctx.predicted_accept_length:.2f})",
+        f"({d.measured_accept_length:.2f} vs {d.predicted_accept_length:.2f})",
     )
 
 
 def acceptance_shortfall(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
-    if d.acceptance_factor is None or d.acceptance_factor >= 1.0 - ACCEPTANCE_TOLERANCE:
+    if d is None or d.acceptance_factor is None or d.acceptance_factor >= 1.0 - ACCEPTANCE_TOLERANCE:
         return None
     return Diagnosis(
         "acceptance_shortfall",
         "warning",
-        f"accept length {ctx.measured_accept_length:.2f} measured vs {ctx.predicted_accept_length:.2f} "
+        f"accept length {d.measured_accept_length:.2f} measured vs {d.predicted_accept_length:.2f} "
         f"predicted ({d.acceptance_factor:.2f}x): the drafter accepts less here than in training",
     )
 
 
 def faster_than_predicted(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
-    if d.gap > -ctx.threshold:
+    if d is None or d.gap > -ctx.threshold:
         return None
     return Diagnosis(
         "faster_than_predicted",
@@ -169,4 +180,9 @@ def diagnose(ctx: GapContext, rules=None) -> list[Diagnosis]:
 
 
 def worst_severity(diagnoses: list[Diagnosis]) -> str | None:
-    return diagnoses[0].severity if diagnoses else None
+    return min((d.severity for d in diagnoses), key=SEVERITY_ORDER.__getitem__, default=None)
+
+
+def has_critical(diagnoses: list[Diagnosis]) -> bool:
+    """A critical diagnosis says the benchmark itself is likely invalid (calibration leaves it out)."""
+    return any(d.severity == "critical" for d in diagnoses)

@@ -85,6 +85,8 @@ class ParameterSet(Base):
     round_overhead_ms: Mapped[float] = mapped_column(Float)
     verify_growth_compute: Mapped[float] = mapped_column(Float)
     verify_growth_comm: Mapped[float] = mapped_column(Float)
+    # extra drafting ms per step for each candidate beyond the first (topk > 1); calibrated, 0 in theory
+    draft_branch_ms: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     acc_to_acceptance: Mapped[float] = mapped_column(Float, default=1.0)
     fit: Mapped[dict[str, Any] | None]  # fit quality of a calibrated set
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)

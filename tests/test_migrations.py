@@ -7,11 +7,15 @@ from sqlalchemy import inspect
 
 from specdash.db.engine import make_engine
 from specdash.db.models import Base
-from specdash.db.schema import alembic_config, current_revision, downgrade, head_revision, upgrade
+from specdash.db.schema import SCHEMA_REVISION, alembic_config, current_revision, downgrade, head_revision, upgrade
 
 
 def test_exactly_one_head():
     assert len(ScriptDirectory.from_config(alembic_config()).get_heads()) == 1
+
+
+def test_schema_check_knows_the_head():
+    assert SCHEMA_REVISION == head_revision()
 
 
 def test_upgrade_matches_models(tmp_path):

@@ -133,6 +133,7 @@ def upgrade() -> None:
         sa.Column("round_overhead_ms", sa.Float(), nullable=False),
         sa.Column("verify_growth_compute", sa.Float(), nullable=False),
         sa.Column("verify_growth_comm", sa.Float(), nullable=False),
+        sa.Column("draft_branch_ms", sa.Float(), server_default="0", nullable=False),
         sa.Column("acc_to_acceptance", sa.Float(), nullable=False),
         sa.Column("fit", sa.JSON(), nullable=True),
         sa.Column("is_active", sa.Boolean(), nullable=False),

@@ -1,0 +1,274 @@
+"""Calibration: fit a deployment's free cost parameters to measured benchmarks by robust least squares.
+
+Works on plain observations (one per benchmark); the store builds them. The model fitted is DESIGN.md
+section 3 with one verify growth b for compute and collectives alike (throughput alone cannot tell them
+apart: both multiply T_base (N - 1)) and a tree term for drafting with topk > 1:
+
+    T_round = T_base (1 + b (N - 1)) + K (t_draft_step + t_branch (topk - 1)) + t_round_overhead
+    tau     = measured accept length, or the chain of the training rates scaled by acc_to_acceptance
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from specdash.costmodel.acceptance import extend_rates, tree_shape
+from specdash.costmodel.throughput import CostParams
+
+# Residuals are relative errors. Past LOSS_SCALE (5 %) the Cauchy loss flattens out (log growth), so a
+# benchmark far off the rest (a broken run no rule caught) barely moves the fit; soft-L1 and Huber
+# still let one such point shift the others by a few %.
+LOSS = "cauchy"
+LOSS_SCALE = 0.05
+# A weak pull toward the starting (theory) values: it settles what the benchmarks cannot separate (with
+# chain settings only, K draft steps and K extra verified tokens always come together).
+PRIOR_WEIGHT = 0.005
+MIN_OBSERVATIONS = 4
+# Above this many benchmarks, leave-one-out (one refit per benchmark) gives way to k-fold.
+LOO_MAX_OBSERVATIONS = 300
+CV_FOLDS = 20
+ACC_FACTOR_BOUNDS = (0.05, 2.0)
+
+
+class NotEnoughObservations(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class CalibrationObservation:
+    """One trusted benchmark as the fit sees it. tok/s are per request (decode)."""
+
+    steps: int
+    topk: int
+    draft_tokens: int
+    measured_tps: float
+    baseline_tps: float  # no-speculation tok/s on the same deployment, concurrency (and dataset)
+    measured_accept_length: float | None = None
+    training_rates: tuple[float, ...] | None = None  # conditional acc_i of the drafter, when known
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.topk < 1 or self.draft_tokens < 2:
+            raise ValueError(f"{self.label}: need steps >= 1, topk >= 1, draft_tokens >= 2")
+        if not (self.measured_tps > 0 and self.baseline_tps > 0):
+            raise ValueError(f"{self.label}: measured and baseline tok/s must be > 0")
+        if not self.measured_accept_length and not self.training_rates:
+            raise ValueError(f"{self.label}: need a measured accept length or training rates")
+
+
+@dataclass(frozen=True)
+class FittedParams:
+    draft_step_ms: float = 0.0
+    draft_branch_ms: float = 0.0
+    round_overhead_ms: float = 0.0
+    verify_growth: float = 0.0
+    acc_to_acceptance: float = 1.0
+
+    @classmethod
+    def from_cost_params(cls, params: CostParams, acc_to_acceptance: float = 1.0) -> "FittedParams":
+        return cls(params.draft_step_ms, params.draft_branch_ms, params.round_overhead_ms,
+                   params.verify_growth, acc_to_acceptance)
+
+    def cost_params(self, baseline_tps: float, comm_fraction: float = 0.0) -> CostParams:
+        return CostParams(
+            baseline_tps=baseline_tps,
+            comm_fraction=comm_fraction,
+            draft_step_ms=self.draft_step_ms,
+            draft_branch_ms=self.draft_branch_ms,
+            round_overhead_ms=self.round_overhead_ms,
+            verify_growth_compute=self.verify_growth,
+            verify_growth_comm=self.verify_growth,
+        )
+
+
+PARAM_NAMES = tuple(f.name for f in fields(FittedParams))
+
+
+def abs_error_quantiles(errors: Sequence[float]) -> tuple[float, float]:
+    """(median, p90) of |error|."""
+    values = np.abs(np.asarray(errors, dtype=float))
+    return float(np.median(values)), float(np.percentile(values, 90))
+
+
+@dataclass(frozen=True)
+class CalibrationFit:
+    params: FittedParams
+    prior: FittedParams
+    free: tuple[str, ...]  # the parameters fitted; the others keep their prior value
+    n_observations: int
+    # (predicted - measured) / measured tok/s of each observation, in the observations' order
+    errors: tuple[float, ...]
+    cv_errors: tuple[float, ...]  # the same, each predicted by a fit that did not see it
+    cross_validation: str  # "leave-one-out" or "20-fold"
+
+    @property
+    def median_abs_rel_error(self) -> float:
+        return abs_error_quantiles(self.errors)[0]
+
+    @property
+    def p90_abs_rel_error(self) -> float:
+        return abs_error_quantiles(self.errors)[1]
+
+    @property
+    def loo_median_abs_rel_error(self) -> float:
+        return abs_error_quantiles(self.cv_errors)[0]
+
+    @property
+    def loo_p90_abs_rel_error(self) -> float:
+        return abs_error_quantiles(self.cv_errors)[1]
+
+
+class _Arrays:
+    """The observations as numpy columns, so one residual evaluation is a few vector operations."""
+
+    def __init__(self, observations: Sequence[CalibrationObservation]):
+        obs = list(observations)
+        self.n = len(obs)
+        self.steps = np.array([o.steps for o in obs], dtype=float)
+        self.branches = np.array([o.topk - 1 for o in obs], dtype=float)
+        self.extra_verified = np.array([o.draft_tokens - 1 for o in obs], dtype=float)
+        self.measured_tps = np.array([o.measured_tps for o in obs], dtype=float)
+        self.base_step_ms = np.array([1000.0 / o.baseline_tps for o in obs], dtype=float)
+        self.measured_tau = np.array([o.measured_accept_length or np.nan for o in obs], dtype=float)
+        self.has_tau = ~np.isnan(self.measured_tau)
+        self.has_rates = np.array([bool(o.training_rates) for o in obs])
+        shapes = [tree_shape(o.steps, o.topk, o.draft_tokens) for o in obs]
+        depth = max((d for d, _ in shapes), default=0)
+        self.rates = np.zeros((self.n, max(depth, 1)))
+        self.in_depth = np.zeros_like(self.rates, dtype=bool)
+        self.width = np.array([w for _, w in shapes], dtype=float)[:, None]
+        for i, (o, (d, _)) in enumerate(zip(obs, shapes, strict=True)):
+            if o.training_rates and d:
+                self.rates[i, :d] = extend_rates(o.training_rates, d)[0]
+                self.in_depth[i, :d] = True
+
+    def subset(self, keep: np.ndarray) -> "_Arrays":
+        sub = object.__new__(_Arrays)
+        for name, value in vars(self).items():
+            sub.__dict__[name] = value[keep] if isinstance(value, np.ndarray) else value
+        sub.n = int(np.count_nonzero(keep))
+        return sub
+
+    def predicted_tau(self, acc_to_acceptance: float) -> np.ndarray:
+        accepted = 1.0 - (1.0 - np.minimum(1.0, self.rates * acc_to_acceptance)) ** self.width
+        return 1.0 + (np.cumprod(accepted, axis=1) * self.in_depth).sum(axis=1)
+
+    def round_ms(self, p: FittedParams) -> np.ndarray:
+        return (self.base_step_ms * (1.0 + p.verify_growth * self.extra_verified)
+                + self.steps * (p.draft_step_ms + p.draft_branch_ms * self.branches)
+                + p.round_overhead_ms)
+
+    def predicted_tps(self, p: FittedParams) -> np.ndarray:
+        """What a prediction would say: tau from training rates when known, else the measured tau."""
+        tau = np.where(self.has_rates, self.predicted_tau(p.acc_to_acceptance), self.measured_tau)
+        return 1000.0 * tau / self.round_ms(p)
+
+    def residuals(self, p: FittedParams) -> np.ndarray:
+        """Relative tok/s errors of the round-time model (measured tau where known), then relative tau
+        errors where both training rates and a measured tau exist."""
+        tau_rates = self.predicted_tau(p.acc_to_acceptance)
+        tau = np.where(self.has_tau, self.measured_tau, tau_rates)
+        tps_error = 1000.0 * tau / self.round_ms(p) / self.measured_tps - 1.0
+        both = self.has_tau & self.has_rates
+        return np.concatenate([tps_error, tau_rates[both] / self.measured_tau[both] - 1.0])
+
+
+def _free_parameters(arrays: _Arrays) -> tuple[str, ...]:
+    free = ["draft_step_ms", "round_overhead_ms", "verify_growth"]
+    if arrays.branches.any():
+        free.insert(1, "draft_branch_ms")
+    if arrays.has_rates.any():
+        free.append("acc_to_acceptance")
+    return tuple(free)
+
+
+def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: FittedParams) -> FittedParams:
+    # imported here: scipy.optimize takes most of a second to load and only calibration needs it
+    from scipy.optimize import least_squares
+
+    base_ms = float(np.median(arrays.base_step_ms))
+    # natural size of each parameter, for the prior's pull and the solver's steps
+    scale = {"draft_step_ms": 0.1 * base_ms, "draft_branch_ms": 0.1 * base_ms,
+             "round_overhead_ms": 0.1 * base_ms, "verify_growth": 0.1, "acc_to_acceptance": 0.1}
+    lower = np.array([ACC_FACTOR_BOUNDS[0] if n == "acc_to_acceptance" else 0.0 for n in free])
+    upper = np.array([ACC_FACTOR_BOUNDS[1] if n == "acc_to_acceptance" else np.inf for n in free])
+    prior_x = np.array([getattr(prior, n) for n in free])
+    x_scale = np.array([scale[n] for n in free])
+    fixed = {n: getattr(prior, n) for n in PARAM_NAMES if n not in free}
+
+    def params(x: np.ndarray) -> FittedParams:
+        return FittedParams(**fixed, **dict(zip(free, (float(v) for v in x), strict=True)))
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([arrays.residuals(params(x)), PRIOR_WEIGHT * (x - prior_x) / x_scale])
+
+    # the solver stalls on a starting point at a bound: start just inside
+    x0 = np.clip([getattr(start, n) for n in free], lower + 0.01 * x_scale, upper - 0.01 * x_scale)
+    result = least_squares(residuals, x0, bounds=(lower, upper), loss=LOSS, f_scale=LOSS_SCALE,
+                           x_scale=x_scale)
+    return params(result.x)
+
+
+def _linear_start(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...]) -> FittedParams:
+    """Non-negative least squares on the measured round times (1000 tau / tok/s), which are linear in
+    the round-time parameters: a good start for the robust fit."""
+    from scipy.optimize import nnls
+
+    columns = {
+        "verify_growth": arrays.base_step_ms * arrays.extra_verified,
+        "draft_step_ms": arrays.steps,
+        "draft_branch_ms": arrays.steps * arrays.branches,
+        "round_overhead_ms": np.ones(arrays.n),
+    }
+    names = [n for n in free if n in columns]
+    known = arrays.has_tau
+    if np.count_nonzero(known) < len(names):
+        return prior
+    design = np.column_stack([columns[n][known] for n in names])
+    target = 1000.0 * arrays.measured_tau[known] / arrays.measured_tps[known] - arrays.base_step_ms[known]
+    solution, _ = nnls(design, target)
+    values = {n: getattr(prior, n) for n in PARAM_NAMES}
+    values.update(zip(names, (float(v) for v in solution), strict=True))
+    return FittedParams(**values)
+
+
+def fit_calibration(
+    observations: Sequence[CalibrationObservation], prior: FittedParams | None = None
+) -> CalibrationFit:
+    """Fit the free parameters (draft step, branch cost when trees were run, overhead, verify growth,
+    and acc_to_acceptance when training rates are known) and measure the fit in-sample and by
+    leave-one-out (k-fold above LOO_MAX_OBSERVATIONS)."""
+    prior = prior or FittedParams()
+    arrays = _Arrays(observations)
+    free = _free_parameters(arrays)
+    if arrays.n < max(MIN_OBSERVATIONS, len(free) + 1):
+        raise NotEnoughObservations(
+            f"{arrays.n} benchmark(s) for {len(free)} free parameter(s); need at least "
+            f"{max(MIN_OBSERVATIONS, len(free) + 1)}"
+        )
+    params = _fit(arrays, prior, free, _linear_start(arrays, prior, free))
+    errors = arrays.predicted_tps(params) / arrays.measured_tps - 1.0
+
+    folds = np.arange(arrays.n) % CV_FOLDS if arrays.n > LOO_MAX_OBSERVATIONS else np.arange(arrays.n)
+    cv_errors = np.empty(arrays.n)
+    for fold in np.unique(folds):
+        held_out = folds == fold
+        training = arrays.subset(~held_out)
+        held_out_params = _fit(training, prior, _free_parameters(training), params)
+        test = arrays.subset(held_out)
+        cv_errors[held_out] = test.predicted_tps(held_out_params) / test.measured_tps - 1.0
+    return CalibrationFit(
+        params=params,
+        prior=prior,
+        free=free,
+        n_observations=arrays.n,
+        errors=tuple(float(e) for e in errors),
+        cv_errors=tuple(float(e) for e in cv_errors),
+        cross_validation="leave-one-out" if arrays.n <= LOO_MAX_OBSERVATIONS else f"{CV_FOLDS}-fold",
+    )
+
+
+def predict_observations(params: FittedParams, observations: Sequence[CalibrationObservation]) -> list[float]:
+    """Predicted tok/s of each observation under `params` (tau from training rates when known)."""
+    return [float(v) for v in _Arrays(observations).predicted_tps(params)]

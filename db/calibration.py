@@ -1,0 +1,263 @@
+"""Store-side calibration: a deployment's trusted benchmarks become observations, the cost model fits
+them, and the result is saved as a new calibrated parameter set (never an overwrite)."""
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from specdash.costmodel import (
+    CalibrationFit,
+    CalibrationObservation,
+    FittedParams,
+    GapContext,
+    NotEnoughObservations,
+    diagnose,
+    fit_calibration,
+    has_critical,
+    verified_tokens,
+)
+from specdash.costmodel import calibration as fitting
+from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, PositionAcceptance, Run
+from specdash.db.parameters import Baselines, fitted_params, load_baselines, next_version
+from specdash.db.refresh import benchmark_steps
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    deployment_id: int
+    deployment_name: str
+    fit: CalibrationFit
+    base_parameter_set_id: int | None  # the theory set the fit started from (its prior)
+    comm_fraction: float
+    baseline_tps: float | None  # the profile's; predictions use the measured baseline when there is one
+    benchmark_ids: tuple[int, ...]
+    exclusions: dict[str, int] = field(default_factory=dict)  # reason -> benchmarks left out
+
+    @property
+    def params(self) -> FittedParams:
+        return self.fit.params
+
+    @property
+    def n_benchmarks(self) -> int:
+        return len(self.benchmark_ids)
+
+    @property
+    def excluded(self) -> int:
+        return sum(self.exclusions.values())
+
+    @property
+    def median_abs_rel_error(self) -> float:
+        return self.fit.median_abs_rel_error
+
+    @property
+    def p90_abs_rel_error(self) -> float:
+        return self.fit.p90_abs_rel_error
+
+    @property
+    def loo_median_abs_rel_error(self) -> float:
+        return self.fit.loo_median_abs_rel_error
+
+    @property
+    def loo_p90_abs_rel_error(self) -> float:
+        return self.fit.loo_p90_abs_rel_error
+
+
+@dataclass(frozen=True)
+class SkippedDeployment:
+    deployment_id: int
+    deployment_name: str
+    reason: str
+    exclusions: dict[str, int]
+
+
+@dataclass
+class _Screened:
+    observations: list[CalibrationObservation] = field(default_factory=list)
+    benchmark_ids: list[int] = field(default_factory=list)
+    exclusions: Counter = field(default_factory=Counter)
+
+
+def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None:
+    return session.scalars(
+        select(ParameterSet)
+        .where(ParameterSet.deployment_id == deployment.id, ParameterSet.source == "theory",
+               ParameterSet.is_active.is_(True))
+        .order_by(ParameterSet.version.desc())
+    ).first()
+
+
+def _profile_as_set(deployment: Deployment) -> ParameterSet:
+    """The deployment's profile as an unsaved theory set (before refresh has created one)."""
+    return ParameterSet(
+        comm_fraction=deployment.comm_fraction or 0.0,
+        draft_step_ms=deployment.draft_step_ms or 0.0,
+        round_overhead_ms=deployment.round_overhead_ms or 0.0,
+        verify_growth_compute=deployment.verify_growth_compute or 0.0,
+        verify_growth_comm=deployment.verify_growth_comm or 0.0,
+        draft_branch_ms=0.0,
+        acc_to_acceptance=1.0,
+    )
+
+
+def _rates_by_checkpoint(session: Session, checkpoint_ids: set[int]) -> dict[int, tuple[float, ...]]:
+    rates: dict[int, list[float]] = defaultdict(list)
+    if checkpoint_ids:
+        for checkpoint_id, rate in session.execute(
+            select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate)
+            .where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids))
+            .order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position)
+        ):
+            rates[checkpoint_id].append(rate)
+    return {key: tuple(value) for key, value in rates.items()}
+
+
+def _screen(
+    session: Session, deployment: Deployment, baselines: Baselines, profile_baseline: float | None
+) -> _Screened:
+    """Trusted benchmarks as observations; the rest counted by why they were left out."""
+    # plain columns, not ORM objects: a deployment may hold tens of thousands of benchmarks
+    rows = session.execute(
+        select(Benchmark.id, Benchmark.checkpoint_id, Benchmark.speculative_algorithm, Benchmark.num_steps,
+               Benchmark.topk, Benchmark.num_draft_tokens, Benchmark.concurrency, Benchmark.dataset,
+               Benchmark.decode_tps, Benchmark.accept_length, Benchmark.draft_hidden_size,
+               Benchmark.superseded_by_id, Run.speculative_algorithm.label("drafter_algorithm"),
+               Run.hidden_size.label("drafter_hidden_size"))
+        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .where(Benchmark.deployment_id == deployment.id, Benchmark.speculative_algorithm.is_not(None))
+        .order_by(Benchmark.id)
+    ).all()
+    rates = _rates_by_checkpoint(session, {b.checkpoint_id for b in rows if b.checkpoint_id})
+    out = _Screened()
+    for bench in rows:
+        topk = bench.topk or 1
+        steps = benchmark_steps(bench)
+        verdict = diagnose(GapContext(
+            decomposition=None,
+            benchmark_algorithm=bench.speculative_algorithm,
+            drafter_algorithm=bench.drafter_algorithm,
+            draft_hidden_size=bench.draft_hidden_size,
+            drafter_hidden_size=bench.drafter_hidden_size,
+        ))
+        baseline = baselines.lookup(deployment.id, bench.concurrency, bench.dataset) or profile_baseline
+        trained = rates.get(bench.checkpoint_id) if bench.checkpoint_id else None
+        # rates past the trained depth are extrapolated: they would bias the acc-to-acceptance factor
+        if trained and steps and min(steps, verified_tokens(steps, topk, bench.num_draft_tokens) - 1) > len(trained):
+            trained = None
+        if bench.superseded_by_id is not None:
+            out.exclusions["superseded"] += 1
+        elif has_critical(verdict):
+            out.exclusions["critical diagnosis"] += 1
+        elif not steps:
+            out.exclusions["no speculation setting"] += 1
+        elif not baseline:
+            out.exclusions["no baseline"] += 1
+        elif not bench.accept_length and not trained:
+            out.exclusions["no accept length"] += 1
+        else:
+            out.observations.append(CalibrationObservation(
+                steps=steps,
+                topk=topk,
+                draft_tokens=verified_tokens(steps, topk, bench.num_draft_tokens),
+                measured_tps=bench.decode_tps,
+                baseline_tps=baseline,
+                measured_accept_length=bench.accept_length or None,
+                training_rates=trained,
+                label=f"benchmark {bench.id}",
+            ))
+            out.benchmark_ids.append(bench.id)
+    return out
+
+
+def calibrate_all(
+    session: Session, deployment_id: int | None = None
+) -> tuple[list[CalibrationReport], list[SkippedDeployment]]:
+    """Fit every deployment (or the one given) that has enough trusted benchmarks; say why the others
+    were skipped."""
+    query = select(Deployment).order_by(Deployment.name)
+    if deployment_id is not None:
+        query = query.where(Deployment.id == deployment_id)
+    baselines = load_baselines(session, deployment_id)
+    reports, skipped = [], []
+    for deployment in session.scalars(query):
+        theory = _theory_set(session, deployment)
+        profile_baseline = theory.baseline_tps if theory else deployment.baseline_tps
+        screened = _screen(session, deployment, baselines, profile_baseline)
+        prior = fitted_params(theory or _profile_as_set(deployment))
+        try:
+            fit = fit_calibration(screened.observations, prior)
+        except NotEnoughObservations as exc:
+            skipped.append(SkippedDeployment(deployment.id, deployment.name, str(exc),
+                                             dict(screened.exclusions)))
+            continue
+        reports.append(CalibrationReport(
+            deployment_id=deployment.id,
+            deployment_name=deployment.name,
+            fit=fit,
+            base_parameter_set_id=theory.id if theory else None,
+            comm_fraction=theory.comm_fraction if theory else deployment.comm_fraction or 0.0,
+            baseline_tps=profile_baseline,
+            benchmark_ids=tuple(screened.benchmark_ids),
+            exclusions=dict(screened.exclusions),
+        ))
+    return reports, skipped
+
+
+def calibrate(session: Session, deployment_id: int | None = None) -> list[CalibrationReport]:
+    """One report per deployment with enough trusted benchmarks (see calibrate_all for the others)."""
+    return calibrate_all(session, deployment_id)[0]
+
+
+def fit_summary(report: CalibrationReport) -> dict:
+    """What a calibrated parameter set records about how it was obtained."""
+    fit = report.fit
+    return {
+        "n_benchmarks": report.n_benchmarks,
+        "excluded": report.excluded,
+        "exclusions": report.exclusions,
+        "free": list(fit.free),
+        "median_abs_rel_error": fit.median_abs_rel_error,
+        "p90_abs_rel_error": fit.p90_abs_rel_error,
+        "loo_median_abs_rel_error": fit.loo_median_abs_rel_error,
+        "loo_p90_abs_rel_error": fit.loo_p90_abs_rel_error,
+        "cross_validation": fit.cross_validation,
+        "loss": fitting.LOSS,
+        "loss_scale": fitting.LOSS_SCALE,
+        "prior_weight": fitting.PRIOR_WEIGHT,
+        "prior": vars(fit.prior),
+        "base_parameter_set_id": report.base_parameter_set_id,
+        "benchmark_ids": list(report.benchmark_ids),
+    }
+
+
+def apply_calibration(session: Session, report: CalibrationReport) -> ParameterSet:
+    """Save the fit as the deployment's next parameter-set version (source `calibrated`, active); older
+    calibrated sets of the deployment become inactive. Run refresh() afterwards for new predictions."""
+    for older in session.scalars(
+        select(ParameterSet).where(ParameterSet.deployment_id == report.deployment_id,
+                                   ParameterSet.source == "calibrated", ParameterSet.is_active.is_(True))
+    ):
+        older.is_active = False
+    params = report.params
+    pset = ParameterSet(
+        deployment_id=report.deployment_id,
+        version=next_version(session, report.deployment_id),
+        source="calibrated",
+        baseline_tps=report.baseline_tps,
+        comm_fraction=report.comm_fraction,
+        draft_step_ms=params.draft_step_ms,
+        draft_branch_ms=params.draft_branch_ms,
+        round_overhead_ms=params.round_overhead_ms,
+        verify_growth_compute=params.verify_growth,
+        verify_growth_comm=params.verify_growth,
+        acc_to_acceptance=params.acc_to_acceptance,
+        fit=fit_summary(report),
+        is_active=True,
+        note=(f"fitted to {report.n_benchmarks} benchmark(s); {report.fit.cross_validation} median "
+              f"abs error {report.loo_median_abs_rel_error:.1%}"),
+    )
+    session.add(pset)
+    session.flush()
+    return pset

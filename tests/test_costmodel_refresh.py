@@ -1,0 +1,94 @@
+"""refresh(): predictions and gaps recomputed in bulk, alert status kept, baselines matched by dataset."""
+
+import json
+
+import pytest
+from sqlalchemy import select
+
+from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.models import Benchmark, Deployment, Gap, Prediction
+from specdash.db.refresh import refresh
+from specdash.ingest.pipeline import ingest_bytes
+
+PCIE = "8x RTX PRO 6000, TP8, PCIe"
+
+
+def story_gap(session) -> Gap:
+    return session.scalars(
+        select(Gap).join(Prediction).where(Gap.measured_tps == 82.3, Prediction.source == "theory")).one()
+
+
+def test_a_second_refresh_changes_nothing(demo_url):
+    engine = make_engine(demo_url)
+    with reading(engine) as session:
+        before = {p.id: (p.created_at, p.predicted_tps) for p in session.scalars(select(Prediction))}
+    with transaction(engine) as session:
+        summary = refresh(session)
+    assert (summary.benchmarks, summary.predictions, summary.gaps, summary.new_alerts) == (13, 12, 16, 0)  # 16 gaps: 13 theory + 3 external
+    with reading(engine) as session:
+        after = {p.id: (p.created_at, p.predicted_tps) for p in session.scalars(select(Prediction))}
+    assert after == before  # unchanged numbers are not rewritten, so their created_at stays
+
+
+def test_a_changed_profile_updates_gaps_and_keeps_status_and_note(demo_url):
+    engine = make_engine(demo_url)
+    with transaction(engine) as session:
+        gap = story_gap(session)
+        gap.status, gap.note = "investigating", "server flags being checked"
+        session.scalars(select(Deployment).where(Deployment.name == PCIE)).one().round_overhead_ms = 12.5
+    with transaction(engine) as session:
+        gap = story_gap(session)  # loaded before the bulk update, it must show the new numbers after it
+        assert gap.predicted_tps == pytest.approx(161.0, abs=0.1)
+        summary = refresh(session)
+        assert gap.predicted_tps == pytest.approx(1000 * 2.1 / (13.04 + 12.5), abs=0.5)
+        assert (gap.status, gap.note) == ("investigating", "server flags being checked")
+        assert "round_overhead" not in {d["code"] for d in gap.diagnoses}  # the profile now explains it
+    # the 8 PCIe benchmarks that followed the old profile now beat the slower prediction by > 10 %;
+    # the story and the 16-token benchmark were alerts already
+    assert summary.new_alerts == 8
+
+
+def test_a_gap_that_grows_past_the_threshold_is_a_new_alert(demo_url):
+    engine = make_engine(demo_url)
+    with transaction(engine) as session:
+        session.scalars(select(Deployment).where(Deployment.name == PCIE)).one().draft_step_ms = 0.0
+        summary = refresh(session)
+    # without drafting cost every PCIe prediction rises by 10-25 %: the well-behaved ones become alerts
+    assert summary.new_alerts >= 5
+
+
+def test_baselines_are_matched_by_dataset(engine):
+    document = {
+        "specdash": 1,
+        "deployments": [{"name": "lab", "comm_fraction": 0.5}],
+        "runs": [{"name": "r", "speculative_algorithm": "EAGLE3", "ttt_length": 3}],
+        "checkpoints": [{"run": "r", "name": "c", "acceptance": [0.8, 0.7, 0.6]}],
+        "benchmarks": [
+            {"deployment": "lab", "decode_tps": 100.0, "dataset": "gsm8k"},
+            {"deployment": "lab", "decode_tps": 50.0, "dataset": "mtbench"},
+            *({"deployment": "lab", "run": "r", "checkpoint": "c", "speculative_algorithm": "EAGLE3",
+               "num_steps": 3, "topk": 1, "num_draft_tokens": 4, "decode_tps": tps, "accept_length": 2.9,
+               "dataset": dataset} for dataset, tps in [("gsm8k", 250.0), ("mtbench", 120.0), ("other", 180.0)]),
+        ],
+    }
+    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    with reading(engine) as session:
+        baseline = {p.dataset: p.baseline_tps for p in session.scalars(select(Prediction))}
+    # its own dataset's baseline, else the median over the deployment and concurrency
+    assert baseline == {"gsm8k": 100.0, "mtbench": 50.0, "other": 75.0}
+
+
+def test_refreshing_a_new_baseline_reaches_every_benchmark_it_affects(demo_url):
+    engine = make_engine(demo_url)
+    with transaction(engine) as session:
+        pcie = session.scalar(select(Deployment.id).where(Deployment.name == PCIE))
+        baseline = Benchmark(record_key="b" * 64, deployment_id=pcie, concurrency=1, dataset="mtbench",
+                             decode_tps=80.0)
+        session.add(baseline)
+        session.flush()
+        summary = refresh(session, [baseline.id])
+    assert summary.benchmarks == 10  # every speculative PCIe benchmark at concurrency 1
+    with reading(engine) as session:
+        stored = session.scalars(select(Prediction.baseline_tps).where(
+            Prediction.deployment_id == pcie, Prediction.source == "theory")).all()
+    assert set(stored) == {85.0}  # the median of the old 90 and the new 80
