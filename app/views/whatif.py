@@ -1,4 +1,163 @@
-"""placeholder"""
+"""What-if: a checkpoint's acceptance curve on two deployment profiles side by side (PCIe and NVLink by
+default), the cost model's tok/s at every draft depth, the break-even and the optimum; the profile's numbers
+adjustable with sliders. Nothing is saved."""
+
 import streamlit as st
 
+from specdash.app import state
+from specdash.app.whatif_charts import depth_figure, depth_table
+from specdash.costmodel import CostParams, depth_sweep, optimal_depth
+
+SIDES = ("left", "right")
+PREFERRED = ("pcie", "nvlink")
+
+url = state.db_url()
 st.title("What-if")
+st.caption(
+    "How deep should this drafter speculate on this hardware? All-reduce is paid once per verify round, not "
+    "per token: the larger its share of a step, the more a deep draft pays. Move the sliders to see."
+)
+
+runs = state.runs_frame(url)
+runs = runs[runs["checkpoints"] > 0] if not runs.empty else runs
+deployments = state.deployments_frame(url)
+if runs.empty or deployments.empty:
+    st.info(
+        "Needs a checkpoint with per-position acceptance and a deployment profile: load them with "
+        "`specdash ingest` or the **Upload** page, or run `specdash demo`."
+    )
+    st.stop()
+
+pick = st.columns([2, 2, 1, 1])
+default_run = runs.sort_values(["checkpoints", "name"], ascending=[False, True])["name"].iloc[0]
+run_name = pick[0].selectbox(
+    "Run", runs["name"].tolist(), index=runs["name"].tolist().index(default_run), key="whatif_run"
+)
+run = runs[runs["name"] == run_name].iloc[0]
+checkpoints = state.checkpoints_frame(url, (int(run["id"]),))
+names = dict(zip(checkpoints["id"].astype(int), checkpoints["name"], strict=True))
+checkpoint_id = pick[1].selectbox(
+    "Checkpoint (its acceptance curve)",
+    list(names),
+    index=len(names) - 1,
+    format_func=names.get,
+    key=f"whatif_checkpoint_{run_name}",
+)
+max_steps = pick[2].slider("Deepest draft K", 1, 24, 16, key="whatif_max_steps")
+topk = pick[3].selectbox(
+    "Top-k",
+    (1, 2, 4),
+    key="whatif_topk",
+    help="candidates per draft step; above 1 the draft is a tree (an approximation)",
+)
+
+rates = state.position_acceptance(url, (checkpoint_id,))["rate"].tolist()
+if not rates:
+    st.info("This checkpoint has no per-position acceptance (training acc_i); choose another.")
+    st.stop()
+trained = (
+    int(run["ttt_length"]) if run["ttt_length"] == run["ttt_length"] and run["ttt_length"] else len(rates)
+)
+st.caption(
+    "Conditional acceptance per draft position: "
+    + ", ".join(f"{r:.2f}" for r in rates)
+    + f". Past position {len(rates)} the cost model extrapolates (hollow markers)."
+)
+
+profile_names = deployments["name"].tolist()
+defaults = []
+for kind in PREFERRED:
+    match = deployments[deployments["interconnect"].fillna("").str.lower() == kind]["name"].tolist()
+    defaults.append(match[0] if match else None)
+defaults = [d or profile_names[min(i, len(profile_names) - 1)] for i, d in enumerate(defaults)]
+
+columns = st.columns(2, gap="large")
+sweeps = []
+for side, column, default in zip(SIDES, columns, defaults, strict=True):
+    with column:
+        name = st.selectbox(
+            "Deployment profile",
+            profile_names,
+            index=profile_names.index(default),
+            key=f"whatif_profile_{side}",
+        )
+        profile = deployments[deployments["name"] == name].iloc[0]
+        scope = f"{side}_{name}"  # a new profile starts from its own numbers
+        known_baseline = (
+            profile["baseline_tps"] if profile["baseline_tps"] == profile["baseline_tps"] else None
+        )
+        baseline_tps = st.number_input(
+            "Baseline decode tok/s (no speculation)",
+            1.0,
+            100_000.0,
+            float(known_baseline or 100.0),
+            key=f"whatif_baseline_{scope}",
+        )
+        sliders = st.columns(3)
+        comm_fraction = sliders[0].slider(
+            "All-reduce share of a step",
+            0.0,
+            0.95,
+            float(profile["comm_fraction"] or 0.0),
+            0.01,
+            key=f"whatif_comm_{scope}",
+        )
+        draft_step_ms = sliders[1].slider(
+            "Draft ms per step",
+            0.0,
+            5.0,
+            float(profile["draft_step_ms"] or 0.0),
+            0.01,
+            key=f"whatif_draft_{scope}",
+        )
+        growth = sliders[2].slider(
+            "Verify compute growth per extra token",
+            0.0,
+            0.2,
+            float(profile["verify_growth_compute"] or 0.0),
+            0.005,
+            key=f"whatif_growth_{scope}",
+            help="share by which the compute of a verify forward grows per extra verified token; the "
+            "all-reduce share stays what it is however many tokens are verified",
+        )
+        params = CostParams(
+            baseline_tps=baseline_tps,
+            comm_fraction=comm_fraction,
+            draft_step_ms=draft_step_ms,
+            round_overhead_ms=float(profile["round_overhead_ms"] or 0.0),
+            verify_growth_compute=growth,
+            verify_growth_comm=float(profile["verify_growth_comm"] or 0.0),
+        )
+        points = depth_sweep(params, rates, max_steps, topk)
+        sweeps.append((side, column, name, baseline_tps, points, optimal_depth(points)))
+
+top_tps = max(max(p.tps for p in points) for *_, points, _ in sweeps)
+for side, column, name, baseline_tps, points, best in sweeps:
+    with column:
+        st.plotly_chart(
+            depth_figure(points, best, baseline_tps, name, trained, top_tps),
+            width="stretch",
+            key=f"whatif_chart_{side}",
+        )
+        verdict = (
+            f"Best at **K = {best.steps}** ({best.draft_tokens} draft tokens): {best.tps:.0f} tok/s, "
+            f"{best.speedup:.2f}× no speculation"
+        )
+        if best.extrapolated:
+            verdict += f"; deeper than the drafter was trained ({trained}): train deeper before relying on it"
+        (st.warning if best.extrapolated else st.success)(verdict + ".")
+        st.dataframe(
+            depth_table(points),
+            hide_index=True,
+            width="stretch",
+            height=260,
+            column_config={
+                "K": st.column_config.NumberColumn(width=30, help="draft steps"),
+                "τ": st.column_config.NumberColumn(format="%.2f", help="accept length"),
+                "break-even τ": st.column_config.NumberColumn(format="%.2f"),
+                "round ms": st.column_config.NumberColumn(format="%.2f"),
+                "tok/s": st.column_config.NumberColumn(format="%.1f"),
+                "speedup": st.column_config.NumberColumn(format="%.2f×"),
+                "extrapolated": st.column_config.CheckboxColumn(width=80),
+            },
+        )
