@@ -9,8 +9,9 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from specdash.config import resolve_db_url
-from specdash.db import alerts, checkpoint_queries, queries
+from specdash.db import alerts, checkpoint_queries, profiles, queries
 from specdash.db.alerts import AlertFilters
+from specdash.db.calibration import calibrate_all
 from specdash.db.checkpoint_queries import SpeculationSetting
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.schema import SchemaOutOfDate, check_schema
@@ -168,6 +169,18 @@ def training_curves(url: str, run_ids: tuple[int, ...], keys: tuple[str, ...]) -
 @st.cache_data(show_spinner=False)
 def position_acceptance(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFrame:
     return _read(url, checkpoint_queries.position_acceptance_frame, list(checkpoint_ids))
+
+
+# --- Settings ----------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def parameter_sets(url: str) -> pd.DataFrame:
+    return _read(url, profiles.parameter_sets_frame)
+
+
+def run_calibration(deployment_id: int | None) -> tuple[list, list]:
+    """Fit the deployment (or every one) now; the fit reads the store and writes nothing."""
+    with reading(engine()) as session:
+        return calibrate_all(session, deployment_id)
 
 
 # --- Upload ------------------------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""Edits made from the Settings page: deployment cost profiles and gap thresholds, each followed by a
-refresh of the predictions and gaps it changes."""
+"""Edits made from the Settings page: deployment cost profiles, gap thresholds and calibrated parameter
+sets, each followed by a refresh of the predictions and gaps it changes; and the parameter sets to list."""
 
+import pandas as pd
 from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from specdash.db.models import Benchmark, Deployment
+from specdash.db.calibration import CalibrationReport, apply_calibration
+from specdash.db.models import Benchmark, Deployment, ParameterSet
 from specdash.db.parameters import ensure_theory_set
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.db.settings import set_gap_threshold
@@ -94,3 +96,42 @@ def set_global_threshold(session: Session, threshold: float) -> RefreshSummary:
         raise ProfileError(f"gap_threshold: {exc}") from None
     session.flush()
     return refresh(session)
+
+
+def apply_calibration_and_refresh(
+    session: Session, report: CalibrationReport
+) -> tuple[ParameterSet, RefreshSummary]:
+    """Save a calibration fit as the deployment's active calibrated parameter set, then predict with it:
+    every benchmark of the deployment gets a `calibrated` prediction and gap next to the theory one."""
+    pset = apply_calibration(session, report)
+    return pset, _refresh_deployment(session, report.deployment_id)
+
+
+def parameter_sets_frame(session: Session) -> pd.DataFrame:
+    """Every parameter set, newest version of each deployment first, with its fit quality when calibrated."""
+    query = (
+        select(
+            Deployment.name.label("deployment"),
+            ParameterSet.version,
+            ParameterSet.source,
+            ParameterSet.is_active,
+            ParameterSet.draft_step_ms,
+            ParameterSet.round_overhead_ms,
+            ParameterSet.verify_growth_compute,
+            ParameterSet.verify_growth_comm,
+            ParameterSet.acc_to_acceptance,
+            ParameterSet.fit,
+            ParameterSet.created_at,
+        )
+        .join(Deployment, ParameterSet.deployment_id == Deployment.id)
+        .order_by(Deployment.name, ParameterSet.version.desc())
+    )
+    rows = [dict(row) for row in session.execute(query).mappings()]
+    for row in rows:
+        fit = row.pop("fit") or {}
+        row["benchmarks"] = fit.get("n_benchmarks")
+        row["cv_median_error"] = fit.get("loo_median_abs_rel_error")
+    columns = ["deployment", "version", "source", "is_active", "draft_step_ms", "round_overhead_ms",
+               "verify_growth_compute", "verify_growth_comm", "acc_to_acceptance", "benchmarks", "cv_median_error",
+               "created_at"]
+    return pd.DataFrame(rows, columns=columns)

@@ -3,13 +3,14 @@
 import pytest
 from sqlalchemy import select
 
+from specdash.app.text import unmd
 from specdash.db import profiles
 from specdash.db.engine import make_engine, reading, transaction
-from specdash.db.models import Deployment, Gap, ParameterSet
+from specdash.db.models import Deployment, Gap, ParameterSet, Prediction
 from specdash.db.profiles import ProfileError
 from specdash.db.queries import open_alert_counts
 from specdash.db.settings import get_gap_threshold
-from tests.test_app import run_page
+from tests.test_app import run_page, table_with
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 
@@ -121,3 +122,29 @@ def test_settings_page_creates_a_deployment_and_reports_bad_values(monkeypatch, 
     at.text_input(key="profile_name").input(PCIE)
     next(b for b in at.button if b.label == "Create deployment").click().run()
     assert any("already exists" in e.value for e in at.error)
+
+
+def test_calibration_on_the_page_adds_a_calibrated_parameter_set(monkeypatch, demo_url):
+    at = run_page(monkeypatch, demo_url, "views/settings.py")
+    next(b for b in at.button if b.label == "Run calibration").click().run()
+    assert not at.exception
+    # PCIe: 10 speculative benchmarks, the EAGLE-flag one left out for its critical diagnosis
+    assert any(
+        "fitted to 9 benchmark(s), 1 left out (critical diagnosis: 1)" in unmd(m.value) for m in at.markdown
+    )
+    assert any("8x H200, TP8, NVLink: not calibrated" in unmd(i.value) for i in at.info)
+    fitted = table_with(at, "acc_to_acceptance")
+    assert fitted[""].tolist() == ["profile (prior)", "calibrated"]
+    median = next(m for m in at.metric if m.label == "median error")
+    assert float(median.value.rstrip("%")) < 5
+    with reading(make_engine(demo_url)) as session:
+        assert session.scalar(select(ParameterSet).where(ParameterSet.source == "calibrated")) is None
+    next(b for b in at.button if b.label == "Apply as a calibrated parameter set").click().run()
+    assert not at.exception
+    with reading(make_engine(demo_url)) as session:
+        calibrated = session.scalars(select(ParameterSet).where(ParameterSet.source == "calibrated")).one()
+        sources = set(session.scalars(select(Prediction.source).where(Prediction.deployment_id == 1)))
+    assert calibrated.is_active and calibrated.fit["n_benchmarks"] == 9
+    assert {"theory", "calibrated"} <= sources
+    sets = table_with(at, "cv_median_error")
+    assert sets[sets["source"] == "calibrated"]["deployment"].tolist() == [PCIE]

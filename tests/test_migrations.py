@@ -7,7 +7,14 @@ from sqlalchemy import inspect
 
 from specdash.db.engine import make_engine
 from specdash.db.models import Base
-from specdash.db.schema import SCHEMA_REVISION, alembic_config, current_revision, downgrade, head_revision, upgrade
+from specdash.db.schema import (
+    SCHEMA_REVISION,
+    alembic_config,
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
 
 
 def test_exactly_one_head():

@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from specdash.app import state
+from specdash.app.text import md
 from specdash.db import profiles
 from specdash.db.profiles import ProfileError
 
@@ -203,3 +204,85 @@ with st.form(f"settings_profile_{choice}"):
         else:
             st.toast(f"{deployment.name} saved: {refreshed(summary)}")
             st.rerun()
+
+# --- calibration ------------------------------------------------------------------------------------------
+st.subheader("Calibration")
+st.caption(
+    "Fit a deployment's draft ms per step, round overhead, verify growth and the factor from training accuracy "
+    "to served acceptance to its trusted benchmarks (robust least squares; superseded benchmarks and those with "
+    "a critical diagnosis are left out). Applying a fit adds a calibrated parameter set, never an overwrite: "
+    "its predictions appear next to theory's on every page."
+)
+EVERY = "every deployment"
+pick = st.columns([3, 1], vertical_alignment="bottom")
+target = pick[0].selectbox("Deployment to calibrate", [EVERY, *names], key="settings_calibrate_deployment")
+if pick[1].button("Run calibration", icon=":material/model_training:", key="settings_calibrate"):
+    target_id = None if target == EVERY else int(deployments[deployments["name"] == target].iloc[0]["id"])
+    st.session_state["calibration"] = state.run_calibration(target_id)
+
+reports, skipped = st.session_state.get("calibration", ([], []))
+for report in reports:
+    with st.container(border=True):
+        excluded = ", ".join(f"{reason}: {n}" for reason, n in report.exclusions.items())
+        st.markdown(
+            f"**{md(report.deployment_name)}**: fitted to {report.n_benchmarks} benchmark(s)"
+            + (f", {report.excluded} left out ({md(excluded)})" if report.excluded else "")
+        )
+        fit = report.fit
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {"": "profile (prior)", **vars(fit.prior)},
+                    {"": "calibrated", **vars(fit.params)},
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            column_config={name: st.column_config.NumberColumn(format="%.3f") for name in vars(fit.params)},
+        )
+        quality = st.columns(4)
+        quality[0].metric(
+            "median error",
+            f"{report.median_abs_rel_error:.1%}",
+            help="|predicted - measured| / measured tok/s over the fitted benchmarks",
+        )
+        quality[1].metric("p90 error", f"{report.p90_abs_rel_error:.1%}")
+        quality[2].metric(
+            f"median, {fit.cross_validation}",
+            f"{report.loo_median_abs_rel_error:.1%}",
+            help="each benchmark predicted by a fit that did not see it",
+        )
+        quality[3].metric(f"p90, {fit.cross_validation}", f"{report.loo_p90_abs_rel_error:.1%}")
+        if st.button(
+            "Apply as a calibrated parameter set",
+            type="primary",
+            icon=":material/done:",
+            key=f"settings_apply_{report.deployment_id}",
+        ):
+            pset, summary = state.write(profiles.apply_calibration_and_refresh, report)
+            st.session_state["calibration"] = (
+                [r for r in reports if r.deployment_id != report.deployment_id],
+                skipped,
+            )
+            st.toast(
+                f"{report.deployment_name}: calibrated parameter set v{pset.version}; {refreshed(summary)}"
+            )
+            st.rerun()
+for item in skipped:
+    st.info(f"{md(item.deployment_name)}: not calibrated: {md(item.reason)}.")
+
+sets = state.parameter_sets(url)
+if not sets.empty:
+    st.markdown("**Parameter sets** (each prediction records the set it used)")
+    st.dataframe(
+        sets,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "is_active": st.column_config.CheckboxColumn("active"),
+            "cv_median_error": st.column_config.NumberColumn(
+                "cross-validated median error", format="percent"
+            ),
+            "created_at": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
+        },
+    )
