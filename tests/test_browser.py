@@ -43,7 +43,7 @@ PAGES = [
     ("checkpoints", "checkpoints", "Acceptance per draft position"),
     ("upload", "upload", "Benchmark results, training logs"),
     ("alerts", "alerts", "Investigation"),
-    ("whatif", "whatif", "What-if"),
+    ("whatif", "whatif", "Best at"),
     ("settings", "settings", "Deployment profiles"),
 ]
 README_PICTURES = ("overview", "checkpoints", "alerts")

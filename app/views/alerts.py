@@ -88,14 +88,14 @@ if rows:
             "severity": st.column_config.TextColumn(width=70),
             "status": st.column_config.TextColumn(width=90),
             "source": st.column_config.TextColumn(width=80),
-            "measured": st.column_config.NumberColumn("measured tok/s", format="%.1f", width=80),
-            "predicted": st.column_config.NumberColumn("predicted tok/s", format="%.1f", width=80),
+            "measured": st.column_config.NumberColumn("measured tok/s", format="%.1f", width=105),
+            "predicted": st.column_config.NumberColumn("predicted tok/s", format="%.1f", width=105),
             "gap": st.column_config.NumberColumn(format="percent", width=70),
         },
     )
     first, last = (page - 1) * PAGE_ROWS + 1, (page - 1) * PAGE_ROWS + len(rows)
     st.caption(
-        f"{total} alert(s) match; {first}-{last} shown, largest gap first. Select a row to investigate it."
+        f"{total} alert(s) match; {first}-{last} shown, the most severe first, then the largest gap. Select a row to investigate it."
     )
     if event.selection.rows:
         selected_id = int(table.iloc[event.selection.rows[0]]["id"])

@@ -97,22 +97,23 @@ latest = state.latest_checkpoints(url)
 if latest.empty:
     st.info("No runs yet.")
 else:
+    measured = latest["best_speedup"].notna()
     table = latest.assign(
+        latest_checkpoint=latest["latest_checkpoint"].fillna("-"),
         setting=[
-            setting_label(r) if r["best_speedup"] == r["best_speedup"] else None for _, r in latest.iterrows()
-        ]
+            setting_label(r) if ok else "-" for ok, (_, r) in zip(measured, latest.iterrows(), strict=True)
+        ],
+        deployment=latest["deployment"].fillna("-"),
     )[
         [
             "run",
             "status",
             "checkpoints",
             "latest_checkpoint",
-            "step",
             "best_speedup",
             "measured_tps",
-            "baseline_tps",
-            "deployment",
             "setting",
+            "deployment",
         ]
     ]
     st.dataframe(
@@ -122,7 +123,6 @@ else:
         key="overview_latest",
         column_config={
             "latest_checkpoint": "latest checkpoint",
-            "step": st.column_config.NumberColumn("step", format="%d"),
             "best_speedup": st.column_config.NumberColumn(
                 "best speedup",
                 format="%.2f×",
@@ -130,6 +130,6 @@ else:
                 "latest checkpoint (superseded benchmarks left out)",
             ),
             "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
-            "baseline_tps": st.column_config.NumberColumn("baseline tok/s", format="%.1f"),
+            "setting": "best at",
         },
     )

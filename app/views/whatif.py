@@ -14,8 +14,9 @@ PREFERRED = ("pcie", "nvlink")
 url = state.db_url()
 st.title("What-if")
 st.caption(
-    "How deep should this drafter speculate on this hardware? All-reduce is paid once per verify round, not "
-    "per token: the larger its share of a step, the more a deep draft pays. Move the sliders to see."
+    "How deep should this drafter speculate on this hardware? All-reduce is paid once per verify round, while "
+    "compute grows with every verified token: the larger all-reduce's share of a step, the cheaper a deep draft. "
+    "Move the sliders to see."
 )
 
 runs = state.runs_frame(url)
