@@ -24,6 +24,17 @@ from specdash.db.queries import alert_threshold, gap_select
 from specdash.db.settings import get_gap_threshold
 
 SEVERITIES = ("critical", "warning", "info", "none")
+# The stable codes of the cost model's diagnosis rules, in the rules' order (a filter's choices).
+DIAGNOSIS_CODES = (
+    "algorithm_mismatch",
+    "hidden_size_mismatch",
+    "beyond_trained_depth",
+    "slower_than_baseline",
+    "round_overhead",
+    "acceptance_shortfall",
+    "faster_than_predicted",
+    "no_baseline",
+)
 
 
 class AlertChangeError(ValueError):

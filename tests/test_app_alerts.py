@@ -5,6 +5,7 @@ import pytest
 from sqlalchemy import select
 
 from specdash.app.text import unmd
+from specdash.costmodel import RULES
 from specdash.db import alerts
 from specdash.db.alerts import AlertChangeError, AlertFilters
 from specdash.db.engine import make_engine, reading, transaction
@@ -40,6 +41,10 @@ def test_alert_filters(demo, filters, expected):
         rows, total = alerts.alert_page(session, filters)
     assert [r["gap_id"] for r in rows] == expected
     assert total == len(expected)
+
+
+def test_diagnosis_filter_offers_every_rule():
+    assert alerts.DIAGNOSIS_CODES == tuple(rule.__name__ for rule in RULES)
 
 
 def test_alert_pages_split_the_list(demo):
@@ -189,3 +194,9 @@ def test_rerun_link_on_the_page(monkeypatch, demo_url):
         assert session.get(Benchmark, STORY_BENCHMARK).superseded_by_id == RERUN_BENCHMARK
         assert session.get(Gap, STORY_GAP).status == "resolved"
     assert any("superseded by benchmark #4" in i.value for i in at.info)
+
+
+def test_link_to_an_unknown_alert_says_so(monkeypatch, demo_url):
+    at = alerts_page(monkeypatch, demo_url, 999)
+    assert not at.exception
+    assert at.error[0].value == "No alert with id 999."

@@ -9,21 +9,11 @@ from specdash.app import state
 from specdash.app.alert_charts import waterfall_figure
 from specdash.app.text import SEVERITY_ICONS, gap_text, md, setting_label
 from specdash.db import alerts
-from specdash.db.alerts import SEVERITIES, AlertChangeError, AlertFilters
+from specdash.db.alerts import DIAGNOSIS_CODES, SEVERITIES, AlertChangeError, AlertFilters
 from specdash.db.models import GAP_STATUSES
 
 PAGE_ROWS = 50
 ANY = "any"
-DIAGNOSIS_CODES = (
-    "algorithm_mismatch",
-    "hidden_size_mismatch",
-    "beyond_trained_depth",
-    "slower_than_baseline",
-    "round_overhead",
-    "acceptance_shortfall",
-    "faster_than_predicted",
-    "no_baseline",
-)
 
 url = state.db_url()
 st.title("Alerts")
