@@ -4,12 +4,13 @@ Reads what the cost model needs from the store as plain rows, calls costmodel/, 
 (one executemany per kind of change) only the predictions and gaps whose numbers changed; the status
 and note of an existing alert are kept. No ORM object per benchmark: tens of thousands take seconds."""
 
+import json
 import statistics
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import JSON, Boolean, DateTime, Text, bindparam, select, type_coerce
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import (
@@ -53,6 +54,7 @@ PREDICTION_KEY = (
 PREDICTION_VALUES = ("parameter_set_id", "predicted_tps", "accept_length", "accept_length_source", "round_ms",
                      "compute_ms", "comm_ms", "draft_ms", "overhead_ms", "baseline_tps", "extrapolated",
                      "approximation")
+PredictionValues = namedtuple("PredictionValues", PREDICTION_VALUES)
 GAP_VALUES = ("gap", "measured_tps", "predicted_tps", "measured_round_ms", "predicted_round_ms",
               "acceptance_factor", "round_factor", "unexplained_ms", "diagnoses", "severity")
 
@@ -85,6 +87,17 @@ def _prediction_key(bench, steps: int) -> tuple:
 def _chunks(ids: list[int]) -> Iterator[list[int]]:
     for start in range(0, len(ids), CHUNK):
         yield ids[start : start + CHUNK]
+
+
+def _select_in(session: Session, query, column, ids: list[int] | None) -> Iterator:
+    """Rows of `query` with `column` in `ids` (chunked), or every row when ids is None: a full refresh
+    reads whole tables rather than building IN lists of tens of thousands of ids."""
+    connection = session.connection()
+    if ids is None:
+        yield from connection.execute(query).all()
+        return
+    for chunk in _chunks(ids):
+        yield from connection.execute(query.where(column.in_(chunk))).all()
 
 
 def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> list:
@@ -121,22 +134,23 @@ class _Drafter:
     rates: tuple[float, ...]
 
 
-def _drafters(session: Session, checkpoint_ids: list[int]) -> dict[int, _Drafter]:
-    connection = session.connection()
+def _drafters(session: Session, checkpoint_ids: list[int] | None) -> dict[int, _Drafter]:
     rates: dict[int, list[float]] = defaultdict(list)
     runs = {}
-    for chunk in _chunks(checkpoint_ids):
-        for checkpoint_id, rate in connection.execute(
-            select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate)
-            .where(PositionAcceptance.checkpoint_id.in_(chunk))
-            .order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position)
-        ):
-            rates[checkpoint_id].append(rate)
-        for checkpoint_id, *run in connection.execute(
-            select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length)
-            .join(Run, Checkpoint.run_id == Run.id).where(Checkpoint.id.in_(chunk))
-        ):
-            runs[checkpoint_id] = run
+    for checkpoint_id, rate in _select_in(
+        session,
+        select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate)
+        .order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position),
+        PositionAcceptance.checkpoint_id, checkpoint_ids,
+    ):
+        rates[checkpoint_id].append(rate)
+    for checkpoint_id, *run in _select_in(
+        session,
+        select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length)
+        .join(Run, Checkpoint.run_id == Run.id),
+        Checkpoint.id, checkpoint_ids,
+    ):
+        runs[checkpoint_id] = run
     return {cid: _Drafter(*run, tuple(rates.get(cid, ()))) for cid, run in runs.items()}
 
 
@@ -165,17 +179,21 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
             summary.skipped += 1
             continue
         groups[_prediction_key(bench, steps)].append(bench)
-    drafters = _drafters(session, sorted({key[0] for key in groups}))
+    everything = benchmark_ids is None
+    checkpoint_ids = None if everything else sorted({key[0] for key in groups})
+    drafters = _drafters(session, checkpoint_ids)
     now = utcnow()
 
-    predictions = _refresh_predictions(session, groups, drafters, sets_by_deployment, baselines, now, summary)
-    bench_ids = [b.id for key in predictions for b in groups[key]]
-    gap_columns = [Gap.__table__.c[name] for name in GAP_VALUES]
+    predictions = _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines,
+                                       now, summary)
+    bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
+    # diagnoses are compared as the JSON text stored, not decoded row by row
+    gap_columns = [type_coerce(Gap.__table__.c[name], Text) if name == "diagnoses" else Gap.__table__.c[name]
+                   for name in GAP_VALUES]
     existing_gaps = {
         (row[1], row[2]): (row[0], tuple(row[3:]))
-        for chunk in _chunks(bench_ids)
-        for row in session.connection().execute(
-            select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *gap_columns).where(Gap.benchmark_id.in_(chunk)))
+        for row in _select_in(session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *gap_columns),
+                              Gap.benchmark_id, bench_ids)
     }
     new_gaps, changed_gaps = [], []
     for key, preds in predictions.items():
@@ -189,7 +207,7 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
                 measured_tau = bench.accept_length
                 if result is None:  # external: only its tok/s and perhaps tau and round time are known
                     result = _external_throughput(pred, bench)
-                    if pred["accept_length"] is None:
+                    if pred.accept_length is None:
                         measured_tau = None  # no predicted tau to split the gap against
                 decomposition = decompose(result, bench.decode_tps, measured_tau)
                 diagnoses = diagnose(GapContext(
@@ -202,7 +220,7 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
                     num_steps=steps,
                     num_draft_tokens=draft_tokens,
                     ttt_length=drafter.ttt_length,
-                    baseline_tps=measured_baseline or pred["baseline_tps"] or deployment.baseline_tps,
+                    baseline_tps=measured_baseline or pred.baseline_tps or deployment.baseline_tps,
                     baseline_measured=measured_baseline is not None,
                     deployment=deployment.name,
                     concurrency=concurrency,
@@ -221,35 +239,33 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
                 )
                 alert = abs(decomposition.gap) >= threshold
                 existing = existing_gaps.get((bench.id, prediction_id))
+                compared = (*tuple(values.values())[:-2], json.dumps(values["diagnoses"]), values["severity"])
                 if existing is None:
                     new_gaps.append(dict(benchmark_id=bench.id, prediction_id=prediction_id, status="open",
                                          note=None, updated_at=now, **values))
                     summary.new_alerts += alert
-                elif existing[1] != tuple(values.values()):  # rewrite only what changed
+                elif existing[1] != compared:  # rewrite only what changed
                     changed_gaps.append(dict(id=existing[0], **values))
                     summary.new_alerts += alert and abs(existing[1][0]) < threshold
                 summary.gaps += 1
     if new_gaps:
-        session.execute(insert(Gap), new_gaps)
+        _insert(session, Gap, new_gaps)
     if changed_gaps:
         _update_by_id(session, Gap, changed_gaps)
     _expire(session, (Prediction, Gap))
     return summary
 
 
-def _refresh_predictions(session, groups, drafters, sets_by_deployment, baselines: Baselines, now,
-                         summary: RefreshSummary) -> dict[tuple, list[tuple[int, dict, Throughput | None]]]:
+def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines: Baselines, now,
+                         summary: RefreshSummary) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
-    existing: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    # key -> source -> (prediction id, its stored values)
+    existing: dict[tuple, dict[str, tuple[int, PredictionValues | None]]] = defaultdict(dict)
     value_columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
-    for chunk in _chunks(sorted({key[0] for key in groups})):
-        for row in session.connection().execute(
-            select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns)
-            .where(Prediction.checkpoint_id.in_(chunk))
-        ):
-            existing[tuple(row[1:8])][row.source] = dict(zip(("id", *PREDICTION_VALUES), (row[0], *row[9:]),
-                                                             strict=True))
+    for row in _select_in(session, select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns),
+                          Prediction.checkpoint_id, checkpoint_ids):
+        existing[tuple(row[1:8])][row.source] = (row[0], PredictionValues(*row[9:]))
 
     # parameter sets as plain tuples, and CostParams built once per (set, baseline)
     psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
@@ -258,7 +274,9 @@ def _refresh_predictions(session, groups, drafters, sets_by_deployment, baseline
         for deployment_id, sets in sets_by_deployment.items()
     })
     params_cache: dict[tuple[int, float], CostParams] = {}
-    computed: dict[tuple, list[tuple[str, dict, Throughput]]] = {}
+    # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
+    tau_cache: dict[tuple, object] = {}
+    computed: dict[tuple, list[tuple[str, PredictionValues, Throughput]]] = {}
     new_rows, changed_rows = [], []
     for key, group in groups.items():
         checkpoint_id, deployment_id, steps, topk, draft_tokens, concurrency, dataset = key
@@ -271,7 +289,11 @@ def _refresh_predictions(session, groups, drafters, sets_by_deployment, baseline
             if not baseline_tps:
                 continue
             if rates:
-                tau = predict_accept_length(rates, steps, topk, draft_tokens, acc_to_acceptance)
+                tau_key = (checkpoint_id, steps, topk, draft_tokens, acc_to_acceptance)
+                tau = tau_cache.get(tau_key)
+                if tau is None:
+                    tau = tau_cache[tau_key] = predict_accept_length(rates, steps, topk, draft_tokens,
+                                                                     acc_to_acceptance)
                 accept_length, extrapolated, approximation = tau.accept_length, tau.extrapolated, tau.approximation
                 tau_source = "training"
             elif measured_taus:
@@ -283,46 +305,75 @@ def _refresh_predictions(session, groups, drafters, sets_by_deployment, baseline
             if params is None:
                 params = params_cache[(pset_id, baseline_tps)] = cost_params(psets[pset_id], baseline_tps)
             result = throughput(params, accept_length, steps, draft_tokens, topk)
-            values = dict(
+            round_ = result.round
+            values = PredictionValues(
                 parameter_set_id=pset_id, predicted_tps=result.tps, accept_length=accept_length,
                 accept_length_source=tau_source, round_ms=result.round_ms,
-                compute_ms=result.round.compute_ms, comm_ms=result.round.comm_ms,
-                draft_ms=result.round.draft_ms, overhead_ms=result.round.overhead_ms,
+                compute_ms=round_.compute_ms, comm_ms=round_.comm_ms,
+                draft_ms=round_.draft_ms, overhead_ms=round_.overhead_ms,
                 baseline_tps=baseline_tps, extrapolated=extrapolated, approximation=approximation,
             )
             stored = existing[key].get(source)
             if stored is None:
                 new_rows.append(dict(checkpoint_id=checkpoint_id, deployment_id=deployment_id, num_steps=steps,
                                      topk=topk, num_draft_tokens=draft_tokens, concurrency=concurrency,
-                                     dataset=dataset, source=source, created_at=now, **values))
-            elif any(stored[name] != value for name, value in values.items()):
+                                     dataset=dataset, source=source, created_at=now, **values._asdict()))
+            elif values != stored[1]:
                 # created_at says when these numbers were computed: unchanged ones keep theirs
-                changed_rows.append(dict(id=stored["id"], created_at=now, **values))
+                changed_rows.append(dict(id=stored[0], created_at=now, **values._asdict()))
             results.append((source, values, result))
             summary.predictions += 1
         computed[key] = results
     if new_rows:
-        session.execute(insert(Prediction), new_rows)
+        _insert(session, Prediction, new_rows)
         # read the new ids back by their unique key
-        for chunk in _chunks(sorted({row["checkpoint_id"] for row in new_rows})):
-            for row in session.connection().execute(
-                select(Prediction.id, *PREDICTION_KEY, Prediction.source)
-                .where(Prediction.checkpoint_id.in_(chunk), Prediction.source.in_(BUILTIN_SOURCES))
-            ):
-                existing[tuple(row[1:8])].setdefault(row.source, {"id": row.id})
+        new_ids = None if checkpoint_ids is None else sorted({row["checkpoint_id"] for row in new_rows})
+        for row in _select_in(session, select(Prediction.id, *PREDICTION_KEY, Prediction.source)
+                              .where(Prediction.source.in_(BUILTIN_SOURCES)), Prediction.checkpoint_id, new_ids):
+            existing[tuple(row[1:8])].setdefault(row.source, (row.id, None))
     if changed_rows:
         _update_by_id(session, Prediction, changed_rows)
 
-    out: dict[tuple, list[tuple[int, dict, Throughput | None]]] = {}
+    out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]] = {}
     for key, group in groups.items():
-        preds = [(existing[key][source]["id"], values, result) for source, values, result in computed[key]]
-        preds += [(stored["id"], stored, None) for source, stored in existing[key].items()
-                  if source not in BUILTIN_SOURCES]
+        stored = existing[key]
+        preds = [(stored[source][0], values, result) for source, values, result in computed[key]]
+        if len(stored) > len(preds):
+            preds += [(pid, values, None) for source, (pid, values) in stored.items()
+                      if source not in BUILTIN_SOURCES]
         if preds:
             out[key] = preds
         else:
             summary.skipped += len(group)
     return out
+
+
+def _insert(session: Session, model: type, rows: list[dict]) -> None:
+    """One executemany. The ORM's bulk insert splits rows by which values are None (thousands of
+    statements instead of one); on SQLite the rows go to the driver as tuples, converted here once,
+    since SQLAlchemy's per-value type processing costs more than SQLite's own insert."""
+    connection = session.connection()
+    table = model.__table__
+    if connection.dialect.name != "sqlite":
+        connection.execute(table.insert(), rows)
+        return
+    names = list(rows[0])
+    columns = [table.c[name] for name in names]
+    sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+    converters = [_SQLITE_CONVERTERS.get(type(column.type)) for column in columns]
+    connection.exec_driver_sql(sql, [
+        tuple(value if convert is None or value is None else convert(value)
+              for value, convert in zip(row.values(), converters, strict=True))
+        for row in rows
+    ])
+
+
+# How SQLAlchemy's SQLite dialect stores these types (JSON text, DateTime as ISO text with microseconds).
+_SQLITE_CONVERTERS = {
+    JSON: json.dumps,
+    DateTime: lambda value: value.strftime("%Y-%m-%d %H:%M:%S.%f"),
+    Boolean: int,
+}
 
 
 def _update_by_id(session: Session, model: type, rows: list[dict]) -> None:
@@ -339,13 +390,13 @@ def _expire(session: Session, models: tuple[type, ...]) -> None:
             session.expire(obj)
 
 
-def _external_throughput(pred: dict, bench) -> Throughput:
-    tau = pred["accept_length"] or bench.accept_length or 1.0
-    round_ms = pred["round_ms"] or 1000.0 * tau / pred["predicted_tps"]
+def _external_throughput(pred: PredictionValues, bench) -> Throughput:
+    tau = pred.accept_length or bench.accept_length or 1.0
+    round_ms = pred.round_ms or 1000.0 * tau / pred.predicted_tps
     return Throughput(
         accept_length=tau,
         round=RoundTime(compute_ms=round_ms, comm_ms=0.0, draft_ms=0.0, overhead_ms=0.0),
-        tps=pred["predicted_tps"],
+        tps=pred.predicted_tps,
         speedup=float("nan"),
         break_even_accept_length=float("nan"),
     )
