@@ -12,8 +12,8 @@ from pathlib import Path
 from sqlalchemy import insert, select
 
 from bench import data
+from bench.data import REPO, fresh_db
 from bench.measure import median_of
-from bench.run import REPO, fresh_db
 from specdash.db.engine import make_engine, transaction
 from specdash.db.models import Benchmark, GapEvent, MetricKey, MetricPoint
 from specdash.db.refresh import refresh

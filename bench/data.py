@@ -9,6 +9,7 @@ from sqlalchemy import Engine, insert
 from specdash.db.engine import transaction
 from specdash.db.models import Benchmark, Checkpoint, Deployment, PositionAcceptance, Run
 
+REPO = Path(__file__).resolve().parent.parent
 SEED = 20261129
 LOG_EVERY = 50
 # SpecForge-style keys: 7 TTT positions of acc and ploss, plus loss, lr, grad norm, throughput...
@@ -109,3 +110,18 @@ def populate(engine: Engine, checkpoints: int, benchmarks: int) -> dict[str, int
         for start in range(0, len(rows), 10_000):
             session.execute(insert(Benchmark), rows[start:start + 10_000])
     return {"runs": runs, "checkpoints": checkpoints, "benchmarks": benchmarks}
+
+
+def fresh_db(folder: Path, name: str) -> str:
+    """A new, migrated SQLite database file in `folder`; returns its URL."""
+    from specdash.db.engine import make_engine
+    from specdash.db.schema import upgrade
+
+    path = folder / name
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url

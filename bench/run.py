@@ -3,17 +3,15 @@
 import argparse
 import itertools
 import json
-import logging
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench import data, mlflow_cases
+from bench import dashboard, data, mlflow_cases
+from bench.data import REPO, fresh_db
 from bench.measure import cpu_model, median_of, run_process, timed
 
-REPO = Path(__file__).resolve().parent.parent
 SPECBUNDLE = REPO.parent / "shared" / "fixtures" / "real" / "specbundle-data.json"
 
 TARGETS = {
@@ -33,20 +31,6 @@ def log(message: str) -> None:
 
 def specdash(*args: str) -> list[str]:
     return [sys.executable, "-m", "specdash", *args]
-
-
-def fresh_db(folder: Path, name: str) -> str:
-    from specdash.db.engine import make_engine
-    from specdash.db.schema import upgrade
-
-    path = folder / name
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    url = f"sqlite:///{path}"
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
-    return url
 
 
 def ingest_cases(tmp: Path, scale: float, repeat: int, mlflow_repeat: int, with_mlflow: bool) -> dict:
@@ -154,7 +138,12 @@ def query_cases(tmp: Path, scale: float, repeat: int, with_mlflow: bool) -> dict
         log(f"MLflow search_runs over {frame[['run', 'checkpoint']].drop_duplicates().shape[0]} runs: "
             f"{mlflow_s * 1000:.0f} ms median of {[round(s * 1000) for s in samples]}")
         result.update(mlflow_query_ms=mlflow_s * 1000, query_vs_mlflow=mlflow_s / query_s)
-    result["page_render_s"], result["page_render_by_page_s"] = page_cases(url, repeat)
+    points = dashboard.add_training_curves(engine, 1, max(10, int(50_000 * scale)))
+    log(f"training curves of run 1 for the Checkpoints page: {points:,} metric points")
+    pages = dashboard.page_times(url, repeat)
+    result["page_render_first_s"] = max(first for first, _ in pages.values())
+    result["page_render_s"] = max(warm for _, warm in pages.values())
+    result["page_render_by_page_s"] = {page: warm for page, (_, warm) in pages.items()}
     engine.dispose()
     return result
 
@@ -171,46 +160,31 @@ def benchmark_keys(engine):
 
 
 def overlay_work(engine, run_id: int):
-    """What the Overview page and one run's Checkpoints overlay ask of the store."""
-    from specdash.db import queries
+    """What the Overview page and one run's Checkpoints page ask of the store (the pages' own queries)."""
+    from specdash.app.state import PARITY_POINTS
+    from specdash.db import alerts, checkpoint_queries, queries
     from specdash.db.engine import reading
+    from specdash.db.settings import get_gap_threshold
 
     def work():
         with reading(engine) as session:
+            # Overview
             queries.counts(session)
-            queries.gap_rows(session, status="open")
-            queries.parity_frame(session)
-            queries.checkpoint_overlay(session, run_id)
+            queries.open_alert_counts(session)
+            get_gap_threshold(session)
+            queries.prediction_sources(session)
+            queries.parity_frame(session, "theory", max_points=PARITY_POINTS)
+            queries.parity_total(session, "theory")
+            alerts.alert_page(session, alerts.AlertFilters(statuses=("open",)), 0, 5)
+            queries.latest_checkpoints(session)
+            # Checkpoints: the run's checkpoints on its first deployment and most covered setting
+            checkpoint_ids = checkpoint_queries.checkpoints_frame(session, [run_id])["id"].tolist()
+            deployment_id = int(checkpoint_queries.benchmarked_deployments(session, checkpoint_ids)["id"].iloc[0])
+            setting = checkpoint_queries.speculation_settings(session, checkpoint_ids, deployment_id)[0]
+            checkpoint_queries.checkpoint_comparison(session, checkpoint_ids, deployment_id, setting)
+            checkpoint_queries.position_acceptance_frame(session, checkpoint_ids)
 
     return work
-
-
-def page_cases(url: str, repeat: int) -> tuple[float, dict]:
-    """Each page's full AppTest run on the large database, after one warm-up run (warm cache)."""
-    from streamlit.testing.v1 import AppTest
-
-    os.environ["SPECDASH_DB_URL"] = url
-    logging.getLogger("streamlit").setLevel(logging.ERROR)
-    app = str(REPO / "app" / "main.py")
-    pages = sorted(p.relative_to(REPO / "app").as_posix() for p in (REPO / "app" / "views").glob("*.py")
-                   if p.name != "__init__.py")
-    by_page = {}
-    for page in pages:
-        def render(page=page) -> float:
-            at = AppTest.from_file(app, default_timeout=120)
-            at.run()
-            at.switch_page(page)
-            start = time.perf_counter()
-            at.run()
-            elapsed = time.perf_counter() - start
-            if at.exception:
-                raise RuntimeError(f"{page}: {at.exception[0].message}")
-            return elapsed
-
-        render()
-        by_page[page], _ = median_of(repeat, render)
-    log("pages: " + ", ".join(f"{p} {s:.2f} s" for p, s in by_page.items()))
-    return max(by_page.values()), by_page
 
 
 def specbundle_case(tmp: Path, repeat: int) -> dict:

@@ -23,7 +23,7 @@ def serve(ctx: click.Context, port: int, host: str) -> None:
     Example:
       specdash serve --port 8501
     """
-    open_db(ctx)  # refuse an out-of-date schema before starting a server
+    engine = open_db(ctx)  # refuse an out-of-date schema before starting a server
     app = files("specdash.app").joinpath("main.py")
     env = dict(os.environ, **{DB_URL_ENV: db_url(ctx)})
     command = [
@@ -34,5 +34,6 @@ def serve(ctx: click.Context, port: int, host: str) -> None:
         "--browser.gatherUsageStats", "false",
         "--client.toolbarMode", "viewer",
     ]
-    click.echo(f"specdash dashboard on http://{host}:{port} (database {db_url(ctx)})")
+    where = engine.url.render_as_string(hide_password=True)
+    click.echo(f"specdash dashboard on http://{host}:{port} (database {where})")
     raise SystemExit(subprocess.call(command, env=env))

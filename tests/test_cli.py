@@ -141,3 +141,21 @@ def test_serve_refuses_uninitialised_database(tmp_path):
 
     result = CliRunner().invoke(cli, ["--db", f"sqlite:///{tmp_path / 'none.db'}", "serve"])
     assert result.exit_code == 1 and "specdash init" in result.output
+
+
+def test_serve_does_not_print_the_database_password(monkeypatch):
+    import subprocess
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+    from sqlalchemy import make_url
+
+    from specdash.cli import serve_command
+
+    url = "postgresql://team:s3cret@db.example/specdash"
+    launched = []
+    monkeypatch.setattr(serve_command, "open_db", lambda ctx: SimpleNamespace(url=make_url(url)))
+    monkeypatch.setattr(subprocess, "call", lambda command, env: launched.append(env) or 0)
+    result = CliRunner().invoke(cli, ["--db", url, "serve"])
+    assert "s3cret" not in result.output and "team:***@db.example" in result.output
+    assert launched[0]["SPECDASH_DB_URL"] == url  # the dashboard itself still gets the full URL
