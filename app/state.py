@@ -93,10 +93,8 @@ def prediction_sources(url: str) -> list[str]:
 @st.cache_data(show_spinner=False)
 def parity(url: str, source: str) -> tuple[pd.DataFrame, int]:
     """The parity plot's points (thinned past PARITY_POINTS) and how many there are in all."""
-    return (
-        _read(url, queries.parity_frame, source, max_points=PARITY_POINTS),
-        _read(url, queries.parity_total, source),
-    )
+    total = _read(url, queries.parity_total, source)
+    return _read(url, queries.parity_frame, source, max_points=PARITY_POINTS, total=total), total
 
 
 @st.cache_data(show_spinner=False)
@@ -106,7 +104,7 @@ def latest_checkpoints(url: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def top_alerts(url: str, limit: int) -> list[dict]:
-    rows, _ = _read(url, alerts.alert_page, AlertFilters(statuses=("open",)), 0, limit)
+    rows, _ = _read(url, alerts.alert_page, AlertFilters(statuses=("open",)), 0, limit, count=False)
     return rows
 
 

@@ -173,9 +173,9 @@ def overlay_work(engine, run_id: int):
             queries.open_alert_counts(session)
             get_gap_threshold(session)
             queries.prediction_sources(session)
-            queries.parity_frame(session, "theory", max_points=PARITY_POINTS)
-            queries.parity_total(session, "theory")
-            alerts.alert_page(session, alerts.AlertFilters(statuses=("open",)), 0, 5)
+            total = queries.parity_total(session, "theory")
+            queries.parity_frame(session, "theory", max_points=PARITY_POINTS, total=total)
+            alerts.alert_page(session, alerts.AlertFilters(statuses=("open",)), 0, 5, count=False)
             queries.latest_checkpoints(session)
             # Checkpoints: the run's checkpoints on its first deployment and most covered setting
             checkpoint_ids = checkpoint_queries.checkpoints_frame(session, [run_id])["id"].tolist()

@@ -77,12 +77,12 @@ def _filtered(session: Session, filters: AlertFilters):
 
 
 def alert_page(
-    session: Session, filters: AlertFilters, offset: int = 0, limit: int = 50
-) -> tuple[list[dict], int]:
+    session: Session, filters: AlertFilters, offset: int = 0, limit: int = 50, count: bool = True
+) -> tuple[list[dict], int | None]:
     """One page of alerts matching the filters, the most severe first and within a severity the largest
-    gap, and how many match in all."""
+    gap, and how many match in all (None with count=False: a top-N view need not count them all)."""
     query = _filtered(session, filters)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    total = (session.scalar(select(func.count()).select_from(query.subquery())) or 0) if count else None
     severity_rank = case({"critical": 0, "warning": 1, "info": 2}, value=Gap.severity, else_=3)
     rows = session.execute(
         query.order_by(severity_rank, func.abs(Gap.gap).desc(), Gap.id).offset(offset).limit(limit)

@@ -4,10 +4,12 @@ Reads what the cost model needs from the store as plain rows, calls costmodel/, 
 (one executemany per kind of change) only the predictions and gaps whose numbers changed; the status
 and note of an existing alert are kept. No ORM object per benchmark: tens of thousands take seconds."""
 
+import gc
 import json
 import statistics
 from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import JSON, Boolean, DateTime, Text, bindparam, select, type_coerce
@@ -154,9 +156,28 @@ def _drafters(session: Session, checkpoint_ids: list[int] | None) -> dict[int, _
     return {cid: _Drafter(*run, tuple(rates.get(cid, ()))) for cid, run in runs.items()}
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """A refresh allocates a few objects per benchmark, none in reference cycles; the cyclic collector
+    would otherwise walk every live object of the process (a dashboard's, a benchmark harness's) many
+    times over. Paused for the refresh, it runs once afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> RefreshSummary:
     """Predictions for every (checkpoint, deployment, setting, concurrency, dataset) among the benchmarks
     in scope (all, or those given and what a new baseline affects), and their gaps."""
+    with _gc_paused():
+        return _refresh(session, benchmark_ids)
+
+
+def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSummary:
     session.flush()  # what the caller added is read back below as rows
     summary = RefreshSummary()
     benches = _scope(session, benchmark_ids)
