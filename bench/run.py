@@ -1,6 +1,7 @@
 """`python -m bench [--scale F] [--json]`: every case several times, medians, ratios measured in the same run."""
 
 import argparse
+import importlib.util
 import itertools
 import json
 import sys
@@ -33,7 +34,8 @@ def specdash(*args: str) -> list[str]:
     return [sys.executable, "-m", "specdash", *args]
 
 
-def ingest_cases(tmp: Path, scale: float, repeat: int, mlflow_repeat: int, with_mlflow: bool) -> dict:
+def ingest_cases(tmp: Path, scale: float, repeat: int, mlflow_repeat: int, deferred: list | None) -> dict:
+    """specdash and sqlite3 now; MLflow's run is appended to `deferred` (None: no MLflow)."""
     steps = max(10, int(50_000 * scale))
     log_path = tmp / "specforge-train.log"
     points = data.write_specforge_log(log_path, steps)
@@ -80,19 +82,23 @@ def ingest_cases(tmp: Path, scale: float, repeat: int, mlflow_repeat: int, with_
         "sqlite_executemany_s": sqlite_s,
         "ingest_vs_sqlite": sqlite_s / specdash_s,
     }
-    if with_mlflow:
+    if deferred is not None:
         attempt = itertools.count()
 
         def mlflow_once() -> float:
             return mlflow_cases.ingest_points(tmp / f"mlflow-ingest-{next(attempt)}.db", steps)
 
-        mlflow_s, mlflow_samples = median_of(mlflow_repeat, mlflow_once)
-        log(f"MLflow log_batch: {mlflow_s:.1f} s median of {mlflow_samples}")
-        result.update(mlflow_ingest_s=mlflow_s, ingest_vs_mlflow=mlflow_s / specdash_s)
+        def mlflow_ingest() -> dict:
+            mlflow_s, mlflow_samples = median_of(mlflow_repeat, mlflow_once)
+            log(f"MLflow log_batch: {mlflow_s:.1f} s median of {mlflow_samples}")
+            return {"mlflow_ingest_s": mlflow_s, "ingest_vs_mlflow": mlflow_s / specdash_s}
+
+        deferred.append(mlflow_ingest)
     return result
 
 
-def query_cases(tmp: Path, scale: float, repeat: int, with_mlflow: bool) -> dict:
+def query_cases(tmp: Path, scale: float, repeat: int, deferred: list | None) -> dict:
+    """specdash's refresh, queries and pages now; MLflow's query is appended to `deferred`."""
     from specdash.db.engine import make_engine, reading, transaction
     from specdash.db.refresh import refresh
 
@@ -126,18 +132,23 @@ def query_cases(tmp: Path, scale: float, repeat: int, with_mlflow: bool) -> dict
         "gap_refresh_s": refresh_s,
         "overlay_query_ms": query_s * 1000,
     }
-    if with_mlflow:
+    if deferred is not None:
         from specdash.db import queries
 
         with reading(engine) as session:
             frame = queries.parity_frame(session)
         frame = frame.merge(benchmark_keys(engine), on="benchmark_id")
-        mlflow_path = tmp / "mlflow-runs.db"
-        experiment = mlflow_cases.populate_runs(mlflow_path, frame)
-        mlflow_s, samples = median_of(repeat, lambda: mlflow_cases.query_runs(mlflow_path, experiment))
-        log(f"MLflow search_runs over {frame[['run', 'checkpoint']].drop_duplicates().shape[0]} runs: "
-            f"{mlflow_s * 1000:.0f} ms median of {[round(s * 1000) for s in samples]}")
-        result.update(mlflow_query_ms=mlflow_s * 1000, query_vs_mlflow=mlflow_s / query_s)
+        checkpoints_n = frame[["run", "checkpoint"]].drop_duplicates().shape[0]
+
+        def mlflow_query() -> dict:
+            mlflow_path = tmp / "mlflow-runs.db"
+            experiment = mlflow_cases.populate_runs(mlflow_path, frame)
+            mlflow_s, samples = median_of(repeat, lambda: mlflow_cases.query_runs(mlflow_path, experiment))
+            log(f"MLflow search_runs over {checkpoints_n} runs: "
+                f"{mlflow_s * 1000:.0f} ms median of {[round(s * 1000) for s in samples]}")
+            return {"mlflow_query_ms": mlflow_s * 1000, "query_vs_mlflow": mlflow_s / query_s}
+
+        deferred.append(mlflow_query)
     points = dashboard.add_training_curves(engine, 1, max(10, int(50_000 * scale)))
     log(f"training curves of run 1 for the Checkpoints page: {points:,} metric points")
     pages = dashboard.page_times(url, repeat)
@@ -231,23 +242,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--cases", default="ingest,query,specbundle", help="comma-separated subset to run")
     args = parser.parse_args(argv)
-    with_mlflow = not args.no_mlflow
-    if with_mlflow:
-        try:
-            import mlflow  # noqa: F401
-        except ImportError:
-            parser.error("MLflow is not installed: pip install -e '.[bench]' (or pass --no-mlflow)")
+    # MLflow runs last, and is not even imported before: its modules would make every later measurement in
+    # this process pay for a larger heap (the garbage collector walks it).
+    deferred = None if args.no_mlflow else []
+    if deferred is not None and importlib.util.find_spec("mlflow") is None:
+        parser.error("MLflow is not installed: pip install -e '.[bench]' (or pass --no-mlflow)")
     result = {"scale": args.scale, "repeat": args.repeat, "cpu": cpu_model()}
     with tempfile.TemporaryDirectory(prefix="specdash-bench-") as folder:
         tmp = Path(folder)
         cases = set(args.cases.split(","))
         if "ingest" in cases:
             mlflow_repeat = args.mlflow_repeat or args.repeat
-            result.update(ingest_cases(tmp, args.scale, args.repeat, mlflow_repeat, with_mlflow))
+            result.update(ingest_cases(tmp, args.scale, args.repeat, mlflow_repeat, deferred))
         if "query" in cases:
-            result.update(query_cases(tmp, args.scale, args.repeat, with_mlflow))
+            result.update(query_cases(tmp, args.scale, args.repeat, deferred))
         if "specbundle" in cases:
             result.update(specbundle_case(tmp, args.repeat))
+        for mlflow_case in deferred or ():
+            result.update(mlflow_case())
     result["targets"] = verdicts(result)
     if args.json:
         print(json.dumps(result, indent=2))
