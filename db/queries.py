@@ -5,7 +5,7 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import Select, func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from specdash.db.models import (
     Benchmark,
@@ -338,41 +338,4 @@ def latest_checkpoints(session: Session) -> pd.DataFrame:
         .outerjoin(best, (best.c.checkpoint_id == latest.c.id) & (best.c.rank == 1))
         .order_by(Run.name)
     )
-    return pd.DataFrame(session.execute(query).mappings().all())
-
-
-def checkpoint_overlay(session: Session, run_id: int, deployment_id: int | None = None) -> pd.DataFrame:
-    """Measured and predicted tok/s and tau per checkpoint and setting of one run (one row a benchmark
-    and prediction source)."""
-    pred = aliased(Prediction)
-    query = (
-        select(
-            Checkpoint.id.label("checkpoint_id"),
-            Checkpoint.name.label("checkpoint"),
-            Checkpoint.step,
-            Checkpoint.epoch,
-            Deployment.name.label("deployment"),
-            Benchmark.id.label("benchmark_id"),
-            Benchmark.speculative_algorithm,
-            Benchmark.num_steps,
-            Benchmark.topk,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-            Benchmark.decode_tps.label("measured_tps"),
-            Benchmark.accept_length.label("measured_accept_length"),
-            pred.source,
-            pred.predicted_tps,
-            pred.accept_length.label("predicted_accept_length"),
-            pred.extrapolated,
-            Gap.gap,
-        )
-        .join(Benchmark, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
-        .outerjoin(pred, Gap.prediction_id == pred.id)
-        .where(Checkpoint.run_id == run_id)
-        .order_by(Checkpoint.step, Checkpoint.name, Benchmark.num_steps, Benchmark.id)
-    )
-    if deployment_id is not None:
-        query = query.where(Benchmark.deployment_id == deployment_id)
     return pd.DataFrame(session.execute(query).mappings().all())
