@@ -27,8 +27,6 @@ from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 
-NonNeg = Annotated[float, Field(ge=0)]
-
 
 class OneBatchResult(EngineModel):
     run_name: str | None = None
@@ -82,13 +80,15 @@ def _objects(stream: TextIO, path: str) -> Iterator[tuple[int, dict] | Problem]:
                 yield Problem(path, number, None, "expected a JSON object", "parse")
 
 
-def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
+def _records(stream: TextIO, path: str, model, link) -> Iterator[tuple[int, dict, object, str] | Problem]:
+    """Each line validated against `model`, with the deployment it goes to (neither tool names one):
+    (line, raw object, validated record, deployment), or the line's problems."""
     for item in _objects(stream, path):
         if isinstance(item, Problem):
             yield item
             continue
         line, data = item
-        result = validate(OneBatchResult, data, path, line)
+        result = validate(model, data, path, line)
         if isinstance(result, list):
             yield from result
             continue
@@ -96,6 +96,15 @@ def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
         if deployment is None:
             yield missing_deployment(path, line)
             continue
+        yield line, data, result, deployment
+
+
+def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
+    for item in _records(stream, path, OneBatchResult, link):
+        if isinstance(item, Problem):
+            yield item
+            continue
+        line, data, result, deployment = item
         accept = result.acc_length if result.acc_length is not None and result.acc_length > 0 else None
         if accept is not None and accept < 1:
             yield Problem(path, line, "acc_length", f"{accept} is below 1 (it counts the bonus token)")
@@ -119,19 +128,11 @@ def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
 
 
 def parse_offline(stream: TextIO, path: str, link=None) -> Iterator:
-    for item in _objects(stream, path):
+    for item in _records(stream, path, OfflineResult, link):
         if isinstance(item, Problem):
             yield item
             continue
-        line, data = item
-        result = validate(OfflineResult, data, path, line)
-        if isinstance(result, list):
-            yield from result
-            continue
-        deployment = choose_deployment(link)
-        if deployment is None:
-            yield missing_deployment(path, line)
-            continue
+        line, data, result, deployment = item
         yield from benchmark(
             path,
             line,

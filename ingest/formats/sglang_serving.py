@@ -26,13 +26,11 @@ from specdash.ingest.formats.common import (
 from specdash.ingest.jsontext import LENIENT_DECODER
 from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import SPECULATION_UNKNOWN
+from specdash.ingest.records import SPECULATION_UNKNOWN, NonNegFloat, PositiveFloat
 
 NAME = "sglang-bench-serving"
 HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23"
 
-NonNeg = Annotated[float, Field(ge=0)]
-Positive = Annotated[float, Field(gt=0)]
 
 
 class ServerArgs(EngineModel):
@@ -56,14 +54,14 @@ class ServingResult(EngineModel):
     request_rate: Annotated[float, Field(gt=0, allow_inf_nan=True)] | str | None = None
     max_concurrency: Annotated[int, Field(ge=1)] | None = None
     completed: Annotated[int, Field(ge=0)] | None = None
-    output_throughput: NonNeg
-    median_tpot_ms: Positive | None = None
-    p99_tpot_ms: Positive | None = None
-    median_ttft_ms: NonNeg | None = None
-    p99_ttft_ms: NonNeg | None = None
-    median_itl_ms: NonNeg | None = None
-    p99_itl_ms: NonNeg | None = None
-    concurrency: NonNeg | None = None
+    output_throughput: NonNegFloat
+    median_tpot_ms: PositiveFloat | None = None
+    p99_tpot_ms: PositiveFloat | None = None
+    median_ttft_ms: NonNegFloat | None = None
+    p99_ttft_ms: NonNegFloat | None = None
+    median_itl_ms: NonNegFloat | None = None
+    p99_itl_ms: NonNegFloat | None = None
+    concurrency: NonNegFloat | None = None
     accept_length: Annotated[float, Field(ge=1)] | None = None
 
 

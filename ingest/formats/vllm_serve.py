@@ -28,13 +28,11 @@ from specdash.ingest.formats.common import (
 from specdash.ingest.jsontext import JSONPositionError, LinedDict, iter_values_with_lines
 from specdash.ingest.lines import MAX_DOCUMENT_CHARS, read_document
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import SPECULATION_UNKNOWN
+from specdash.ingest.records import SPECULATION_UNKNOWN, NonNegFloat, PositiveFloat
 
 NAME = "vllm-bench-serve"
 HELP = "vLLM bench serve --save-result JSON (or JSONL with --append-result), spec_decode_* and --metadata keys"
 
-NonNeg = Annotated[float, Field(ge=0)]
-Positive = Annotated[float, Field(gt=0)]
 
 
 def _blank_to_none(value):
@@ -54,13 +52,13 @@ class ServeResult(EngineModel):
     max_concurrency: Annotated[int, Field(ge=1)] | None = None
     max_concurrent_requests: Annotated[int, Field(ge=1)] | None = None
     completed: Annotated[int, Field(ge=0)] | None = None
-    output_throughput: NonNeg
-    median_tpot_ms: Positive | None = None
-    p99_tpot_ms: Positive | None = None
-    median_ttft_ms: NonNeg | None = None
-    p99_ttft_ms: NonNeg | None = None
-    median_itl_ms: NonNeg | None = None
-    p99_itl_ms: NonNeg | None = None
+    output_throughput: NonNegFloat
+    median_tpot_ms: PositiveFloat | None = None
+    p99_tpot_ms: PositiveFloat | None = None
+    median_ttft_ms: NonNegFloat | None = None
+    p99_ttft_ms: NonNegFloat | None = None
+    median_itl_ms: NonNegFloat | None = None
+    p99_itl_ms: NonNegFloat | None = None
     spec_decode_acceptance_rate: Annotated[float, Field(ge=0, le=100)] | None = None
     spec_decode_acceptance_length: Annotated[float, Field(ge=1)] | None = None
     spec_decode_num_drafts: Annotated[int, Field(ge=0)] | None = None
