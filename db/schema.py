@@ -67,6 +67,12 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     _run(engine, command.downgrade, revision)
 
 
+def known_revisions() -> set[str]:
+    """Revision ids of the migration scripts this specdash has (files are named after their ids)."""
+    versions = files("specdash.migrations").joinpath("versions")
+    return {entry.name.split("_", 1)[0] for entry in versions.iterdir() if entry.name[:1].isdigit()}
+
+
 def check_schema(engine: Engine) -> None:
     """Raise SchemaOutOfDate unless the database is at the latest revision."""
     current = current_revision(engine)
@@ -74,6 +80,11 @@ def check_schema(engine: Engine) -> None:
     where = engine.url.render_as_string(hide_password=True)
     if current is None:
         raise SchemaOutOfDate(f"database {where} is not initialised: run 'specdash init' to create it")
+    if current != head and current not in known_revisions():
+        raise SchemaOutOfDate(
+            f"database {where} is at schema revision {current}, newer than this specdash knows ({head}): "
+            "upgrade specdash (pip install -U specdash), or use another database"
+        )
     if current != head:
         raise SchemaOutOfDate(
             f"database {where} is at schema revision {current}, this specdash needs {head}: "
