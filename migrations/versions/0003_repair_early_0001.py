@@ -1,12 +1,13 @@
 """repair databases made by pre-release builds of revision 0001
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 Create Date: 2026-12-01
 
 Before revision 0001 was frozen, early builds of specdash created databases stamped 0001 that lack columns
 the final 0001 has. Such a database passed the schema check and then failed on the first query. This
 revision adds whichever of those columns is missing; on a database made by the final 0001 it does nothing.
+(It runs after 0002, which touches none of these columns.)
 """
 
 from collections.abc import Sequence
@@ -14,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0002"
-down_revision: str | None = "0001"
+revision: str = "0003"
+down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
