@@ -74,14 +74,18 @@ def _sqlite_begin(connection, notice: Callable[[str], None], timeout_s: float | 
             connection.exec_driver_sql("BEGIN IMMEDIATE")
             return
         except OperationalError as exc:
-            if not _is_locked(exc) or timeout_s * 1000 <= LOCK_NOTICE_MS:
-                raise _busy(timeout_s) if _is_locked(exc) else exc
+            if not _is_locked(exc):
+                raise
+            if timeout_s * 1000 <= LOCK_NOTICE_MS:
+                raise _busy(timeout_s) from None
         notice(f"waiting for another writer to finish (up to {timeout_s:g} s; set {LOCK_TIMEOUT_ENV} to change)")
         raw.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000 - LOCK_NOTICE_MS)}")
         try:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
         except OperationalError as exc:
-            raise _busy(timeout_s) if _is_locked(exc) else exc
+            if not _is_locked(exc):
+                raise
+            raise _busy(timeout_s) from None
     finally:
         raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
 

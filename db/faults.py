@@ -10,18 +10,30 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from specdash.db.engine import StoreBusy
 
 _SQLITE = (
-    ("unable to open database file", "cannot open the database file {path}: check that the folder {folder} "
-     "exists and that specdash may write there"),
-    ("readonly database", "the database {path} is read-only: make it (and its folder) writable, or use "
-     "another with --db"),
+    (
+        "unable to open database file",
+        "cannot open the database file {path}: check that the folder {folder} "
+        "exists and that specdash may write there",
+    ),
+    (
+        "readonly database",
+        "the database {path} is read-only: make it (and its folder) writable, or use another with --db",
+    ),
     ("disk is full", "the disk holding {path} is full: free some space and retry (nothing was written)"),
     ("disk i/o error", "the disk holding {path} failed to read or write: check it, then retry"),
-    ("file is not a database", "{path} is not a SQLite database: pass --db with specdash's database file "
-     "(or a new path, then 'specdash init')"),
-    ("database disk image is malformed", "{path} is damaged (malformed database image): restore it from a "
-     "backup"),
-    ("database is locked", "another writer held the database {path} too long; nothing was written: retry "
-     "when it has finished"),
+    (
+        "file is not a database",
+        "{path} is not a SQLite database: pass --db with specdash's database file "
+        "(or a new path, then 'specdash init')",
+    ),
+    (
+        "database disk image is malformed",
+        "{path} is damaged (malformed database image): restore it from a backup",
+    ),
+    (
+        "database is locked",
+        "another writer held the database {path} too long; nothing was written: retry when it has finished",
+    ),
 )
 _OS = {
     errno.ENOSPC: "no space left on the device ({where}): free some space and retry; nothing was written",
@@ -56,8 +68,10 @@ def explain(exc: BaseException, url: str | None = None) -> str | None:
     if isinstance(exc, DBAPIError) and url and url.startswith("postgresql"):
         first = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc.orig).__name__
         if "connection" in text or "could not" in text or "timeout" in text or "password" in text:
-            return f"cannot connect to PostgreSQL at {where}: {first}. Start the server or fix --db / " \
-                   "$SPECDASH_DB_URL"
+            return (
+                f"cannot connect to PostgreSQL at {where}: {first}. Start the server or fix --db / "
+                "$SPECDASH_DB_URL"
+            )
         if "value too long" in text or "out of range" in text:
             return f"PostgreSQL refused a value ({first}); nothing was written"
         return f"PostgreSQL at {where}: {first}"

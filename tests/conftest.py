@@ -14,7 +14,7 @@ from specdash.ingest.pipeline import ingest_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-REAL_FIXTURES = REPO.parent / "shared" / "fixtures" / "real"
+REAL_FIXTURES = FIXTURES / "real"
 
 
 def sqlite_url(path: Path) -> str:
