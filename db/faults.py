@@ -62,6 +62,8 @@ def explain(exc: BaseException, url: str | None = None) -> str | None:
     text = str(getattr(exc, "orig", None) or exc).lower()
     if url and url.startswith("sqlite"):
         path = make_url(url).database or ":memory:"
+        if path.startswith("file:"):  # a URI filename: sqlite:///file:PATH?mode=ro&uri=true
+            path = path.removeprefix("file:").split("?", 1)[0]
         for needle, template in _SQLITE:
             if needle in text:
                 return template.format(path=path, folder=Path(path).parent)
