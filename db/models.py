@@ -280,6 +280,8 @@ class Prediction(Base):
     baseline_tps: Mapped[float | None] = mapped_column(Float)
     extrapolated: Mapped[bool] = mapped_column(Boolean, default=False)
     approximation: Mapped[str | None] = mapped_column(String(200))
+    # expected |measured / predicted - 1| at 90 % coverage (costmodel.uncertainty); None for external ones
+    error_band: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     checkpoint: Mapped[Checkpoint] = relationship()

@@ -27,6 +27,7 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel.diagnoses import worst_severity
+from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.models import (
     Benchmark,
     Checkpoint,
@@ -38,7 +39,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.parameters import Baselines, cost_params, ensure_theory_set, load_baselines
+from specdash.db.parameters import Baselines, cost_params, ensure_theory_set, fit_error_band, load_baselines
 from specdash.db.settings import get_gap_threshold
 
 BUILTIN_SOURCES = ("theory", "calibrated")
@@ -55,7 +56,7 @@ PREDICTION_KEY = (
 )
 PREDICTION_VALUES = ("parameter_set_id", "predicted_tps", "accept_length", "accept_length_source", "round_ms",
                      "compute_ms", "comm_ms", "draft_ms", "overhead_ms", "baseline_tps", "extrapolated",
-                     "approximation")
+                     "approximation", "error_band")
 PredictionValues = namedtuple("PredictionValues", PREDICTION_VALUES)
 GAP_VALUES = ("gap", "measured_tps", "predicted_tps", "measured_round_ms", "predicted_round_ms",
               "acceptance_factor", "round_factor", "unexplained_ms", "diagnoses", "severity")
@@ -291,7 +292,7 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
     # parameter sets as plain tuples, and CostParams built once per (set, baseline)
     psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
     plans = defaultdict(list, {
-        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps) for p in sets]
+        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit)) for p in sets]
         for deployment_id, sets in sets_by_deployment.items()
     })
     params_cache: dict[tuple[int, float], CostParams] = {}
@@ -305,7 +306,7 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
         measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
         measured_taus = [b.accept_length for b in group if b.accept_length]
         results = []
-        for pset_id, source, acc_to_acceptance, profile_baseline in plans[deployment_id]:
+        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band in plans[deployment_id]:
             baseline_tps = measured_baseline or profile_baseline
             if not baseline_tps:
                 continue
@@ -333,6 +334,7 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                 compute_ms=round_.compute_ms, comm_ms=round_.comm_ms,
                 draft_ms=round_.draft_ms, overhead_ms=round_.overhead_ms,
                 baseline_tps=baseline_tps, extrapolated=extrapolated, approximation=approximation,
+                error_band=fitted_band if fitted_band is not None else prior_error_band(tau_source),
             )
             stored = existing[key].get(source)
             if stored is None:
