@@ -10,6 +10,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from specdash.db.models import BUILTIN_SOURCES
+
 # Plausibility bounds (the README's "Plausibility bounds" lists them; a refusal names the bound).
 # Integers: what every backend's INTEGER column holds (PostgreSQL's is 32-bit).
 MAX_INT = 2**31 - 1
@@ -281,8 +283,8 @@ class PredictionRecord(SpeculationSetting):
     @field_validator("source")
     @classmethod
     def _not_builtin(cls, source: str) -> str:
-        if source in ("theory", "calibrated"):
-            raise ValueError("'theory' and 'calibrated' are specdash's own sources; name yours otherwise")
+        if source in BUILTIN_SOURCES:
+            raise ValueError(f"{' and '.join(map(repr, BUILTIN_SOURCES))} are specdash's own sources; name yours otherwise")
         return source
 
     @model_validator(mode="after")
