@@ -122,6 +122,10 @@ class BenchmarkRecord(SpeculationSetting):
     drafter_path: str | None = None
     engine: str | None = None
     concurrency: Annotated[int, Field(ge=1)] = 1
+    # How the concurrency was told: read from the file, the log's running count, or derived.
+    concurrency_source: Literal[
+        "file", "log", "derived: Little's law", "derived: prompt count"
+    ] | None = None
     dataset: str | None = None
     num_prompts: Annotated[int, Field(ge=0)] | None = None
     decode_tps: PositiveFloat  # per request

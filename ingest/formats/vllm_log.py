@@ -309,6 +309,7 @@ def _benchmark(path, link, server: Server, index: int, starts: int, level: Level
         topk=1 if speculative and k else None,
         num_draft_tokens=k + 1 if speculative and k else None,
         concurrency=level.concurrency,
+        concurrency_source="log",
         decode_tps=level.decode_tps,
         output_throughput=level.output_throughput,
         accept_length=accept if speculative else None,
