@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.throughput import verified_tokens
 from specdash.db.models import (
     Benchmark,
     Checkpoint,
@@ -324,7 +325,7 @@ class Store:
     def _add_prediction(self, record: PredictionRecord) -> None:
         checkpoint = self.checkpoint(self.run(record.run), record.checkpoint)
         deployment = self.deployment(record.deployment)
-        num_draft_tokens = record.num_draft_tokens or record.num_steps + 1
+        num_draft_tokens = verified_tokens(record.num_steps, record.topk or 1, record.num_draft_tokens)
         key = dict(
             checkpoint_id=checkpoint.id,
             deployment_id=deployment.id,
