@@ -5,7 +5,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specdash.app.charts import MEASURED_STYLE, source_style
-from specdash.app.text import abbreviate, plotly_text, setting_label
+from specdash.app.text import abbreviate, plotly_text
+from specdash.labels import setting_label
 
 # More rows than this stop being readable on one chart; the table below has them all.
 CHART_ROWS = 30

@@ -9,8 +9,7 @@ from sqlalchemy.orm import Session
 
 from specdash.db.models import Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from specdash.db.parameters import load_baselines
-from specdash.db.queries import alert_threshold
-from specdash.db.settings import get_gap_threshold
+from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 
 SETTING = ["speculative_algorithm", "num_steps", "topk", "num_draft_tokens"]
 ENTRY = ["checkpoint_id", "deployment_id", "concurrency"]
@@ -110,14 +109,14 @@ def _benchmarks(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
 
 
 def _predictions(session: Session, flt: LeaderboardFilter, benchmark_ids: list[int]) -> pd.DataFrame:
-    threshold = alert_threshold(get_gap_threshold(session))
+    threshold = threshold_sql(get_gap_threshold(session))
     query = (
         select(
             Gap.benchmark_id,
             Prediction.predicted_tps,
             Prediction.baseline_tps.label("prediction_baseline_tps"),
             Prediction.error_band,
-            ((Gap.status == "open") & (func.abs(Gap.gap) >= threshold)).label("open_alert"),
+            ((Gap.status == "open") & is_alert_sql(threshold)).label("open_alert"),
         )
         .join(Prediction, Gap.prediction_id == Prediction.id)
         .join(Benchmark, Gap.benchmark_id == Benchmark.id)

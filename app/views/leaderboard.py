@@ -6,8 +6,9 @@ import streamlit as st
 
 from specdash.app import state, urlstate
 from specdash.app.leaderboard_charts import leaderboard_figure
-from specdash.app.text import md, setting_label
+from specdash.app.text import md
 from specdash.db.leaderboard import LeaderboardFilter
+from specdash.labels import setting_label
 
 EVERY_DEPLOYMENT = "every deployment"
 EVERY_LOAD = "every load"
