@@ -8,25 +8,54 @@ from specdash.cli.common import db_option, open_db
 from specdash.db.engine import reading, transaction
 from specdash.db.models import GAP_STATUSES
 
-JSON_FIELDS = ("id", "run", "deployment", "concurrency", "trained_depth", "best_depth", "gain", "trained_tps",
-               "best_tps", "suggested_ttt", "time_factor", "curve_source", "message", "active", "status",
-               "note")
+JSON_FIELDS = (
+    "id",
+    "run",
+    "deployment",
+    "concurrency",
+    "trained_depth",
+    "best_depth",
+    "gain",
+    "trained_tps",
+    "best_tps",
+    "suggested_ttt",
+    "time_factor",
+    "curve_source",
+    "message",
+    "active",
+    "status",
+    "note",
+)
 
 
 def _table(rows: list[dict]) -> str:
     if not rows:
         return "no advisories: every run's training configuration suits its deployments"
-    lines = [f"#{r['id']} [{r['status']}{'' if r['active'] else ', no longer holds'}] {r['run']}: {r['message']}"
-             + (f"\n    note: {r['note']}" if r["note"] else "") for r in rows]
+    lines = [
+        f"#{r['id']} [{r['status']}{'' if r['active'] else ', no longer holds'}] {r['run']}: {r['message']}"
+        + (f"\n    note: {r['note']}" if r["note"] else "")
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
 @click.command()
-@click.option("--status", type=click.Choice([*GAP_STATUSES, "all"]), default="open", show_default=True,
-              help="Which advisories to list (open lists those that still hold).")
+@click.option(
+    "--status",
+    type=click.Choice([*GAP_STATUSES, "all"]),
+    default="open",
+    show_default=True,
+    help="Which advisories to list (open lists those that still hold).",
+)
 @click.option("--run", "run_name", help="Only this run's advisories.")
-@click.option("--set", "set_status", nargs=2, type=(int, click.Choice(GAP_STATUSES)), metavar="ID STATUS",
-              help="Change advisory ID to STATUS (with --who, and --note to say why).")
+@click.option(
+    "--set",
+    "set_status",
+    nargs=2,
+    type=(int, click.Choice(GAP_STATUSES)),
+    metavar="ID STATUS",
+    help="Change advisory ID to STATUS (with --who, and --note to say why).",
+)
 @click.option("--who", help="Who changes the status (recorded in the history).")
 @click.option("--note", help="A note recorded with the change.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)

@@ -10,7 +10,7 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.advisor import DEFAULT_MIN_GAIN, CURVE_MIN_STEPS, advise_depth, choose_curve
+from specdash.costmodel.advisor import CURVE_MIN_STEPS, DEFAULT_MIN_GAIN, advise_depth, choose_curve
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
 from specdash.db.models import (
     GAP_STATUSES,
@@ -60,15 +60,22 @@ def _short(model: str | None) -> str:
 
 def target_deployments(session: Session, run: Run) -> list[Deployment]:
     """The deployments a run is for: those the user named, else those serving the run's target model."""
-    named = list(session.scalars(
-        select(Deployment).join(RunDeployment, RunDeployment.deployment_id == Deployment.id)
-        .where(RunDeployment.run_id == run.id).order_by(Deployment.name)
-    ))
+    named = list(
+        session.scalars(
+            select(Deployment)
+            .join(RunDeployment, RunDeployment.deployment_id == Deployment.id)
+            .where(RunDeployment.run_id == run.id)
+            .order_by(Deployment.name)
+        )
+    )
     if named or not run.target_model:
         return named
     want = _short(run.target_model)
-    return [d for d in session.scalars(select(Deployment).order_by(Deployment.name))
-            if d.target_model and _short(d.target_model) == want]
+    return [
+        d
+        for d in session.scalars(select(Deployment).order_by(Deployment.name))
+        if d.target_model and _short(d.target_model) == want
+    ]
 
 
 def name_target_deployments(session: Session, run: Run, names: list[str]) -> None:
@@ -85,9 +92,13 @@ def name_target_deployments(session: Session, run: Run, names: list[str]) -> Non
 def training_curves(session: Session, run_ids: list[int]) -> dict[int, tuple[list[float], int]]:
     """Per run: train/acc_0, train/acc_1, ... as last logged (contiguous positions in [0, 1]) and the
     last step train/acc_0 was logged at."""
-    keys = {key_id: int(m[1]) for key_id, name in session.execute(
-        select(MetricKey.id, MetricKey.name).where(MetricKey.name.like("train/acc\\_%", escape="\\")))
-        if (m := _ACC_KEY.match(name))}
+    keys = {
+        key_id: int(m[1])
+        for key_id, name in session.execute(
+            select(MetricKey.id, MetricKey.name).where(MetricKey.name.like("train/acc\\_%", escape="\\"))
+        )
+        if (m := _ACC_KEY.match(name))
+    }
     if not keys or not run_ids:
         return {}
     last = (
@@ -99,8 +110,11 @@ def training_curves(session: Session, run_ids: list[int]) -> dict[int, tuple[lis
     found: dict[int, dict[int, tuple[float, int]]] = defaultdict(dict)
     for run_id, key_id, value, step in session.execute(
         select(MetricPoint.run_id, MetricPoint.key_id, MetricPoint.value, MetricPoint.step).join(
-            last, (MetricPoint.run_id == last.c.run_id) & (MetricPoint.key_id == last.c.key_id)
-            & (MetricPoint.step == last.c.step))
+            last,
+            (MetricPoint.run_id == last.c.run_id)
+            & (MetricPoint.key_id == last.c.key_id)
+            & (MetricPoint.step == last.c.step),
+        )
     ):
         found[run_id][keys[key_id]] = (value, step)
     curves = {}
@@ -115,7 +129,8 @@ def training_curves(session: Session, run_ids: list[int]) -> dict[int, tuple[lis
 
 def _checkpoint_curve(session: Session, run_id: int) -> list[float]:
     latest = session.scalars(
-        select(Checkpoint).where(Checkpoint.run_id == run_id)
+        select(Checkpoint)
+        .where(Checkpoint.run_id == run_id)
         .order_by(Checkpoint.step.desc().nulls_last(), Checkpoint.id.desc())
     ).all()
     for checkpoint in latest:
@@ -127,16 +142,27 @@ def _checkpoint_curve(session: Session, run_id: int) -> list[float]:
 def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
     """The deployment's active calibrated set when it has one, else its theory set."""
     calibrated = session.scalar(
-        select(ParameterSet).where(ParameterSet.deployment_id == deployment.id,
-                                   ParameterSet.source == "calibrated", ParameterSet.is_active.is_(True))
-        .order_by(ParameterSet.version.desc()).limit(1)
+        select(ParameterSet)
+        .where(
+            ParameterSet.deployment_id == deployment.id,
+            ParameterSet.source == "calibrated",
+            ParameterSet.is_active.is_(True),
+        )
+        .order_by(ParameterSet.version.desc())
+        .limit(1)
     )
     return calibrated or ensure_theory_set(session, deployment)
 
 
 def _event(session: Session, advisory: Advisory, status: str, note: str, who: str = ADVISOR) -> None:
-    event = AdvisoryEvent(advisory_id=advisory.id, who=who, from_status=advisory.status, to_status=status,
-                          note=note, at=utcnow())
+    event = AdvisoryEvent(
+        advisory_id=advisory.id,
+        who=who,
+        from_status=advisory.status,
+        to_status=status,
+        note=note,
+        at=utcnow(),
+    )
     advisory.status, advisory.updated_at = status, event.at
     session.add(event)
 
@@ -156,8 +182,12 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
     min_gain = get_min_gain(session)
     curves = training_curves(session, [r.id for r in runs])
     baselines = load_baselines(session)
-    existing = {(a.run_id, a.deployment_id, a.concurrency): a for a in session.scalars(
-        select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_([r.id for r in runs])))}
+    existing = {
+        (a.run_id, a.deployment_id, a.concurrency): a
+        for a in session.scalars(
+            select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_([r.id for r in runs]))
+        )
+    }
     for run in runs:
         rates, logged = curves.get(run.id, ([], None))
         if not rates:
@@ -171,38 +201,75 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
                 loads = [(1, pset.baseline_tps or deployment.baseline_tps)]
             scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
             for concurrency, baseline_tps in loads:
-                advice = advise_depth(cost_params(pset, baseline_tps), scaled, run.ttt_length, min_gain=min_gain)
-                label = deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
+                advice = advise_depth(
+                    cost_params(pset, baseline_tps), scaled, run.ttt_length, min_gain=min_gain
+                )
+                label = (
+                    deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
+                )
                 row = existing.get((run.id, deployment.id, concurrency))
-                _apply(session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset.id)
+                _apply(
+                    session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset.id
+                )
     session.flush()
     return summary
 
 
-def _apply(session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset_id) -> None:
+def _apply(
+    session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset_id
+) -> None:
     if not advice.advise:
         if row is not None and row.active:
             row.active = False
-            note = (f"configuration fine now: on {label} the best depth is {advice.best.steps} "
-                    f"({advice.gain:+.0%} against the trained {advice.trained_depth})")
+            note = (
+                f"configuration fine now: on {label} the best depth is {advice.best.steps} "
+                f"({advice.gain:+.0%} against the trained {advice.trained_depth})"
+            )
             if row.status in OPEN_STATUSES:
                 _event(session, row, "resolved", note)
                 summary.resolved += 1
         return
-    message = advice.message(label) + (f" (curve: {run.speculative_algorithm or 'EAGLE3'} prior, before the "
-                                       "run's own accuracies settle)" if source == "prior" else "")
-    values = dict(trained_depth=advice.trained_depth, best_depth=advice.best.steps, gain=advice.gain,
-                  trained_tps=advice.at_trained.tps, best_tps=advice.best.tps, suggested_ttt=advice.suggested_ttt,
-                  time_factor=advice.time_factor, curve_source=source, curve=[round(r, 6) for r in curve],
-                  parameter_set_id=pset_id, message=message)
+    message = advice.message(label) + (
+        f" (curve: {run.speculative_algorithm or 'EAGLE3'} prior, before the run's own accuracies settle)"
+        if source == "prior"
+        else ""
+    )
+    values = dict(
+        trained_depth=advice.trained_depth,
+        best_depth=advice.best.steps,
+        gain=advice.gain,
+        trained_tps=advice.at_trained.tps,
+        best_tps=advice.best.tps,
+        suggested_ttt=advice.suggested_ttt,
+        time_factor=advice.time_factor,
+        curve_source=source,
+        curve=[round(r, 6) for r in curve],
+        parameter_set_id=pset_id,
+        message=message,
+    )
     summary.advised += 1
     if row is None:
-        row = Advisory(run_id=run.id, deployment_id=deployment.id, concurrency=concurrency, kind="depth",
-                       status="open", active=True, **values)
+        row = Advisory(
+            run_id=run.id,
+            deployment_id=deployment.id,
+            concurrency=concurrency,
+            kind="depth",
+            status="open",
+            active=True,
+            **values,
+        )
         session.add(row)
         session.flush()
-        session.add(AdvisoryEvent(advisory_id=row.id, who=ADVISOR, from_status=None, to_status="open",
-                                  note=message, at=row.created_at))
+        session.add(
+            AdvisoryEvent(
+                advisory_id=row.id,
+                who=ADVISOR,
+                from_status=None,
+                to_status="open",
+                note=message,
+                at=row.created_at,
+            )
+        )
         summary.new.append(row.id)
         return
     changed = any(getattr(row, k) != v for k, v in values.items())
@@ -228,10 +295,25 @@ def advisory_rows(
 ) -> list[dict]:
     """Advisories (newest change first) with their run and deployment names."""
     query = (
-        select(Advisory.id, Run.name.label("run"), Deployment.name.label("deployment"), Advisory.concurrency,
-               Advisory.trained_depth, Advisory.best_depth, Advisory.gain, Advisory.trained_tps,
-               Advisory.best_tps, Advisory.suggested_ttt, Advisory.time_factor, Advisory.curve_source,
-               Advisory.message, Advisory.active, Advisory.status, Advisory.note, Advisory.updated_at)
+        select(
+            Advisory.id,
+            Run.name.label("run"),
+            Deployment.name.label("deployment"),
+            Advisory.concurrency,
+            Advisory.trained_depth,
+            Advisory.best_depth,
+            Advisory.gain,
+            Advisory.trained_tps,
+            Advisory.best_tps,
+            Advisory.suggested_ttt,
+            Advisory.time_factor,
+            Advisory.curve_source,
+            Advisory.message,
+            Advisory.active,
+            Advisory.status,
+            Advisory.note,
+            Advisory.updated_at,
+        )
         .join(Run, Advisory.run_id == Run.id)
         .join(Deployment, Advisory.deployment_id == Deployment.id)
         .order_by(Advisory.updated_at.desc(), Advisory.id.desc())
@@ -246,20 +328,32 @@ def advisory_rows(
 
 
 def open_advisory_count(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(Advisory).where(
-        Advisory.active.is_(True), Advisory.status.in_(OPEN_STATUSES))) or 0
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(Advisory)
+            .where(Advisory.active.is_(True), Advisory.status.in_(OPEN_STATUSES))
+        )
+        or 0
+    )
 
 
 def advisory_history(session: Session, advisory_id: int) -> pd.DataFrame:
     """Who changed the advisory's status or note (specdash itself as the advice changed), oldest first."""
     query = (
-        select(AdvisoryEvent.at, AdvisoryEvent.who, AdvisoryEvent.from_status, AdvisoryEvent.to_status,
-               AdvisoryEvent.note)
+        select(
+            AdvisoryEvent.at,
+            AdvisoryEvent.who,
+            AdvisoryEvent.from_status,
+            AdvisoryEvent.to_status,
+            AdvisoryEvent.note,
+        )
         .where(AdvisoryEvent.advisory_id == advisory_id)
         .order_by(AdvisoryEvent.id)
     )
-    return pd.DataFrame(session.execute(query).mappings().all(),
-                        columns=["at", "who", "from_status", "to_status", "note"])
+    return pd.DataFrame(
+        session.execute(query).mappings().all(), columns=["at", "who", "from_status", "to_status", "note"]
+    )
 
 
 def change_advisory_status(
@@ -277,11 +371,26 @@ def change_advisory_status(
         raise AdvisoryChangeError(f"no advisory with id {advisory_id}")
     if status == advisory.status and note is None:
         raise AdvisoryChangeError(f"the advisory is already {status}; add a note to record something")
-    event = AdvisoryEvent(advisory_id=advisory.id, who=who, from_status=advisory.status, to_status=status,
-                          note=note, at=utcnow())
+    event = AdvisoryEvent(
+        advisory_id=advisory.id,
+        who=who,
+        from_status=advisory.status,
+        to_status=status,
+        note=note,
+        at=utcnow(),
+    )
     advisory.status, advisory.updated_at = status, event.at
     if note is not None:
         advisory.note = note
     session.add(event)
     session.flush()
     return event
+
+
+def save_advice_settings(session: Session, min_gain: float) -> AdvisorySummary:
+    """A new minimum gain, and every run's advice recomputed with it."""
+    try:
+        set_min_gain(session, min_gain)
+    except ValueError as exc:
+        raise AdvisoryChangeError(str(exc)) from None
+    return refresh_advisories(session)

@@ -4,7 +4,7 @@ calibration of a deployment's profile from its trusted benchmarks."""
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import advisory_panel, state
 from specdash.app.text import md
 from specdash.db import profiles
 from specdash.db.profiles import ProfileError
@@ -286,3 +286,5 @@ if not sets.empty:
             "created_at": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
         },
     )
+
+advisory_panel.settings_section(url)
