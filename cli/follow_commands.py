@@ -90,9 +90,9 @@ def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=Non
             stop.wait(poll_seconds)
     finally:
         follower.close()
+        stop_sender(sender)  # a second Ctrl-C meanwhile is still just a request to stop
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        stop_sender(sender)
     click.echo("stopped; every line read so far is stored, and the next start resumes after it", err=True)
 
 

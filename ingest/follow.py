@@ -56,7 +56,7 @@ class FollowEvent:
 
     path: str
     lines: int = 0
-    records: int = 0
+    records: int = 0  # a logged step's metrics count as one record
     metric_points: int = 0
     new_alerts: int = 0
     new_advisories: int = 0
@@ -76,8 +76,6 @@ class FollowEvent:
         parts = [f"{self.path}: +{self.lines} line(s)"]
         if self.metric_points:
             parts.append(f"{self.metric_points} metric point(s)")
-        if self.records - self.metric_points > 0:
-            parts.append(f"{self.records - self.metric_points} other record(s)")
         if self.new_alerts:
             parts.append(f"{self.new_alerts} new alert(s)")
         if self.new_advisories:

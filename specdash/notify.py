@@ -149,7 +149,7 @@ class WebhookSender(threading.Thread):
             timeout,
         )
         self.stats = SenderStats()
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._wake = threading.Event()
         self._not_before: dict[int, float] = {}  # back-off: notification id -> monotonic time of next try
         self._drain_until = 0.0
@@ -162,7 +162,7 @@ class WebhookSender(threading.Thread):
     def stop(self, drain_seconds: float = 5.0) -> None:
         """Stop after at most `drain_seconds` more of sending what is pending."""
         self._drain_until = time.monotonic() + drain_seconds
-        self._stop.set()
+        self._stopping.set()
         self._wake.set()
         self.join(drain_seconds + self.timeout + 1)
 
@@ -173,7 +173,7 @@ class WebhookSender(threading.Thread):
             except Exception as exc:  # the store is busy or gone: try again later, never kill the thread
                 pending = True
                 self.last_error = str(exc)
-            if self._stop.is_set() and (not pending or time.monotonic() >= self._drain_until):
+            if self._stopping.is_set() and (not pending or time.monotonic() >= self._drain_until):
                 return
             self._wake.wait(self.poll_seconds)
             self._wake.clear()

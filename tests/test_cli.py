@@ -9,6 +9,7 @@ from specdash.cli.main import COMMANDS as LAZY_COMMANDS
 from specdash.cli.main import cli
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Gap, Prediction, Run
+from specdash.db.schema import SCHEMA_REVISION
 
 COMMANDS = sorted(LAZY_COMMANDS)
 
