@@ -230,9 +230,9 @@ def test_check_stays_about_alerts(invoke, demo_url, db_url):
 # --- the migration ---------------------------------------------------------------------------------------
 
 
-def test_upgrade_from_0001_keeps_data_and_adds_advisories(tmp_path):
+def test_upgrade_from_the_previous_revision_keeps_data_and_adds_advisories(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-    upgrade(engine, "0001")
+    upgrade(engine, "0003")  # the revision before live training's
     with engine.begin() as connection:
         connection.execute(
             text(
@@ -248,7 +248,7 @@ def test_upgrade_from_0001_keeps_data_and_adds_advisories(tmp_path):
             )
         )
     upgrade(engine)
-    assert current_revision(engine) == "0002"
+    assert current_revision(engine) == "0004"
     with transaction(engine) as session:
         assert session.scalar(select(Run.name).where(Run.id == 1)) == "old-run"
         session.get(Run, 1).target_model = "m"
