@@ -31,14 +31,16 @@ from specdash.ingest.formats.specforge_log import TrainingLog, parse_lines
 from specdash.ingest.pipeline import (
     HEAD_BYTES,
     FileResult,
-    _add,
+    _metric_rows_problem,
     _refresh,
+    _store,
     file_transaction,
     ingest_path,
     refresh_runs_advice,
 )
 from specdash.ingest.problems import Problem
-from specdash.ingest.store import LinkOptions, Store
+from specdash.ingest.records import MetricRows
+from specdash.ingest.store import LinkOptions
 
 MAX_CHUNK_BYTES = 4 * 1024 * 1024
 FINGERPRINT_BYTES = 1024
@@ -324,28 +326,32 @@ class Follower:
         log = self._parser(tracked)
         problems: list[Problem] = []
         lines = chunk.count(b"\n") + (1 if chunk and not chunk.endswith(b"\n") else 0)
+        items = []
+        if skipped:
+            lines = 1
+            problems.append(
+                Problem(
+                    tracked.path,
+                    tracked.lines + 1,
+                    None,
+                    f"line of {skipped:,} bytes is over the size cap",
+                    "parse",
+                )
+            )
+        else:  # parsed before the write lock, as the pipeline does; one chunk is the memory bound
+            text = io.StringIO(chunk.decode("utf-8", errors="replace"))
+            for item in parse_lines(log, text, first_line=tracked.lines + 1):
+                if isinstance(item, Problem):
+                    problems.append(item)
+                elif isinstance(item.record, MetricRows) and (
+                    bad := _metric_rows_problem(tracked.path, item)
+                ):
+                    problems.append(bad)
+                else:
+                    items.append(item)
         try:
             with file_transaction(self.engine, bulk_points=True) as session:
-                store = Store(session, self.link, tracked.fmt.name)
-                if skipped:
-                    lines = 1
-                    problems.append(
-                        Problem(
-                            tracked.path,
-                            tracked.lines + 1,
-                            None,
-                            f"line of {skipped:,} bytes is over the size cap",
-                            "parse",
-                        )
-                    )
-                else:
-                    text = io.StringIO(chunk.decode("utf-8", errors="replace"))
-                    for item in parse_lines(log, text, first_line=tracked.lines + 1):
-                        if isinstance(item, Problem):
-                            problems.append(item)
-                        else:
-                            _add(store, item, tracked.path, problems)
-                store.finish()
+                store = _store(session, tracked.fmt, tracked.path, items, self.link, problems)
                 refreshed = _refresh(session, store.summary)
                 advice = refresh_runs_advice(session, store)
                 offset = tracked.offset + (skipped or len(chunk))

@@ -157,12 +157,13 @@ class Store:
 
     # --- records -------------------------------------------------------------------------------------
     def add(self, record: AnyRecord | MetricRows, line: int | None = None) -> None:
-        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
         handler = getattr(self, f"_add_{record.kind}")
         if record.kind == "benchmark":
             handler(record, line)
         else:
             handler(record)
+        # counted once stored: a record refused for its links is not one of the file's records
+        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
 
     def _upsert(self, row, record, fields: set[str], kind: str) -> None:
         changed = False

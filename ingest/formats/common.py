@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from specdash.ingest.formats import Located
 from specdash.ingest.jsontext import LinedDict
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import Problem, field_first
 from specdash.ingest.records import BenchmarkRecord, DeploymentRecord, RunRecord
 from specdash.ingest.store import LinkOptions
 
@@ -52,6 +52,8 @@ def located_problems(
                 break
         message = item["msg"].removeprefix("Value error, ")
         field = ".".join([prefix, *loc] if prefix else loc) or None
+        if not loc:
+            field, message = field_first(field, message)
         problems.append(Problem(path, where, field, message))
     return problems
 
