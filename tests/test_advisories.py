@@ -18,7 +18,7 @@ from specdash.db.advisories import (
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.live_models import Advisory
 from specdash.db.models import Run
-from specdash.db.schema import current_revision, upgrade
+from specdash.db.schema import current_revision, head_revision, upgrade
 from specdash.demo import PCIE, RUN_10K, RUN_KILLED, RUN_TTT5
 from specdash.ingest.pipeline import ingest_bytes
 
@@ -232,7 +232,7 @@ def test_check_stays_about_alerts(invoke, demo_url, db_url):
 
 def test_upgrade_from_the_previous_revision_keeps_data_and_adds_advisories(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-    upgrade(engine, "0003")  # the revision before live training's
+    upgrade(engine, "0004")  # the revision before live training's
     with engine.begin() as connection:
         connection.execute(
             text(
@@ -248,7 +248,7 @@ def test_upgrade_from_the_previous_revision_keeps_data_and_adds_advisories(tmp_p
             )
         )
     upgrade(engine)
-    assert current_revision(engine) == "0004"
+    assert current_revision(engine) == head_revision()
     with transaction(engine) as session:
         assert session.scalar(select(Run.name).where(Run.id == 1)) == "old-run"
         session.get(Run, 1).target_model = "m"
