@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import verified_tokens
+from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
 from specdash.db.models import (
     Benchmark,
     Checkpoint,
@@ -48,6 +49,8 @@ class LinkOptions:
     run: str | None = None
     checkpoint: str | None = None
     deployment: str | None = None
+    target: str | None = None  # the target model of the file's runs (`--target`)
+    target_deployments: tuple[str, ...] = ()  # deployments the file's runs are for (`--target-deployment`)
 
 
 @dataclass
@@ -364,7 +367,23 @@ class Store:
                 setattr(row, k, v)
             self.summary.updated["prediction"] += 1
 
+    @property
+    def run_ids(self) -> list[int]:
+        return sorted(run.id for run in self._runs.values())
+
+    def _apply_targets(self) -> None:
+        for run in self._runs.values():
+            if self.link.target and run.target_model != self.link.target:
+                run.target_model = self.link.target
+                self.summary.updated["run"] += 1
+            if self.link.target_deployments:
+                try:
+                    name_target_deployments(self.session, run, list(self.link.target_deployments))
+                except AdvisoryChangeError as exc:
+                    raise LinkError("target_deployment", str(exc)) from None
+
     def finish(self) -> StoreSummary:
+        self._apply_targets()
         self.points.flush()
         self.summary.metric_points = self.points.written
         self.session.flush()

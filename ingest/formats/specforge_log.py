@@ -182,8 +182,15 @@ class TrainingLog:
 
 
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
-    log = TrainingLog(path, link)
+    yield from parse_lines(TrainingLog(path, link), stream)
+
+
+def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterator:
+    """The lines of `stream` read into `log`, whose state (args, run, checkpoints seen) carries over from
+    earlier lines: a followed log is read a piece at a time. `first_line` numbers the first line."""
+    path = log.path
     for number, text in bounded_lines(stream):
+        number += first_line - 1
         if isinstance(text, TooLong):
             yield Problem(path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse")
             continue
