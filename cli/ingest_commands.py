@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from specdash.cli.common import db_option, open_db
+from specdash.cli.common import db_option, open_db, shown
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.pipeline import describe, describe_totals, ingest_path
 from specdash.ingest.problems import format_report
@@ -70,7 +70,7 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, targ
     finally:
         stop_sender(sender)
     if len(results) > 1:
-        click.echo(describe_totals(results))
+        click.echo(shown(describe_totals(results)))
     if failed:
         hint = "" if skip_invalid else "\n\nFix the records or pass --skip-invalid"
         raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")
@@ -104,11 +104,11 @@ def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url):
         else:
             result = ingest_path(engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link)
         if result.problems:
-            click.echo(format_report(result.problems), err=True)
+            click.echo(format_report(result.problems), err=True)  # each problem is one line of text
         if not result.ok:
             failed.append(result)
         results.append(result)
-        click.echo(describe(result))
+        click.echo(shown(describe(result)))
         if url and result.status == "loaded":
             from specdash.db.engine import transaction
             from specdash.notify import queue_notifications

@@ -5,7 +5,7 @@ and the benchmark that supersedes an invalid one. `?alert=ID` opens an alert."""
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import identity, state
 from specdash.app.alert_charts import waterfall_figure
 from specdash.app.text import SEVERITY_ICONS, md
 from specdash.db import alerts
@@ -183,10 +183,8 @@ with left:
 
 with right:
     st.markdown("**Investigation**")
-    who = st.text_input(
-        "Your name (recorded in the history)",
-        value=st.session_state.get("investigator", ""),
-        key="alerts_who",
+    who = identity.who_input(
+        "Your name (recorded in the history)", key="alerts_who", value=st.session_state.get("investigator", "")
     )
     st.session_state["investigator"] = who
     with st.form(f"alerts_status_form_{alert['gap_id']}"):
