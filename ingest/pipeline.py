@@ -453,6 +453,12 @@ def describe(result: FileResult) -> str:
         if len(logged) > MAX_INTERVAL_NOTES:
             shown.append(f"{len(logged) - MAX_INTERVAL_NOTES} more")
         parts.append("intervals per benchmark: " + " | ".join(shown))
+    derived = [link for link in s.links if link.derived]
+    if derived:
+        shown = [f"line {link.line}: {link.derived}" for link in derived[:MAX_INTERVAL_NOTES]]
+        if len(derived) > MAX_INTERVAL_NOTES:
+            shown.append(f"{len(derived) - MAX_INTERVAL_NOTES} more")
+        parts.append("derived: " + " | ".join(shown))
     if s.duplicates:
         parts.append(f"{s.duplicates} duplicate record(s) skipped")
     if result.problems:
