@@ -22,6 +22,7 @@ from typing import BinaryIO
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
+from specdash.db.advisories import AdvisorySummary, refresh_advisories
 from specdash.db.engine import WRITE_OPTION, transaction
 from specdash.db.models import Benchmark, Gap, IngestedFile
 from specdash.db.refresh import RefreshSummary, refresh
@@ -48,6 +49,7 @@ class FileResult:
     sha256: str | None = None
     store: StoreSummary | None = None
     refresh: RefreshSummary | None = None
+    advisories: AdvisorySummary | None = None
     problems: list[Problem] = field(default_factory=list)
     message: str = ""
 
@@ -230,7 +232,10 @@ def _store(session: Session, fmt: Format, name: str, items, link, problems: list
     store = Store(session, link, fmt.name)
     for item in items:
         _add(store, item, name, problems)
-    store.finish()
+    try:
+        store.finish()
+    except LinkError as exc:
+        problems.append(Problem(name, None, exc.field, str(exc)))
     return store
 
 
@@ -251,6 +256,13 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
     # changed profiles, acceptance or external predictions can change any.
     everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
     return refresh(session, None if everything else summary.benchmark_ids)
+
+
+def refresh_runs_advice(session: Session, store: Store) -> AdvisorySummary:
+    # New benchmarks (baselines, loads) and deployments can change any run's advice; metrics only their run's.
+    summary = store.summary
+    everything = summary.benchmark_ids or summary.created["deployment"] or summary.updated["deployment"]
+    return refresh_advisories(session, None if everything else store.run_ids)
 
 
 def ingest_source(
@@ -301,6 +313,7 @@ def ingest_source(
                     update(Benchmark).where(Benchmark.id.in_(chunk)).values(ingested_file_id=ingested.id)
                 )
             result.refresh = _refresh(session, summary)
+            result.advisories = refresh_runs_advice(session, store)
             result.store = summary
     except _Rollback:
         result.status = "failed"
@@ -465,6 +478,8 @@ def describe(result: FileResult) -> str:
         parts.append(f"{len(result.problems)} invalid record(s) skipped")
     if r is not None:
         parts.append(f"{r.predictions} prediction(s) refreshed, {r.new_alerts} new alert(s)")
+    if result.advisories is not None and result.advisories.new:
+        parts.append(f"{len(result.advisories.new)} new advisory(ies) (see 'specdash advisories')")
     return "; ".join(parts) + "."
 
 

@@ -6,7 +6,7 @@ import re
 
 import streamlit as st
 
-from specdash.app import charts, state, urlstate
+from specdash.app import advisory_panel, charts, state, urlstate
 from specdash.app.text import md
 from specdash.db.checkpoint_queries import comparison_table
 
@@ -20,7 +20,7 @@ url_state = urlstate.UrlState("checkpoints")
 st.title("Checkpoints")
 st.caption("Which checkpoint is better, and does it do what the cost model says?")
 
-runs = state.runs_frame(url)
+runs = state.runs_frame(url)  # runs without checkpoints too: a run in training has its curves and advice
 if runs.empty:
     st.info(
         "No runs yet: upload a training log or benchmark results on the **Upload** page (or `specdash ingest`), "
@@ -63,6 +63,7 @@ url_state.publish("ckpt", chosen)
 checkpoint_ids = tuple(chosen)
 if len(labels) > DEFAULT_CHECKPOINTS and len(chosen) == DEFAULT_CHECKPOINTS:
     top[1].caption(f"The latest {DEFAULT_CHECKPOINTS} of {len(labels)} checkpoints are preselected.")
+advisory_panel.run_section(url, run_ids)
 
 comparison = None
 st.subheader("Throughput and acceptance per checkpoint")
