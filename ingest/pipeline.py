@@ -35,6 +35,7 @@ HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
 MAX_LINKS_SHOWN = 5
 SPOOL_BATCH = 2000
+STORE_BATCH = 1000  # records stored together: one duplicate check, one multi-row INSERT of benchmarks
 IN_CHUNK = 500  # ids per IN (...): far under every backend's parameter limit
 MAX_INTERVAL_NOTES = 12
 
@@ -256,8 +257,13 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
 
 def _store(session: Session, fmt: Format, name: str, items, link, problems: list[Problem]) -> Store:
     store = Store(session, link, fmt.name)
+    batch: list[Located] = []
     for item in items:
-        _add(store, item, name, problems)
+        batch.append(item)
+        if len(batch) >= STORE_BATCH:
+            _add_batch(store, batch, name, problems)
+            batch = []
+    _add_batch(store, batch, name, problems)
     try:
         store.finish()
     except LinkError as exc:
@@ -403,6 +409,12 @@ def _gap_rows(session: Session, summary: StoreSummary) -> list[dict]:
     ]
 
 
+def _add_batch(store: Store, batch: list[Located], name: str, problems: list[Problem]) -> None:
+    store.prefetch_keys([item.record for item in batch])  # one duplicate check for the whole batch
+    for item in batch:
+        _add(store, item, name, problems)
+
+
 def _add(store: Store, item: Located, name: str, problems: list[Problem]) -> None:
     try:
         store.add(item.record, item.line)
@@ -458,12 +470,9 @@ def preview_bytes(
     return preview_source(engine, name, lambda: io.BytesIO(data), fmt_name=fmt_name, link=link)
 
 
-def describe_links(links: list[BenchmarkLink]) -> str:
+def describe_links(summary: StoreSummary) -> str:
     """'run7/epoch_2 by path (2), baseline (1)': where a file's benchmarks went, most frequent first."""
-    counts = Counter(
-        "baseline" if link.how == "baseline" else f"{link.target} {link.how}" if link.run else "not linked"
-        for link in links if not link.duplicate
-    )
+    counts = Counter({kind: n for kind, n in summary.link_counts.items() if kind != "duplicate"})
     shown = [f"{what} ({n})" for what, n in counts.most_common(MAX_LINKS_SHOWN)]
     if len(counts) > MAX_LINKS_SHOWN:
         shown.append(f"{len(counts) - MAX_LINKS_SHOWN} more")
@@ -485,7 +494,7 @@ def describe(result: FileResult) -> str:
         parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:
         parts.append(f"{s.linked} benchmark(s) linked to a checkpoint, {s.unlinked} not linked")
-        parts.append(f"benchmarks: {describe_links(s.links)}")
+        parts.append(f"benchmarks: {describe_links(s)}")
     logged = [link for link in s.links if link.intervals]
     if logged:
         shown = [f"line {link.line} ({link.label}): {link.intervals}" for link in logged[:MAX_INTERVAL_NOTES]]

@@ -5,7 +5,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import verified_tokens
@@ -17,6 +17,7 @@ from specdash.db.models import (
     PositionAcceptance,
     Prediction,
     Run,
+    utcnow,
 )
 from specdash.db.parameters import ensure_theory_set
 from specdash.ingest.links import meaningful_folder, name_from_path, parse_checkpoint_name, path_parts
@@ -32,6 +33,10 @@ from specdash.ingest.records import (
     PredictionRecord,
     RunRecord,
 )
+
+BENCHMARK_BATCH = 1000  # benchmarks per multi-row INSERT
+IN_CHUNK = 500  # values per IN (...): far under every backend's parameter limit
+MAX_LINKS_KEPT = 10_000  # where each benchmark went, kept to be listed; the counts cover every one
 
 
 class LinkError(ValueError):
@@ -67,6 +72,12 @@ class BenchmarkLink:
     intervals: str | None = None  # a server log's benchmark: the intervals it used and left out, and why
     derived: str | None = None  # a client benchmark: which fields gave per-request decode and concurrency
 
+    def kind(self) -> str:
+        """What a summary counts it as: 'baseline', 'run/checkpoint by path', 'not linked', 'duplicate'."""
+        if self.duplicate:
+            return "duplicate"
+        return "baseline" if self.how == "baseline" else f"{self.target} {self.how}" if self.run else "not linked"
+
     @property
     def target(self) -> str:
         return f"{self.run}/{self.checkpoint}" if self.run else "-"
@@ -81,7 +92,8 @@ class StoreSummary:
     linked: int = 0
     unlinked: int = 0
     metric_points: int = 0
-    links: list[BenchmarkLink] = field(default_factory=list)
+    links: list[BenchmarkLink] = field(default_factory=list)  # the first MAX_LINKS_KEPT
+    link_counts: Counter = field(default_factory=Counter)  # every benchmark, by BenchmarkLink.kind()
     benchmark_ids: list[int] = field(default_factory=list)
     derived_acceptance: int = 0  # checkpoints whose per-position acceptance came from training metrics
     acceptance_changed: int = 0  # checkpoints whose per-position acceptance was set or changed
@@ -104,6 +116,11 @@ class Store:
         self._runs: dict[str, Run] = {}
         self._checkpoints: dict[tuple[int, str], Checkpoint] = {}
         self._new_checkpoints: list[Checkpoint] = []
+        self._pending_benchmarks: list[dict] = []
+        self._benchmark_keys: set[str] = set()  # record keys of this file's benchmarks so far
+        self._prefetched: set[str] = set()
+        self._prefetched_all: set[str] = set()
+        self._key_of: dict[int, str] = {}
         self.points = MetricPointWriter(session)
 
     # --- lookups, created on first mention ---------------------------------------------------------
@@ -292,11 +309,12 @@ class Store:
 
     def _add_benchmark(self, record: BenchmarkRecord, line: int | None = None) -> None:
         deployment_name = self.link.deployment or record.deployment
-        key = benchmark_record_key(record)
-        if self.session.scalar(select(Benchmark.id).where(Benchmark.record_key == key)) is not None:
+        key = self._key_of.pop(id(record), None) or benchmark_record_key(record)
+        if key in self._benchmark_keys or self._stored_key(key):
             self.summary.duplicates += 1
-            self.summary.links.append(BenchmarkLink(line, deployment_name, how="duplicate", duplicate=True))
+            self._link(BenchmarkLink(line, deployment_name, how="duplicate", duplicate=True))
             return
+        self._benchmark_keys.add(key)
         deployment = self.deployment(deployment_name)
         checkpoint, how = None, "baseline"
         algorithm = record.speculative_algorithm
@@ -323,20 +341,53 @@ class Store:
             )
         if checkpoint is not None:
             link.run, link.checkpoint = checkpoint.run.name, checkpoint.name
-        self.summary.links.append(link)
+        self._link(link)
         fields = record.model_dump(exclude={"kind", "deployment", "run", "checkpoint"})
         fields["speculative_algorithm"] = algorithm
-        row = Benchmark(
+        self._pending_benchmarks.append(dict(
             record_key=key,
             deployment_id=deployment.id,
             checkpoint_id=checkpoint.id if checkpoint else None,
             source_format=self.source_format,
+            created_at=utcnow(),
             **fields,
-        )
-        self.session.add(row)
+        ))
+        if len(self._pending_benchmarks) >= BENCHMARK_BATCH:
+            self.flush_benchmarks()
+
+    def _link(self, link: BenchmarkLink) -> None:
+        # every benchmark counts; the first MAX_LINKS_KEPT are kept to be listed (bounded memory)
+        self.summary.link_counts[link.kind()] += 1
+        if len(self.summary.links) < MAX_LINKS_KEPT:
+            self.summary.links.append(link)
+
+    def prefetch_keys(self, records) -> None:
+        """Which of these benchmarks are stored already, in one query per IN_CHUNK of them."""
+        self._key_of = {id(r): benchmark_record_key(r) for r in records if getattr(r, "kind", None) == "benchmark"}
+        keys = list(self._key_of.values())
+        self._prefetched = set()
+        for start in range(0, len(keys), IN_CHUNK):
+            chunk = keys[start : start + IN_CHUNK]
+            self._prefetched.update(
+                self.session.scalars(select(Benchmark.record_key).where(Benchmark.record_key.in_(chunk)))
+            )
+        self._prefetched_all = set(keys)
+
+    def _stored_key(self, key: str) -> bool:
+        if key in self._prefetched_all:
+            return key in self._prefetched
+        return self.session.scalar(select(Benchmark.id).where(Benchmark.record_key == key)) is not None
+
+    def flush_benchmarks(self) -> None:
+        """Insert the buffered benchmarks in one multi-row statement; their ids in the order added."""
+        rows, self._pending_benchmarks = self._pending_benchmarks, []
+        if not rows:
+            return
         self.session.flush()
-        self.summary.created["benchmark"] += 1
-        self.summary.benchmark_ids.append(row.id)
+        statement = insert(Benchmark).returning(Benchmark.id, sort_by_parameter_order=True)
+        ids = list(self.session.scalars(statement, rows))
+        self.summary.created["benchmark"] += len(ids)
+        self.summary.benchmark_ids.extend(ids)
 
     def _add_prediction(self, record: PredictionRecord) -> None:
         checkpoint = self.checkpoint(self.run(record.run), record.checkpoint)
@@ -383,6 +434,7 @@ class Store:
                     raise LinkError("target_deployment", str(exc)) from None
 
     def finish(self) -> StoreSummary:
+        self.flush_benchmarks()
         self._apply_targets()
         self.points.flush()
         self.summary.metric_points = self.points.written
