@@ -47,7 +47,7 @@ def test_a_process_killed_mid_ingest_leaves_no_partial_file(db_url, tmp_path):
         time.sleep(0.02)
     assert process.poll() is None, "the ingest finished before it could be killed: make the log bigger"
     os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    process.communicate()  # reaps it and closes its pipes
     assert process.returncode == -signal.SIGKILL
     assert counts(db_url) == (0, 0, 0)
     engine = make_engine(db_url)
@@ -57,7 +57,8 @@ def test_a_process_killed_mid_ingest_leaves_no_partial_file(db_url, tmp_path):
     # and the database takes the next file as usual
     small = write_log(tmp_path / "small.log", 10)
     rerun = specdash(db_url, "ingest", "--quiet", str(small))
-    assert rerun.wait(timeout=60) == 0, rerun.stderr.read()
+    _, err = rerun.communicate(timeout=60)
+    assert rerun.returncode == 0, err
     assert counts(db_url) == (10 * len(KEYS), 1, 1)
 
 
