@@ -71,10 +71,12 @@ def test_four_ingest_processes_and_a_reader_at_once_all_succeed(db_url, tmp_path
     reader = specdash(db_url, "gaps", "--status", "all", env=env)  # the dashboard's kind of read, meanwhile
     reads = 0
     while any(p.poll() is None for p in processes):
-        assert reader.wait(timeout=60) == 0, reader.stderr.read()
+        _, err = reader.communicate(timeout=60)
+        assert reader.returncode == 0, err
         reads += 1
         reader = specdash(db_url, "gaps", "--status", "all", env=env)
-    assert reader.wait(timeout=60) == 0
+    _, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0, err
     outputs = [p.communicate(timeout=120) for p in processes]
     assert [p.returncode for p in processes] == [0, 0, 0, 0], outputs
     # the same file in two processes at once: one loads it, the other sees it loaded and skips it
