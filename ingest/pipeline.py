@@ -470,7 +470,8 @@ def preview_bytes(
 def describe_links(links: list[BenchmarkLink]) -> str:
     """'run7/epoch_2 by path (2), baseline (1)': where a file's benchmarks went, most frequent first."""
     counts = Counter(
-        "baseline" if link.how == "baseline" else f"{link.target} {link.how}" if link.run else "not linked"
+        link.how if link.how in ("baseline", "target's own head")
+        else f"{link.target} {link.how}" if link.run else "not linked"
         for link in links if not link.duplicate
     )
     shown = [f"{what} ({n})" for what, n in counts.most_common(MAX_LINKS_SHOWN)]
@@ -494,6 +495,7 @@ def describe(result: FileResult) -> str:
         parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:
         parts.append(f"{s.linked} benchmark(s) linked to a checkpoint, {s.unlinked} not linked")
+    if s.linked or s.unlinked or any(link.how == "target's own head" for link in s.links):
         parts.append(f"benchmarks: {describe_links(s.links)}")
     logged = [link for link in s.links if link.intervals]
     if logged:
