@@ -1,7 +1,6 @@
 """Team mode: `specdash serve --read-only` changes nothing; writers named by a trusted reverse-proxy header
 (typed names refused), recorded in the alert's history; failures shown with an error id, not a traceback."""
 
-import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -23,7 +22,7 @@ STORY_GAP = 1
 def served(monkeypatch, *args: str) -> tuple[dict, list[str], str]:
     launched = []
     monkeypatch.setattr(serve_command, "open_db", lambda ctx: SimpleNamespace(url=make_url("sqlite:///x.db")))
-    monkeypatch.setattr(subprocess, "call", lambda command, env: launched.append((env, command)) or 0)
+    monkeypatch.setattr(serve_command.os, "execve", lambda exe, command, env: launched.append((env, command)))
     result = CliRunner().invoke(cli, ["--db", "sqlite:///x.db", "serve", *args])
     assert result.exit_code == 0, result.output
     return launched[0][0], launched[0][1], result.output
