@@ -9,7 +9,10 @@ import pandas as pd
 from sqlalchemy import Text, case, cast, func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.diagnoses import DIAGNOSIS_CODES, SEVERITY_ORDER
+from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
 from specdash.db.models import (
+    ACTIVE_STATUSES,
     GAP_STATUSES,
     Benchmark,
     Checkpoint,
@@ -20,21 +23,12 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.queries import alert_threshold, gap_select
-from specdash.db.settings import get_gap_threshold
+from specdash.db.queries import gap_select
+from specdash.db.settings import get_gap_threshold, is_alert, is_alert_sql, threshold_sql
 
-SEVERITIES = ("critical", "warning", "info", "none")
-# The stable codes of the cost model's diagnosis rules, in the rules' order (a filter's choices).
-DIAGNOSIS_CODES = (
-    "algorithm_mismatch",
-    "hidden_size_mismatch",
-    "beyond_trained_depth",
-    "slower_than_baseline",
-    "round_overhead",
-    "acceptance_shortfall",
-    "faster_than_predicted",
-    "no_baseline",
-)
+# An alert's severity is its worst diagnosis; "none" for an alert no rule explains.
+SEVERITIES = (*DIAGNOSIS_SEVERITIES, "none")
+__all__ = ["DIAGNOSIS_CODES", "SEVERITIES"]  # the filters' choices, defined by the cost model's rules
 
 
 class AlertChangeError(ValueError):
@@ -45,7 +39,7 @@ class AlertChangeError(ValueError):
 class AlertFilters:
     """Plain, hashable filters (the dashboard caches on them). Empty tuples and None mean "any"."""
 
-    statuses: tuple[str, ...] = ("open", "investigating")
+    statuses: tuple[str, ...] = ACTIVE_STATUSES
     severities: tuple[str, ...] = ()
     source: str | None = None
     deployment: str | None = None
@@ -83,7 +77,7 @@ def alert_page(
     gap, and how many match in all (None with count=False: a top-N view need not count them all)."""
     query = _filtered(session, filters)
     total = (session.scalar(select(func.count()).select_from(query.subquery())) or 0) if count else None
-    severity_rank = case({"critical": 0, "warning": 1, "info": 2}, value=Gap.severity, else_=3)
+    severity_rank = case(SEVERITY_ORDER, value=Gap.severity, else_=len(SEVERITY_ORDER))
     rows = session.execute(
         query.order_by(severity_rank, func.abs(Gap.gap).desc(), Gap.id).offset(offset).limit(limit)
     )
@@ -138,7 +132,7 @@ def alert_detail(session: Session, gap_id: int) -> dict[str, Any] | None:
         overhead_ms=pred.overhead_ms,
         accept_length_source=pred.accept_length_source,
         approximation=pred.approximation,
-        is_alert=abs(gap.gap) >= row["threshold"],
+        is_alert=is_alert(gap.gap, row["threshold"]),
     )
     return detail
 
@@ -280,7 +274,7 @@ def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFra
     source, the gap, and whether that gap is an alert."""
     if not benchmark_ids:
         return pd.DataFrame()
-    limit = alert_threshold(get_gap_threshold(session))
+    limit = threshold_sql(get_gap_threshold(session))
     query = (
         select(
             Benchmark.id.label("benchmark_id"),
@@ -300,7 +294,7 @@ def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFra
             Prediction.accept_length.label("predicted_accept_length"),
             Gap.id.label("gap_id"),
             Gap.gap,
-            (func.abs(Gap.gap) >= limit).label("is_alert"),
+            is_alert_sql(limit).label("is_alert"),
             Gap.severity,
             Gap.diagnoses,
         )

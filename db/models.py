@@ -28,7 +28,11 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+# An alert's investigation, from raised to closed; the first two are still being looked at.
 GAP_STATUSES = ("open", "investigating", "explained", "resolved", "dismissed")
+ACTIVE_STATUSES = GAP_STATUSES[:2]
+# specdash's own prediction sources, in the order they are listed; any other source name is external.
+BUILTIN_SOURCES = ("theory", "calibrated")
 
 
 def utcnow() -> datetime:

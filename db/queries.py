@@ -8,6 +8,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import (
+    BUILTIN_SOURCES,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -15,9 +16,7 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
-from specdash.db.settings import get_gap_threshold
-
-BUILTIN_SOURCE_ORDER = ("theory", "calibrated")
+from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 
 
 def counts(session: Session) -> dict[str, int]:
@@ -43,11 +42,7 @@ def is_empty(session: Session) -> bool:
 def gap_select(threshold: float | None, global_threshold: float) -> Select:
     """Gaps with their run, checkpoint, deployment and prediction, at or above `threshold` (None: each
     deployment's own threshold, else the global one)."""
-    limit = (
-        threshold
-        if threshold is not None
-        else func.coalesce(Deployment.gap_threshold, global_threshold)
-    )
+    limit = threshold if threshold is not None else threshold_sql(global_threshold)
     return (
         select(
             Gap.id.label("gap_id"),
@@ -79,14 +74,14 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
             Gap.status,
             Gap.note,
             Gap.diagnoses,
-            func.coalesce(Deployment.gap_threshold, global_threshold).label("threshold"),
+            threshold_sql(global_threshold).label("threshold"),
         )
         .join(Benchmark, Gap.benchmark_id == Benchmark.id)
         .join(Prediction, Gap.prediction_id == Prediction.id)
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(func.abs(Gap.gap) >= limit)
+        .where(is_alert_sql(limit))
     )
 
 
@@ -106,18 +101,13 @@ def gap_rows(
     return [dict(row) for row in session.execute(query).mappings()]
 
 
-def alert_threshold(global_threshold: float):
-    """The threshold that applies to a gap: its deployment's own, else the global one (SQL expression)."""
-    return func.coalesce(Deployment.gap_threshold, global_threshold)
-
-
 def open_alert_counts(session: Session) -> dict[str, int]:
     """Open alerts (gaps at or above their threshold) by severity; "none" for alerts without a diagnosis."""
     query = (
         select(Gap.severity, func.count())
         .join(Benchmark, Gap.benchmark_id == Benchmark.id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(Gap.status == "open", func.abs(Gap.gap) >= alert_threshold(get_gap_threshold(session)))
+        .where(Gap.status == "open", is_alert_sql(threshold_sql(get_gap_threshold(session))))
         .group_by(Gap.severity)
     )
     return {severity or "none": n for severity, n in session.execute(query)}
@@ -127,7 +117,7 @@ def prediction_sources(session: Session) -> list[str]:
     """Prediction sources that have gaps: theory and calibrated first, then external names."""
     with_gaps = select(Prediction.source).join(Gap, Gap.prediction_id == Prediction.id).distinct()
     names = set(session.scalars(with_gaps))
-    builtin = [name for name in BUILTIN_SOURCE_ORDER if name in names]
+    builtin = [name for name in BUILTIN_SOURCES if name in names]
     return builtin + sorted(names - set(builtin))
 
 

@@ -11,6 +11,7 @@ from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy import JSON, Boolean, DateTime, Text, bindparam, select, type_coerce
 from sqlalchemy.orm import Session
@@ -29,6 +30,7 @@ from specdash.costmodel import (
 from specdash.costmodel.diagnoses import worst_severity
 from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.models import (
+    BUILTIN_SOURCES,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -40,9 +42,8 @@ from specdash.db.models import (
     utcnow,
 )
 from specdash.db.parameters import Baselines, cost_params, ensure_theory_set, fit_error_band, load_baselines
-from specdash.db.settings import get_gap_threshold
+from specdash.db.settings import applicable_threshold, get_gap_threshold, is_alert
 
-BUILTIN_SOURCES = ("theory", "calibrated")
 CHUNK = 5000  # ids per IN (...) list, well under SQLite's bound-parameter limit
 
 BENCHMARK_COLUMNS = (
@@ -60,6 +61,26 @@ PREDICTION_VALUES = ("parameter_set_id", "predicted_tps", "accept_length", "acce
 PredictionValues = namedtuple("PredictionValues", PREDICTION_VALUES)
 GAP_VALUES = ("gap", "measured_tps", "predicted_tps", "measured_round_ms", "predicted_round_ms",
               "acceptance_factor", "round_factor", "unexplained_ms", "diagnoses", "severity")
+GapValues = namedtuple("GapValues", GAP_VALUES)  # diagnoses as the JSON text stored
+
+
+class PredictionKey(NamedTuple):
+    """What one prediction covers; the benchmarks of a group share it (columns of PREDICTION_KEY)."""
+
+    checkpoint_id: int
+    deployment_id: int
+    steps: int
+    topk: int
+    draft_tokens: int
+    concurrency: int
+    dataset: str
+
+
+class Stored(NamedTuple):
+    """A row already in the store: its id and the values compared before rewriting (None: just inserted)."""
+
+    id: int
+    values: tuple | None
 
 
 @dataclass
@@ -81,10 +102,16 @@ def benchmark_steps(bench) -> int | None:
     return None
 
 
-def _prediction_key(bench, steps: int) -> tuple:
+def _prediction_key(bench, steps: int) -> PredictionKey:
     draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
-    return (bench.checkpoint_id, bench.deployment_id, steps, bench.topk or 1, draft_tokens,
-            bench.concurrency, bench.dataset or "")
+    return PredictionKey(bench.checkpoint_id, bench.deployment_id, steps, bench.topk or 1, draft_tokens,
+                         bench.concurrency, bench.dataset or "")
+
+
+def _key_of(row) -> PredictionKey:
+    """The PredictionKey of a row selected with the PREDICTION_KEY columns."""
+    return PredictionKey(row.checkpoint_id, row.deployment_id, row.num_steps, row.topk, row.num_draft_tokens,
+                         row.concurrency, row.dataset)
 
 
 def _chunks(ids: list[int]) -> Iterator[list[int]]:
@@ -202,7 +229,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
             continue
         groups[_prediction_key(bench, steps)].append(bench)
     everything = benchmark_ids is None
-    checkpoint_ids = None if everything else sorted({key[0] for key in groups})
+    checkpoint_ids = None if everything else sorted({key.checkpoint_id for key in groups})
     drafters = _drafters(session, checkpoint_ids)
     now = utcnow()
 
@@ -210,20 +237,20 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                                        now, summary)
     bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
     # diagnoses are compared as the JSON text stored, not decoded row by row
-    gap_columns = [type_coerce(Gap.__table__.c[name], Text) if name == "diagnoses" else Gap.__table__.c[name]
+    gap_columns = [type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
                    for name in GAP_VALUES]
     existing_gaps = {
-        (row[1], row[2]): (row[0], tuple(row[3:]))
+        (row.benchmark_id, row.prediction_id): Stored(row.id, GapValues(*(getattr(row, name) for name in GAP_VALUES)))
         for row in _select_in(session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *gap_columns),
                               Gap.benchmark_id, bench_ids)
     }
     new_gaps, changed_gaps = [], []
     for key, preds in predictions.items():
-        deployment = deployments[key[1]]
-        drafter = drafters[key[0]]
-        steps, draft_tokens, concurrency, dataset = key[2], key[4], key[5], key[6]
-        measured_baseline = baselines.lookup(key[1], concurrency, dataset)
-        threshold = deployment.gap_threshold or global_threshold
+        deployment = deployments[key.deployment_id]
+        drafter = drafters[key.checkpoint_id]
+        steps, draft_tokens, concurrency, dataset = key.steps, key.draft_tokens, key.concurrency, key.dataset
+        measured_baseline = baselines.lookup(key.deployment_id, concurrency, dataset)
+        threshold = applicable_threshold(deployment.gap_threshold, global_threshold)
         for bench in groups[key]:
             for prediction_id, pred, result in preds:
                 measured_tau = bench.accept_length
@@ -259,16 +286,16 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     diagnoses=[d.as_dict() for d in diagnoses],
                     severity=worst_severity(diagnoses),
                 )
-                alert = abs(decomposition.gap) >= threshold
+                alert = is_alert(decomposition.gap, threshold)
                 existing = existing_gaps.get((bench.id, prediction_id))
-                compared = (*tuple(values.values())[:-2], json.dumps(values["diagnoses"]), values["severity"])
+                compared = GapValues(**dict(values, diagnoses=json.dumps(values["diagnoses"])))
                 if existing is None:
                     new_gaps.append(dict(benchmark_id=bench.id, prediction_id=prediction_id, status="open",
                                          note=None, updated_at=now, **values))
                     summary.new_alerts += alert
-                elif existing[1] != compared:  # rewrite only what changed
-                    changed_gaps.append(dict(id=existing[0], **values))
-                    summary.new_alerts += alert and abs(existing[1][0]) < threshold
+                elif existing.values != compared:  # rewrite only what changed
+                    changed_gaps.append(dict(id=existing.id, **values))
+                    summary.new_alerts += alert and not is_alert(existing.values.gap, threshold)
                 summary.gaps += 1
     if new_gaps:
         _insert(session, Gap, new_gaps)
@@ -283,11 +310,11 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
     # key -> source -> (prediction id, its stored values)
-    existing: dict[tuple, dict[str, tuple[int, PredictionValues | None]]] = defaultdict(dict)
+    existing: dict[PredictionKey, dict[str, Stored]] = defaultdict(dict)
     value_columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
     for row in _select_in(session, select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns),
                           Prediction.checkpoint_id, checkpoint_ids):
-        existing[tuple(row[1:8])][row.source] = (row[0], PredictionValues(*row[9:]))
+        existing[_key_of(row)][row.source] = Stored(row.id, PredictionValues(*(getattr(row, n) for n in PREDICTION_VALUES)))
 
     # parameter sets as plain tuples, and CostParams built once per (set, baseline)
     psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
@@ -341,9 +368,9 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                 new_rows.append(dict(checkpoint_id=checkpoint_id, deployment_id=deployment_id, num_steps=steps,
                                      topk=topk, num_draft_tokens=draft_tokens, concurrency=concurrency,
                                      dataset=dataset, source=source, created_at=now, **values._asdict()))
-            elif values != stored[1]:
+            elif values != stored.values:
                 # created_at says when these numbers were computed: unchanged ones keep theirs
-                changed_rows.append(dict(id=stored[0], created_at=now, **values._asdict()))
+                changed_rows.append(dict(id=stored.id, created_at=now, **values._asdict()))
             results.append((source, values, result))
             summary.predictions += 1
         computed[key] = results
@@ -353,16 +380,16 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
         new_ids = None if checkpoint_ids is None else sorted({row["checkpoint_id"] for row in new_rows})
         for row in _select_in(session, select(Prediction.id, *PREDICTION_KEY, Prediction.source)
                               .where(Prediction.source.in_(BUILTIN_SOURCES)), Prediction.checkpoint_id, new_ids):
-            existing[tuple(row[1:8])].setdefault(row.source, (row.id, None))
+            existing[_key_of(row)].setdefault(row.source, Stored(row.id, None))
     if changed_rows:
         _update_by_id(session, Prediction, changed_rows)
 
     out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]] = {}
     for key, group in groups.items():
         stored = existing[key]
-        preds = [(stored[source][0], values, result) for source, values, result in computed[key]]
+        preds = [(stored[source].id, values, result) for source, values, result in computed[key]]
         if len(stored) > len(preds):
-            preds += [(pid, values, None) for source, (pid, values) in stored.items()
+            preds += [(row.id, row.values, None) for source, row in stored.items()
                       if source not in BUILTIN_SOURCES]
         if preds:
             out[key] = preds

@@ -92,3 +92,30 @@ def test_refreshing_a_new_baseline_reaches_every_benchmark_it_affects(demo_url):
         stored = session.scalars(select(Prediction.baseline_tps).where(
             Prediction.deployment_id == pcie, Prediction.source == "theory")).all()
     assert set(stored) == {85.0}  # the median of the old 90 and the new 80
+
+
+def test_external_tree_prediction_without_draft_tokens_is_compared(engine):
+    """topk > 1 and no num_draft_tokens: the stored prediction and the benchmark it covers agree on N
+    (K * topk + 1 = 5 * 3 + 1 = 16), so the external gap exists."""
+    document = {
+        "specdash": 1,
+        "deployments": [{"name": "1x H100", "baseline_tps": 100.0}],
+        "runs": [{"name": "tree-run", "speculative_algorithm": "EAGLE3", "ttt_length": 7}],
+        "checkpoints": [{"run": "tree-run", "name": "epoch_1", "acceptance": [0.8, 0.7, 0.6, 0.5, 0.4]}],
+        "benchmarks": [
+            {"deployment": "1x H100", "run": "tree-run", "checkpoint": "epoch_1", "speculative_algorithm": "EAGLE3",
+             "num_steps": 5, "topk": 3, "dataset": "mtbench", "decode_tps": 180.0, "accept_length": 3.4}
+        ],
+        "predictions": [
+            {"source": "my-sim", "run": "tree-run", "checkpoint": "epoch_1", "deployment": "1x H100",
+             "speculative_algorithm": "EAGLE3", "num_steps": 5, "topk": 3, "dataset": "mtbench",
+             "predicted_tps": 200.0, "accept_length": 3.6}
+        ],
+    }
+    result = ingest_bytes(engine, "tree.json", json.dumps(document).encode())
+    assert result.ok, result.problems
+    with reading(engine) as session:
+        (prediction,) = session.scalars(select(Prediction).where(Prediction.source == "my-sim")).all()
+        assert prediction.num_draft_tokens == 16
+        (gap,) = session.scalars(select(Gap).join(Prediction).where(Prediction.source == "my-sim")).all()
+    assert gap.predicted_tps == 200.0 and gap.gap == pytest.approx(1 - 180.0 / 200.0)

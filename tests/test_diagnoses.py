@@ -14,7 +14,7 @@ from specdash.costmodel import (
     has_critical,
     throughput,
 )
-from specdash.costmodel.diagnoses import worst_severity
+from specdash.costmodel.diagnoses import DIAGNOSIS_CODES, worst_severity
 
 STORY = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3)
 
@@ -47,9 +47,7 @@ def test_a_benchmark_that_follows_the_model_has_no_diagnosis():
     assert diagnose(context()) == []
 
 
-@pytest.mark.parametrize(
-    "code,fires,silent",
-    [
+RULE_CASES = [
         ("algorithm_mismatch", dict(benchmark_algorithm="EAGLE"), dict(benchmark_algorithm="eagle3")),
         ("algorithm_mismatch", dict(benchmark_algorithm="NEXTN", drafter_algorithm="EAGLE3"),
          dict(benchmark_algorithm="NEXTN", drafter_algorithm="EAGLE")),
@@ -62,11 +60,19 @@ def test_a_benchmark_that_follows_the_model_has_no_diagnosis():
         ("acceptance_shortfall", dict(measured_tps=120.0, measured_tau=1.6), dict(measured_tau=2.05)),
         ("faster_than_predicted", dict(measured_tps=200.0), dict(measured_tps=170.0)),
         ("no_baseline", dict(baseline_measured=False), dict(baseline_measured=True)),
-    ],
-)
+]
+
+
+@pytest.mark.parametrize("code,fires,silent", RULE_CASES)
 def test_rule_fires_and_stays_silent(code, fires, silent):
     assert code in codes(context(**fires))
     assert code not in codes(context(**silent))
+    (rule,) = [rule for rule in RULES if rule.__name__ == code]
+    assert rule(context(**fires)).code == code  # the rule's name is its code (DIAGNOSIS_CODES is built on it)
+
+
+def test_every_rule_has_a_case():
+    assert {code for code, _, _ in RULE_CASES} == set(DIAGNOSIS_CODES)
 
 
 def test_the_story_is_diagnosed_with_its_numbers():

@@ -7,10 +7,11 @@ import streamlit as st
 
 from specdash.app import state
 from specdash.app.alert_charts import waterfall_figure
-from specdash.app.text import SEVERITY_ICONS, gap_text, md, setting_label
+from specdash.app.text import SEVERITY_ICONS, md
 from specdash.db import alerts
 from specdash.db.alerts import DIAGNOSIS_CODES, SEVERITIES, AlertChangeError, AlertFilters
-from specdash.db.models import GAP_STATUSES
+from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES
+from specdash.labels import gap_text, setting_label
 
 PAGE_ROWS = 50
 ANY = "any"
@@ -24,7 +25,7 @@ st.caption(
 
 choices = state.alert_choices(url)
 row1 = st.columns(3)
-statuses = row1[0].multiselect("Status", GAP_STATUSES, default=["open", "investigating"], key="alerts_status")
+statuses = row1[0].multiselect("Status", GAP_STATUSES, default=list(ACTIVE_STATUSES), key="alerts_status")
 severities = row1[1].multiselect("Severity", SEVERITIES, key="alerts_severity")
 diagnosis = row1[2].selectbox("Diagnosis", [ANY, *DIAGNOSIS_CODES], key="alerts_diagnosis")
 row2 = st.columns(3)
