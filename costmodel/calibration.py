@@ -4,8 +4,15 @@ Works on plain observations (one per benchmark); the store builds them. The mode
 section 3 with one verify growth b for compute and collectives alike (throughput alone cannot tell them
 apart: both multiply T_base (N - 1)) and a tree term for drafting with topk > 1:
 
-    T_round = T_base (1 + b (N - 1)) + K (t_draft_step + t_branch (topk - 1)) + t_round_overhead
+    T_round = T_base (1 + b g (N - 1)) + K (t_draft_step[drafter] + t_branch (topk - 1)) + t_round_overhead
     tau     = measured accept length, or the chain of the training rates scaled by acc_to_acceptance
+
+Deployment-level costs (b, t_over, t_branch) are shared by every drafter benchmarked on the deployment; the
+draft step cost is one per drafter, pulled toward that drafter's prior (its family's published cost) with a
+strength that a handful of benchmarks outweighs, so a drafter with few points never gets a wild value.
+g is each observation's verify-growth shape from the target's architecture at its load and setting
+(costmodel/priors.py, 1 when unknown): b is the growth per extra token where g = 1, and g carries the fit to
+other loads.
 """
 
 from collections.abc import Sequence
@@ -24,6 +31,9 @@ LOSS_SCALE = 0.05
 # A weak pull toward the starting (theory) values: it settles what the benchmarks cannot separate (with
 # chain settings only, K draft steps and K extra verified tokens always come together).
 PRIOR_WEIGHT = 0.005
+# The pull of each drafter's draft cost toward its prior: a 0.1-baseline-step departure weighs like one
+# benchmark 5 % off, so one drafter's few benchmarks move it only as far as they agree.
+DRAFTER_PRIOR_WEIGHT = 0.05
 MIN_OBSERVATIONS = 4
 # Above this many benchmarks, leave-one-out (one refit per benchmark) gives way to k-fold.
 LOO_MAX_OBSERVATIONS = 300
@@ -47,6 +57,8 @@ class CalibrationObservation:
     measured_accept_length: float | None = None
     training_rates: tuple[float, ...] | None = None  # conditional acc_i of the drafter, when known
     label: str = ""
+    drafter: str = ""  # which drafter (run) was benchmarked; each gets its own draft step cost
+    growth_shape: float = 1.0  # g: the architecture's verify growth at this load and setting, relative
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.topk < 1 or self.draft_tokens < 2:
@@ -64,6 +76,11 @@ class FittedParams:
     round_overhead_ms: float = 0.0
     verify_growth: float = 0.0
     acc_to_acceptance: float = 1.0
+    # drafter -> its own draft step ms; drafters not in it (and predictions for new ones) use draft_step_ms
+    draft_step_ms_by_drafter: tuple[tuple[str, float], ...] = ()
+
+    def draft_step_for(self, drafter: str) -> float:
+        return dict(self.draft_step_ms_by_drafter).get(drafter, self.draft_step_ms)
 
     @classmethod
     def from_cost_params(cls, params: CostParams, acc_to_acceptance: float = 1.0) -> "FittedParams":
@@ -82,7 +99,8 @@ class FittedParams:
         )
 
 
-PARAM_NAMES = tuple(f.name for f in fields(FittedParams))
+PARAM_NAMES = tuple(f.name for f in fields(FittedParams) if f.name != "draft_step_ms_by_drafter")
+DRAFTER_PREFIX = "draft_step_ms:"
 
 
 def abs_error_quantiles(errors: Sequence[float]) -> tuple[float, float]:
@@ -128,6 +146,9 @@ class _Arrays:
         self.steps = np.array([o.steps for o in obs], dtype=float)
         self.branches = np.array([o.topk - 1 for o in obs], dtype=float)
         self.extra_verified = np.array([o.draft_tokens - 1 for o in obs], dtype=float)
+        self.shape = np.array([o.growth_shape for o in obs], dtype=float)
+        self.drafter_names = sorted({o.drafter for o in obs})
+        self.drafter_index = np.array([self.drafter_names.index(o.drafter) for o in obs], dtype=int)
         self.measured_tps = np.array([o.measured_tps for o in obs], dtype=float)
         self.base_step_ms = np.array([1000.0 / o.baseline_tps for o in obs], dtype=float)
         self.measured_tau = np.array([o.measured_accept_length or np.nan for o in obs], dtype=float)
@@ -148,15 +169,23 @@ class _Arrays:
         for name, value in vars(self).items():
             sub.__dict__[name] = value[keep] if isinstance(value, np.ndarray) else value
         sub.n = int(np.count_nonzero(keep))
+        # drafters left without benchmarks drop out of the fit (their prior alone would set them)
+        present = sorted({self.drafter_names[i] for i in sub.drafter_index})
+        sub.drafter_index = np.array([present.index(self.drafter_names[i]) for i in sub.drafter_index], dtype=int)
+        sub.drafter_names = present
         return sub
+
+    def draft_steps(self, p: FittedParams) -> np.ndarray:
+        per = np.array([p.draft_step_for(name) for name in self.drafter_names], dtype=float)
+        return per[self.drafter_index] if self.n else np.zeros(0)
 
     def predicted_tau(self, acc_to_acceptance: float) -> np.ndarray:
         accepted = 1.0 - (1.0 - np.minimum(1.0, self.rates * acc_to_acceptance)) ** self.width
         return 1.0 + (np.cumprod(accepted, axis=1) * self.in_depth).sum(axis=1)
 
     def round_ms(self, p: FittedParams) -> np.ndarray:
-        return (self.base_step_ms * (1.0 + p.verify_growth * self.extra_verified)
-                + self.steps * (p.draft_step_ms + p.draft_branch_ms * self.branches)
+        return (self.base_step_ms * (1.0 + p.verify_growth * self.shape * self.extra_verified)
+                + self.steps * (self.draft_steps(p) + p.draft_branch_ms * self.branches)
                 + p.round_overhead_ms)
 
     def predicted_tps(self, p: FittedParams) -> np.ndarray:
@@ -174,13 +203,42 @@ class _Arrays:
         return np.concatenate([tps_error, tau_rates[both] / self.measured_tau[both] - 1.0])
 
 
+def _drafter_param(arrays: _Arrays, name: str) -> str:
+    """A drafter's draft-cost parameter: plain `draft_step_ms` when the benchmarks name no drafters."""
+    return "draft_step_ms" if len(arrays.drafter_names) == 1 else DRAFTER_PREFIX + name
+
+
 def _free_parameters(arrays: _Arrays) -> tuple[str, ...]:
-    free = ["draft_step_ms", "round_overhead_ms", "verify_growth"]
+    free = [_drafter_param(arrays, name) for name in arrays.drafter_names]
     if arrays.branches.any():
-        free.insert(1, "draft_branch_ms")
+        free.append("draft_branch_ms")
+    free += ["round_overhead_ms", "verify_growth"]
     if arrays.has_rates.any():
         free.append("acc_to_acceptance")
     return tuple(free)
+
+
+def _value(p: FittedParams, name: str) -> float:
+    if name.startswith(DRAFTER_PREFIX):
+        return p.draft_step_for(name[len(DRAFTER_PREFIX):])
+    return getattr(p, name)
+
+
+def _assemble(prior: FittedParams, values: dict[str, float]) -> FittedParams:
+    """FittedParams from fitted values; drafters fitted get their own draft cost (the others keep their
+    prior's), and the shared draft_step_ms, used for drafters never benchmarked here, is their median."""
+    drafters = dict(prior.draft_step_ms_by_drafter)
+    plain = {}
+    for name, value in values.items():
+        if name.startswith(DRAFTER_PREFIX):
+            drafters[name[len(DRAFTER_PREFIX):]] = value
+        else:
+            plain[name] = value
+    fitted = [v for n, v in values.items() if n.startswith(DRAFTER_PREFIX)]
+    if fitted and "draft_step_ms" not in plain:
+        plain["draft_step_ms"] = float(np.median(fitted))
+    base = {n: getattr(prior, n) for n in PARAM_NAMES} | plain
+    return FittedParams(**base, draft_step_ms_by_drafter=tuple(sorted(drafters.items())))
 
 
 def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: FittedParams) -> FittedParams:
@@ -191,20 +249,25 @@ def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: Fit
     # natural size of each parameter, for the prior's pull and the solver's steps
     scale = {"draft_step_ms": 0.1 * base_ms, "draft_branch_ms": 0.1 * base_ms,
              "round_overhead_ms": 0.1 * base_ms, "verify_growth": 0.1, "acc_to_acceptance": 0.1}
+
+    def kind(name: str) -> str:
+        return "draft_step_ms" if name.startswith(DRAFTER_PREFIX) else name
+
     lower = np.array([ACC_FACTOR_BOUNDS[0] if n == "acc_to_acceptance" else 0.0 for n in free])
     upper = np.array([ACC_FACTOR_BOUNDS[1] if n == "acc_to_acceptance" else np.inf for n in free])
-    prior_x = np.array([getattr(prior, n) for n in free])
-    x_scale = np.array([scale[n] for n in free])
-    fixed = {n: getattr(prior, n) for n in PARAM_NAMES if n not in free}
+    prior_x = np.array([_value(prior, n) for n in free])
+    x_scale = np.array([scale[kind(n)] for n in free])
+    weight = np.array([DRAFTER_PRIOR_WEIGHT if kind(n) == "draft_step_ms" and n != "draft_step_ms"
+                       else PRIOR_WEIGHT for n in free])
 
     def params(x: np.ndarray) -> FittedParams:
-        return FittedParams(**fixed, **dict(zip(free, (float(v) for v in x), strict=True)))
+        return _assemble(prior, dict(zip(free, (float(v) for v in x), strict=True)))
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([arrays.residuals(params(x)), PRIOR_WEIGHT * (x - prior_x) / x_scale])
+        return np.concatenate([arrays.residuals(params(x)), weight * (x - prior_x) / x_scale])
 
     # the solver stalls on a starting point at a bound: start just inside
-    x0 = np.clip([getattr(start, n) for n in free], lower + 0.01 * x_scale, upper - 0.01 * x_scale)
+    x0 = np.clip([_value(start, n) for n in free], lower + 0.01 * x_scale, upper - 0.01 * x_scale)
     result = least_squares(residuals, x0, bounds=(lower, upper), loss=LOSS, f_scale=LOSS_SCALE,
                            x_scale=x_scale)
     return params(result.x)
@@ -216,11 +279,12 @@ def _linear_start(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...]) -
     from scipy.optimize import nnls
 
     columns = {
-        "verify_growth": arrays.base_step_ms * arrays.extra_verified,
-        "draft_step_ms": arrays.steps,
+        "verify_growth": arrays.base_step_ms * arrays.shape * arrays.extra_verified,
         "draft_branch_ms": arrays.steps * arrays.branches,
         "round_overhead_ms": np.ones(arrays.n),
     }
+    for index, name in enumerate(arrays.drafter_names):
+        columns[_drafter_param(arrays, name)] = np.where(arrays.drafter_index == index, arrays.steps, 0.0)
     names = [n for n in free if n in columns]
     known = arrays.has_tau
     if np.count_nonzero(known) < len(names):
@@ -228,9 +292,7 @@ def _linear_start(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...]) -
     design = np.column_stack([columns[n][known] for n in names])
     target = 1000.0 * arrays.measured_tau[known] / arrays.measured_tps[known] - arrays.base_step_ms[known]
     solution, _ = nnls(design, target)
-    values = {n: getattr(prior, n) for n in PARAM_NAMES}
-    values.update(zip(names, (float(v) for v in solution), strict=True))
-    return FittedParams(**values)
+    return _assemble(prior, dict(zip(names, (float(v) for v in solution), strict=True)))
 
 
 def fit_calibration(

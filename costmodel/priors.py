@@ -6,7 +6,10 @@ hardware; the README's "Priors" table gives each value with the measurements it 
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from specdash.costmodel.throughput import CostParams
 
 # Fixed cost per round beyond drafting and verifying (scheduling, tree building, sampling, KV bookkeeping):
 # the intercept of vLLM's EAGLE K sweep (vllm-project/vllm#20780: round = 1.10 baseline steps at K = 0).
@@ -131,6 +134,9 @@ KNOWN_TARGETS = {
     "glm-4.7-flash": TargetArchitecture(30, 3, 64, 4),
 }
 _DENSE_SIZE = re.compile(r"(\d+(?:\.\d+)?)b\b")
+_MOE_SIZE = re.compile(r"(\d+(?:\.\d+)?)b-a(\d+(?:\.\d+)?)b\b")
+# routed experts and experts per token of a MoE known only by its name: Qwen3's 128 and 8, the most common
+GENERIC_MOE_EXPERTS = (128, 8)
 
 
 def architecture_for(model: str | None) -> TargetArchitecture | None:
@@ -142,8 +148,11 @@ def architecture_for(model: str | None) -> TargetArchitecture | None:
     for key, arch in KNOWN_TARGETS.items():
         if name.startswith(key):
             return arch
+    moe = _MOE_SIZE.search(name)
+    if moe:  # "<total>B-A<active>B": a MoE whose expert counts the name does not give
+        return TargetArchitecture(float(moe.group(1)), float(moe.group(2)), *GENERIC_MOE_EXPERTS)
     match = _DENSE_SIZE.search(name)
-    if match and not re.search(r"\d+b-a\d+b|\d+e\b|moe", name):
+    if match and not re.search(r"\d+e\b|moe", name):
         size = float(match.group(1))
         return TargetArchitecture(size, size)
     return None
@@ -254,3 +263,24 @@ def prior_costs(
         verify_growth_comm=COMM_GROWTH,
         family=prior.family,
     )
+
+
+COST_FIELDS = ("comm_fraction", "draft_step_ms", "round_overhead_ms", "verify_growth_compute", "verify_growth_comm")
+
+
+def resolve_costs(
+    stated: Mapping[str, float | None],
+    facts: DeploymentFacts,
+    baseline_tps: float,
+    family: str = DEFAULT_FAMILY,
+    concurrency: int = 1,
+    draft_tokens: int = 4,
+) -> CostParams:
+    """A deployment's cost parameters at one load and setting: what its profile states, and for every cost
+    it leaves unstated (None) the prior."""
+    costs = {name: stated.get(name) for name in COST_FIELDS}
+    if any(value is None for value in costs.values()):
+        prior = prior_costs(facts, 1000.0 / baseline_tps, family, concurrency, draft_tokens,
+                            comm_fraction=costs["comm_fraction"])
+        costs = {name: getattr(prior, name) if value is None else value for name, value in costs.items()}
+    return CostParams(baseline_tps=baseline_tps, draft_branch_ms=stated.get("draft_branch_ms") or 0.0, **costs)

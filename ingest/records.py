@@ -44,11 +44,18 @@ class DeploymentRecord(Record):
     target_model: str | None = None
     target_hidden_size: Annotated[int, Field(ge=1)] | None = None
     baseline_tps: PositiveFloat | None = None
-    comm_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    draft_step_ms: NonNegFloat = 0.0
-    round_overhead_ms: NonNegFloat = 0.0
-    verify_growth_compute: NonNegFloat = 0.0
-    verify_growth_comm: NonNegFloat = 0.0
+    # cost profile; a cost not given is not stated, and the published prior applies (costmodel/priors.py)
+    comm_fraction: Annotated[float, Field(ge=0, lt=1)] | None = None
+    draft_step_ms: NonNegFloat | None = None
+    round_overhead_ms: NonNegFloat | None = None
+    verify_growth_compute: NonNegFloat | None = None
+    verify_growth_comm: NonNegFloat | None = None
+    # the target's architecture, from its config.json (num_experts / num_local_experts / n_routed_experts,
+    # num_experts_per_tok) and model card; not given: looked up by target_model
+    target_num_experts: Annotated[int, Field(ge=1)] | None = None
+    target_experts_per_token: Annotated[int, Field(ge=1)] | None = None
+    target_active_params_b: PositiveFloat | None = None
+    target_total_params_b: PositiveFloat | None = None
     gap_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
     notes: str | None = None
     is_demo: bool = False
