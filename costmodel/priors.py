@@ -250,15 +250,19 @@ def prior_costs(
     comm_fraction: float | None = None,
 ) -> PriorCosts:
     """Prior costs for a drafter of `family` on a deployment whose baseline step at this load is
-    `base_step_ms`. Draft and overhead scale with the batch-1 step the load model implies (they do not
-    grow with the batch), verify growth follows the architecture at batch x verified tokens."""
+    `base_step_ms`. Draft and overhead scale with the compute part of the batch-1 step the load model
+    implies (they neither grow with the batch nor pay the all-reduce), verify growth follows the
+    architecture at batch x verified tokens."""
     f = prior_comm_fraction(facts.tp_size, facts.interconnect) if comm_fraction is None else comm_fraction
     prior = FAMILIES.get(family, FAMILIES[DEFAULT_FAMILY])
-    step_at_batch_1 = base_step_ms / load_factor(facts.architecture, facts.knee, concurrency, f)
+    # The drafter and the round's bookkeeping do not pay the target's all-reduce: they scale with the
+    # compute part of a batch-1 step. (So on PCIe, where all-reduce is half a step, drafting is relatively
+    # cheap, and deep speculation pays.)
+    compute_at_batch_1 = (1.0 - f) * base_step_ms / load_factor(facts.architecture, facts.knee, concurrency, f)
     return PriorCosts(
         comm_fraction=f,
-        draft_step_ms=prior.draft_step * size_factor(facts.architecture, facts.tp_size) * step_at_batch_1,
-        round_overhead_ms=(ROUND_OVERHEAD + prior.extra_overhead) * step_at_batch_1,
+        draft_step_ms=prior.draft_step * size_factor(facts.architecture, facts.tp_size) * compute_at_batch_1,
+        round_overhead_ms=(ROUND_OVERHEAD + prior.extra_overhead) * compute_at_batch_1,
         verify_growth_compute=verify_growth(facts.architecture, facts.knee, concurrency, draft_tokens),
         verify_growth_comm=COMM_GROWTH,
         family=prior.family,

@@ -46,6 +46,14 @@ class CalibrationReport:
     baseline_tps: float | None  # the profile's; predictions use the measured baseline when there is one
     benchmark_ids: tuple[int, ...]
     exclusions: dict[str, int] = field(default_factory=dict)  # reason -> benchmarks left out
+    drafter_names: dict[str, str] = field(default_factory=dict)  # drafter key (run id) -> run name
+
+    def draft_step_ms_by_name(self) -> dict[str, float]:
+        return {self.drafter_names.get(k, k): v for k, v in self.params.draft_step_ms_by_drafter}
+
+    @property
+    def error_band(self) -> float:
+        return error_band(self.fit.cv_errors)
 
     @property
     def params(self) -> FittedParams:
@@ -90,6 +98,7 @@ class _Screened:
     benchmark_ids: list[int] = field(default_factory=list)
     exclusions: Counter = field(default_factory=Counter)
     families: dict[str, str] = field(default_factory=dict)  # drafter (run id) -> drafter family
+    names: dict[str, str] = field(default_factory=dict)  # drafter (run id) -> run name
     concurrencies: list[int] = field(default_factory=list)
 
 
@@ -159,7 +168,7 @@ def _screen(
                Benchmark.topk, Benchmark.num_draft_tokens, Benchmark.concurrency, Benchmark.dataset,
                Benchmark.decode_tps, Benchmark.accept_length, Benchmark.draft_hidden_size,
                Benchmark.superseded_by_id, Run.speculative_algorithm.label("drafter_algorithm"),
-               Run.hidden_size.label("drafter_hidden_size"), Run.id.label("run_id"))
+               Run.hidden_size.label("drafter_hidden_size"), Run.id.label("run_id"), Run.name.label("run_name"))
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .outerjoin(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.deployment_id == deployment.id, Benchmark.speculative_algorithm.is_not(None))
@@ -199,6 +208,7 @@ def _screen(
             draft_tokens = verified_tokens(steps, topk, bench.num_draft_tokens)
             drafter = str(bench.run_id or "")
             out.families[drafter] = drafter_family(bench.drafter_algorithm, bench.speculative_algorithm)
+            out.names[drafter] = bench.run_name or drafter
             out.observations.append(CalibrationObservation(
                 steps=steps,
                 topk=topk,
@@ -247,6 +257,7 @@ def calibrate_all(
             baseline_tps=profile_baseline,
             benchmark_ids=tuple(screened.benchmark_ids),
             exclusions=dict(screened.exclusions),
+            drafter_names=dict(screened.names),
         ))
     return reports, skipped
 
