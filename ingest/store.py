@@ -62,6 +62,7 @@ class BenchmarkLink:
     duplicate: bool = False
     label: str | None = None
     intervals: str | None = None  # a server log's benchmark: the intervals it used and left out, and why
+    derived: str | None = None  # a client benchmark: which fields gave per-request decode and concurrency
 
     @property
     def target(self) -> str:
@@ -85,7 +86,8 @@ class StoreSummary:
 
 def benchmark_record_key(record: BenchmarkRecord) -> str:
     """Identity of a measurement, whatever file it arrives in: its fields, not its raw source."""
-    identity = record.model_dump(mode="json", exclude={"raw", "label", "kind"})
+    # how the concurrency was told is about the reading, not the measurement
+    identity = record.model_dump(mode="json", exclude={"raw", "label", "kind", "concurrency_source"})
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
@@ -154,12 +156,13 @@ class Store:
 
     # --- records -------------------------------------------------------------------------------------
     def add(self, record: AnyRecord | MetricRows, line: int | None = None) -> None:
-        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
         handler = getattr(self, f"_add_{record.kind}")
         if record.kind == "benchmark":
             handler(record, line)
         else:
             handler(record)
+        # counted once stored: a record refused for its links is not one of the file's records
+        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
 
     def _upsert(self, row, record, fields: set[str], kind: str) -> None:
         changed = False
@@ -294,6 +297,15 @@ class Store:
         summary = (record.raw or {}).get("intervals")
         if isinstance(summary, dict) and isinstance(summary.get("text"), str):
             link.intervals = summary["text"]
+        derived = (record.raw or {}).get("specdash_derived")
+        if isinstance(derived, dict) and (
+            record.concurrency_source not in (None, "file", "log")
+            or derived.get("decode_tps") != "1000 / median_tpot_ms"
+        ):
+            link.derived = (
+                f"decode_tps {record.decode_tps:.4g} from {derived.get('decode_tps')}, concurrency "
+                f"{record.concurrency} from {derived.get('concurrency')}"
+            )
         if checkpoint is not None:
             link.run, link.checkpoint = checkpoint.run.name, checkpoint.name
         self.summary.links.append(link)
