@@ -269,6 +269,17 @@ def prior_costs(
     )
 
 
+# A calibrated verify growth is stated at this load and setting; others scale by the architecture's shape.
+GROWTH_REFERENCE = (1, 4)  # (concurrency, verified tokens)
+
+
+def growth_shape(facts: DeploymentFacts, concurrency: int, draft_tokens: int) -> float:
+    """The architecture's verify growth per token at this load and setting relative to GROWTH_REFERENCE."""
+    reference = verify_growth(facts.architecture, facts.knee, *GROWTH_REFERENCE)
+    here = verify_growth(facts.architecture, facts.knee, concurrency, draft_tokens)
+    return here / reference if reference > 0 else 1.0
+
+
 COST_FIELDS = ("comm_fraction", "draft_step_ms", "round_overhead_ms", "verify_growth_compute", "verify_growth_comm")
 
 

@@ -20,16 +20,20 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel import calibration as fitting
-from specdash.costmodel.priors import DEFAULT_FAMILY, DeploymentFacts, drafter_family
+from specdash.costmodel.priors import (
+    DEFAULT_FAMILY,
+    GROWTH_REFERENCE,
+    DeploymentFacts,
+    drafter_family,
+    growth_shape,
+)
 from specdash.costmodel.uncertainty import error_band
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, PositionAcceptance, Run
 from specdash.db.parameters import (
-    GROWTH_REFERENCE,
     Baselines,
     cost_params,
     deployment_facts,
     fitted_params,
-    growth_shape,
     load_baselines,
     next_version,
 )

@@ -16,8 +16,8 @@ from specdash.costmodel.priors import (
     DeploymentFacts,
     TargetArchitecture,
     architecture_for,
+    growth_shape,
     resolve_costs,
-    verify_growth,
 )
 from specdash.db.models import Benchmark, Deployment, ParameterSet
 
@@ -85,10 +85,6 @@ def deployment_facts(deployment) -> DeploymentFacts:
     return DeploymentFacts(deployment.gpu, deployment.tp_size, deployment.interconnect, architecture)
 
 
-# A calibrated set's verify growth is stated at this load and setting; others scale by the architecture.
-GROWTH_REFERENCE = (1, 4)  # (concurrency, verified tokens)
-
-
 def cost_params(
     pset: ParameterSet,
     baseline_tps: float,
@@ -112,13 +108,6 @@ def cost_params(
         stated["verify_growth_compute"] = pset.verify_growth_compute * shape
         stated["verify_growth_comm"] = (pset.verify_growth_comm or 0.0) * shape
     return resolve_costs(stated, facts, baseline_tps, family, concurrency, draft_tokens)
-
-
-def growth_shape(facts: DeploymentFacts, concurrency: int, draft_tokens: int) -> float:
-    """The architecture's verify growth per token at this load and setting relative to GROWTH_REFERENCE."""
-    reference = verify_growth(facts.architecture, facts.knee, *GROWTH_REFERENCE)
-    here = verify_growth(facts.architecture, facts.knee, concurrency, draft_tokens)
-    return here / reference if reference > 0 else 1.0
 
 
 def fitted_params(pset: ParameterSet) -> "FittedParams":
