@@ -19,6 +19,8 @@ COMMANDS = {
     "predict": "gap_commands:predict",
     "gaps": "gap_commands:gaps",
     "check": "gap_commands:check",
+    "advisories": "advisory_commands:advisories",
+    "watch": "follow_commands:watch",
     "model": "model_commands:model",
     "calibrate": "model_commands:calibrate",
     "serve": "serve_command:serve",

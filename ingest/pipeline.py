@@ -22,6 +22,7 @@ from typing import BinaryIO
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
+from specdash.db.advisories import AdvisorySummary, refresh_advisories
 from specdash.db.engine import WRITE_OPTION, transaction
 from specdash.db.models import Benchmark, Gap, IngestedFile
 from specdash.db.refresh import RefreshSummary, refresh
@@ -48,6 +49,7 @@ class FileResult:
     sha256: str | None = None
     store: StoreSummary | None = None
     refresh: RefreshSummary | None = None
+    advisories: AdvisorySummary | None = None
     problems: list[Problem] = field(default_factory=list)
     message: str = ""
 
@@ -184,6 +186,34 @@ class _Spool:
         self.file.close()
 
 
+class _LineTracked:
+    """A text stream that knows the line it last handed out, so a value no parser expected (a 400-digit
+    number, nesting past the interpreter's limit) is still reported on its line."""
+
+    def __init__(self, text: io.TextIOBase):
+        self._text = text
+        self._newlines = 0
+        self.line = 1
+
+    def readline(self, size: int = -1) -> str:
+        text = self._text.readline(size)
+        self.line = self._newlines + 1
+        self._newlines += text.count("\n")
+        return text
+
+    def read(self, size: int = -1) -> str:
+        text = self._text.read(size)
+        self.line = self._newlines + 1
+        self._newlines += text.count("\n")
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.readline, "")
+
+    def __getattr__(self, name: str):
+        return getattr(self._text, name)
+
+
 def _metric_rows_problem(name: str, item: Located) -> Problem | None:
     """The bounds a training-log parser's rows must keep (the records' own bounds, for rows that skip them)."""
     for step, keys, values in item.record.steps:
@@ -202,16 +232,14 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
     with opener() as raw:
         counting = _CountingReader(raw, progress)
         # utf-8-sig: a byte-order mark at the start is not part of the text; newlines of any kind are read.
-        text = io.TextIOWrapper(
+        text = _LineTracked(io.TextIOWrapper(
             io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8-sig", errors=fmt.decode_errors
-        )
-        last_line = None
+        ))
         try:
             for item in fmt.parse(text, name, link):
                 if isinstance(item, Problem):
                     problems.append(item)
                     continue
-                last_line = item.line if item.line is not None else last_line
                 if isinstance(item.record, MetricRows) and (bad := _metric_rows_problem(name, item)):
                     problems.append(bad)
                     continue
@@ -219,9 +247,9 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
         except RecursionError:
-            problems.append(Problem(name, last_line, None, "nested too deeply to read", "parse"))
+            problems.append(Problem(name, text.line, None, "nested too deeply to read", "parse"))
         except (OverflowError, ValueError) as exc:  # a number no parser should have passed on
-            problems.append(Problem(name, last_line, None, f"unreadable value: {exc}", "parse"))
+            problems.append(Problem(name, text.line, None, f"unreadable value: {exc}", "parse"))
         size = raw.tell() if raw.seekable() else 0
     return size
 
@@ -230,7 +258,10 @@ def _store(session: Session, fmt: Format, name: str, items, link, problems: list
     store = Store(session, link, fmt.name)
     for item in items:
         _add(store, item, name, problems)
-    store.finish()
+    try:
+        store.finish()
+    except LinkError as exc:
+        problems.append(Problem(name, None, exc.field, str(exc)))
     return store
 
 
@@ -251,6 +282,13 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
     # changed profiles, acceptance or external predictions can change any.
     everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
     return refresh(session, None if everything else summary.benchmark_ids)
+
+
+def refresh_runs_advice(session: Session, store: Store) -> AdvisorySummary:
+    # New benchmarks (baselines, loads) and deployments can change any run's advice; metrics only their run's.
+    summary = store.summary
+    everything = summary.benchmark_ids or summary.created["deployment"] or summary.updated["deployment"]
+    return refresh_advisories(session, None if everything else store.run_ids)
 
 
 def ingest_source(
@@ -301,6 +339,7 @@ def ingest_source(
                     update(Benchmark).where(Benchmark.id.in_(chunk)).values(ingested_file_id=ingested.id)
                 )
             result.refresh = _refresh(session, summary)
+            result.advisories = refresh_runs_advice(session, store)
             result.store = summary
     except _Rollback:
         result.status = "failed"
@@ -465,6 +504,8 @@ def describe(result: FileResult) -> str:
         parts.append(f"{len(result.problems)} invalid record(s) skipped")
     if r is not None:
         parts.append(f"{r.predictions} prediction(s) refreshed, {r.new_alerts} new alert(s)")
+    if result.advisories is not None and result.advisories.new:
+        parts.append(f"{len(result.advisories.new)} new advisory(ies) (see 'specdash advisories')")
     return "; ".join(parts) + "."
 
 

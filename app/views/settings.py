@@ -4,7 +4,7 @@ calibration of a deployment's profile from its trusted benchmarks."""
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import advisory_panel, state
 from specdash.app.text import md
 from specdash.db import profiles
 from specdash.db.profiles import ProfileError
@@ -334,7 +334,9 @@ else:
     )
     listed = sets if shown_for == ALL else sets[sets["deployment"] == shown_for]
     st.dataframe(
-        listed.drop(columns=["id", "deployment_id"]),
+        listed.drop(columns=["id", "deployment_id"]).assign(
+            cv_median_error=listed["cv_median_error"] * 100, note=listed["note"].fillna("")
+        ),
         hide_index=True,
         width="stretch",
         column_config={
@@ -373,3 +375,5 @@ else:
             else:
                 st.toast(f"{labels[restore_id]} restored as v{pset.version}: {refreshed(summary)}")
                 st.rerun()
+
+advisory_panel.settings_section(url)
