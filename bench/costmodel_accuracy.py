@@ -87,7 +87,7 @@ def _observation(row: dict, facts: DeploymentFacts, baseline_tps: float) -> Cali
     return CalibrationObservation(
         steps=steps, topk=topk, draft_tokens=n, measured_tps=row["speedup"] * baseline_tps,
         baseline_tps=baseline_tps, measured_accept_length=row["accept_length"], label=row["dataset"],
-        drafter=row["drafter"], growth_shape=growth_shape(facts, row["concurrency"], n))
+        drafter=row["drafter"], growth_shape=growth_shape(facts, row["concurrency"], n), dataset=row["dataset"])
 
 
 def _prior(observations, facts: DeploymentFacts, families: dict[str, str], concurrency: int) -> FittedParams:
@@ -142,7 +142,7 @@ def specbundle_observations():
                         steps=result["steps"], topk=result["topk"], draft_tokens=n,
                         measured_tps=m["output_throughput"] / batch, baseline_tps=baseline,
                         measured_accept_length=m["accept_length"], label=f"{dataset} {drafter}", drafter=drafter,
-                        growth_shape=growth_shape(facts, batch, n)), dataset, batch))
+                        growth_shape=growth_shape(facts, batch, n), dataset=dataset), dataset, batch))
     return groups
 
 

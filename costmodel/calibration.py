@@ -34,6 +34,12 @@ PRIOR_WEIGHT = 0.005
 # The pull of each drafter's draft cost toward its prior: a 0.1-baseline-step departure weighs like one
 # benchmark 5 % off, so one drafter's few benchmarks move it only as far as they agree.
 DRAFTER_PRIOR_WEIGHT = 0.05
+# Each dataset's rounds may run a few % off the rest (its one measured baseline is noisy, its contexts
+# longer): a factor per dataset with at least DATASET_MIN_OBSERVATIONS benchmarks, pulled toward 1 as hard
+# as a drafter's cost is toward its prior. A dataset never benchmarked on the deployment gets 1.
+DATASET_PRIOR_WEIGHT = 0.05
+DATASET_MIN_OBSERVATIONS = 3
+DATASET_SCALE_BOUNDS = (0.5, 2.0)
 MIN_OBSERVATIONS = 4
 # Above this many benchmarks, leave-one-out (one refit per benchmark) gives way to k-fold.
 LOO_MAX_OBSERVATIONS = 300
@@ -59,6 +65,7 @@ class CalibrationObservation:
     label: str = ""
     drafter: str = ""  # which drafter (run) was benchmarked; each gets its own draft step cost
     growth_shape: float = 1.0  # g: the architecture's verify growth at this load and setting, relative
+    dataset: str = ""
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.topk < 1 or self.draft_tokens < 2:
@@ -78,6 +85,8 @@ class FittedParams:
     acc_to_acceptance: float = 1.0
     # drafter -> its own draft step ms; drafters not in it (and predictions for new ones) use draft_step_ms
     draft_step_ms_by_drafter: tuple[tuple[str, float], ...] = ()
+    # dataset -> factor on its whole round (1 for datasets not in it)
+    round_scale_by_dataset: tuple[tuple[str, float], ...] = ()
 
     def draft_step_for(self, drafter: str) -> float:
         return dict(self.draft_step_ms_by_drafter).get(drafter, self.draft_step_ms)
@@ -99,8 +108,10 @@ class FittedParams:
         )
 
 
-PARAM_NAMES = tuple(f.name for f in fields(FittedParams) if f.name != "draft_step_ms_by_drafter")
+PARAM_NAMES = tuple(f.name for f in fields(FittedParams)
+                    if f.name not in ("draft_step_ms_by_drafter", "round_scale_by_dataset"))
 DRAFTER_PREFIX = "draft_step_ms:"
+DATASET_PREFIX = "round_scale:"
 
 
 def abs_error_quantiles(errors: Sequence[float]) -> tuple[float, float]:
@@ -149,6 +160,7 @@ class _Arrays:
         self.shape = np.array([o.growth_shape for o in obs], dtype=float)
         self.drafter_names = sorted({o.drafter for o in obs})
         self.drafter_index = np.array([self.drafter_names.index(o.drafter) for o in obs], dtype=int)
+        self.datasets = np.array([o.dataset for o in obs], dtype=object)
         self.measured_tps = np.array([o.measured_tps for o in obs], dtype=float)
         self.base_step_ms = np.array([1000.0 / o.baseline_tps for o in obs], dtype=float)
         self.measured_tau = np.array([o.measured_accept_length or np.nan for o in obs], dtype=float)
@@ -183,10 +195,17 @@ class _Arrays:
         accepted = 1.0 - (1.0 - np.minimum(1.0, self.rates * acc_to_acceptance)) ** self.width
         return 1.0 + (np.cumprod(accepted, axis=1) * self.in_depth).sum(axis=1)
 
+    def dataset_scales(self, p: FittedParams) -> np.ndarray | float:
+        if not p.round_scale_by_dataset:
+            return 1.0
+        scales = dict(p.round_scale_by_dataset)
+        return np.array([scales.get(d, 1.0) for d in self.datasets], dtype=float)
+
     def round_ms(self, p: FittedParams) -> np.ndarray:
-        return (self.base_step_ms * (1.0 + p.verify_growth * self.shape * self.extra_verified)
-                + self.steps * (self.draft_steps(p) + p.draft_branch_ms * self.branches)
-                + p.round_overhead_ms)
+        return self.dataset_scales(p) * (
+            self.base_step_ms * (1.0 + p.verify_growth * self.shape * self.extra_verified)
+            + self.steps * (self.draft_steps(p) + p.draft_branch_ms * self.branches)
+            + p.round_overhead_ms)
 
     def predicted_tps(self, p: FittedParams) -> np.ndarray:
         """What a prediction would say: tau from training rates when known, else the measured tau."""
@@ -215,12 +234,17 @@ def _free_parameters(arrays: _Arrays) -> tuple[str, ...]:
     free += ["round_overhead_ms", "verify_growth"]
     if arrays.has_rates.any():
         free.append("acc_to_acceptance")
+    names, counts = np.unique(arrays.datasets.astype(str), return_counts=True)
+    if len(names) > 1:
+        free += [DATASET_PREFIX + n for n, c in zip(names, counts, strict=True) if c >= DATASET_MIN_OBSERVATIONS]
     return tuple(free)
 
 
 def _value(p: FittedParams, name: str) -> float:
     if name.startswith(DRAFTER_PREFIX):
         return p.draft_step_for(name[len(DRAFTER_PREFIX):])
+    if name.startswith(DATASET_PREFIX):
+        return dict(p.round_scale_by_dataset).get(name[len(DATASET_PREFIX):], 1.0)
     return getattr(p, name)
 
 
@@ -228,17 +252,21 @@ def _assemble(prior: FittedParams, values: dict[str, float]) -> FittedParams:
     """FittedParams from fitted values; drafters fitted get their own draft cost (the others keep their
     prior's), and the shared draft_step_ms, used for drafters never benchmarked here, is their median."""
     drafters = dict(prior.draft_step_ms_by_drafter)
+    scales = dict(prior.round_scale_by_dataset)
     plain = {}
     for name, value in values.items():
         if name.startswith(DRAFTER_PREFIX):
             drafters[name[len(DRAFTER_PREFIX):]] = value
+        elif name.startswith(DATASET_PREFIX):
+            scales[name[len(DATASET_PREFIX):]] = value
         else:
             plain[name] = value
     fitted = [v for n, v in values.items() if n.startswith(DRAFTER_PREFIX)]
     if fitted and "draft_step_ms" not in plain:
         plain["draft_step_ms"] = float(np.median(fitted))
     base = {n: getattr(prior, n) for n in PARAM_NAMES} | plain
-    return FittedParams(**base, draft_step_ms_by_drafter=tuple(sorted(drafters.items())))
+    return FittedParams(**base, draft_step_ms_by_drafter=tuple(sorted(drafters.items())),
+                        round_scale_by_dataset=tuple(sorted(scales.items())))
 
 
 def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: FittedParams) -> FittedParams:
@@ -250,14 +278,20 @@ def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: Fit
     scale = {"draft_step_ms": 0.1 * base_ms, "draft_branch_ms": 0.1 * base_ms,
              "round_overhead_ms": 0.1 * base_ms, "verify_growth": 0.1, "acc_to_acceptance": 0.1}
 
-    def kind(name: str) -> str:
-        return "draft_step_ms" if name.startswith(DRAFTER_PREFIX) else name
+    scale["round_scale"] = 0.1
 
-    lower = np.array([ACC_FACTOR_BOUNDS[0] if n == "acc_to_acceptance" else 0.0 for n in free])
-    upper = np.array([ACC_FACTOR_BOUNDS[1] if n == "acc_to_acceptance" else np.inf for n in free])
+    def kind(name: str) -> str:
+        if name.startswith(DRAFTER_PREFIX):
+            return "draft_step_ms"
+        return "round_scale" if name.startswith(DATASET_PREFIX) else name
+
+    bounds = {"acc_to_acceptance": ACC_FACTOR_BOUNDS, "round_scale": DATASET_SCALE_BOUNDS}
+    lower = np.array([bounds.get(kind(n), (0.0, np.inf))[0] for n in free])
+    upper = np.array([bounds.get(kind(n), (0.0, np.inf))[1] for n in free])
     prior_x = np.array([_value(prior, n) for n in free])
     x_scale = np.array([scale[kind(n)] for n in free])
-    weight = np.array([DRAFTER_PRIOR_WEIGHT if kind(n) == "draft_step_ms" and n != "draft_step_ms"
+    weight = np.array([DATASET_PRIOR_WEIGHT if kind(n) == "round_scale"
+                       else DRAFTER_PRIOR_WEIGHT if kind(n) == "draft_step_ms" and n != "draft_step_ms"
                        else PRIOR_WEIGHT for n in free])
 
     def params(x: np.ndarray) -> FittedParams:
@@ -304,10 +338,12 @@ def fit_calibration(
     prior = prior or FittedParams()
     arrays = _Arrays(observations)
     free = _free_parameters(arrays)
-    if arrays.n < max(MIN_OBSERVATIONS, len(free) + 1):
+    # the datasets' factors are pulled to 1 and need no benchmarks of their own beyond the minimum
+    core = [n for n in free if not n.startswith(DATASET_PREFIX)]
+    if arrays.n < max(MIN_OBSERVATIONS, len(core) + 1):
         raise NotEnoughObservations(
-            f"{arrays.n} benchmark(s) for {len(free)} free parameter(s); need at least "
-            f"{max(MIN_OBSERVATIONS, len(free) + 1)}"
+            f"{arrays.n} benchmark(s) for {len(core)} free parameter(s); need at least "
+            f"{max(MIN_OBSERVATIONS, len(core) + 1)}"
         )
     params = _fit(arrays, prior, free, _linear_start(arrays, prior, free))
     errors = arrays.predicted_tps(params) / arrays.measured_tps - 1.0

@@ -224,6 +224,7 @@ def _screen(
                 label=f"benchmark {bench.id}",
                 drafter=drafter,
                 growth_shape=growth_shape(facts, bench.concurrency, draft_tokens),
+                dataset=bench.dataset or "",
             ))
             out.benchmark_ids.append(bench.id)
             out.concurrencies.append(bench.concurrency)
@@ -289,6 +290,7 @@ def fit_summary(report: CalibrationReport) -> dict:
         # carried to other loads and settings by the target architecture's shape
         "draft_step_ms_by_drafter": dict(fit.params.draft_step_ms_by_drafter),
         "growth_shape": "architecture",
+        "round_scale_by_dataset": dict(fit.params.round_scale_by_dataset),
         "loss": fitting.LOSS,
         "loss_scale": fitting.LOSS_SCALE,
         "prior_weight": fitting.PRIOR_WEIGHT,

@@ -93,10 +93,12 @@ def cost_params(
     concurrency: int = 1,
     draft_tokens: int = 4,
     drafter: str | None = None,
+    dataset: str | None = None,
 ) -> CostParams:
     """The set's costs for one drafter (of `family`) at one load and setting: stated values, the priors for
-    the ones it leaves unstated; a calibrated set's own draft cost for the drafter when it fitted one, and its
-    verify growth carried from the reference load by the architecture's shape."""
+    the ones it leaves unstated; a calibrated set's own draft cost for the drafter when it fitted one, its
+    verify growth carried from the reference load by the architecture's shape, and its factor on the
+    dataset's rounds when it fitted one."""
     facts = facts or DeploymentFacts()
     stated = {name: getattr(pset, name) for name in PROFILE_FIELDS[1:]}
     stated["draft_branch_ms"] = pset.draft_branch_ms or 0.0
@@ -107,7 +109,17 @@ def cost_params(
         shape = growth_shape(facts, concurrency, draft_tokens)
         stated["verify_growth_compute"] = pset.verify_growth_compute * shape
         stated["verify_growth_comm"] = (pset.verify_growth_comm or 0.0) * shape
-    return resolve_costs(stated, facts, baseline_tps, family, concurrency, draft_tokens)
+    params = resolve_costs(stated, facts, baseline_tps, family, concurrency, draft_tokens)
+    scale = (fit.get("round_scale_by_dataset") or {}).get(dataset or "")
+    if scale and scale != 1.0:
+        # the fit's factor on this dataset's whole round: every part of it scales
+        params = CostParams(baseline_tps=params.baseline_tps / scale, comm_fraction=params.comm_fraction,
+                            draft_step_ms=params.draft_step_ms * scale,
+                            round_overhead_ms=params.round_overhead_ms * scale,
+                            verify_growth_compute=params.verify_growth_compute,
+                            verify_growth_comm=params.verify_growth_comm,
+                            draft_branch_ms=params.draft_branch_ms * scale)
+    return params
 
 
 def fitted_params(pset: ParameterSet) -> "FittedParams":

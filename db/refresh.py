@@ -366,12 +366,12 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                 tau_source = "measured"
             else:
                 continue
-            params_key = (pset_id, baseline_tps, family, concurrency, draft_tokens, drafter.run_id)
+            params_key = (pset_id, baseline_tps, family, concurrency, draft_tokens, drafter.run_id, dataset)
             params = params_cache.get(params_key)
             if params is None:
                 params = params_cache[params_key] = cost_params(
                     psets[pset_id], baseline_tps, facts[deployment_id], family, concurrency, draft_tokens,
-                    drafter.run_id)
+                    drafter.run_id, dataset)
             result = throughput(params, accept_length, steps, draft_tokens, topk)
             round_ = result.round
             values = PredictionValues(

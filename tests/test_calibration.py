@@ -250,6 +250,9 @@ def test_specbundle_ingested_then_calibrated_in_the_store(engine, specbundle_fit
         all_loo = np.abs(np.concatenate([r.fit.cv_errors for r in reports]))
         pooled = np.abs(np.concatenate([f.cv_errors for f in specbundle_fits.values()]))
         assert len(all_loo) == 440 and np.median(all_loo) < np.median(pooled)
+        # the goals: leave-one-out median <= 3 %, p90 <= 10 % (a factor per dataset absorbs each dataset's
+        # one measured baseline's error; measured 1.9 % / 6.3 %)
+        assert np.median(all_loo) <= 0.03 and np.percentile(all_loo, 90) <= 0.10
         assert {r.deployment_name for r in reports} == {f"SpecBundle: {t}" for t in json.loads(SPECBUNDLE.read_text())}
         for report in reports:
             apply_calibration(session, report)

@@ -133,7 +133,7 @@ def test_calibrate_json(invoke, demo_url):
     (fitted,) = out["calibrated"]
     assert fitted["deployment"] == "8x RTX PRO 6000, TP8, PCIe" and fitted["n_benchmarks"] == 9
     assert set(fitted["params"]) == {"draft_step_ms", "draft_branch_ms", "round_overhead_ms", "verify_growth",
-                                     "acc_to_acceptance", "draft_step_ms_by_drafter"}
+                                     "acc_to_acceptance", "draft_step_ms_by_drafter", "round_scale_by_dataset"}
     # each drafter benchmarked on the deployment has its own draft cost, named by its run
     assert set(fitted["params"]["draft_step_ms_by_drafter"]) == {"k25-eagle3-10k", "k25-eagle3-100k-ttt5"}
     assert fitted["error_band"] >= 0.02
