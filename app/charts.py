@@ -8,7 +8,6 @@ from plotly.colors import qualitative
 from specdash.app.text import abbreviate, plotly_text
 from specdash.labels import setting_label
 
-SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4", "none": "#7f7f7f"}
 RUN_COLOURS = qualitative.D3
 OTHER_COLOUR = "#b0b0b0"
 # Past this many runs the parity legend would stop being readable: the rest share one grey colour.
