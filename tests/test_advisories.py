@@ -259,9 +259,8 @@ def test_upgrade_from_the_previous_revision_keeps_data_and_adds_advisories(tmp_p
 
 def test_dashboard_sees_what_another_writer_stored(monkeypatch, ttt3, tmp_path):
     from specdash.app.text import unmd
-    from specdash.ingest.follow import Follower
     from tests.test_app import run_page
-    from tests.test_follow import ARGS, step_line
+    from tests.test_follow import ARGS, poll_once, step_line
 
     url = str(ttt3.url)
     at = run_page(monkeypatch, url, "views/checkpoints.py")
@@ -274,7 +273,7 @@ def test_dashboard_sees_what_another_writer_stored(monkeypatch, ttt3, tmp_path):
     # its curve past the first minutes: the advice no longer holds
     log = tmp_path / "train.log"
     log.write_text(ARGS + step_line(CURVE_MIN_STEPS) + step_line(CURVE_MIN_STEPS + 50))
-    Follower(ttt3, [str(log)]).poll()
+    poll_once(ttt3, [str(log)])
     at.run()
     assert not at.exception
     assert any(unmd(i.value).startswith("**Advisory #1** (resolved, no longer holds)") for i in at.info)
