@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from specdash.config import resolve_db_url
 from specdash.db import alerts, checkpoint_queries, profiles, queries
 from specdash.db import leaderboard as leaderboard_queries
+from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
 from specdash.db.calibration import calibrate_all
 from specdash.db.checkpoint_queries import SpeculationSetting
@@ -108,6 +109,27 @@ def latest_checkpoints(url: str) -> pd.DataFrame:
 def top_alerts(url: str, limit: int) -> list[dict]:
     rows, _ = _read(url, alerts.alert_page, AlertFilters(statuses=("open",)), 0, limit, count=False)
     return rows
+
+
+# --- Runs ------------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def runs_table(url: str, search: str, include_archived: bool) -> pd.DataFrame:
+    return _read(url, run_store.runs_table, search, include_archived)
+
+
+@st.cache_data(show_spinner=False)
+def run_removal(url: str, run_ids: tuple[int, ...]):
+    return _read(url, run_store.run_removal, list(run_ids))
+
+
+@st.cache_data(show_spinner=False)
+def ingested_files(url: str) -> pd.DataFrame:
+    return _read(url, run_store.ingested_files)
+
+
+@st.cache_data(show_spinner=False)
+def file_removal(url: str, file_id: int):
+    return _read(url, run_store.file_removal, file_id)
 
 
 # --- Leaderboard -----------------------------------------------------------------------------------------

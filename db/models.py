@@ -127,6 +127,8 @@ class Run(Base):
     notes: Mapped[str | None] = mapped_column(Text)
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    tags: Mapped[list[Any] | None]  # labels set on the dashboard ("baseline", "ttt-sweep", ...)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime)  # hidden from pickers, kept
 
     checkpoints: Mapped[list["Checkpoint"]] = relationship(back_populates="run")
 
