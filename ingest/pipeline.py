@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, delete, select
+from sqlalchemy import update as sql_update
 from sqlalchemy.orm import Session
 
 from specdash.db.advisories import AdvisorySummary, refresh_advisories
@@ -264,8 +265,10 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
     return size
 
 
-def _store(session: Session, fmt: Format, name: str, items, link, problems: list[Problem]) -> Store:
-    store = Store(session, link, fmt.name)
+def _store(
+    session: Session, fmt: Format, name: str, items, link, problems: list[Problem], update: bool = False
+) -> Store:
+    store = Store(session, link, fmt.name, update=update)
     batch: list[Located] = []
     for item in items:
         batch.append(item)
@@ -315,11 +318,16 @@ def ingest_source(
     skip_invalid: bool = False,
     link: LinkOptions | None = None,
     progress: Progress | None = None,
+    update: bool = False,
+    replace: bool = False,
 ) -> FileResult:
+    """update: a file's values win where they contradict stored ones (else each is a conflict, reported);
+    replace: what an earlier ingest of this same file stored is removed first, then the file is stored
+    again (to correct a wrong --deployment, --run or --checkpoint)."""
     digest = sha256_of(opener)
     with transaction(engine, write=False) as session:
         seen = _already(session, digest)
-        if seen is not None:
+        if seen is not None and not replace:
             return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
     fmt = _detect(opener, name, fmt_name)
     if isinstance(fmt, Problem):
@@ -338,9 +346,11 @@ def ingest_source(
         with file_transaction(engine, fmt.bulk_points) as session:
             # Another process may have loaded the same file while this one waited for the write lock.
             seen = _already(session, digest)
-            if seen is not None:
+            if seen is not None and not replace:
                 return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
-            store = _store(session, fmt, name, spool, link, result.problems)
+            if seen is not None:
+                result.message = _remove_ingest(session, seen)
+            store = _store(session, fmt, name, spool, link, result.problems, update=update or replace)
             summary = store.summary
             if result.problems and (not skip_invalid or summary.records == 0):
                 raise _Rollback
@@ -351,7 +361,7 @@ def ingest_source(
             session.flush()
             for chunk in _chunks(summary.benchmark_ids):
                 session.execute(
-                    update(Benchmark).where(Benchmark.id.in_(chunk)).values(ingested_file_id=ingested.id)
+                    sql_update(Benchmark).where(Benchmark.id.in_(chunk)).values(ingested_file_id=ingested.id)
                 )
             result.refresh = _refresh(session, summary)
             result.advisories = refresh_runs_advice(session, store)
@@ -362,6 +372,14 @@ def ingest_source(
     finally:
         spool.close()
     return result
+
+
+def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
+    """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record."""
+    removed = session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == ingested.id)).rowcount
+    session.delete(ingested)
+    session.flush()
+    return f"replaced the earlier ingest of {ingested.path} ({removed} benchmark(s) removed)"
 
 
 def _chunks(ids: list[int]) -> Iterator[list[int]]:
@@ -497,8 +515,12 @@ def describe(result: FileResult) -> str:
     s, r = result.store, result.refresh
     created = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.created.items())) or "nothing new"
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
+    if result.message:
+        parts.append(result.message)
     if s.metric_points:
         parts.append(f"{s.metric_points} metric point(s)")
+    if s.points_kept:
+        parts.append(f"{s.points_kept} point(s) already stored at the same run, key and step kept as they were")
     if s.derived_acceptance:
         parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:

@@ -35,6 +35,8 @@ from specdash.ingest.records import (
     RunRecord,
 )
 
+# Fields that change as a run goes on (a run in training finishes): a newer value is no conflict.
+PROGRESSING = frozenset({"status", "ended_at", "notes"})
 BENCHMARK_BATCH = 1000  # benchmarks per multi-row INSERT
 IN_CHUNK = 500  # values per IN (...): far under every backend's parameter limit
 MAX_LINKS_KEPT = 10_000  # where each benchmark went, kept to be listed; the counts cover every one
@@ -94,7 +96,8 @@ class StoreSummary:
     duplicates: int = 0
     linked: int = 0
     unlinked: int = 0
-    metric_points: int = 0
+    metric_points: int = 0  # stored
+    points_kept: int = 0  # offered but already stored (same run, key and step): the stored value kept
     links: list[BenchmarkLink] = field(default_factory=list)  # the first MAX_LINKS_KEPT
     link_counts: Counter = field(default_factory=Counter)  # every benchmark, by BenchmarkLink.kind()
     benchmark_ids: list[int] = field(default_factory=list)
@@ -110,8 +113,11 @@ def benchmark_record_key(record: BenchmarkRecord) -> str:
 
 
 class Store:
-    def __init__(self, session: Session, link: LinkOptions | None = None, source_format: str = "specdash"):
+    def __init__(
+        self, session: Session, link: LinkOptions | None = None, source_format: str = "specdash", update: bool = False
+    ):
         self.session = session
+        self.update = update  # apply a file's values where they contradict stored ones (else a conflict)
         self.link = link or LinkOptions()
         self.source_format = source_format
         self.summary = StoreSummary()
@@ -188,13 +194,21 @@ class Store:
         self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
 
     def _upsert(self, row, record, fields: set[str], kind: str) -> None:
-        changed = False
+        """Fill what the store does not know; a stored value the file contradicts is a conflict, reported
+        against its field unless `update` applies the file's value."""
+        changes = {}
         for name in fields:
             value = getattr(record, name)
             if name in record.model_fields_set and getattr(row, name) != value:
-                setattr(row, name, value)
-                changed = True
-        if changed:
+                changes[name] = value
+        conflicts = [n for n in sorted(changes) if getattr(row, n) is not None and n not in PROGRESSING]
+        if conflicts and not self.update:
+            name = conflicts[0]
+            raise LinkError(name, f"{kind} '{row.name}' is stored with {name} {getattr(row, name)!r}, the file says "
+                                  f"{changes[name]!r}; pass --update to apply the file's values")
+        for name, value in changes.items():
+            setattr(row, name, value)
+        if changes:
             self.summary.updated[kind] += 1
 
     def _add_deployment(self, record: DeploymentRecord) -> None:
@@ -421,6 +435,11 @@ class Store:
             self.session.add(Prediction(**key, **values))
             self.summary.created["prediction"] += 1
         elif any(getattr(row, k) != v for k, v in values.items()):
+            if not self.update:
+                name = next(k for k, v in values.items() if getattr(row, k) != v)
+                raise LinkError(name, f"prediction '{record.source}' for {record.run}/{record.checkpoint} is stored "
+                                      f"with {name} {getattr(row, name)!r}, the file says {values[name]!r}; pass "
+                                      "--update to apply the file's values")
             for k, v in values.items():
                 setattr(row, k, v)
             self.summary.updated["prediction"] += 1
@@ -445,6 +464,7 @@ class Store:
         self._apply_targets()
         self.points.flush()
         self.summary.metric_points = self.points.written
+        self.summary.points_kept = self.points.offered - self.points.written
         self.session.flush()
         self._derive_acceptance()
         self.session.flush()
