@@ -28,7 +28,8 @@ def test_a_run_stored_differently_is_a_conflict_naming_both_values(engine):
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         "b.jsonl:1: ttt_length: run 'r' is stored with ttt_length 5, the file says 7; pass --update to apply the "
-        "file's values"]
+        "file's values"
+    ]
     assert content(engine) == before
 
 
@@ -36,7 +37,8 @@ def test_the_same_record_twice_in_one_file_with_other_values_is_a_conflict(engin
     result = ingest_bytes(engine, "twice.jsonl", jsonl(RUN, {**RUN, "framework": "eagle"}))
     assert [str(p) for p in result.problems] == [
         "twice.jsonl:2: framework: run 'r' is stored with framework 'specforge', the file says 'eagle'; pass "
-        "--update to apply the file's values"]
+        "--update to apply the file's values"
+    ]
 
 
 def test_update_applies_the_newer_values_and_counts_them(engine):
@@ -54,37 +56,56 @@ def test_filling_what_the_store_does_not_know_is_no_conflict(engine):
 
 
 def test_an_external_prediction_with_other_numbers_is_a_conflict(engine):
-    prediction = {"kind": "prediction", "source": "sim", "speculative_algorithm": "EAGLE3", "num_steps": 3,
-                  "run": "r", "checkpoint": "c", "deployment": "d", "predicted_tps": 150.0}
+    prediction = {
+        "kind": "prediction",
+        "source": "sim",
+        "speculative_algorithm": "EAGLE3",
+        "num_steps": 3,
+        "run": "r",
+        "checkpoint": "c",
+        "deployment": "d",
+        "predicted_tps": 150.0,
+    }
     assert ingest_bytes(engine, "p1.jsonl", jsonl(prediction)).ok
     result = ingest_bytes(engine, "p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0}))
     assert [str(p) for p in result.problems] == [
         "p2.jsonl:1: predicted_tps: prediction 'sim' for r/c is stored with predicted_tps 150.0, the file says "
-        "170.0; pass --update to apply the file's values"]
+        "170.0; pass --update to apply the file's values"
+    ]
     assert ingest_bytes(engine, "p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0}), update=True).ok
 
 
 def test_replace_moves_a_file_to_the_right_deployment(db_url, tmp_path):
     bench = tmp_path / "bench.jsonl"
-    bench.write_bytes(jsonl({"kind": "benchmark", "deployment": "placeholder", "decode_tps": 90.0},
-                            {"kind": "benchmark", "deployment": "placeholder", "decode_tps": 91.0, "concurrency": 2}))
+    bench.write_bytes(
+        jsonl(
+            {"kind": "benchmark", "deployment": "placeholder", "decode_tps": 90.0},
+            {"kind": "benchmark", "deployment": "placeholder", "decode_tps": 91.0, "concurrency": 2},
+        )
+    )
     runner = CliRunner()
     first = runner.invoke(cli, ["--db", db_url, "ingest", "--deployment", "8x H100, TP8", str(bench)])
     assert first.exit_code == 0, first.output
     again = runner.invoke(cli, ["--db", db_url, "ingest", "--deployment", "8x L40S, TP8", str(bench)])
     assert "skipped, already ingested" in again.output
-    fixed = runner.invoke(cli, ["--db", db_url, "ingest", "--replace", "--deployment", "8x L40S, TP8", str(bench)])
+    fixed = runner.invoke(
+        cli, ["--db", db_url, "ingest", "--replace", "--deployment", "8x L40S, TP8", str(bench)]
+    )
     assert fixed.exit_code == 0, fixed.output
     assert f"replaced the earlier ingest of {bench} (2 benchmark(s) removed)" in fixed.output
     engine = make_engine(db_url)
     with reading(engine) as session:
-        placed = session.execute(select(Deployment.name, func.count()).join(Benchmark).group_by(Deployment.name)).all()
+        placed = session.execute(
+            select(Deployment.name, func.count()).join(Benchmark).group_by(Deployment.name)
+        ).all()
         files = session.scalar(select(func.count()).select_from(IngestedFile))
     assert placed == [("8x L40S, TP8", 2)] and files == 1
 
 
 def test_summary_counts_points_already_stored_as_kept_not_stored(engine):
-    log = b"".join(f"step {n * 50}: {{'train/loss': {1 - n / 10}, 'train/acc_0': 0.5}}\n".encode() for n in range(4))
+    log = b"".join(
+        f"step {n * 50}: {{'train/loss': {1 - n / 10}, 'train/acc_0': 0.5}}\n".encode() for n in range(4)
+    )
     first = ingest_bytes(engine, "train.log", log, link=LinkOptions(run="r"))
     assert first.store.metric_points == 8 and first.store.points_kept == 0
     # the same steps again in another file (one more step at the end): 2 stored, 8 kept
