@@ -130,6 +130,7 @@ class Store:
         self._prefetched: set[str] = set()
         self._prefetched_all: set[str] = set()
         self._key_of: dict[int, str] = {}
+        self._placeholders: set[int] = set()  # id() of rows created on first mention, no record's values yet
         self.points = MetricPointWriter(session)
 
     # --- lookups, created on first mention ---------------------------------------------------------
@@ -139,6 +140,7 @@ class Store:
             if row is None and create:
                 row = Deployment(name=name)
                 self.session.add(row)
+                self._placeholders.add(id(row))
                 self.session.flush()
                 ensure_theory_set(self.session, row)
                 self.summary.created["deployment"] += 1
@@ -153,6 +155,7 @@ class Store:
             if row is None and create:
                 row = Run(name=name)
                 self.session.add(row)
+                self._placeholders.add(id(row))
                 self.session.flush()
                 self.summary.created["run"] += 1
             if row is None:
@@ -175,6 +178,7 @@ class Store:
                     step=parsed.step if parsed else None,
                 )
                 self.session.add(row)
+                self._placeholders.add(id(row))
                 self.session.flush()
                 self.summary.created["checkpoint"] += 1
                 self._new_checkpoints.append(row)
@@ -201,7 +205,12 @@ class Store:
             value = getattr(record, name)
             if name in record.model_fields_set and getattr(row, name) != value:
                 changes[name] = value
-        conflicts = [n for n in sorted(changes) if getattr(row, n) is not None and n not in PROGRESSING]
+        # a row this file created on first mention holds defaults, not values anyone stated: filled freely
+        placeholder = id(row) in self._placeholders
+        self._placeholders.discard(id(row))
+        conflicts = [] if placeholder else [
+            n for n in sorted(changes) if getattr(row, n) is not None and n not in PROGRESSING
+        ]
         if conflicts and not self.update:
             name = conflicts[0]
             raise LinkError(name, f"{kind} '{row.name}' is stored with {name} {getattr(row, name)!r}, the file says "
@@ -218,6 +227,7 @@ class Store:
         row = self.deployment(record.name)
         fields = set(DeploymentRecord.model_fields) - {"kind", "name"}
         if not existed:
+            self._placeholders.discard(id(row))
             for name in fields:
                 setattr(row, name, getattr(record, name))
         else:
