@@ -146,3 +146,16 @@ def test_sglang_log_figures_are_within_a_quarter_of_the_clients(engine):
     for c in (1, 2, 4):
         assert abs(logs[c].decode_tps / clients[c].decode_tps - 1) < 0.25
         assert logs[c].deployment.name == clients[c].deployment.name == "Llama-3.1-8B-Instruct, TP1, sglang"
+
+
+def test_intervals_past_the_cap_are_counted_and_left_out(engine, monkeypatch):
+    from specdash.ingest.formats import logsummary
+
+    monkeypatch.setattr(logsummary, "MAX_INTERVALS", 5)  # each start keeps its first five intervals
+    load(engine, VLLM / "pipeline_six_servers.log")
+    rows = benchmarks(engine)
+    assert len(rows) == 6
+    # five intervals kept per start (three prefill-free, two with a prefill); the tail and the idle line
+    # past the cap are counted, not read
+    assert {b.raw["intervals"]["server_left_out"]["cap"] for b in rows} == {2}
+    assert rows[0].decode_tps == pytest.approx(statistics.median([93.4, 94.1, 93.8]))

@@ -25,7 +25,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-MAX_INTERVALS = 500_000  # per server start; beyond it the rest is counted and left out
+MAX_INTERVALS = 200_000  # per server start (23 days of vLLM lines); the rest is counted and left out
 HOLD = 2  # intervals at one running count that make it a held level
 SAME_LEVEL = 0.25  # relative difference of running counts still the same level
 BRIEF = 0.15  # share of the largest level's request-intervals below which a level is brief
