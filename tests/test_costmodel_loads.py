@@ -103,7 +103,7 @@ def test_a_fit_at_batch_1_predicts_batch_8_through_the_growth_shape():
 
 def test_specbundle_deployments_per_batch_size_merge_on_upgrade(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'm.db'}")
-    upgrade(engine, "0005")
+    upgrade(engine, "0006")
     with engine.begin() as c:
         for i, name in ((1, "SpecBundle: Qwen3-8B, bs 1"), (2, "SpecBundle: Qwen3-8B, bs 8"), (3, "lab"),
                         (4, "story")):

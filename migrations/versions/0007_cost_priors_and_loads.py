@@ -1,8 +1,8 @@
 """cost priors and load levels: unstated profile costs are NULL (the priors fill them), deployments carry
 the target's architecture, and SpecBundle's deployments span load levels
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-12-01
 
 - deployment and parameter_set: comm_fraction, draft_step_ms, round_overhead_ms, verify_growth_compute and
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
