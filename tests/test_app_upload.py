@@ -53,6 +53,7 @@ def test_preview_helpers_report_like_the_cli(demo_url):
             "run": "k25-eagle3-100k-ttt5",
             "checkpoint": "epoch_5",
             "matched": "by path",
+            "notes": "",
         }
     ]
     gaps = uploads.gaps_frame(deep)
