@@ -186,6 +186,11 @@ def deployments_frame(url: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False)
+def effective_profile(url: str, deployment_id: int) -> dict:
+    return _read(url, profiles.effective_profile, deployment_id)
+
+
+@st.cache_data(show_spinner=False)
 def checkpoints_frame(url: str, run_ids: tuple[int, ...]) -> pd.DataFrame:
     return _read(url, checkpoint_queries.checkpoints_frame, list(run_ids))
 

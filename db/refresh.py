@@ -28,6 +28,7 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel.diagnoses import worst_severity
+from specdash.costmodel.priors import DeploymentFacts, drafter_family
 from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.models import (
     BUILTIN_SOURCES,
@@ -41,7 +42,14 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.parameters import Baselines, cost_params, ensure_theory_set, fit_error_band, load_baselines
+from specdash.db.parameters import (
+    Baselines,
+    cost_params,
+    deployment_facts,
+    ensure_theory_set,
+    fit_error_band,
+    load_baselines,
+)
 from specdash.db.settings import applicable_threshold, get_gap_threshold, is_alert
 
 CHUNK = 5000  # ids per IN (...) list, well under SQLite's bound-parameter limit
@@ -161,6 +169,7 @@ class _Drafter:
     speculative_algorithm: str | None
     hidden_size: int | None
     ttt_length: int | None
+    run_id: int
     rates: tuple[float, ...]
 
 
@@ -176,7 +185,7 @@ def _drafters(session: Session, checkpoint_ids: list[int] | None) -> dict[int, _
         rates[checkpoint_id].append(rate)
     for checkpoint_id, *run in _select_in(
         session,
-        select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length)
+        select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length, Run.id)
         .join(Run, Checkpoint.run_id == Run.id),
         Checkpoint.id, checkpoint_ids,
     ):
@@ -233,8 +242,9 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     drafters = _drafters(session, checkpoint_ids)
     now = utcnow()
 
+    facts = {deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()}
     predictions = _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines,
-                                       now, summary)
+                                       now, summary, facts)
     bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
     # diagnoses are compared as the JSON text stored, not decoded row by row
     gap_columns = [type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
@@ -306,7 +316,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
 
 
 def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines: Baselines, now,
-                         summary: RefreshSummary) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]]:
+                         summary: RefreshSummary, facts: dict[int, DeploymentFacts]) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
     # key -> source -> (prediction id, its stored values)
@@ -319,22 +329,28 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
     # parameter sets as plain tuples, and CostParams built once per (set, baseline)
     psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
     plans = defaultdict(list, {
-        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit)) for p in sets]
+        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit), p.comm_fraction)
+                        for p in sets]
         for deployment_id, sets in sets_by_deployment.items()
     })
-    params_cache: dict[tuple[int, float], CostParams] = {}
+    params_cache: dict[tuple, CostParams] = {}
     # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
     tau_cache: dict[tuple, object] = {}
     computed: dict[tuple, list[tuple[str, PredictionValues, Throughput]]] = {}
     new_rows, changed_rows = [], []
     for key, group in groups.items():
         checkpoint_id, deployment_id, steps, topk, draft_tokens, concurrency, dataset = key
-        rates = drafters[checkpoint_id].rates
+        drafter = drafters[checkpoint_id]
+        rates = drafter.rates
+        family = drafter_family(drafter.speculative_algorithm, group[0].speculative_algorithm)
         measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
         measured_taus = [b.accept_length for b in group if b.accept_length]
         results = []
-        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band in plans[deployment_id]:
-            baseline_tps = measured_baseline or profile_baseline
+        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band, comm_fraction in plans[deployment_id]:
+            # at a load without a no-speculation benchmark: interpolated between the measured loads
+            baseline_tps = (measured_baseline or baselines.at_load(deployment_id, concurrency, dataset,
+                                                                   facts[deployment_id], comm_fraction or 0.0)
+                            or profile_baseline)
             if not baseline_tps:
                 continue
             if rates:
@@ -350,9 +366,12 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                 tau_source = "measured"
             else:
                 continue
-            params = params_cache.get((pset_id, baseline_tps))
+            params_key = (pset_id, baseline_tps, family, concurrency, draft_tokens, drafter.run_id, dataset)
+            params = params_cache.get(params_key)
             if params is None:
-                params = params_cache[(pset_id, baseline_tps)] = cost_params(psets[pset_id], baseline_tps)
+                params = params_cache[params_key] = cost_params(
+                    psets[pset_id], baseline_tps, facts[deployment_id], family, concurrency, draft_tokens,
+                    drafter.run_id, dataset)
             result = throughput(params, accept_length, steps, draft_tokens, topk)
             round_ = result.round
             values = PredictionValues(

@@ -31,6 +31,10 @@ DEPLOYMENT = {
     "baseline_tps": 90.0,
     "comm_fraction": 0.5,
     "draft_step_ms": 1.93 / 3,
+    # the story's profile states no overhead and no verify growth (else the published priors would apply)
+    "round_overhead_ms": 0.0,
+    "verify_growth_compute": 0.0,
+    "verify_growth_comm": 0.0,
 }
 
 
@@ -201,7 +205,9 @@ def test_cli_lists_and_changes_advisories(invoke, demo_url):
     listed = invoke(demo_url, "advisories", "--format", "json")
     assert listed.exit_code == 0
     rows = json.loads(listed.output)
-    assert {r["run"] for r in rows} == {RUN_KILLED} and len(rows) == 2
+    # on PCIe only: the NVLink profile leaves verify growth to the priors, and a Kimi-class MoE verifying
+    # more tokens reads many more experts, so deeper drafts do not pay there
+    assert {r["run"] for r in rows} == {RUN_KILLED} and [r["deployment"] for r in rows] == [PCIE]
     changed = invoke(
         demo_url,
         "advisories",
