@@ -218,7 +218,7 @@ def test_pages_upload_and_alert_in_chromium(served, browser):
 
 # --- the demo with the real SpecBundle results, in the light and the dark theme --------------------------
 SB_DRAFTER = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"
-SB_DEPLOYMENT = "SpecBundle: Llama-3.1-8B-Instruct, bs 1"
+SB_DEPLOYMENT = "SpecBundle: Llama-3.1-8B-Instruct"
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 REAL_PAGES = [
     ("", "overview", "Latest checkpoint per run"),
