@@ -5,7 +5,10 @@ Every expected number is worked out here from the lines of the fixture it reads.
 import statistics
 
 import pytest
+from sqlalchemy import select
 
+from specdash.db.engine import reading
+from specdash.db.models import Prediction
 from specdash.ingest.pipeline import describe
 from tests.ingest_support import SGLANG, VLLM, benchmarks, load
 
@@ -159,3 +162,27 @@ def test_intervals_past_the_cap_are_counted_and_left_out(engine, monkeypatch):
     # past the cap are counted, not read
     assert {b.raw["intervals"]["server_left_out"]["cap"] for b in rows} == {2}
     assert rows[0].decode_tps == pytest.approx(statistics.median([93.4, 94.1, 93.8]))
+
+
+def test_specdash_ingest_on_a_pipeline_of_servers_and_loads(invoke, db_url, engine):
+    """Two server starts in one log: EAGLE3 at 1, 2 and 4 running (the sweep), then the target alone at
+    1 and 4 running; each speculative benchmark is predicted against the baseline at its own load."""
+    result = invoke(db_url, "ingest", str(VLLM / "pipeline_servers_and_loads.log"))
+    assert result.exit_code == 0, result.output
+    assert "5 record(s) as vllm-log; created 5 benchmark(s)" in result.output
+    rows = benchmarks(engine)
+    assert [(b.speculative_algorithm, b.concurrency) for b in rows] == [
+        ("EAGLE3", 1),
+        ("EAGLE3", 2),
+        ("EAGLE3", 4),
+        (None, 1),
+        (None, 4),
+    ]
+    # the baseline start: two of six intervals ran a prefill at each level, four prefill-free remain
+    assert rows[3].decode_tps == pytest.approx(statistics.median([96.2, 95.8, 96.5, 95.1]))
+    assert rows[4].decode_tps == pytest.approx(statistics.median([371.2, 369.9, 372.4, 370.6]) / 4)
+    assert rows[3].label == "server log, start 2 of 2 (line 59), 1 running"
+    with reading(engine) as session:
+        baselines = dict(session.execute(select(Prediction.concurrency, Prediction.baseline_tps)).all())
+    assert baselines[1] == pytest.approx(rows[3].decode_tps)
+    assert baselines[4] == pytest.approx(rows[4].decode_tps)
