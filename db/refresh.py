@@ -28,6 +28,7 @@ from specdash.costmodel import (
 )
 from specdash.costmodel.diagnoses import worst_severity
 from specdash.db.models import (
+    Alert,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -40,6 +41,7 @@ from specdash.db.models import (
 )
 from specdash.db.parameters import Baselines, cost_params, ensure_theory_set, load_baselines
 from specdash.db.settings import get_gap_threshold
+from specdash.db.verdicts import Candidate, acceptance_references, write_verdicts
 
 BUILTIN_SOURCES = ("theory", "calibrated")
 CHUNK = 5000  # ids per IN (...) list, well under SQLite's bound-parameter limit
@@ -204,9 +206,29 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     checkpoint_ids = None if everything else sorted({key[0] for key in groups})
     drafters = _drafters(session, checkpoint_ids)
     now = utcnow()
+    # drafters without training metrics: their own other benchmarks say what accept length to expect
+    untrained = sorted(cid for cid in {key[0] for key in groups} if not drafters[cid].rates)
+    references = acceptance_references(session, untrained, benchmark_steps)
+    if not everything and untrained:
+        # a new benchmark can become the reference of earlier ones of its drafter: judge them again
+        known = {b.id for b in benches}
+        for bench in _select_in(session, select(*BENCHMARK_COLUMNS).where(
+                Benchmark.speculative_algorithm.is_not(None)), Benchmark.checkpoint_id, untrained):
+            steps = benchmark_steps(bench)
+            if bench.id not in known and steps is not None:
+                groups[_prediction_key(bench, steps)].append(bench)
+                known.add(bench.id)
+    psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
+    params_cache: dict[tuple[int, float], CostParams] = {}
+
+    def params_for(pset_id: int, baseline_tps: float) -> CostParams:
+        params = params_cache.get((pset_id, baseline_tps))
+        if params is None:
+            params = params_cache[(pset_id, baseline_tps)] = cost_params(psets[pset_id], baseline_tps)
+        return params
 
     predictions = _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines,
-                                       now, summary)
+                                       now, summary, references, params_for)
     bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
     # diagnoses are compared as the JSON text stored, not decoded row by row
     gap_columns = [type_coerce(Gap.__table__.c[name], Text) if name == "diagnoses" else Gap.__table__.c[name]
@@ -217,6 +239,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                               Gap.benchmark_id, bench_ids)
     }
     new_gaps, changed_gaps = [], []
+    candidates: dict[int, list[Candidate]] = defaultdict(list)
     for key, preds in predictions.items():
         deployment = deployments[key[1]]
         drafter = drafters[key[0]]
@@ -224,12 +247,24 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         measured_baseline = baselines.lookup(key[1], concurrency, dataset)
         threshold = deployment.gap_threshold or global_threshold
         for bench in groups[key]:
-            for prediction_id, pred, result in preds:
+            reference = references.get(bench.id)
+            for prediction_id, pred, result, source in preds:
                 measured_tau = bench.accept_length
+                tau_source, tau_text = pred.accept_length_source, ""
                 if result is None:  # external: only its tok/s and perhaps tau and round time are known
                     result = _external_throughput(pred, bench)
                     if pred.accept_length is None:
                         measured_tau = None  # no predicted tau to split the gap against
+                elif tau_source in ("history", "measured"):
+                    if reference is not None:  # this benchmark's own reference (the prediction has its key's)
+                        tau_source, tau_text = "history", reference.text
+                        if reference.accept_length != result.accept_length:
+                            result = throughput(params_for(pred.parameter_set_id, pred.baseline_tps),
+                                                reference.accept_length, steps, draft_tokens, key[3])
+                    else:
+                        tau_source = "measured"
+                elif tau_source == "training":
+                    tau_text = f"tau {pred.accept_length:.2f} from its training acc_i"
                 decomposition = decompose(result, bench.decode_tps, measured_tau)
                 diagnoses = diagnose(GapContext(
                     decomposition=decomposition,
@@ -245,6 +280,15 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     baseline_measured=measured_baseline is not None,
                     deployment=deployment.name,
                     concurrency=concurrency,
+                    accept_length_source=tau_source,
+                    acceptance_reference=tau_text,
+                ))
+                pset = psets.get(pred.parameter_set_id)
+                candidates[bench.id].append(Candidate(
+                    source=source, prediction_id=prediction_id, gap=decomposition.gap,
+                    threshold=threshold, band=_band(pred, pset), diagnoses=diagnoses,
+                    acceptance_factor=decomposition.acceptance_factor, accept_length_source=tau_source,
+                    version=pset.version if pset is not None else None,
                 ))
                 values = dict(
                     gap=decomposition.gap,
@@ -258,27 +302,42 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     diagnoses=[d.as_dict() for d in diagnoses],
                     severity=worst_severity(diagnoses),
                 )
-                alert = abs(decomposition.gap) >= threshold
                 existing = existing_gaps.get((bench.id, prediction_id))
                 compared = (*tuple(values.values())[:-2], json.dumps(values["diagnoses"]), values["severity"])
                 if existing is None:
-                    new_gaps.append(dict(benchmark_id=bench.id, prediction_id=prediction_id, status="open",
-                                         note=None, updated_at=now, **values))
-                    summary.new_alerts += alert
+                    new_gaps.append(dict(benchmark_id=bench.id, prediction_id=prediction_id, updated_at=now,
+                                         **values))
                 elif existing[1] != compared:  # rewrite only what changed
-                    changed_gaps.append(dict(id=existing[0], **values))
-                    summary.new_alerts += alert and abs(existing[1][0]) < threshold
+                    changed_gaps.append(dict(id=existing[0], updated_at=now, **values))
                 summary.gaps += 1
     if new_gaps:
         _insert(session, Gap, new_gaps)
     if changed_gaps:
         _update_by_id(session, Gap, changed_gaps)
-    _expire(session, (Prediction, Gap))
+    gap_ids = {(key[0], key[1]): gap_id for key, (gap_id, _) in existing_gaps.items()}
+    if new_gaps:
+        for gap_id, benchmark_id, prediction_id in _select_in(
+            session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id), Gap.benchmark_id,
+            sorted({row["benchmark_id"] for row in new_gaps}),
+        ):
+            gap_ids[(benchmark_id, prediction_id)] = gap_id
+    summary.new_alerts = write_verdicts(session, candidates, gap_ids, now)
+    _expire(session, (Prediction, Gap, Alert))
     return summary
 
 
+def _band(pred, pset: ParameterSet | None) -> float | None:
+    """The prediction's expected relative error (~90 % coverage): its own band when the cost model gave
+    one, else a calibrated set's cross-validated p90 error; None when unknown."""
+    band = getattr(pred, "error_band", None)
+    if band is None and pset is not None and pset.source == "calibrated" and pset.fit:
+        band = pset.fit.get("loo_p90_abs_rel_error")
+    return band
+
+
 def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines: Baselines, now,
-                         summary: RefreshSummary) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]]:
+                         summary: RefreshSummary, references,
+                         params_for) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
     # key -> source -> (prediction id, its stored values)
@@ -288,13 +347,11 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                           Prediction.checkpoint_id, checkpoint_ids):
         existing[tuple(row[1:8])][row.source] = (row[0], PredictionValues(*row[9:]))
 
-    # parameter sets as plain tuples, and CostParams built once per (set, baseline)
-    psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
+    # parameter sets as plain tuples; CostParams built once per (set, baseline) by params_for
     plans = defaultdict(list, {
         deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps) for p in sets]
         for deployment_id, sets in sets_by_deployment.items()
     })
-    params_cache: dict[tuple[int, float], CostParams] = {}
     # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
     tau_cache: dict[tuple, object] = {}
     computed: dict[tuple, list[tuple[str, PredictionValues, Throughput]]] = {}
@@ -317,15 +374,15 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                                                                      acc_to_acceptance)
                 accept_length, extrapolated, approximation = tau.accept_length, tau.extrapolated, tau.approximation
                 tau_source = "training"
+            elif (latest := references.get(max(b.id for b in group))) is not None:
+                accept_length, extrapolated, approximation = latest.accept_length, False, None
+                tau_source = "history"
             elif measured_taus:
                 accept_length, extrapolated, approximation = statistics.fmean(measured_taus), False, None
                 tau_source = "measured"
             else:
                 continue
-            params = params_cache.get((pset_id, baseline_tps))
-            if params is None:
-                params = params_cache[(pset_id, baseline_tps)] = cost_params(psets[pset_id], baseline_tps)
-            result = throughput(params, accept_length, steps, draft_tokens, topk)
+            result = throughput(params_for(pset_id, baseline_tps), accept_length, steps, draft_tokens, topk)
             round_ = result.round
             values = PredictionValues(
                 parameter_set_id=pset_id, predicted_tps=result.tps, accept_length=accept_length,
@@ -355,12 +412,12 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
     if changed_rows:
         _update_by_id(session, Prediction, changed_rows)
 
-    out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]] = {}
+    out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str]]] = {}
     for key, group in groups.items():
         stored = existing[key]
-        preds = [(stored[source][0], values, result) for source, values, result in computed[key]]
+        preds = [(stored[source][0], values, result, source) for source, values, result in computed[key]]
         if len(stored) > len(preds):
-            preds += [(pid, values, None) for source, (pid, values) in stored.items()
+            preds += [(pid, values, None, source) for source, (pid, values) in stored.items()
                       if source not in BUILTIN_SOURCES]
         if preds:
             out[key] = preds

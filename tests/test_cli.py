@@ -9,6 +9,7 @@ from specdash.cli.main import COMMANDS as LAZY_COMMANDS
 from specdash.cli.main import cli
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Gap, Prediction, Run
+from specdash.db.schema import SCHEMA_REVISION
 
 COMMANDS = sorted(LAZY_COMMANDS)
 
@@ -28,9 +29,9 @@ def test_version(invoke):
 def test_init_creates_then_reports_current(invoke, tmp_path):
     url = f"sqlite:///{tmp_path / 'new.db'}"
     first = invoke(url, "init")
-    assert first.exit_code == 0 and "created at schema revision 0001" in first.output
+    assert first.exit_code == 0 and f"created at schema revision {SCHEMA_REVISION}" in first.output
     second = invoke(url, "init")
-    assert "already at revision 0001" in second.output
+    assert f"already at revision {SCHEMA_REVISION}" in second.output
 
 
 def test_db_option_after_the_command(invoke, tmp_path):

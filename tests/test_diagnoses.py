@@ -139,5 +139,5 @@ def test_diagnoses_come_most_severe_first_and_rules_are_pluggable():
 def test_every_rule_has_a_stable_code_named_after_it():
     assert [rule.__name__ for rule in RULES] == [
         "algorithm_mismatch", "hidden_size_mismatch", "beyond_trained_depth", "slower_than_baseline",
-        "round_overhead", "acceptance_shortfall", "faster_than_predicted", "no_baseline",
+        "round_overhead", "acceptance_shortfall", "acceptance_unknown", "faster_than_predicted", "no_baseline",
     ]

@@ -149,18 +149,18 @@ if results:
                 "is_alert": st.column_config.CheckboxColumn("alert"),
             },
         )
-        new_alerts = outcomes[outcomes["is_alert"]]
+        new_alerts = outcomes[outcomes["is_alert"]]  # the verdict's row of each benchmark
         st.markdown("**New alerts**")
         if new_alerts.empty:
-            st.success("No gap at or above the threshold: the measurements agree with the predictions.")
+            st.success("No alert: the measurements agree with the predictions within their thresholds and bands.")
         for row in new_alerts.to_dict("records"):
             severity = row["severity"] or "none"
             st.page_link(
                 "views/alerts.py",
                 icon=SEVERITY_ICONS[severity],
                 label=(
-                    f"Alert #{row['gap_id']} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
+                    f"Alert #{int(row['alert_id'])} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
                     f"{setting_label(row)}, gap {gap_text(row['gap'])} against {md(row['source'])}"
                 ),
-                query_params={"alert": str(int(row["gap_id"]))},
+                query_params={"alert": str(int(row["alert_id"]))},
             )
