@@ -5,7 +5,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from specdash.app.text import plotly_text, setting_label
+from specdash.app.text import plotly_text
+from specdash.labels import setting_label
 
 SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4", "none": "#7f7f7f"}
 RUN_COLOURS = qualitative.D3

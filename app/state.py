@@ -207,10 +207,31 @@ def position_acceptance(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFra
     return _read(url, checkpoint_queries.position_acceptance_frame, list(checkpoint_ids))
 
 
+@st.cache_data(show_spinner=False)
+def measured_acceptance(url: str, checkpoint_id: int, dataset: str | None):
+    return _read(url, checkpoint_queries.measured_acceptance, checkpoint_id, dataset)
+
+
 # --- Settings ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def parameter_sets(url: str) -> pd.DataFrame:
     return _read(url, profiles.parameter_sets_frame)
+
+
+@st.cache_data(show_spinner=False)
+def profile_values(url: str, deployment_id: int) -> dict:
+    return _read(url, profiles.profile_values, deployment_id)
+
+
+@st.cache_data(show_spinner=False)
+def profile_revision(url: str, deployment_id: int) -> int:
+    return _read(url, profiles.profile_revision, deployment_id)
+
+
+def applied_version(report) -> int | None:
+    """The active calibrated set's version when it already holds this fit."""
+    with reading(engine()) as session:
+        return profiles.applied_version(session, report)
 
 
 def run_calibration(deployment_id: int | None) -> tuple[list, list]:

@@ -2,7 +2,6 @@
 in the domain's words."""
 
 import html
-import math
 import string
 
 # Every ASCII punctuation character can be backslash-escaped in Markdown; escaping them all makes a name
@@ -32,25 +31,6 @@ def unmd(markdown: str) -> str:
 def plotly_text(value) -> str:
     """A value from a file as literal text in a Plotly label or hover (Plotly reads a subset of HTML)."""
     return html.escape(str(value), quote=False)
-
-
-def _int(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return str(int(value))
-
-
-def setting_label(row) -> str:
-    """`EAGLE3 3/1/4`: algorithm, draft steps / top-k / draft tokens; `no speculation` for a baseline."""
-    algorithm = row["speculative_algorithm"]
-    if algorithm is None or (isinstance(algorithm, float) and math.isnan(algorithm)):
-        return "no speculation"
-    return f"{algorithm} {_int(row['num_steps'])}/{_int(row['topk'])}/{_int(row['num_draft_tokens'])}"
-
-
-def gap_text(gap: float | None) -> str:
-    """`+48.9%` (slower than predicted) or `-3.0%` (faster)."""
-    return "-" if gap is None or (isinstance(gap, float) and math.isnan(gap)) else f"{gap:+.1%}"
 
 
 SEVERITY_ICONS = {

@@ -32,6 +32,7 @@ def depth_figure(
     title: str,
     trained_depth: int | None = None,
     top_tps: float | None = None,
+    depth_label: str = "trained depth",
 ) -> go.Figure:
     """tok/s per draft depth; the no-speculation line is the break-even; the optimum starred; depths past
     the trained one drawn hollow (their acceptance is extrapolated)."""
@@ -78,7 +79,7 @@ def depth_figure(
         fig.add_vline(
             x=trained_depth + 0.5,
             line=dict(color="#888", dash="dot", width=1),
-            annotation_text=f"trained depth {trained_depth}",
+            annotation_text=f"{depth_label} {trained_depth}",
             annotation_position="bottom right",
         )
     fig.update_layout(

@@ -13,7 +13,7 @@ from bench import dashboard, data, mlflow_cases
 from bench.data import REPO, fresh_db
 from bench.measure import cpu_model, median_of, run_process, timed
 
-SPECBUNDLE = REPO.parent / "shared" / "fixtures" / "real" / "specbundle-data.json"
+SPECBUNDLE = REPO / "tests" / "fixtures" / "real" / "specbundle-data.json"
 
 TARGETS = {
     "ingest_vs_mlflow": (">=", 30),

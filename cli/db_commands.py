@@ -4,7 +4,7 @@ import click
 
 from specdash.cli.common import db_option, db_url, open_db
 from specdash.db.engine import make_engine, reading
-from specdash.db.schema import current_revision, head_revision, upgrade
+from specdash.db.schema import current_revision, revision_history, upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
 from specdash.ingest.pipeline import describe, ingest_bytes
 
@@ -22,9 +22,15 @@ def init(ctx: click.Context) -> None:
     """
     engine = make_engine(db_url(ctx))
     before = current_revision(engine)
-    upgrade(engine)
-    head = head_revision()
+    history = revision_history()
+    head = history[-1]
     where = engine.url.render_as_string(hide_password=True)
+    if before is not None and before not in history:
+        raise click.ClickException(
+            f"{where} is at schema revision {before}, which this specdash (schema {head}) does not know: "
+            "it was written by a newer specdash; upgrade specdash instead of downgrading the database"
+        )
+    upgrade(engine)
     if before == head:
         click.echo(f"{where}: schema already at revision {head}")
     elif before is None:

@@ -8,7 +8,9 @@ import click
 
 from specdash.cli.common import db_option, open_db
 from specdash.db.engine import reading, transaction
+from specdash.db.models import GAP_STATUSES
 from specdash.db.refresh import refresh
+from specdash.labels import gap_text, setting_label
 
 JSON_FIELDS = (
     "benchmark_id", "gap_id", "run", "checkpoint", "deployment", "source", "speculative_algorithm",
@@ -50,11 +52,11 @@ def _table(rows: list[dict]) -> str:
               "status", "diagnoses")
     lines = [header]
     for r in rows:
-        setting = f"{r['speculative_algorithm']} {r['num_steps']}/{r['topk']}/{r['num_draft_tokens']}"
+        setting = setting_label(r)
         codes = ",".join(d["code"] for d in r["diagnoses"]) or "-"
         lines.append((
             str(r["benchmark_id"]), r["run"], r["checkpoint"], r["deployment"], setting, r["source"],
-            f"{r['measured_tps']:.1f}", f"{r['predicted_tps']:.1f}", f"{r['gap']:+.1%}", r["status"], codes,
+            f"{r['measured_tps']:.1f}", f"{r['predicted_tps']:.1f}", gap_text(r["gap"]), r["status"], codes,
         ))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
@@ -77,8 +79,7 @@ def _csv(rows: list[dict]) -> str:
 
 @click.command()
 @threshold_option
-@click.option("--status", type=click.Choice(["open", "investigating", "explained", "resolved", "dismissed",
-                                             "all"]), default="open", show_default=True)
+@click.option("--status", type=click.Choice([*GAP_STATUSES, "all"]), default="open", show_default=True)
 @click.option("--source", help="Only gaps against this prediction source (theory, calibrated, or external).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @db_option

@@ -3,6 +3,8 @@
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from specdash.costmodel.throughput import verified_tokens
+
 # Beyond the trained TTT depth a drafter extrapolates; each extra position keeps this share of the
 # previous position's conditional rate (a conservative decay; the prediction is marked extrapolated).
 EXTRAPOLATION_DECAY = 0.9
@@ -90,8 +92,8 @@ def predict_accept_length(
     past the trained depth rates decay by EXTRAPOLATION_DECAY per position. A tree is approximated by a
     chain of `tree_shape` whose position j accepts when any of its w candidates does: 1 - (1 - p_j)^w,
     an optimistic rule (siblings are not independent, and not all hang below the accepted path)."""
-    if draft_tokens is None and topk == 1:
-        draft_tokens = steps + 1
+    if topk == 1:
+        draft_tokens = verified_tokens(steps, topk, draft_tokens)
     depth, width = tree_shape(steps, topk, draft_tokens)
     if depth == 0:
         return AcceptLength(1.0, False, None)

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 from specdash.costmodel.gaps import GapDecomposition
 
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+# A diagnosis's severity, most severe first: critical means the benchmark itself is likely invalid.
+SEVERITIES = ("critical", "warning", "info")
+SEVERITY_ORDER = {severity: rank for rank, severity in enumerate(SEVERITIES)}
 
 # Acceptance lengths within this relative tolerance count as "as predicted".
 ACCEPTANCE_TOLERANCE = 0.05
@@ -201,6 +203,8 @@ RULES: list[Callable[[GapContext], Diagnosis | None]] = [
     faster_than_predicted,
     no_baseline,
 ]
+# A rule's name is the code of the diagnosis it gives (a test holds every rule to it).
+DIAGNOSIS_CODES = tuple(rule.__name__ for rule in RULES)
 
 # Diagnoses that make a benchmark invalid or out of the drafter's range, whatever its gap: always an alert.
 CONFIGURATION_CODES = ("algorithm_mismatch", "hidden_size_mismatch", "beyond_trained_depth")

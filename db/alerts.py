@@ -10,7 +10,10 @@ import pandas as pd
 from sqlalchemy import and_, case, exists, func, select, true
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.diagnoses import DIAGNOSIS_CODES, SEVERITY_ORDER
+from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
 from specdash.db.models import (
+    ACTIVE_STATUSES,
     GAP_STATUSES,
     Alert,
     AlertEvent,
@@ -23,22 +26,11 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.queries import alert_threshold
-from specdash.db.settings import get_gap_threshold
+from specdash.db.settings import get_gap_threshold, threshold_sql
 
-SEVERITIES = ("critical", "warning", "info", "none")
-# The stable codes of the cost model's diagnosis rules, in the rules' order (a filter's choices).
-DIAGNOSIS_CODES = (
-    "algorithm_mismatch",
-    "hidden_size_mismatch",
-    "beyond_trained_depth",
-    "slower_than_baseline",
-    "round_overhead",
-    "acceptance_shortfall",
-    "acceptance_unknown",
-    "faster_than_predicted",
-    "no_baseline",
-)
+# An alert's severity is its verdict's; "none" for an alert without one.
+SEVERITIES = (*DIAGNOSIS_SEVERITIES, "none")
+__all__ = ["DIAGNOSIS_CODES", "SEVERITIES"]  # the filters' choices, defined by the cost model's rules
 GROUPINGS = ("deployment", "run", "diagnosis")
 
 
@@ -50,7 +42,7 @@ class AlertChangeError(ValueError):
 class AlertFilters:
     """Plain, hashable filters (the dashboard caches on them). Empty tuples and None mean "any"."""
 
-    statuses: tuple[str, ...] = ("open", "investigating")
+    statuses: tuple[str, ...] = ACTIVE_STATUSES
     severities: tuple[str, ...] = ()
     source: str | None = None  # the prediction the verdict is against
     deployment: str | None = None
@@ -107,7 +99,7 @@ def alert_select(global_threshold: float):
             Alert.reason,
             muted_clause().label("muted"),
             func.coalesce(Gap.diagnoses, "[]").label("diagnoses"),
-            alert_threshold(global_threshold).label("threshold"),
+            threshold_sql(global_threshold).label("threshold"),
         )
         .select_from(Alert)
         .join(Benchmark, Alert.benchmark_id == Benchmark.id)
@@ -153,7 +145,7 @@ def _rows(session: Session, query) -> list[dict]:
     return rows
 
 
-SEVERITY_RANK = case({"critical": 0, "warning": 1, "info": 2}, value=Alert.severity, else_=3)
+SEVERITY_RANK = case(SEVERITY_ORDER, value=Alert.severity, else_=len(SEVERITY_ORDER))
 
 
 def alert_page(

@@ -19,6 +19,7 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel import calibration as fitting
+from specdash.costmodel.uncertainty import error_band
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, PositionAcceptance, Run
 from specdash.db.parameters import Baselines, fitted_params, load_baselines, next_version
 from specdash.db.refresh import benchmark_steps
@@ -223,6 +224,7 @@ def fit_summary(report: CalibrationReport) -> dict:
         "loo_median_abs_rel_error": fit.loo_median_abs_rel_error,
         "loo_p90_abs_rel_error": fit.loo_p90_abs_rel_error,
         "cross_validation": fit.cross_validation,
+        "error_band": error_band(fit.cv_errors),
         "loss": fitting.LOSS,
         "loss_scale": fitting.LOSS_SCALE,
         "prior_weight": fitting.PRIOR_WEIGHT,

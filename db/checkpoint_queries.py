@@ -8,6 +8,7 @@ import pandas as pd
 from sqlalchemy import Integer, cast, func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.measured import conditional_from_measured
 from specdash.db.models import (
     Benchmark,
     Checkpoint,
@@ -328,10 +329,14 @@ def training_curves(
     return pd.concat(frames, ignore_index=True)[columns]
 
 
+POSITION_COLUMNS = ["run", "checkpoint", "step", "position", "rate", "source"]
+
+
 def position_acceptance_frame(session: Session, checkpoint_ids: list[int]) -> pd.DataFrame:
-    """Conditional acceptance per draft position of the checkpoints (training acc_i), position 0-based."""
+    """Conditional acceptance per draft position of the checkpoints (training acc_i), position 0-based;
+    the columns are there even when no checkpoint has any."""
     if not checkpoint_ids:
-        return pd.DataFrame(columns=["run", "checkpoint", "step", "position", "rate", "source"])
+        return pd.DataFrame(columns=POSITION_COLUMNS)
     query = (
         select(
             Run.name.label("run"),
@@ -346,4 +351,59 @@ def position_acceptance_frame(session: Session, checkpoint_ids: list[int]) -> pd
         .where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids))
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name, PositionAcceptance.position)
     )
-    return pd.DataFrame(session.execute(query).mappings().all())
+    return pd.DataFrame(session.execute(query).mappings().all(), columns=POSITION_COLUMNS)
+
+
+@dataclass(frozen=True)
+class MeasuredAcceptance:
+    """A checkpoint's per-position acceptance derived from its benchmarks (no training metrics needed)."""
+
+    rates: tuple[float, ...]
+    source: str  # survival | accept_length | none
+    accept_lengths: dict[int, float]  # chain depth K -> mean measured tau
+    benchmarks: int
+    datasets: tuple[str, ...]
+
+    @property
+    def depth(self) -> int:
+        """The deepest position the benchmarks measured; deeper ones are extrapolated."""
+        return len(self.rates)
+
+
+def measured_acceptance(
+    session: Session, checkpoint_id: int, dataset: str | None = None
+) -> MeasuredAcceptance:
+    """Conditional acceptance per position from the checkpoint's benchmarks (superseded ones left out, one
+    dataset or all): vLLM's per-position survival rates averaged per position when any benchmark has them,
+    else the mean measured accept length of chain speculation at each depth K."""
+    query = select(
+        Benchmark.num_steps,
+        Benchmark.topk,
+        Benchmark.accept_length,
+        Benchmark.position_survival,
+        Benchmark.dataset,
+    ).where(
+        Benchmark.checkpoint_id == checkpoint_id,
+        Benchmark.speculative_algorithm.is_not(None),
+        Benchmark.superseded_by_id.is_(None),
+        *((Benchmark.dataset == dataset,) if dataset is not None else ()),
+    )
+    taus: dict[int, list[float]] = {}
+    survival: dict[int, list[float]] = {}
+    used, datasets = 0, set()
+    for steps, topk, tau, positions, name in session.execute(query):
+        counted = False
+        if positions:
+            for i, value in enumerate(positions):
+                survival.setdefault(i, []).append(float(value))
+            counted = True
+        if steps and (topk or 1) == 1 and tau is not None and tau >= 1:
+            taus.setdefault(int(steps), []).append(float(tau))
+            counted = True
+        if counted:
+            used += 1
+            datasets.add(name or "")
+    accept_lengths = {k: sum(v) / len(v) for k, v in sorted(taus.items())}
+    mean_survival = [sum(survival[i]) / len(survival[i]) for i in sorted(survival)]
+    rates, source = conditional_from_measured(mean_survival, accept_lengths)
+    return MeasuredAcceptance(tuple(rates), source, accept_lengths, used, tuple(sorted(datasets)))

@@ -28,9 +28,11 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+# An alert's investigation, from raised to closed; the first two are still being looked at.
 GAP_STATUSES = ("open", "investigating", "explained", "resolved", "dismissed")
-# statuses of an investigation still under way (what the default views and `specdash check` count)
-ACTIVE_STATUSES = ("open", "investigating")
+ACTIVE_STATUSES = GAP_STATUSES[:2]
+# specdash's own prediction sources, in the order they are listed; any other source name is external.
+BUILTIN_SOURCES = ("theory", "calibrated")
 
 
 def utcnow() -> datetime:
@@ -282,6 +284,8 @@ class Prediction(Base):
     baseline_tps: Mapped[float | None] = mapped_column(Float)
     extrapolated: Mapped[bool] = mapped_column(Boolean, default=False)
     approximation: Mapped[str | None] = mapped_column(String(200))
+    # expected |measured / predicted - 1| at 90 % coverage (costmodel.uncertainty); None for external ones
+    error_band: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     checkpoint: Mapped[Checkpoint] = relationship()

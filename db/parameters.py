@@ -88,6 +88,21 @@ def fitted_params(pset: ParameterSet) -> "FittedParams":
     )
 
 
+def fit_error_band(fit: dict | None) -> float | None:
+    """The error band a calibrated set's fit recorded (None for a theory set). Sets saved before bands
+    existed recorded their held-out p90 and size: the band is rebuilt from those."""
+    if not fit:
+        return None
+    if fit.get("error_band") is not None:
+        return float(fit["error_band"])
+    p90, n = fit.get("loo_p90_abs_rel_error"), fit.get("n_benchmarks")
+    if p90 is None or not n:
+        return None
+    from specdash.costmodel.uncertainty import error_band
+
+    return error_band([p90] * int(n))
+
+
 @dataclass(frozen=True)
 class Baselines:
     """Median measured no-speculation tok/s per (deployment, concurrency, dataset) and per

@@ -3,12 +3,13 @@ sets, each followed by a refresh of the predictions and gaps it changes; and the
 
 import pandas as pd
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.calibration import CalibrationReport, apply_calibration
 from specdash.db.models import Benchmark, Deployment, ParameterSet
-from specdash.db.parameters import ensure_theory_set
+from specdash.db.parameters import PROFILE_FIELDS as COST_FIELDS
+from specdash.db.parameters import ensure_theory_set, next_version
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.db.settings import set_gap_threshold
 from specdash.ingest.records import DeploymentRecord
@@ -76,6 +77,99 @@ def save_deployment(
     return deployment, _refresh_deployment(session, deployment.id)
 
 
+def profile_values(session: Session, deployment_id: int) -> dict:
+    """The deployment's stored profile, field by field, as the Settings form is pre-filled with it."""
+    deployment = session.get(Deployment, deployment_id)
+    if deployment is None:
+        raise ProfileError(f"deployment: no deployment with id {deployment_id}")
+    return {name: getattr(deployment, name) for name in PROFILE_FIELDS}
+
+
+def profile_revision(session: Session, deployment_id: int) -> int:
+    """The deployment's latest parameter-set version (0 before the first): it changes with every saved
+    profile, restore or calibration, so a form keyed on it is pre-filled afresh."""
+    return session.scalar(
+        select(func.coalesce(func.max(ParameterSet.version), 0)).where(
+            ParameterSet.deployment_id == deployment_id
+        )
+    )
+
+
+def _same(old, new) -> bool:
+    if isinstance(old, float) and isinstance(new, int | float):
+        return abs(old - new) <= 1e-12 * max(1.0, abs(old))
+    return old == new
+
+
+def edit_deployment(
+    session: Session, deployment_id: int, shown: dict, submitted: dict
+) -> tuple[Deployment, RefreshSummary, list[str]]:
+    """Apply only the fields the user changed: `shown` is what the form was pre-filled with, `submitted`
+    what came back. Untouched fields keep their stored values whatever the form's widgets round them to;
+    a changed cost field makes a new theory parameter-set version. Returns the fields changed.
+    Raises ProfileError."""
+    deployment = session.get(Deployment, deployment_id)
+    if deployment is None:
+        raise ProfileError(f"deployment: no deployment with id {deployment_id}")
+    changed = {
+        name: submitted[name]
+        for name in PROFILE_FIELDS
+        if name in submitted and not _same(shown.get(name), submitted[name])
+    }
+    if not changed:
+        return deployment, RefreshSummary(), []
+    merged = {**{name: getattr(deployment, name) for name in PROFILE_FIELDS}, **changed}
+    record = _validated(merged)
+    clash = session.scalar(select(Deployment.id).where(Deployment.name == record.name))
+    if clash is not None and clash != deployment_id:
+        raise ProfileError(f"name: a deployment named {record.name!r} already exists")
+    for name in changed:
+        setattr(deployment, name, getattr(record, name))
+    session.flush()
+    ensure_theory_set(session, deployment)
+    return deployment, _refresh_deployment(session, deployment.id), sorted(changed)
+
+
+def restore_parameter_set(session: Session, parameter_set_id: int) -> tuple[ParameterSet, RefreshSummary]:
+    """Make an earlier parameter set current again as a new version (the history keeps every version):
+    a theory set's values go back into the deployment's profile; a calibrated set becomes the active
+    calibrated one. The deployment's predictions and gaps are recomputed."""
+    old = session.get(ParameterSet, parameter_set_id)
+    if old is None:
+        raise ProfileError(f"parameter_set: no parameter set with id {parameter_set_id}")
+    deployment = old.deployment
+    if old.source == "theory":
+        for name in COST_FIELDS:
+            setattr(deployment, name, getattr(old, name))
+        session.flush()
+        pset = ensure_theory_set(session, deployment)
+        if pset.id != old.id:
+            pset.note = f"restored from v{old.version}"
+    else:
+        for other in session.scalars(
+            select(ParameterSet).where(
+                ParameterSet.deployment_id == deployment.id,
+                ParameterSet.source == old.source,
+                ParameterSet.is_active.is_(True),
+            )
+        ):
+            other.is_active = False
+        pset = ParameterSet(
+            deployment_id=deployment.id,
+            version=next_version(session, deployment.id),
+            source=old.source,
+            draft_branch_ms=old.draft_branch_ms,
+            acc_to_acceptance=old.acc_to_acceptance,
+            fit=old.fit,
+            is_active=True,
+            note=f"restored from v{old.version}",
+            **{name: getattr(old, name) for name in COST_FIELDS},
+        )
+        session.add(pset)
+    session.flush()
+    return pset, _refresh_deployment(session, deployment.id)
+
+
 def set_deployment_threshold(session: Session, deployment_id: int, threshold: float | None) -> RefreshSummary:
     """A deployment's own gap threshold (None: use the global one); diagnoses are recomputed with it."""
     if threshold is not None and not 0 < threshold <= 1:
@@ -107,20 +201,73 @@ def apply_calibration_and_refresh(
     return pset, _refresh_deployment(session, report.deployment_id)
 
 
+def applied_version(session: Session, report: CalibrationReport) -> int | None:
+    """The version of the deployment's active calibrated set when it already holds this fit (same
+    benchmarks, same parameters), so the page does not offer it again."""
+    active = session.scalars(
+        select(ParameterSet).where(
+            ParameterSet.deployment_id == report.deployment_id,
+            ParameterSet.source == "calibrated",
+            ParameterSet.is_active.is_(True),
+        )
+    ).all()
+    params = report.params
+    wanted = (
+        params.draft_step_ms,
+        params.draft_branch_ms,
+        params.round_overhead_ms,
+        params.verify_growth,
+        params.verify_growth,
+        params.acc_to_acceptance,
+    )
+    for pset in active:
+        stored = (
+            pset.draft_step_ms,
+            pset.draft_branch_ms or 0.0,
+            pset.round_overhead_ms,
+            pset.verify_growth_compute,
+            pset.verify_growth_comm,
+            pset.acc_to_acceptance,
+        )
+        same_benchmarks = sorted((pset.fit or {}).get("benchmark_ids", [])) == sorted(report.benchmark_ids)
+        if same_benchmarks and all(
+            abs(a - b) <= 1e-9 * max(1.0, abs(a)) for a, b in zip(stored, wanted, strict=True)
+        ):
+            return pset.version
+    return None
+
+
+def apply_calibrations_and_refresh(
+    session: Session, reports: list[CalibrationReport]
+) -> tuple[list[ParameterSet], RefreshSummary]:
+    """Apply every fit not applied yet in one transaction, then one refresh of the deployments touched."""
+    sets = [apply_calibration(session, r) for r in reports if applied_version(session, r) is None]
+    touched = sorted({pset.deployment_id for pset in sets})
+    if not touched:
+        return [], RefreshSummary()
+    ids = list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id.in_(touched))))
+    return sets, refresh(session, ids)
+
+
 def parameter_sets_frame(session: Session) -> pd.DataFrame:
     """Every parameter set, newest version of each deployment first, with its fit quality when calibrated."""
     query = (
         select(
+            ParameterSet.id,
+            ParameterSet.deployment_id,
             Deployment.name.label("deployment"),
             ParameterSet.version,
             ParameterSet.source,
             ParameterSet.is_active,
+            ParameterSet.baseline_tps,
+            ParameterSet.comm_fraction,
             ParameterSet.draft_step_ms,
             ParameterSet.round_overhead_ms,
             ParameterSet.verify_growth_compute,
             ParameterSet.verify_growth_comm,
             ParameterSet.acc_to_acceptance,
             ParameterSet.fit,
+            ParameterSet.note,
             ParameterSet.created_at,
         )
         .join(Deployment, ParameterSet.deployment_id == Deployment.id)
@@ -131,7 +278,23 @@ def parameter_sets_frame(session: Session) -> pd.DataFrame:
         fit = row.pop("fit") or {}
         row["benchmarks"] = fit.get("n_benchmarks")
         row["cv_median_error"] = fit.get("loo_median_abs_rel_error")
-    columns = ["deployment", "version", "source", "is_active", "draft_step_ms", "round_overhead_ms",
-               "verify_growth_compute", "verify_growth_comm", "acc_to_acceptance", "benchmarks", "cv_median_error",
-               "created_at"]
+    columns = [
+        "id",
+        "deployment_id",
+        "deployment",
+        "version",
+        "source",
+        "is_active",
+        "baseline_tps",
+        "comm_fraction",
+        "draft_step_ms",
+        "round_overhead_ms",
+        "verify_growth_compute",
+        "verify_growth_comm",
+        "acc_to_acceptance",
+        "benchmarks",
+        "cv_median_error",
+        "note",
+        "created_at",
+    ]
     return pd.DataFrame(rows, columns=columns)

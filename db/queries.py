@@ -8,6 +8,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import (
+    BUILTIN_SOURCES,
     Alert,
     Benchmark,
     Checkpoint,
@@ -16,9 +17,7 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
-from specdash.db.settings import get_gap_threshold
-
-BUILTIN_SOURCE_ORDER = ("theory", "calibrated")
+from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 
 
 def counts(session: Session) -> dict[str, int]:
@@ -69,11 +68,7 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
     """Gaps (every prediction source: analysis) with their run, checkpoint, deployment and prediction, at or
     above `threshold` (None: each deployment's own threshold, else the global one), with the status of the
     benchmark's alert (alert_id is the benchmark id) and whether this gap is the one it is judged on."""
-    limit = (
-        threshold
-        if threshold is not None
-        else func.coalesce(Deployment.gap_threshold, global_threshold)
-    )
+    limit = threshold if threshold is not None else threshold_sql(global_threshold)
     return (
         select(
             Gap.id.label("gap_id"),
@@ -105,7 +100,7 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
             func.coalesce(Alert.status, "open").label("status"),
             Alert.note,
             Gap.diagnoses,
-            func.coalesce(Deployment.gap_threshold, global_threshold).label("threshold"),
+            threshold_sql(global_threshold).label("threshold"),
             Alert.benchmark_id.label("alert_id"),
             func.coalesce(Alert.gap_id == Gap.id, False).label("verdict"),
             func.coalesce(Alert.is_alert, False).label("is_alert"),
@@ -116,7 +111,7 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(func.abs(Gap.gap) >= limit)
+        .where(is_alert_sql(limit))
     )
 
 
@@ -136,11 +131,6 @@ def gap_rows(
     return [dict(row) for row in session.execute(query).mappings()]
 
 
-def alert_threshold(global_threshold: float):
-    """The threshold that applies to a gap: its deployment's own, else the global one (SQL expression)."""
-    return func.coalesce(Deployment.gap_threshold, global_threshold)
-
-
 def open_alert_counts(session: Session) -> dict[str, int]:
     """Open alerts (raised verdicts, muted ones left out) by severity; "none" for one without a severity."""
     from specdash.db.alerts import muted_clause
@@ -158,7 +148,7 @@ def prediction_sources(session: Session) -> list[str]:
     """Prediction sources that have gaps: theory and calibrated first, then external names."""
     with_gaps = select(Prediction.source).join(Gap, Gap.prediction_id == Prediction.id).distinct()
     names = set(session.scalars(with_gaps))
-    builtin = [name for name in BUILTIN_SOURCE_ORDER if name in names]
+    builtin = [name for name in BUILTIN_SOURCES if name in names]
     return builtin + sorted(names - set(builtin))
 
 

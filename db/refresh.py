@@ -1,8 +1,8 @@
-"""Recompute cost-model predictions and gaps (alerts) for stored benchmarks.
+"""Recompute cost-model predictions, gaps and each benchmark's verdict (db/verdicts.py) for stored benchmarks.
 
 Reads what the cost model needs from the store as plain rows, calls costmodel/, and writes back in bulk
-(one executemany per kind of change) only the predictions and gaps whose numbers changed; the status
-and note of an existing alert are kept. No ORM object per benchmark: tens of thousands take seconds."""
+(one executemany per kind of change) only the predictions, gaps and verdicts whose numbers changed; the
+status and note of an existing alert are kept. No ORM object per benchmark: tens of thousands take seconds."""
 
 import gc
 import json
@@ -11,6 +11,7 @@ from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy import JSON, Boolean, DateTime, Text, bindparam, select, type_coerce
 from sqlalchemy.orm import Session
@@ -27,7 +28,9 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel.diagnoses import worst_severity
+from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.models import (
+    BUILTIN_SOURCES,
     Alert,
     Benchmark,
     Checkpoint,
@@ -39,11 +42,10 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.parameters import Baselines, cost_params, ensure_theory_set, load_baselines
-from specdash.db.settings import get_gap_threshold
+from specdash.db.parameters import Baselines, cost_params, ensure_theory_set, fit_error_band, load_baselines
+from specdash.db.settings import applicable_threshold, get_gap_threshold
 from specdash.db.verdicts import Candidate, acceptance_references, write_verdicts
 
-BUILTIN_SOURCES = ("theory", "calibrated")
 CHUNK = 5000  # ids per IN (...) list, well under SQLite's bound-parameter limit
 
 BENCHMARK_COLUMNS = (
@@ -57,10 +59,30 @@ PREDICTION_KEY = (
 )
 PREDICTION_VALUES = ("parameter_set_id", "predicted_tps", "accept_length", "accept_length_source", "round_ms",
                      "compute_ms", "comm_ms", "draft_ms", "overhead_ms", "baseline_tps", "extrapolated",
-                     "approximation")
+                     "approximation", "error_band")
 PredictionValues = namedtuple("PredictionValues", PREDICTION_VALUES)
 GAP_VALUES = ("gap", "measured_tps", "predicted_tps", "measured_round_ms", "predicted_round_ms",
               "acceptance_factor", "round_factor", "unexplained_ms", "diagnoses", "severity")
+GapValues = namedtuple("GapValues", GAP_VALUES)  # diagnoses as the JSON text stored
+
+
+class PredictionKey(NamedTuple):
+    """What one prediction covers; the benchmarks of a group share it (columns of PREDICTION_KEY)."""
+
+    checkpoint_id: int
+    deployment_id: int
+    steps: int
+    topk: int
+    draft_tokens: int
+    concurrency: int
+    dataset: str
+
+
+class Stored(NamedTuple):
+    """A row already in the store: its id and the values compared before rewriting (None: just inserted)."""
+
+    id: int
+    values: tuple | None
 
 
 @dataclass
@@ -82,10 +104,16 @@ def benchmark_steps(bench) -> int | None:
     return None
 
 
-def _prediction_key(bench, steps: int) -> tuple:
+def _prediction_key(bench, steps: int) -> PredictionKey:
     draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
-    return (bench.checkpoint_id, bench.deployment_id, steps, bench.topk or 1, draft_tokens,
-            bench.concurrency, bench.dataset or "")
+    return PredictionKey(bench.checkpoint_id, bench.deployment_id, steps, bench.topk or 1, draft_tokens,
+                         bench.concurrency, bench.dataset or "")
+
+
+def _key_of(row) -> PredictionKey:
+    """The PredictionKey of a row selected with the PREDICTION_KEY columns."""
+    return PredictionKey(row.checkpoint_id, row.deployment_id, row.num_steps, row.topk, row.num_draft_tokens,
+                         row.concurrency, row.dataset)
 
 
 def _chunks(ids: list[int]) -> Iterator[list[int]]:
@@ -203,11 +231,11 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
             continue
         groups[_prediction_key(bench, steps)].append(bench)
     everything = benchmark_ids is None
-    checkpoint_ids = None if everything else sorted({key[0] for key in groups})
+    checkpoint_ids = None if everything else sorted({key.checkpoint_id for key in groups})
     drafters = _drafters(session, checkpoint_ids)
     now = utcnow()
     # drafters without training metrics: their own other benchmarks say what accept length to expect
-    untrained = sorted(cid for cid in {key[0] for key in groups} if not drafters[cid].rates)
+    untrained = sorted(cid for cid in {key.checkpoint_id for key in groups} if not drafters[cid].rates)
     references = acceptance_references(session, untrained, benchmark_steps)
     if not everything and untrained:
         # a new benchmark can become the reference of earlier ones of its drafter: judge them again
@@ -231,21 +259,21 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                                        now, summary, references, params_for)
     bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
     # diagnoses are compared as the JSON text stored, not decoded row by row
-    gap_columns = [type_coerce(Gap.__table__.c[name], Text) if name == "diagnoses" else Gap.__table__.c[name]
+    gap_columns = [type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
                    for name in GAP_VALUES]
     existing_gaps = {
-        (row[1], row[2]): (row[0], tuple(row[3:]))
+        (row.benchmark_id, row.prediction_id): Stored(row.id, GapValues(*(getattr(row, name) for name in GAP_VALUES)))
         for row in _select_in(session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *gap_columns),
                               Gap.benchmark_id, bench_ids)
     }
     new_gaps, changed_gaps = [], []
     candidates: dict[int, list[Candidate]] = defaultdict(list)
     for key, preds in predictions.items():
-        deployment = deployments[key[1]]
-        drafter = drafters[key[0]]
-        steps, draft_tokens, concurrency, dataset = key[2], key[4], key[5], key[6]
-        measured_baseline = baselines.lookup(key[1], concurrency, dataset)
-        threshold = deployment.gap_threshold or global_threshold
+        deployment = deployments[key.deployment_id]
+        drafter = drafters[key.checkpoint_id]
+        steps, draft_tokens, concurrency, dataset = key.steps, key.draft_tokens, key.concurrency, key.dataset
+        measured_baseline = baselines.lookup(key.deployment_id, concurrency, dataset)
+        threshold = applicable_threshold(deployment.gap_threshold, global_threshold)
         for bench in groups[key]:
             reference = references.get(bench.id)
             for prediction_id, pred, result, source in preds:
@@ -260,7 +288,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                         tau_source, tau_text = "history", reference.text
                         if reference.accept_length != result.accept_length:
                             result = throughput(params_for(pred.parameter_set_id, pred.baseline_tps),
-                                                reference.accept_length, steps, draft_tokens, key[3])
+                                                reference.accept_length, steps, draft_tokens, key.topk)
                     else:
                         tau_source = "measured"
                 elif tau_source == "training":
@@ -286,7 +314,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                 pset = psets.get(pred.parameter_set_id)
                 candidates[bench.id].append(Candidate(
                     source=source, prediction_id=prediction_id, gap=decomposition.gap,
-                    threshold=threshold, band=_band(pred, pset), diagnoses=diagnoses,
+                    threshold=threshold, band=pred.error_band, diagnoses=diagnoses,
                     acceptance_factor=decomposition.acceptance_factor, accept_length_source=tau_source,
                     version=pset.version if pset is not None else None,
                 ))
@@ -303,53 +331,42 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     severity=worst_severity(diagnoses),
                 )
                 existing = existing_gaps.get((bench.id, prediction_id))
-                compared = (*tuple(values.values())[:-2], json.dumps(values["diagnoses"]), values["severity"])
+                compared = GapValues(**dict(values, diagnoses=json.dumps(values["diagnoses"])))
                 if existing is None:
                     new_gaps.append(dict(benchmark_id=bench.id, prediction_id=prediction_id, updated_at=now,
                                          **values))
-                elif existing[1] != compared:  # rewrite only what changed
-                    changed_gaps.append(dict(id=existing[0], updated_at=now, **values))
+                elif existing.values != compared:  # rewrite only what changed
+                    changed_gaps.append(dict(id=existing.id, updated_at=now, **values))
                 summary.gaps += 1
     if new_gaps:
         _insert(session, Gap, new_gaps)
     if changed_gaps:
         _update_by_id(session, Gap, changed_gaps)
-    gap_ids = {(key[0], key[1]): gap_id for key, (gap_id, _) in existing_gaps.items()}
+    gap_ids = {pair: stored.id for pair, stored in existing_gaps.items()}
     if new_gaps:
-        for gap_id, benchmark_id, prediction_id in _select_in(
-            session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id), Gap.benchmark_id,
-            sorted({row["benchmark_id"] for row in new_gaps}),
-        ):
-            gap_ids[(benchmark_id, prediction_id)] = gap_id
+        for row in _select_in(session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id), Gap.benchmark_id,
+                              sorted({row["benchmark_id"] for row in new_gaps})):
+            gap_ids[(row.benchmark_id, row.prediction_id)] = row.id
     summary.new_alerts = write_verdicts(session, candidates, gap_ids, now)
     _expire(session, (Prediction, Gap, Alert))
     return summary
 
 
-def _band(pred, pset: ParameterSet | None) -> float | None:
-    """The prediction's expected relative error (~90 % coverage): its own band when the cost model gave
-    one, else a calibrated set's cross-validated p90 error; None when unknown."""
-    band = getattr(pred, "error_band", None)
-    if band is None and pset is not None and pset.source == "calibrated" and pset.fit:
-        band = pset.fit.get("loo_p90_abs_rel_error")
-    return band
-
-
 def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines: Baselines, now,
-                         summary: RefreshSummary, references,
-                         params_for) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str]]]:
+                         summary: RefreshSummary, references, params_for,
+                         ) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
     # key -> source -> (prediction id, its stored values)
-    existing: dict[tuple, dict[str, tuple[int, PredictionValues | None]]] = defaultdict(dict)
+    existing: dict[PredictionKey, dict[str, Stored]] = defaultdict(dict)
     value_columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
     for row in _select_in(session, select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns),
                           Prediction.checkpoint_id, checkpoint_ids):
-        existing[tuple(row[1:8])][row.source] = (row[0], PredictionValues(*row[9:]))
+        existing[_key_of(row)][row.source] = Stored(row.id, PredictionValues(*(getattr(row, n) for n in PREDICTION_VALUES)))
 
     # parameter sets as plain tuples; CostParams built once per (set, baseline) by params_for
     plans = defaultdict(list, {
-        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps) for p in sets]
+        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit)) for p in sets]
         for deployment_id, sets in sets_by_deployment.items()
     })
     # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
@@ -362,7 +379,7 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
         measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
         measured_taus = [b.accept_length for b in group if b.accept_length]
         results = []
-        for pset_id, source, acc_to_acceptance, profile_baseline in plans[deployment_id]:
+        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band in plans[deployment_id]:
             baseline_tps = measured_baseline or profile_baseline
             if not baseline_tps:
                 continue
@@ -390,15 +407,16 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                 compute_ms=round_.compute_ms, comm_ms=round_.comm_ms,
                 draft_ms=round_.draft_ms, overhead_ms=round_.overhead_ms,
                 baseline_tps=baseline_tps, extrapolated=extrapolated, approximation=approximation,
+                error_band=fitted_band if fitted_band is not None else prior_error_band(tau_source),
             )
             stored = existing[key].get(source)
             if stored is None:
                 new_rows.append(dict(checkpoint_id=checkpoint_id, deployment_id=deployment_id, num_steps=steps,
                                      topk=topk, num_draft_tokens=draft_tokens, concurrency=concurrency,
                                      dataset=dataset, source=source, created_at=now, **values._asdict()))
-            elif values != stored[1]:
+            elif values != stored.values:
                 # created_at says when these numbers were computed: unchanged ones keep theirs
-                changed_rows.append(dict(id=stored[0], created_at=now, **values._asdict()))
+                changed_rows.append(dict(id=stored.id, created_at=now, **values._asdict()))
             results.append((source, values, result))
             summary.predictions += 1
         computed[key] = results
@@ -408,16 +426,16 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
         new_ids = None if checkpoint_ids is None else sorted({row["checkpoint_id"] for row in new_rows})
         for row in _select_in(session, select(Prediction.id, *PREDICTION_KEY, Prediction.source)
                               .where(Prediction.source.in_(BUILTIN_SOURCES)), Prediction.checkpoint_id, new_ids):
-            existing[tuple(row[1:8])].setdefault(row.source, (row.id, None))
+            existing[_key_of(row)].setdefault(row.source, Stored(row.id, None))
     if changed_rows:
         _update_by_id(session, Prediction, changed_rows)
 
     out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str]]] = {}
     for key, group in groups.items():
         stored = existing[key]
-        preds = [(stored[source][0], values, result, source) for source, values, result in computed[key]]
+        preds = [(stored[source].id, values, result, source) for source, values, result in computed[key]]
         if len(stored) > len(preds):
-            preds += [(pid, values, None, source) for source, (pid, values) in stored.items()
+            preds += [(row.id, row.values, None, source) for source, row in stored.items()
                       if source not in BUILTIN_SOURCES]
         if preds:
             out[key] = preds

@@ -2,13 +2,14 @@
 
 Alembic is imported only to migrate: checking a database on every command reads its version row directly."""
 
+import re
+from functools import cache
 from importlib.resources import files
 
 from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.pool import NullPool
 
-# The newest revision in migrations/versions; a test keeps it equal to Alembic's head.
-SCHEMA_REVISION = "0002"
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\b[^=]*=\s*(?:\"([^\"]*)\"|'([^']*)'|None)", re.M)
 
 
 class SchemaOutOfDate(Exception):
@@ -31,6 +32,25 @@ def head_revision() -> str:
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     assert len(heads) == 1, f"migrations have {len(heads)} heads"
     return heads[0]
+
+
+@cache
+def revision_history() -> tuple[str, ...]:
+    """The revisions of migrations/versions from the first to the head, read from the scripts' own
+    `revision` and `down_revision` lines (a test keeps this equal to Alembic's view)."""
+    parents: dict[str, str | None] = {}
+    for script in files("specdash.migrations").joinpath("versions").iterdir():
+        if not script.name.endswith(".py") or script.name.startswith("__"):
+            continue
+        found = {m[1]: m[2] or m[3] or None for m in _REVISION_LINE.finditer(script.read_text())}
+        if "revision" in found:
+            parents[found["revision"]] = found.get("down_revision")
+    children = {parent: rev for rev, parent in parents.items()}
+    history, rev = [], children.get(None)
+    while rev is not None:
+        history.append(rev)
+        rev = children.get(rev)
+    return tuple(history)
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -68,14 +88,22 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
 
 
 def check_schema(engine: Engine) -> None:
-    """Raise SchemaOutOfDate unless the database is at the latest revision."""
+    """Raise SchemaOutOfDate unless the database is at the head revision; the message tells a database
+    that is behind (run init) from one written by a newer specdash (upgrade specdash)."""
     current = current_revision(engine)
-    head = SCHEMA_REVISION
+    history = revision_history()
+    head = history[-1]
     where = engine.url.render_as_string(hide_password=True)
     if current is None:
         raise SchemaOutOfDate(f"database {where} is not initialised: run 'specdash init' to create it")
-    if current != head:
+    if current == head:
+        return
+    if current in history:
         raise SchemaOutOfDate(
             f"database {where} is at schema revision {current}, this specdash needs {head}: "
             "run 'specdash init' to upgrade"
         )
+    raise SchemaOutOfDate(
+        f"database {where} is at schema revision {current}, which this specdash (schema {head}) does not "
+        "know: it was written by a newer specdash; upgrade specdash to use it"
+    )

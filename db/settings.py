@@ -1,9 +1,9 @@
 """Global settings kept in the database (the gap threshold, ...)."""
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.db.models import Setting
+from specdash.db.models import Deployment, Gap, Setting
 
 DEFAULT_GAP_THRESHOLD = 0.10
 GAP_THRESHOLD = "gap_threshold"
@@ -24,6 +24,23 @@ def set_setting(session: Session, key: str, value: str) -> None:
 def get_gap_threshold(session: Session) -> float:
     value = get_setting(session, GAP_THRESHOLD)
     return float(value) if value is not None else DEFAULT_GAP_THRESHOLD
+
+
+def applicable_threshold(deployment_threshold: float | None, global_threshold: float) -> float:
+    """The threshold a deployment's gaps are judged by: its own when set, else the global one."""
+    return deployment_threshold if deployment_threshold is not None else global_threshold
+
+
+def threshold_sql(global_threshold: float):
+    """applicable_threshold() as an SQL expression over Deployment.gap_threshold."""
+    return func.coalesce(Deployment.gap_threshold, global_threshold)
+
+
+def is_alert_sql(threshold):
+    """SQL: a gap's size reaches the threshold (a number or threshold_sql()), either way. This lists gaps
+    for analysis; whether a benchmark is an alert is its verdict (costmodel.diagnoses.judge, stored on
+    Alert.is_alert), which also weighs the prediction's error band and the configuration."""
+    return func.abs(Gap.gap) >= threshold
 
 
 def set_gap_threshold(session: Session, threshold: float) -> None:

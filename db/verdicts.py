@@ -64,10 +64,19 @@ def acceptance_references(session: Session, checkpoint_ids: list[int], steps_of)
     series: dict[tuple, list] = defaultdict(list)
     query = (
         select(
-            Benchmark.id, Benchmark.checkpoint_id, Benchmark.dataset, Benchmark.num_steps, Benchmark.topk,
-            Benchmark.num_draft_tokens, Benchmark.concurrency, Benchmark.accept_length,
-            Benchmark.speculative_algorithm, Benchmark.draft_hidden_size, Benchmark.superseded_by_id,
-            Benchmark.measured_at, Run.speculative_algorithm.label("drafter_algorithm"),
+            Benchmark.id,
+            Benchmark.checkpoint_id,
+            Benchmark.dataset,
+            Benchmark.num_steps,
+            Benchmark.topk,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+            Benchmark.accept_length,
+            Benchmark.speculative_algorithm,
+            Benchmark.draft_hidden_size,
+            Benchmark.superseded_by_id,
+            Benchmark.measured_at,
+            Run.speculative_algorithm.label("drafter_algorithm"),
             Run.hidden_size.label("drafter_hidden_size"),
         )
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
@@ -144,50 +153,83 @@ def write_verdicts(
         row.benchmark_id: row
         for row in _select_in(
             session,
-            select(Alert.benchmark_id, Alert.gap_id, Alert.is_alert, Alert.severity, Alert.code, Alert.reason,
-                   Alert.status, Alert.note, Prediction.source, Benchmark.superseded_by_id)
+            select(
+                Alert.benchmark_id,
+                Alert.gap_id,
+                Alert.is_alert,
+                Alert.severity,
+                Alert.code,
+                Alert.reason,
+                Alert.status,
+                Alert.note,
+                Prediction.source,
+                Benchmark.superseded_by_id,
+            )
             .join(Benchmark, Alert.benchmark_id == Benchmark.id)
             .outerjoin(Gap, Alert.gap_id == Gap.id)
             .outerjoin(Prediction, Gap.prediction_id == Prediction.id),
-            Alert.benchmark_id, ids,
+            Alert.benchmark_id,
+            ids,
         )
     }
     raised, new_rows, changed, events = 0, [], [], []
     for benchmark_id in ids:
         best = min(candidates[benchmark_id], key=lambda c: verdict_rank(c.source))
-        verdict = judge(best.gap, best.threshold, best.band, best.diagnoses, best.acceptance_factor,
-                        best.accept_length_source)
+        verdict = judge(
+            best.gap,
+            best.threshold,
+            best.band,
+            best.diagnoses,
+            best.acceptance_factor,
+            best.accept_length_source,
+        )
         gap_id = gap_ids.get((benchmark_id, best.prediction_id))
         reason = f"against the {_source_text(best)} prediction: {verdict.reason}"
-        values = dict(gap_id=gap_id, is_alert=verdict.is_alert, severity=verdict.severity, code=verdict.code,
-                      reason=reason)
+        values = dict(
+            gap_id=gap_id,
+            is_alert=verdict.is_alert,
+            severity=verdict.severity,
+            code=verdict.code,
+            reason=reason,
+        )
         old = existing.get(benchmark_id)
         if old is None:
-            new_rows.append(dict(benchmark_id=benchmark_id, **values, status="open", note=None, updated_at=now))
+            new_rows.append(
+                dict(benchmark_id=benchmark_id, **values, status="open", note=None, updated_at=now)
+            )
             raised += verdict.is_alert
             continue
         if tuple(values.values()) == (old.gap_id, old.is_alert, old.severity, old.code, old.reason):
             continue
         status, note = old.status, old.note
         if old.is_alert and not verdict.is_alert and status in ACTIVE_STATUSES:
-            why = (f"the {best.source} prediction supersedes the {old.source} one"
-                   if old.source and old.source != best.source else "its prediction changed")
+            why = (
+                f"the {best.source} prediction supersedes the {old.source} one"
+                if old.source and old.source != best.source
+                else "its prediction changed"
+            )
             status, note = "resolved", f"no longer an alert: {why}; {reason}"
         elif not old.is_alert and verdict.is_alert:
             raised += 1
             if status == "resolved" and old.superseded_by_id is None:
                 status, note = "open", f"raised again: {reason}"
         if status != old.status:
-            events.append(dict(benchmark_id=benchmark_id, at=now, who=REFRESH_WHO, from_status=old.status,
-                               to_status=status, note=note))
+            events.append(
+                dict(
+                    benchmark_id=benchmark_id,
+                    at=now,
+                    who=REFRESH_WHO,
+                    from_status=old.status,
+                    to_status=status,
+                    note=note,
+                )
+            )
         changed.append(dict(key=benchmark_id, **values, status=status, note=note, updated_at=now))
     if new_rows:
         _insert(session, Alert, new_rows)
     if changed:
         table = Alert.__table__
-        session.connection().execute(
-            table.update().where(table.c.benchmark_id == bindparam("key")), changed
-        )
+        session.connection().execute(table.update().where(table.c.benchmark_id == bindparam("key")), changed)
     if events:
         _insert(session, AlertEvent, events)
     return raised
@@ -197,5 +239,3 @@ def _source_text(candidate: Candidate) -> str:
     if candidate.source == "calibrated" and candidate.version is not None:
         return f"calibrated (parameter set v{candidate.version})"
     return candidate.source
-
-

@@ -90,6 +90,7 @@ def _predictions(run: str | None) -> Select:
             Prediction.dataset, Prediction.predicted_tps, Prediction.accept_length, Prediction.accept_length_source,
             Prediction.round_ms, Prediction.compute_ms, Prediction.comm_ms, Prediction.draft_ms,
             Prediction.overhead_ms, Prediction.baseline_tps, Prediction.extrapolated, Prediction.approximation,
+            Prediction.error_band,
         )
         .join(Checkpoint, Prediction.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)

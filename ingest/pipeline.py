@@ -26,6 +26,7 @@ from specdash.ingest.store import BenchmarkLink, LinkError, LinkOptions, Store, 
 HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
 MAX_LINKS_SHOWN = 5
+MAX_INTERVAL_NOTES = 12
 
 Progress = Callable[[int], None]
 
@@ -316,6 +317,12 @@ def describe(result: FileResult) -> str:
     if s.linked or s.unlinked:
         parts.append(f"{s.linked} benchmark(s) linked to a checkpoint, {s.unlinked} not linked")
         parts.append(f"benchmarks: {describe_links(s.links)}")
+    logged = [link for link in s.links if link.intervals]
+    if logged:
+        shown = [f"line {link.line} ({link.label}): {link.intervals}" for link in logged[:MAX_INTERVAL_NOTES]]
+        if len(logged) > MAX_INTERVAL_NOTES:
+            shown.append(f"{len(logged) - MAX_INTERVAL_NOTES} more")
+        parts.append("intervals per benchmark: " + " | ".join(shown))
     if s.duplicates:
         parts.append(f"{s.duplicates} duplicate record(s) skipped")
     if result.problems:

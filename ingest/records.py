@@ -10,6 +10,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from specdash.db.models import BUILTIN_SOURCES
+
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -172,8 +174,8 @@ class PredictionRecord(SpeculationSetting):
     @field_validator("source")
     @classmethod
     def _not_builtin(cls, source: str) -> str:
-        if source in ("theory", "calibrated"):
-            raise ValueError("'theory' and 'calibrated' are specdash's own sources; name yours otherwise")
+        if source in BUILTIN_SOURCES:
+            raise ValueError(f"{' and '.join(map(repr, BUILTIN_SOURCES))} are specdash's own sources; name yours otherwise")
         return source
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.throughput import verified_tokens
 from specdash.db.models import (
     Benchmark,
     Checkpoint,
@@ -59,6 +60,8 @@ class BenchmarkLink:
     checkpoint: str | None = None
     how: str = "baseline"  # baseline | by name | by path | by folder names | created from path | unlinked
     duplicate: bool = False
+    label: str | None = None
+    intervals: str | None = None  # a server log's benchmark: the intervals it used and left out, and why
 
     @property
     def target(self) -> str:
@@ -287,7 +290,10 @@ class Store:
                 self.summary.linked += 1
                 if algorithm == SPECULATION_UNKNOWN and checkpoint.run.speculative_algorithm:
                     algorithm = checkpoint.run.speculative_algorithm  # the file does not say; the run does
-        link = BenchmarkLink(line, deployment.name, how=how)
+        link = BenchmarkLink(line, deployment.name, how=how, label=record.label)
+        summary = (record.raw or {}).get("intervals")
+        if isinstance(summary, dict) and isinstance(summary.get("text"), str):
+            link.intervals = summary["text"]
         if checkpoint is not None:
             link.run, link.checkpoint = checkpoint.run.name, checkpoint.name
         self.summary.links.append(link)
@@ -308,7 +314,7 @@ class Store:
     def _add_prediction(self, record: PredictionRecord) -> None:
         checkpoint = self.checkpoint(self.run(record.run), record.checkpoint)
         deployment = self.deployment(record.deployment)
-        num_draft_tokens = record.num_draft_tokens or record.num_steps + 1
+        num_draft_tokens = verified_tokens(record.num_steps, record.topk or 1, record.num_draft_tokens)
         key = dict(
             checkpoint_id=checkpoint.id,
             deployment_id=deployment.id,

@@ -14,7 +14,7 @@ from specdash.ingest.pipeline import ingest_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-REAL_FIXTURES = REPO.parent / "shared" / "fixtures" / "real"
+REAL_FIXTURES = FIXTURES / "real"
 
 
 def sqlite_url(path: Path) -> str:
@@ -67,3 +67,7 @@ def invoke():
         return runner.invoke(cli, [*prefix, *args], input=input, catch_exceptions=False)
 
     return run
+
+
+# The demo together with the real SpecBundle results, for the dashboard's tests (built once a session).
+from tests.app_support import _real_template, real_url  # noqa: E402, F401

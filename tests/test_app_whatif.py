@@ -2,10 +2,16 @@
 profiles, driven by the sliders."""
 
 import pytest
+from sqlalchemy import select
 
 from specdash.app.text import unmd
 from specdash.app.whatif_charts import depth_figure, depth_table
-from specdash.costmodel import CostParams, depth_sweep, optimal_depth
+from specdash.costmodel import CostParams, depth_sweep, optimal_depth, tau_chain
+from specdash.costmodel.measured import conditional_from_accept_lengths, conditional_from_measured
+from specdash.db import checkpoint_queries
+from specdash.db.engine import make_engine, reading
+from specdash.db.models import Checkpoint, Run
+from tests.app_support import chain_accept_lengths
 from tests.test_app import run_page
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
@@ -60,3 +66,46 @@ def test_sliders_move_the_optimum(monkeypatch, demo_url):
     at.slider(key="whatif_max_steps").set_value(6).run()
     assert not at.exception
     assert all(len(d.value) == 6 for d in at.dataframe if "break-even τ" in d.value.columns)
+
+
+# --- checkpoints without training metrics -------------------------------------------------------------
+SB_DRAFTER = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"
+
+
+def test_rates_from_accept_lengths_reproduce_each_measured_depth():
+    # a = 0.5 for positions 1-3: tau(3) = 1 + .5 + .25 + .125 = 1.875; then a = 0.4 for positions 4-5:
+    # tau(5) = 1.875 + .125 * (.4 + .16) = 1.945
+    rates = conditional_from_accept_lengths({3: 1.875, 5: 1.945})
+    assert rates == pytest.approx([0.5, 0.5, 0.5, 0.4, 0.4], abs=1e-9)
+    assert tau_chain(rates[:3]) == pytest.approx(1.875) and tau_chain(rates) == pytest.approx(1.945)
+    # tau(2) = 2: a + a^2 = 1, a = (sqrt 5 - 1) / 2; a deeper depth measured lower adds nothing
+    golden = (5**0.5 - 1) / 2
+    assert conditional_from_accept_lengths({2: 2.0, 4: 1.9}) == pytest.approx([golden, golden, 0, 0])
+    # more than a depth allows (tau(1) = 2.5 > 2) saturates at 1
+    assert conditional_from_accept_lengths({1: 1.6, 2: 9.0}) == pytest.approx([0.6, 1.0])
+    assert conditional_from_measured([0.8, 0.6, 0.3], {3: 9.9}) == (
+        pytest.approx([0.8, 0.75, 0.5]),
+        "survival",
+    )
+
+
+def test_measured_acceptance_of_a_specbundle_drafter(real_url):
+    with reading(make_engine(real_url)) as session:
+        checkpoint = session.scalars(select(Checkpoint.id).join(Run).where(Run.name == SB_DRAFTER)).one()
+        measured = checkpoint_queries.measured_acceptance(session, checkpoint)
+    published = chain_accept_lengths(SB_DRAFTER)
+    assert list(published) == [3, 5, 7]
+    assert measured.source == "accept_length" and measured.accept_lengths == pytest.approx(published)
+    for steps, tau in published.items():  # the curve gives back every published accept length
+        assert tau_chain(measured.rates[:steps]) == pytest.approx(tau, abs=1e-6)
+
+
+def test_whatif_on_a_drafter_without_training_metrics(monkeypatch, real_url):
+    """The bug: KeyError 'rate' for every checkpoint without training metrics (all 15 SpecBundle drafters)."""
+    at = run_page(monkeypatch, real_url, "views/whatif.py")
+    at.selectbox(key="whatif_run").select(SB_DRAFTER).run()
+    assert not at.exception
+    notes = [unmd(i.value).replace("**", "") for i in at.info]
+    assert any(n.startswith("Measured-derived acceptance") and "τ" in n for n in notes), notes
+    assert len(verdicts(at)) == 2
+    assert any("deepest measured 7" in str(c.proto.spec) for c in at.get("plotly_chart"))

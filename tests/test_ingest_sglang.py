@@ -96,17 +96,21 @@ def test_a_file_without_a_deployment_asks_for_one(engine, name):
 def test_server_log_0_5_2_summarises_decode_intervals(engine):
     load(engine, SGLANG / "server_0.5.2.log")
     (bench,) = benchmarks(engine)
-    assert bench.source_format == "sglang-log" and bench.label == "server log"
+    assert bench.source_format == "sglang-log" and bench.label == "server log, 1 running"
     assert bench.deployment.name == "Llama-3.1-8B-Instruct, TP1, sglang"  # from the server_args line
     assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE3", 3, 1, 4)
-    # six intervals at the dominant #running-req 1; the one at 2 requests is left out
-    assert (bench.concurrency, bench.interval_count) == (1, 6)
-    assert bench.output_throughput == pytest.approx((139.52 + 140.33) / 2)  # median of 6
-    assert bench.decode_tps == pytest.approx(139.925)
-    assert bench.accept_length == pytest.approx((2.90 + 2.91) / 2)
-    # spread: inclusive p10/p90 of [35.2, 138.9, 139.52, 140.33, 141.1, 142.05] (the warm-up interval shows)
-    assert bench.decode_tps_p10 == pytest.approx(35.2 + 0.5 * (138.9 - 35.2))
-    assert bench.decode_tps_p90 == pytest.approx(141.1 + 0.5 * (142.05 - 141.1))
+    # six intervals held at #running-req 1; the first follows the Prefill batch line (its 35.2 tok/s
+    # includes the prefill) and five prefill-free ones remain, so it is left out; the single interval
+    # at 2 requests never holds and is a ramp
+    assert (bench.concurrency, bench.interval_count) == (1, 5)
+    assert bench.output_throughput == pytest.approx(140.33)  # median of 139.52, 141.1, 140.33, 138.9, 142.05
+    assert bench.decode_tps == pytest.approx(140.33)
+    assert bench.accept_length == pytest.approx(2.91)  # median of 2.91, 2.95, 2.88, 2.93, 2.90
+    # spread: inclusive p10/p90 of [138.9, 139.52, 140.33, 141.1, 142.05]
+    assert bench.decode_tps_p10 == pytest.approx(138.9 + 0.4 * (139.52 - 138.9))
+    assert bench.decode_tps_p90 == pytest.approx(141.1 + 0.6 * (142.05 - 141.1))
+    assert bench.raw["intervals"]["left_out"] == {"prefill": 1}
+    assert bench.raw["intervals"]["server_left_out"] == {"ramp": 1}
     assert bench.checkpoint.path == "/ckpt/llama-eagle3/epoch_2_step_24000"
 
 
@@ -116,9 +120,15 @@ def test_server_log_0_5_9_adds_up_data_parallel_ranks(engine):
     assert bench.deployment.name == "Kimi-K2.5, TP8, sglang"
     assert (bench.speculative_algorithm, bench.num_steps, bench.num_draft_tokens) == ("EAGLE3", 5, 6)
     assert bench.concurrency == 8  # 4 running on each of DP0 and DP1
-    assert bench.output_throughput == pytest.approx(520.31 + 501.30)  # sum of each rank's median
-    assert bench.decode_tps == pytest.approx((520.31 + 501.30) / 8)
-    assert bench.accept_length == pytest.approx((3.01 + 3.05) / 2) and bench.interval_count == 6
+    # DP0's first interval holds the prefill logged before it: left out (five prefill-free ones remain);
+    # the sum of each rank's median: DP0 (515.02, 530.40), DP1 (498.20, 505.60, 501.30)
+    assert bench.output_throughput == pytest.approx((515.02 + 530.40) / 2 + 501.30)
+    assert bench.decode_tps == pytest.approx(((515.02 + 530.40) / 2 + 501.30) / 8)
+    # median accept len of the five used intervals: 3.05, 3.12, 2.98, 3.01, 3.00
+    assert bench.accept_length == pytest.approx(3.01) and bench.interval_count == 5
+    # DP0 at 3 running (7 in all) after a request finished, never held: the ramp-down
+    assert bench.raw["intervals"]["left_out"] == {"prefill": 1}
+    assert bench.raw["intervals"]["server_left_out"] == {"ramp": 1}
     assert bench.raw["skipped_lines"] == 1  # the cut-off last line
     with reading(engine) as session:
         assert session.scalar(select(Run.name)) == "k25-eagle3-100k-ttt5"

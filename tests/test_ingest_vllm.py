@@ -49,9 +49,12 @@ def test_v1_log_with_colour_and_process_prefixes(engine):
     assert bench.deployment.name == "Llama-3.1-8B-Instruct, TP1, vllm"
     assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE3", 3, 1, 4)
     assert bench.drafter_path == "/ckpt/llama-eagle3/epoch_2_step_24000"
-    # five intervals at 1 running request; idle ones (0 running) left out
-    assert (bench.concurrency, bench.interval_count) == (1, 5)
-    assert bench.decode_tps == pytest.approx(150.9)  # median of 95.2, 151.3, 149.8, 152.6, 150.9
+    # five intervals at 1 running request, idle ones (0 running) left out; the first ran the prefill
+    # (prompt throughput 910.3) and four prefill-free ones remain, so it is left out too
+    assert (bench.concurrency, bench.interval_count) == (1, 4)
+    assert bench.decode_tps == pytest.approx((150.9 + 151.3) / 2)  # median of 151.3, 149.8, 152.6, 150.9
+    assert bench.raw["intervals"]["left_out"] == {"prefill": 1}
+    assert bench.raw["intervals"]["server_left_out"] == {"idle": 2}
     drafts = [780 / 3] + [2250 / 3] * 4  # drafted tokens / 3 per draft
     accepted = [452, 1338, 1300, 1361, 1320]
     assert bench.accept_length == pytest.approx(1 + sum(accepted) / sum(drafts))

@@ -9,11 +9,12 @@ import streamlit as st
 
 from specdash.app import state
 from specdash.app.alert_charts import waterfall_figure
-from specdash.app.text import SEVERITY_ICONS, gap_text, md, setting_label
+from specdash.app.text import SEVERITY_ICONS, md
 from specdash.db import alerts
 from specdash.db.alerts import DIAGNOSIS_CODES, GROUPINGS, SEVERITIES, AlertChangeError, AlertFilters
-from specdash.db.models import GAP_STATUSES
+from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES
 from specdash.db.verdicts import VERDICT_ORDER
+from specdash.labels import gap_text, setting_label
 
 PAGE_ROWS = 50
 ANY = "any"
@@ -32,7 +33,7 @@ st.caption(
 
 choices = state.alert_choices(url)
 row1 = st.columns(4)
-statuses = row1[0].multiselect("Status", GAP_STATUSES, default=["open", "investigating"], key="alerts_status")
+statuses = row1[0].multiselect("Status", GAP_STATUSES, default=list(ACTIVE_STATUSES), key="alerts_status")
 severities = row1[1].multiselect("Severity", SEVERITIES, key="alerts_severity")
 diagnosis = row1[2].selectbox("Leading diagnosis", [ANY, *DIAGNOSIS_CODES], key="alerts_diagnosis")
 show = row1[3].selectbox("Show", list(SHOW), key="alerts_show")

@@ -4,7 +4,9 @@ run's latest checkpoint stands."""
 import streamlit as st
 
 from specdash.app import charts, state
-from specdash.app.text import SEVERITY_ICONS, gap_text, md, setting_label
+from specdash.app.text import SEVERITY_ICONS, md
+from specdash.db.alerts import SEVERITIES
+from specdash.labels import gap_text, setting_label
 
 ALERTS_SHOWN = 5
 DIAGNOSES_SHOWN = 2
@@ -62,7 +64,7 @@ with right:
         st.markdown(
             "  ".join(
                 f"{SEVERITY_ICONS.get(name, '')} {by_severity[name]} {name}"
-                for name in ("critical", "warning", "info", "none")
+                for name in SEVERITIES
                 if name in by_severity
             )
         )

@@ -114,95 +114,130 @@ if not deployments.empty:
         },
     )
 names = deployments["name"].tolist() if not deployments.empty else []
-choice = st.selectbox("Edit", [NEW, *names], key="settings_profile_choice")
-current = {} if choice == NEW else deployments[deployments["name"] == choice].iloc[0].to_dict()
+ids_by_name = dict(zip(names, deployments["id"].astype(int), strict=True)) if names else {}
+choice = st.selectbox(
+    "Edit",
+    [NEW, *ids_by_name.values()],
+    format_func=lambda c: c if c == NEW else names[list(ids_by_name.values()).index(c)],
+    key="settings_profile_choice",
+)
+editing = choice != NEW
+current = state.profile_values(url, int(choice)) if editing else {}
+# Widgets are keyed per deployment and per its current parameter-set version: another deployment's form, or
+# this one's after a restore, never shows values typed for something else.
+scope = f"{choice}_{state.profile_revision(url, int(choice))}" if editing else "new"
 
 
-def given(name, default=None):
-    value = current.get(name, default)
-    return default if value is None or (isinstance(value, float) and pd.isna(value)) else value
+def given(name, default):
+    value = current.get(name)
+    return default if value is None else value
 
 
-with st.form(f"settings_profile_{choice}"):
+def form_defaults() -> dict:
+    """What the form shows for the deployment being edited (or a new one), in the widgets' own types."""
+    interconnect = given("interconnect", "pcie")
+    return {
+        "name": given("name", ""),
+        "gpu": given("gpu", ""),
+        "engine": given("engine", ""),
+        "num_gpus": int(given("num_gpus", 1)),
+        "tp_size": int(given("tp_size", 1)),
+        "interconnect": interconnect if interconnect in INTERCONNECTS else "other",
+        "baseline_tps": float(given("baseline_tps", 0.0)),
+        "comm_fraction": float(given("comm_fraction", 0.0)),
+        "draft_step_ms": float(given("draft_step_ms", 0.0)),
+        "round_overhead_ms": float(given("round_overhead_ms", 0.0)),
+        "verify_growth_compute": float(given("verify_growth_compute", 0.0)),
+        "verify_growth_comm": float(given("verify_growth_comm", 0.0)),
+        "notes": given("notes", ""),
+    }
+
+
+def as_profile(form: dict) -> dict:
+    """Form values as profile fields: 0 baseline tok/s reads as unknown (a measured no-speculation benchmark
+    then sets it), empty text as none."""
+    values = {k: (None if v == "" else v) for k, v in form.items()}
+    values["baseline_tps"] = values["baseline_tps"] or None
+    return values
+
+
+shown = form_defaults()
+with st.form(f"settings_profile_{scope}"):
+    if editing:
+        st.caption("Only the fields you change are saved; the others keep their stored values.")
     cols = st.columns(3)
-    values = {
-        "name": cols[0].text_input("Name", given("name", ""), key="profile_name"),
-        "gpu": cols[1].text_input("GPU", given("gpu", ""), key="profile_gpu"),
-        "engine": cols[2].text_input("Engine", given("engine", ""), key="profile_engine"),
-        "num_gpus": cols[0].number_input("GPUs", 1, 1024, int(given("num_gpus", 1)), key="profile_num_gpus"),
-        "tp_size": cols[1].number_input("TP size", 1, 1024, int(given("tp_size", 1)), key="profile_tp_size"),
+    key = f"profile_{scope}_"
+    form = {
+        "name": cols[0].text_input("Name", shown["name"], key=key + "name"),
+        "gpu": cols[1].text_input("GPU", shown["gpu"], key=key + "gpu"),
+        "engine": cols[2].text_input("Engine", shown["engine"], key=key + "engine"),
+        "num_gpus": cols[0].number_input("GPUs", 1, 1024, shown["num_gpus"], key=key + "num_gpus"),
+        "tp_size": cols[1].number_input("TP size", 1, 1024, shown["tp_size"], key=key + "tp_size"),
         "interconnect": cols[2].selectbox(
             "Interconnect",
             INTERCONNECTS,
-            index=INTERCONNECTS.index(given("interconnect", "pcie"))
-            if given("interconnect", "pcie") in INTERCONNECTS
-            else len(INTERCONNECTS) - 1,
-            key="profile_interconnect",
+            index=INTERCONNECTS.index(shown["interconnect"]),
+            key=key + "interconnect",
         ),
         "baseline_tps": cols[0].number_input(
-            "Baseline decode tok/s",
+            "Baseline decode tok/s (0: unknown)",
             0.0,
             100_000.0,
-            float(given("baseline_tps", 0.0)),
-            key="profile_baseline_tps",
+            shown["baseline_tps"],
+            key=key + "baseline_tps",
         ),
         "comm_fraction": cols[1].number_input(
-            "All-reduce share of a step",
-            0.0,
-            0.99,
-            float(given("comm_fraction", 0.0)),
-            step=0.05,
-            key="profile_comm",
+            "All-reduce share of a step", 0.0, 0.99, shown["comm_fraction"], step=0.05, key=key + "comm"
         ),
         "draft_step_ms": cols[2].number_input(
             "Draft ms per step",
             0.0,
             1000.0,
-            float(given("draft_step_ms", 0.0)),
+            shown["draft_step_ms"],
             step=0.05,
             format="%.3f",
-            key="profile_draft_ms",
+            key=key + "draft_ms",
         ),
         "round_overhead_ms": cols[0].number_input(
-            "Overhead ms per round",
-            0.0,
-            1000.0,
-            float(given("round_overhead_ms", 0.0)),
-            key="profile_overhead",
+            "Overhead ms per round", 0.0, 1000.0, shown["round_overhead_ms"], key=key + "overhead"
         ),
         "verify_growth_compute": cols[1].number_input(
             "Verify compute growth per extra token",
             0.0,
             10.0,
-            float(given("verify_growth_compute", 0.0)),
+            shown["verify_growth_compute"],
             step=0.01,
             format="%.3f",
-            key="profile_growth_compute",
+            key=key + "growth_compute",
         ),
         "verify_growth_comm": cols[2].number_input(
             "Verify all-reduce growth per extra token",
             0.0,
             10.0,
-            float(given("verify_growth_comm", 0.0)),
+            shown["verify_growth_comm"],
             step=0.01,
             format="%.3f",
-            key="profile_growth_comm",
+            key=key + "growth_comm",
         ),
     }
-    values["notes"] = st.text_input("Notes", given("notes", ""), key="profile_notes")
-    # 0 reads as "unknown": the profile then relies on a measured no-speculation benchmark
-    values["baseline_tps"] = values["baseline_tps"] or None
-    values["gap_threshold"] = given("gap_threshold")
-    label = "Create deployment" if choice == NEW else "Save profile"
+    form["notes"] = st.text_input("Notes", shown["notes"], key=key + "notes")
+    label = "Save profile" if editing else "Create deployment"
     if st.form_submit_button(label, type="primary", icon=":material/save:"):
         try:
-            deployment, summary = state.write(
-                profiles.save_deployment, values, None if choice == NEW else int(current["id"])
-            )
+            if editing:
+                deployment, summary, changed = state.write(
+                    profiles.edit_deployment, int(choice), as_profile(shown), as_profile(form)
+                )
+            else:
+                deployment, summary = state.write(profiles.save_deployment, as_profile(form))
+                changed = ["new"]
         except ProfileError as exc:
             st.error(str(exc))
         else:
-            st.toast(f"{deployment.name} saved: {refreshed(summary)}")
+            if changed:
+                st.toast(f"{deployment.name} saved ({', '.join(changed)}): {refreshed(summary)}")
+            else:
+                st.toast("Nothing changed.")
             st.rerun()
 
 # --- calibration ------------------------------------------------------------------------------------------
@@ -221,6 +256,17 @@ if pick[1].button("Run calibration", icon=":material/model_training:", key="sett
     st.session_state["calibration"] = state.run_calibration(target_id)
 
 reports, skipped = st.session_state.get("calibration", ([], []))
+applied = {r.deployment_id: state.applied_version(r) for r in reports}
+pending = [r for r in reports if applied[r.deployment_id] is None]
+if len(pending) > 1 and st.button(
+    f"Apply all {len(pending)} fits not applied yet",
+    type="primary",
+    icon=":material/done_all:",
+    key="settings_apply_all",
+):
+    sets, summary = state.write(profiles.apply_calibrations_and_refresh, pending)
+    st.toast(f"{len(sets)} calibrated parameter set(s) saved; {refreshed(summary)}")
+    st.rerun()
 for report in reports:
     with st.container(border=True):
         excluded = ", ".join(f"{reason}: {n}" for reason, n in report.exclusions.items())
@@ -253,17 +299,18 @@ for report in reports:
             help="each benchmark predicted by a fit that did not see it",
         )
         quality[3].metric(f"p90, {fit.cross_validation}", f"{report.loo_p90_abs_rel_error:.1%}")
-        if st.button(
+        if applied[report.deployment_id] is not None:
+            st.success(
+                f"Applied: this fit is the active calibrated parameter set v{applied[report.deployment_id]}.",
+                icon=":material/check_circle:",
+            )
+        elif st.button(
             "Apply as a calibrated parameter set",
             type="primary",
             icon=":material/done:",
             key=f"settings_apply_{report.deployment_id}",
         ):
             pset, summary = state.write(profiles.apply_calibration_and_refresh, report)
-            st.session_state["calibration"] = (
-                [r for r in reports if r.deployment_id != report.deployment_id],
-                skipped,
-            )
             st.toast(
                 f"{report.deployment_name}: calibrated parameter set v{pset.version}; {refreshed(summary)}"
             )
@@ -271,18 +318,58 @@ for report in reports:
 for item in skipped:
     st.info(f"{md(item.deployment_name)}: not calibrated: {md(item.reason)}.")
 
+# --- parameter-set history ------------------------------------------------------------------------------
 sets = state.parameter_sets(url)
-if not sets.empty:
-    st.markdown("**Parameter sets** (each prediction records the set it used)")
+st.subheader("Parameter sets")
+if sets.empty:
+    st.info("No parameter sets yet: they are made when a deployment's first benchmark gets a prediction.")
+else:
+    st.caption(
+        "Every version of every deployment's cost parameters; each prediction records the set it used. "
+        "Restoring an earlier version saves it again as the newest one and recomputes the predictions."
+    )
+    ALL = "every deployment"
+    shown_for = st.selectbox(
+        "Deployment", [ALL, *dict.fromkeys(sets["deployment"])], key="settings_sets_deployment"
+    )
+    listed = sets if shown_for == ALL else sets[sets["deployment"] == shown_for]
     st.dataframe(
-        sets,
+        listed.drop(columns=["id", "deployment_id"]),
         hide_index=True,
         width="stretch",
         column_config={
-            "is_active": st.column_config.CheckboxColumn("active"),
-            "cv_median_error": st.column_config.NumberColumn(
-                "cross-validated median error", format="percent"
-            ),
+            "version": st.column_config.NumberColumn(format="v%d", width=60),
+            "is_active": st.column_config.CheckboxColumn("active", width=60),
+            "baseline_tps": st.column_config.NumberColumn("baseline tok/s", format="%.1f"),
+            "comm_fraction": st.column_config.NumberColumn("all-reduce share", format="%.2f"),
+            "draft_step_ms": st.column_config.NumberColumn("draft ms/step", format="%.3f"),
+            "round_overhead_ms": st.column_config.NumberColumn("overhead ms/round", format="%.2f"),
+            "verify_growth_compute": st.column_config.NumberColumn("verify growth (compute)", format="%.3f"),
+            "verify_growth_comm": st.column_config.NumberColumn("verify growth (all-reduce)", format="%.3f"),
+            "acc_to_acceptance": st.column_config.NumberColumn("acc to acceptance", format="%.3f"),
+            "cv_median_error": st.column_config.NumberColumn("cross-validated median error", format="%.1f%%"),
             "created_at": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
         },
     )
+    earlier = listed[~listed["is_active"]]
+    if earlier.empty:
+        st.caption("No earlier version to restore.")
+    else:
+        labels = {
+            int(
+                r["id"]
+            ): f"{r['deployment']}: v{r['version']} ({r['source']}, {r['created_at']:%Y-%m-%d %H:%M})"
+            for r in earlier.to_dict("records")
+        }
+        pick = st.columns([3, 1], vertical_alignment="bottom")
+        restore_id = pick[0].selectbox(
+            "Earlier version", list(labels), format_func=labels.get, key="settings_restore_choice"
+        )
+        if pick[1].button("Restore this version", icon=":material/restore:", key="settings_restore"):
+            try:
+                pset, summary = state.write(profiles.restore_parameter_set, restore_id)
+            except ProfileError as exc:
+                st.error(str(exc))
+            else:
+                st.toast(f"{labels[restore_id]} restored as v{pset.version}: {refreshed(summary)}")
+                st.rerun()

@@ -7,11 +7,12 @@ import pandas as pd
 import streamlit as st
 
 from specdash.app import state, uploads
-from specdash.app.text import SEVERITY_ICONS, gap_text, md, setting_label
+from specdash.app.text import SEVERITY_ICONS, md
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.pipeline import describe, ingest_bytes
 from specdash.ingest.problems import format_report
 from specdash.ingest.store import LinkOptions
+from specdash.labels import gap_text, setting_label
 
 LINK_FIELDS = ("run", "checkpoint", "deployment")
 

@@ -24,8 +24,8 @@ runs = runs[runs["checkpoints"] > 0] if not runs.empty else runs
 deployments = state.deployments_frame(url)
 if runs.empty or deployments.empty:
     st.info(
-        "Needs a checkpoint with per-position acceptance and a deployment profile: load them with "
-        "`specdash ingest` or the **Upload** page, or run `specdash demo`."
+        "Needs a checkpoint (with training accuracies or benchmarks) and a deployment profile: load them on the "
+        "**Upload** page or with `specdash ingest`, or run `specdash demo` to explore the example data."
     )
     st.stop()
 
@@ -52,18 +52,56 @@ topk = pick[3].selectbox(
     help="candidates per draft step; above 1 the draft is a tree (an approximation)",
 )
 
-rates = state.position_acceptance(url, (checkpoint_id,))["rate"].tolist()
-if not rates:
-    st.info("This checkpoint has no per-position acceptance (training acc_i); choose another.")
+TRAINING, MEASURED = "training accuracy (acc_i)", "measured in benchmarks"
+ALL_DATASETS = "all datasets"
+training_rates = state.position_acceptance(url, (checkpoint_id,))["rate"].tolist()
+measured = state.measured_acceptance(url, checkpoint_id, None)
+sources = [name for name, known in ((TRAINING, training_rates), (MEASURED, measured.rates)) if known]
+if not sources:
+    st.info(
+        "This checkpoint has neither training accuracies (acc_i) nor speculative benchmarks with an accept "
+        "length: ingest its SpecForge training log, or a benchmark of it, on the **Upload** page; or choose "
+        "another checkpoint."
+    )
     st.stop()
-trained = (
-    int(run["ttt_length"]) if run["ttt_length"] == run["ttt_length"] and run["ttt_length"] else len(rates)
+source = (
+    st.radio("Acceptance from", sources, horizontal=True, key="whatif_acceptance_source")
+    if len(sources) > 1
+    else sources[0]
 )
-st.caption(
-    "Conditional acceptance per draft position: "
-    + ", ".join(f"{r:.2f}" for r in rates)
-    + f". Past position {len(rates)} the cost model extrapolates (hollow markers)."
-)
+if source == TRAINING:
+    rates = training_rates
+    trained = (
+        int(run["ttt_length"]) if run["ttt_length"] == run["ttt_length"] and run["ttt_length"] else len(rates)
+    )
+    st.caption(
+        "Conditional acceptance per draft position (training acc_i): "
+        + ", ".join(f"{r:.2f}" for r in rates)
+        + f". Past position {len(rates)} the cost model extrapolates (hollow markers)."
+    )
+else:
+    if len(measured.datasets) > 1:
+        dataset = st.selectbox(
+            "Measured on", [ALL_DATASETS, *measured.datasets], key=f"whatif_dataset_{checkpoint_id}"
+        )
+        if dataset != ALL_DATASETS:
+            measured = state.measured_acceptance(url, checkpoint_id, dataset)
+    rates = list(measured.rates)
+    trained = measured.depth
+    basis = (
+        "vLLM's per-position acceptance (survival) rates"
+        if measured.source == "survival"
+        else "measured accept lengths "
+        + ", ".join(f"τ {tau:.2f} at K = {k}" for k, tau in measured.accept_lengths.items())
+        + " (constant conditional rate between measured depths)"
+    )
+    st.info(
+        f"**Measured-derived acceptance**: this checkpoint has no training accuracies, so its curve comes from "
+        f"{measured.benchmarks} benchmark(s): {basis}. Per position: "
+        + ", ".join(f"{r:.2f}" for r in rates)
+        + f". Past K = {len(rates)} it is extrapolated (hollow markers).",
+        icon=":material/science:",
+    )
 
 profile_names = deployments["name"].tolist()
 defaults = []
@@ -136,7 +174,15 @@ top_tps = max(max(p.tps for p in points) for *_, points, _ in sweeps)
 for side, column, name, baseline_tps, points, best in sweeps:
     with column:
         st.plotly_chart(
-            depth_figure(points, best, baseline_tps, name, trained, top_tps),
+            depth_figure(
+                points,
+                best,
+                baseline_tps,
+                name,
+                trained,
+                top_tps,
+                depth_label="trained depth" if source == TRAINING else "deepest measured",
+            ),
             width="stretch",
             key=f"whatif_chart_{side}",
         )
@@ -145,7 +191,11 @@ for side, column, name, baseline_tps, points, best in sweeps:
             f"{best.speedup:.2f}× no speculation"
         )
         if best.extrapolated:
-            verdict += f"; deeper than the drafter was trained ({trained}): train deeper before relying on it"
+            verdict += (
+                f"; deeper than the drafter was trained ({trained}): train deeper before relying on it"
+                if source == TRAINING
+                else f"; deeper than any benchmark measured ({trained}): benchmark it there before relying on it"
+            )
         (st.warning if best.extrapolated else st.success)(verdict + ".")
         st.dataframe(
             depth_table(points),

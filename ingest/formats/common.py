@@ -97,12 +97,16 @@ def model_short_name(model_path: str | None) -> str | None:
     return parts[-1] if parts else None
 
 
-def deployment_name(engine: str, model: str | None, tp_size: int | None = None) -> str | None:
-    """A default deployment name from what an engine file says: "Llama-3.1-8B-Instruct, TP8, sglang"."""
+def deployment_name(
+    engine: str, model: str | None, tp_size: int | None = None, quantization: str | None = None
+) -> str | None:
+    """A default deployment name from what an engine file says: "Llama-3.1-8B-Instruct, TP8, sglang";
+    a quantized target is a deployment of its own ("..., TP1, fp8, vllm")."""
     short = model_short_name(model)
     if not short:
         return None
-    return ", ".join(part for part in (short, f"TP{tp_size}" if tp_size else None, engine) if part)
+    quant = quantization if quantization and quantization.lower() not in short.lower() else None
+    return ", ".join(part for part in (short, f"TP{tp_size}" if tp_size else None, quant, engine) if part)
 
 
 def choose_deployment(link: LinkOptions | None, *candidates: str | None) -> str | None:

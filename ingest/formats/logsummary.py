@@ -1,29 +1,131 @@
-"""Summarise a server log's periodic decode statistics into one benchmark, with bounded memory.
+"""Split a server log's periodic decode statistics into load levels and summarise each at steady state.
 
-Each log interval reports the requests running, the aggregate decode tok/s and (when speculating) the
-accept length. The summary keeps, per engine rank, the intervals at the rank's dominant running count
-(the steady state of a benchmark at fixed concurrency): aggregate tok/s is their median (summed over
-ranks), per-request tok/s is aggregate / running, and the spread of per-request tok/s (p10, p90) is
-kept alongside."""
+Each interval line reports the requests running when it was written and the tokens generated per second
+since the previous line (vLLM: every 10 s; SGLang: every `decode_log_interval` decode steps, the time
+including any prefill and idle time in between). Rules, applied per server start:
 
-import random
+- idle intervals (nothing running, nothing generated) end an episode of load;
+- tail intervals (`Running: 0` yet tokens generated: the last requests finished inside them) are left out;
+- a load level is a hold of the running count: runs of at least two intervals at one count, with later
+  runs within 25 % of it joined to the level; counts in between levels are ramps, left out. An episode
+  that never holds a count (request-rate load) is one level at its median running count, marked varying;
+- a level with under 15 % of the request-intervals of the server's largest level (a test request, the
+  ramp-down of a run) is left out as brief; levels at the same count are one benchmark;
+- at a held level only intervals at exactly that count are used (others lost or waited for a request);
+- intervals in which a prefill ran are left out when at least two, and a third, of the level's are free
+  of prefill (low load: the prefill belongs to a request's time to first token, not to its decode);
+  otherwise every interval has prefills in it, as every decode step of the client's requests had, and
+  they are kept.
+
+The aggregate tok/s is the sum over ranks of each rank's median; per request it is aggregate / running
+count (varying levels: the median per interval of tok/s / running)."""
+
 import statistics
-from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
-RESERVOIR = 20_000  # samples kept per (rank, running) bucket; exact below this
-MAX_BUCKETS = 4096
+MAX_INTERVALS = 500_000  # per server start; beyond it the rest is counted and left out
+HOLD = 2  # intervals at one running count that make it a held level
+SAME_LEVEL = 0.25  # relative difference of running counts still the same level
+BRIEF = 0.15  # share of the largest level's request-intervals below which a level is brief
+CLEAN_SHARE = 1 / 3
+
+REASONS = {
+    "idle": "idle (nothing running or generated)",
+    "tail": "requests finished inside it (running 0, tokens generated)",
+    "no-tokens": "requests running, no tokens generated (prefill only)",
+    "ramp": "load changing (ramp-up, ramp-down or between levels)",
+    "brief": "a brief load level (too few requests to be a benchmark)",
+    "off-level": "running count off the level's (a request finished or waited inside it)",
+    "prefill": "a prefill ran inside it",
+    "cap": f"over {MAX_INTERVALS:,} intervals in one server start",
+}
 
 
-@dataclass(frozen=True)
-class LogSummary:
+SHORT = {
+    "idle": "idle",
+    "tail": "tail (running 0, tokens generated)",
+    "no-tokens": "with no tokens generated",
+    "ramp": "ramp (load changing)",
+    "brief": "in a brief load level",
+    "off-level": "off the level's running count",
+    "prefill": "with a prefill in them",
+    "cap": "over the interval cap",
+}
+
+
+def _counts(counts: Counter) -> str:
+    return ", ".join(
+        f"{n} {SHORT[reason]}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+
+
+class Interval:
+    __slots__ = ("line", "rank", "running", "gen_tps", "prefill", "accept", "spec", "total")
+
+    def __init__(
+        self,
+        line: int,
+        rank: str,
+        running: int,
+        gen_tps: float,
+        prefill: bool = False,
+        accept: float | None = None,
+        spec: object = None,
+    ):
+        self.line, self.rank, self.running, self.gen_tps = line, rank, running, gen_tps
+        self.prefill, self.accept, self.spec = prefill, accept, spec
+        self.total = running  # running count over all ranks when it was written
+
+
+@dataclass
+class Level:
     concurrency: int
-    output_throughput: float
-    decode_tps: float
-    decode_tps_p10: float
-    decode_tps_p90: float
-    interval_count: int
-    accept_length: float | None
+    varying: bool
+    intervals: list[Interval] = field(default_factory=list)  # every interval of the level, in order
+    used: list[Interval] = field(default_factory=list)
+    left_out: Counter = field(default_factory=Counter)
+    prefill_kept: int = 0  # used intervals with a prefill in them (kept: no prefill-free ones to use)
+    output_throughput: float = 0.0
+    decode_tps: float = 0.0
+    decode_tps_p10: float = 0.0
+    decode_tps_p90: float = 0.0
+    accept_length: float | None = None
+    running_low: int = 0
+    running_high: int = 0
+
+    @property
+    def first_line(self) -> int:
+        return self.intervals[0].line
+
+    @property
+    def mass(self) -> int:
+        return sum(i.total for i in self.intervals)
+
+    def summary(self, server_left_out: Counter | None = None) -> dict:
+        """What the level used and left out, and why: for the raw record and the ingest report."""
+        left_out, server_left_out = +self.left_out, +(server_left_out or Counter())
+        load = (
+            f"varying load, {self.running_low}-{self.running_high} running (median {self.concurrency})"
+            if self.varying
+            else f"{self.concurrency} running"
+        )
+        parts = [f"{len(self.used)} interval(s) used at {load}"]
+        if left_out:
+            parts.append("left out " + _counts(left_out))
+        if self.prefill_kept:
+            parts.append(f"{self.prefill_kept} with a prefill kept (too few prefill-free intervals)")
+        if server_left_out:
+            parts.append("in no benchmark of this server start: " + _counts(server_left_out))
+        return {
+            "used": len(self.used),
+            "left_out": dict(left_out),
+            "server_left_out": dict(server_left_out),
+            "prefill_kept": self.prefill_kept,
+            "varying_load": self.varying,
+            "reasons": {k: REASONS[k] for k in sorted({*left_out, *server_left_out})},
+            "text": "; ".join(parts),
+        }
 
 
 def _quantiles(values: list[float]) -> tuple[float, float]:
@@ -33,55 +135,154 @@ def _quantiles(values: list[float]) -> tuple[float, float]:
     return cuts[0], cuts[-1]
 
 
-class IntervalSummary:
+class ServerIntervals:
+    """The intervals of one server start, in log order, with the running count over all ranks."""
+
     def __init__(self) -> None:
-        self._counts: Counter = Counter()
-        self._samples: dict[tuple[str, int], list[tuple[float, float | None]]] = defaultdict(list)
-        self._random = random.Random(0)  # deterministic: the same log gives the same summary
-        self.intervals = 0
-        self.idle = 0
+        self.intervals: list[Interval] = []
+        self.over_cap = 0
+        self._running: dict[str, int] = {}
 
-    def add(self, rank: str, running: int, gen_tps: float, accept_length: float | None) -> None:
-        self.intervals += 1
-        if running <= 0 or gen_tps <= 0:
-            self.idle += 1
+    def add(self, interval: Interval) -> None:
+        if len(self.intervals) >= MAX_INTERVALS:
+            self.over_cap += 1
             return
-        bucket = (rank, running)
-        if bucket not in self._counts and len(self._counts) >= MAX_BUCKETS:
-            return
-        self._counts[bucket] += 1
-        samples = self._samples[bucket]
-        sample = (gen_tps, accept_length)
-        if len(samples) < RESERVOIR:
-            samples.append(sample)
-        else:  # reservoir sampling keeps a uniform sample of an unbounded stream
-            slot = self._random.randrange(self._counts[bucket])
-            if slot < RESERVOIR:
-                samples[slot] = sample
+        self.intervals.append(interval)
 
-    def result(self) -> LogSummary | None:
-        if not self._counts:
-            return None
-        dominant: dict[str, int] = {}
-        for (rank, running), count in self._counts.items():
-            best = dominant.get(rank)
-            if best is None or (count, running) > (self._counts[(rank, best)], best):
-                dominant[rank] = running
-        concurrency, aggregate, per_request, accepts, intervals = 0, 0.0, [], [], 0
-        for rank, running in sorted(dominant.items()):
-            samples = self._samples[(rank, running)]
-            concurrency += running
-            aggregate += statistics.median(tps for tps, _ in samples)
-            per_request.extend(tps / running for tps, _ in samples)
-            accepts.extend(a for _, a in samples if a is not None)
-            intervals += self._counts[(rank, running)]
-        p10, p90 = _quantiles(per_request)
-        return LogSummary(
-            concurrency=concurrency,
-            output_throughput=aggregate,
-            decode_tps=aggregate / concurrency,
-            decode_tps_p10=p10,
-            decode_tps_p90=p90,
-            interval_count=intervals,
-            accept_length=statistics.median(accepts) if accepts else None,
-        )
+    def _totals(self) -> None:
+        """Running over all ranks at each interval; a rank not heard from yet counts its first value."""
+        latest: dict[str, int] = {}
+        for interval in self.intervals:
+            latest.setdefault(interval.rank, interval.running)
+        for interval in self.intervals:
+            latest[interval.rank] = interval.running
+            interval.total = sum(latest.values())
+
+    def levels(self) -> tuple[list[Level], Counter]:
+        """The load levels of this server, and what no level took (idle, ramps, brief levels)."""
+        left: Counter = Counter()
+        if self.over_cap:
+            left["cap"] = self.over_cap
+        self._totals()
+        levels: list[Level] = []
+        for episode in self._episodes(left):
+            levels.extend(_episode_levels(episode, left))
+        if not levels:
+            return [], left
+        largest = max(level.mass for level in levels)
+        kept = []
+        for level in levels:
+            if level.mass < BRIEF * largest:
+                left["brief"] += len(level.intervals)
+            else:
+                kept.append(level)
+        merged: dict[int, Level] = {}
+        for level in kept:  # the same load again later (a rerun): one benchmark
+            if level.concurrency in merged and merged[level.concurrency].varying == level.varying:
+                merged[level.concurrency].intervals.extend(level.intervals)
+                merged[level.concurrency].left_out.update(level.left_out)
+            else:
+                merged[level.concurrency] = level
+        result = [level for level in merged.values() if _measure(level)]
+        return sorted(result, key=lambda level: level.first_line), left
+
+    def _episodes(self, left: Counter) -> list[list[Interval]]:
+        episodes, current = [], []
+        for interval in self.intervals:
+            if interval.total == 0 and interval.gen_tps <= 0:
+                left["idle"] += 1
+                if current:
+                    episodes.append(current)
+                    current = []
+            else:
+                current.append(interval)
+        if current:
+            episodes.append(current)
+        return episodes
+
+
+def _episode_levels(episode: list[Interval], left: Counter) -> list[Level]:
+    tails = [i for i in episode if i.running == 0 or i.gen_tps <= 0]
+    busy = [i for i in episode if i.running > 0 and i.gen_tps > 0]
+    if not busy:
+        for tail in tails:
+            left[_tail_reason(tail)] += 1
+        return []
+    runs: list[tuple[int, int, int]] = []  # (running total, first index, last index) in busy
+    start = 0
+    for index in range(1, len(busy) + 1):
+        if index == len(busy) or busy[index].total != busy[start].total:
+            runs.append((busy[start].total, start, index - 1))
+            start = index
+    held = [run for run in runs if run[2] - run[1] + 1 >= HOLD]
+    levels: list[tuple[int, int, int]] = []  # (running, first index, last index)
+    for value, first, last in held:
+        if levels and abs(value - levels[-1][0]) < SAME_LEVEL * levels[-1][0]:
+            levels[-1] = (levels[-1][0], levels[-1][1], last)
+        else:
+            levels.append((value, first, last))
+    if not levels:  # never held a count: request-rate load, one level at its median
+        totals = sorted(i.total for i in busy)
+        level = Level(max(1, round(statistics.median(totals))), varying=True, intervals=list(episode))
+        for tail in tails:
+            level.left_out[_tail_reason(tail)] += 1
+        return [level]
+    out = []
+    taken = 0
+    for value, first, last in levels:
+        left["ramp"] += first - taken
+        level = Level(value, varying=False, intervals=busy[first : last + 1])
+        out.append(level)
+        taken = last + 1
+    left["ramp"] += len(busy) - taken
+    # a tail interval belongs to the level it ends
+    for tail in tails:
+        owner = next((lv for lv in reversed(out) if lv.intervals[0].line <= tail.line), out[0])
+        owner.left_out[_tail_reason(tail)] += 1
+        owner.intervals.append(tail)
+    for level in out:
+        level.intervals.sort(key=lambda i: i.line)
+    return out
+
+
+def _tail_reason(interval: Interval) -> str:
+    return "tail" if interval.running == 0 else "no-tokens"
+
+
+def _measure(level: Level) -> bool:
+    """Choose the used intervals of a level and compute its figures; False when none is usable."""
+    busy = [i for i in level.intervals if i.running > 0 and i.gen_tps > 0]
+    if level.varying:
+        used = busy
+    else:
+        modes: dict[str, int] = {}
+        for rank in {i.rank for i in busy}:
+            counts = Counter(i.running for i in busy if i.rank == rank)
+            modes[rank] = max(counts, key=lambda r: (counts[r], r))
+        used = [i for i in busy if i.running == modes[i.rank]]
+        if len(busy) > len(used):
+            level.left_out["off-level"] += len(busy) - len(used)
+    if not used:
+        return False
+    clean = [i for i in used if not i.prefill]
+    if len(clean) < len(used) and len(clean) >= HOLD and len(clean) >= CLEAN_SHARE * len(used):
+        level.left_out["prefill"] += len(used) - len(clean)
+        used = clean
+    level.prefill_kept = sum(1 for i in used if i.prefill)
+    level.used = used
+    totals = [i.total for i in busy]
+    level.running_low, level.running_high = min(totals), max(totals)
+    by_rank: dict[str, list[Interval]] = {}
+    for interval in used:
+        by_rank.setdefault(interval.rank, []).append(interval)
+    level.output_throughput = sum(statistics.median(i.gen_tps for i in rows) for rows in by_rank.values())
+    per_request = [i.gen_tps / i.running for i in used]
+    if level.varying:
+        level.decode_tps = statistics.median(per_request)
+    else:
+        level.concurrency = sum(rows[0].running for rows in by_rank.values())
+        level.decode_tps = level.output_throughput / level.concurrency
+    level.decode_tps_p10, level.decode_tps_p90 = _quantiles(per_request)
+    accepts = [i.accept for i in used if i.accept is not None]
+    level.accept_length = statistics.median(accepts) if accepts else None
+    return True

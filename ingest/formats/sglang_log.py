@@ -17,7 +17,7 @@ from specdash.ingest.formats.common import (
     deployment_name,
     missing_deployment,
 )
-from specdash.ingest.formats.logsummary import IntervalSummary
+from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
@@ -30,10 +30,21 @@ RANKS = re.compile(r"\b((?:DP|ATTN_DP|PP)\d+)\b")
 RUNNING = re.compile(r"#running-req: (\d+)")
 GEN_TPS = re.compile(r"gen throughput \(token/s\): (\d+(?:\.\d+)?)")
 ACCEPT = re.compile(r"accept len: (\d+(?:\.\d+)?)")
+PREFILL = re.compile(r"Prefill batch(?: \[\d+\])?[.,] ")
 SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)")
-ARG_KEYS = ("model_path", "served_model_name", "tp_size", "speculative_algorithm",
-            "speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
-            "speculative_num_draft_tokens")
+ARG_KEYS = (
+    "model_path",
+    "served_model_name",
+    "tp_size",
+    "quantization",
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+)
+# Algorithms whose "drafter" is the target's own multi-token-prediction head.
+OWN_HEAD = {"MTP", "NEXTN"}
 INT_ARGS = {"tp_size", "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"}
 
 
@@ -65,15 +76,25 @@ def _rank_of(line: str) -> str:
     return " ".join(RANKS.findall(head)) or "0"
 
 
+class Server:
+    """One start of the server: its arguments and intervals, and which ranks ran a prefill since their
+    last Decode batch line."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.args: dict = {}
+        self.intervals = ServerIntervals()
+        self.prefill: set[str] = set()
+
+
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
-    summary = IntervalSummary()
-    args: dict = {}
+    servers = [Server(1)]
     skipped = 0
-    first_line = None
     for number, text in bounded_lines(stream):
         if isinstance(text, TooLong):
             skipped += 1
             continue
+        server = servers[-1]
         if "Decode batch" in text:
             line = strip_ansi(text)
             if not DECODE.search(line):
@@ -84,50 +105,80 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 continue
             accept = ACCEPT.search(line)
             accept_length = float(accept[1]) if accept else None
-            first_line = first_line or number
-            summary.add(_rank_of(line), int(running[1]), float(gen[1]),
-                        accept_length if accept_length and accept_length >= 1 else None)
-        elif "server_args=ServerArgs(" in text and not args:
+            rank = _rank_of(line)
+            server.intervals.add(
+                Interval(
+                    number,
+                    rank,
+                    int(running[1]),
+                    float(gen[1]),
+                    prefill=rank in server.prefill,
+                    accept=accept_length if accept_length and accept_length >= 1 else None,
+                )
+            )
+            server.prefill.discard(rank)
+        elif "Prefill batch" in text and PREFILL.search(text):
+            server.prefill.add(_rank_of(strip_ansi(text)))
+        elif "server_args=ServerArgs(" in text:
             match = SERVER_ARGS.search(strip_ansi(text))
-            if match:
-                args = server_args(match[1])
-    result = summary.result()
-    if result is None:
-        yield Problem(path, None, None, "no 'Decode batch' lines with running requests and a throughput",
-                      "parse")
-        return
+            if server.intervals.intervals:  # a new start once the previous one has measured something
+                server = Server(number)
+                servers.append(server)
+            if match and not server.args:
+                server.args = server_args(match[1])
+    produced = False
+    for index, server in enumerate(servers):
+        levels, server_left = server.intervals.levels()
+        for level in levels:
+            produced = True
+            yield from _benchmark(path, link, server, index, len(servers), level, server_left, skipped)
+    if not produced:
+        yield Problem(
+            path, None, None, "no 'Decode batch' lines with running requests and a throughput", "parse"
+        )
+
+
+def _benchmark(path, link, server: Server, index, starts, level: Level, server_left, skipped) -> Iterator:
+    args = server.args
+    model = args.get("model_path") or args.get("served_model_name")
     deployment = choose_deployment(
-        link, deployment_name("sglang", args.get("model_path") or args.get("served_model_name"),
-                              args.get("tp_size"))
+        link, deployment_name("sglang", model, args.get("tp_size"), args.get("quantization"))
     )
     if deployment is None:
-        yield missing_deployment(path, first_line)
+        yield missing_deployment(path, level.first_line)
         return
     algorithm = algorithm_name(args.get("speculative_algorithm"))
-    if algorithm is None and result.accept_length is not None:
+    if algorithm is None and level.accept_length is not None:
         algorithm = SPECULATION_UNKNOWN
     speculative = algorithm is not None
-    accept = result.accept_length if speculative else None
+    drafter = args.get("speculative_draft_model_path") if speculative else None
+    if algorithm in OWN_HEAD and (drafter is None or drafter == model):
+        drafter = None  # the target's own MTP/NEXTN head: no drafter to link
+    start = f"start {index + 1} of {starts} (line {server.line}), " if starts > 1 else ""
     yield from benchmark(
         path,
-        first_line,
+        level.first_line,
         deployment=deployment,
         engine="sglang",
         speculative_algorithm=algorithm,
-        drafter_path=args.get("speculative_draft_model_path") if speculative else None,
+        drafter_path=drafter,
         num_steps=args.get("speculative_num_steps") if speculative else None,
         topk=args.get("speculative_eagle_topk") if speculative else None,
         num_draft_tokens=args.get("speculative_num_draft_tokens") if speculative else None,
-        concurrency=result.concurrency,
-        decode_tps=result.decode_tps,
-        output_throughput=result.output_throughput,
-        accept_length=accept,
-        decode_tps_p10=result.decode_tps_p10,
-        decode_tps_p90=result.decode_tps_p90,
-        interval_count=result.interval_count,
-        label="server log",
-        raw={"server_args": args, "intervals": summary.intervals, "idle_intervals": summary.idle,
-             "skipped_lines": skipped},
+        concurrency=level.concurrency,
+        decode_tps=level.decode_tps,
+        output_throughput=level.output_throughput,
+        accept_length=level.accept_length if speculative else None,
+        decode_tps_p10=level.decode_tps_p10,
+        decode_tps_p90=level.decode_tps_p90,
+        interval_count=len(level.used),
+        label=f"server log, {start}{level.concurrency} running",
+        raw={
+            "server_args": args,
+            "server_start_line": server.line,
+            "intervals": level.summary(server_left),
+            "skipped_lines": skipped,
+        },
     )
 
 

@@ -1,16 +1,22 @@
-"""vLLM server logs: the periodic throughput lines and the speculative-decoding metrics lines,
-summarised into one benchmark.
+"""vLLM server logs: one benchmark per server start and load level, from the periodic throughput lines
+and the speculative-decoding metrics lines.
 
 Read as written by every version in use, after ANSI colour codes and `(APIServer pid=N)` prefixes:
+- a server start: `vLLM API server version X`, `non-default args: {...}` (0.10+), `args: Namespace(...)`
+  (older), or an engine's `Initializing a V1 LLM engine (vX) with config: model=..., speculative_config=
+  SpeculativeConfig(method='eagle3', model=..., num_spec_tokens=3), ...` once intervals have been seen;
 - throughput: `[Engine 000: ]Avg prompt throughput: ..., Avg generation throughput: 95.3 tokens/s,
-  Running: 1 reqs, ...` (V1 and V0);
+  Running: 1 reqs, ...` (V1 and V0), every 10 s, tokens over the interval and the running count at its end;
 - V1 `SpecDecoding metrics: Mean acceptance length: 2.35, ..., Accepted: 452 tokens, Drafted: 960 tokens,
-  Per-position acceptance rate: 0.710, 0.420, 0.220, Avg Draft acceptance rate: 47.1%`, and the older
-  `SpecDecoding metrics: Draft acceptance rate: 47.1%, ...` wordings (per interval);
-- V0 `Speculative metrics: Draft acceptance rate: 0.651, ..., Number of speculative tokens: 5, ...`
-  (cumulative since start-up);
-- the engine's start-up config line: model, speculative_config (method, draft model, tokens), TP size."""
+  Per-position acceptance rate: 0.710, 0.420, 0.220, ...` and the older `Draft acceptance rate: 47.1%`
+  wording (per interval);
+- V0 `Speculative metrics: Draft acceptance rate: 0.651, System efficiency: 0.523, Number of speculative
+  tokens: 5, Number of accepted tokens: ..., Number of draft tokens: ..., Number of emitted tokens: ...`
+  (cumulative since start-up: each interval gets the difference to the previous line).
 
+Intervals are split into load levels by `logsummary`; an interval with prompt throughput had a prefill."""
+
+import ast
 import re
 from collections.abc import Iterator
 from typing import TextIO
@@ -23,7 +29,7 @@ from specdash.ingest.formats.common import (
     deployment_name,
     missing_deployment,
 )
-from specdash.ingest.formats.logsummary import IntervalSummary
+from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
@@ -32,8 +38,10 @@ NAME = "vllm-log"
 HELP = "vLLM server log: throughput and 'SpecDecoding metrics' / V0 'Speculative metrics' lines"
 
 NUMBER = r"(\d+(?:\.\d+)?)"
-THROUGHPUT = re.compile(rf"(?:Engine (\d+): )?Avg prompt throughput: {NUMBER} tokens/s, "
-                        rf"Avg generation throughput: {NUMBER} tokens/s, Running: (\d+) reqs")
+THROUGHPUT = re.compile(
+    rf"(?:Engine (\d+): )?Avg prompt throughput: {NUMBER} tokens/s, "
+    rf"Avg generation throughput: {NUMBER} tokens/s, Running: (\d+) reqs"
+)
 MEAN_LENGTH = re.compile(rf"Mean acceptance length: {NUMBER}")
 ACCEPTED = re.compile(r"Accepted: (\d+) tokens")
 DRAFTED = re.compile(r"Drafted: (\d+) tokens")
@@ -41,38 +49,151 @@ PER_POSITION = re.compile(r"Per-position acceptance rate: ((?:\d+(?:\.\d+)?(?:, 
 V0_SPEC_TOKENS = re.compile(r"Number of speculative tokens: (\d+)")
 V0_DRAFT = re.compile(r"Number of draft tokens(?: tokens)?: (\d+)")
 V0_EMITTED = re.compile(r"Number of emitted tokens(?: tokens)?: (\d+)")
+V0_EFFICIENCY = re.compile(rf"System efficiency: {NUMBER}")
 CONFIG_MODEL = re.compile(r"with config: model='([^']*)'")
 SPEC_CONFIG = re.compile(r"speculative_config=SpeculativeConfig\(([^)]*)\)")
 TP_SIZE = re.compile(r"tensor_parallel_size=(\d+)")
+QUANTIZATION = re.compile(r"\bquantization=(?:'([^']*)'|([\w-]+))")
 VERSION = re.compile(r"LLM engine \(v([\w.+\-]+)\)|vLLM API server version ([\w.+\-]+)")
 KEY_VALUE = re.compile(r"(\w+)=(?:'([^']*)'|([^,\s]+))")
+NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
+NAMESPACE = re.compile(r"\bargs: Namespace\((.*)\)\s*$")
+START_MARKERS = ("vLLM API server version", "non-default args:", "args: Namespace(", "with config:")
+# Methods whose "drafter" is the target's own multi-token-prediction head, not a separate model.
+OWN_HEAD = {"MTP", "NEXTN"}
 
 
 def detect(head: str, filename: str) -> bool:
-    return any(marker in head for marker in (
-        "SpecDecoding metrics:", "Speculative metrics:", "Avg generation throughput:",
-        "vLLM API server version", "LLM engine (v"))
+    return any(
+        marker in head
+        for marker in (
+            "SpecDecoding metrics:",
+            "Speculative metrics:",
+            "Avg generation throughput:",
+            "vLLM API server version",
+            "LLM engine (v",
+        )
+    )
 
 
-class SpecTotals:
-    """Accepted and drafted tokens and drafts, summed over the V1 intervals, per position too."""
+def _int(value) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
 
-    def __init__(self) -> None:
-        self.accepted = self.drafts = 0.0
-        self.by_position: list[float] = []
-        self.position_drafts = 0.0  # drafts of the intervals that reported per-position rates
-        self.lines = 0
-        self.unsized = 0  # intervals whose number of drafts could not be told
-        self.v0: tuple[int, int, int] | None = None  # last cumulative (k, draft tokens, emitted)
 
-    def add_v1(self, line: str, spec_tokens: int | None) -> None:
+def _config_line(line: str) -> dict:
+    """Model, TP size, quantization and speculative config from an engine's `with config:` line."""
+    found: dict = {}
+    if model := CONFIG_MODEL.search(line):
+        found["model"] = model[1]
+    if tp := TP_SIZE.search(line):
+        found["tp_size"] = int(tp[1])
+    if (quant := QUANTIZATION.search(line)) and (quant[1] or quant[2]) not in (None, "None"):
+        found["quantization"] = quant[1] or quant[2]
+    if spec := SPEC_CONFIG.search(line):
+        pairs = {key: quoted if quoted else bare for key, quoted, bare in KEY_VALUE.findall(spec[1])}
+        found["method"] = pairs.get("method")
+        found["draft_model"] = pairs.get("model") or pairs.get("draft_model")
+        if tokens := _int(pairs.get("num_spec_tokens") or pairs.get("num_speculative_tokens")):
+            found["spec_tokens"] = tokens
+    return {k: v for k, v in found.items() if v not in (None, "None")}
+
+
+def _args(values: dict) -> dict:
+    """The same fields from the API server's arguments (`non-default args` dict or `Namespace`)."""
+    found: dict = {}
+    for key in (
+        "model",
+        "tensor_parallel_size",
+        "quantization",
+        "speculative_model",
+        "num_speculative_tokens",
+        "speculative_config",
+    ):
+        value = values.get(key)
+        if value in (None, "None", ""):
+            continue
+        if key == "model":
+            found["model"] = str(value)
+        elif key == "tensor_parallel_size" and _int(value):
+            found["tp_size"] = _int(value)
+        elif key == "quantization":
+            found["quantization"] = str(value)
+        elif key == "speculative_model":
+            found["draft_model"] = str(value)
+        elif key == "num_speculative_tokens" and _int(value):
+            found["spec_tokens"] = _int(value)
+        elif key == "speculative_config":
+            spec = value
+            if isinstance(spec, str):
+                try:
+                    spec = ast.literal_eval(spec)
+                except (ValueError, SyntaxError):
+                    spec = None
+            if isinstance(spec, dict):
+                if spec.get("method"):
+                    found["method"] = str(spec["method"])
+                if spec.get("model"):
+                    found["draft_model"] = str(spec["model"])
+                if tokens := _int(spec.get("num_speculative_tokens")):
+                    found["spec_tokens"] = tokens
+    return found
+
+
+def _non_default_args(line: str) -> dict:
+    match = NON_DEFAULT.search(line)
+    if match is None or len(match[1]) > 100_000:
+        return {}
+    try:
+        values = ast.literal_eval(match[1])
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return {}
+    return _args(values) if isinstance(values, dict) else {}
+
+
+def _namespace(line: str) -> dict:
+    match = NAMESPACE.search(line)
+    if match is None:
+        return {}
+    values = {key: quoted if quoted else bare for key, quoted, bare in KEY_VALUE.findall(match[1])}
+    return _args(values)
+
+
+class Server:
+    """One start of the server: its configuration and intervals."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.config: dict = {}
+        self.version: str | None = None
+        self.intervals = ServerIntervals()
+        self.v0_last: tuple[int, int] | None = None  # cumulative (draft tokens, emitted) of the last V0 line
+        self.spec_lines = 0
+        self.unsized = 0
+
+    @property
+    def started(self) -> bool:
+        return bool(self.intervals.intervals)
+
+    def learn(self, found: dict) -> None:
+        for key, value in found.items():
+            self.config.setdefault(key, value)
+
+    def last(self) -> Interval | None:
+        return self.intervals.intervals[-1] if self.intervals.intervals else None
+
+    def spec_v1(self, line: str) -> None:
         accepted, drafted = ACCEPTED.search(line), DRAFTED.search(line)
-        if accepted is None or drafted is None:
+        interval = self.last()
+        if accepted is None or drafted is None or interval is None:
             return
-        self.lines += 1
+        self.spec_lines += 1
         rates_match, mean = PER_POSITION.search(line), MEAN_LENGTH.search(line)
-        rates = [float(r) for r in rates_match[1].rstrip(", ").split(", ")] if rates_match else []
-        k = len(rates) or spec_tokens
+        rates = tuple(float(r) for r in rates_match[1].rstrip(", ").split(", ")) if rates_match else ()
+        k = len(rates) or self.config.get("spec_tokens")
         if k:
             drafts = int(drafted[1]) / k
         elif mean and float(mean[1]) > 1:
@@ -80,102 +201,129 @@ class SpecTotals:
         else:
             self.unsized += 1
             return
-        self.accepted += int(accepted[1])
-        self.drafts += drafts
+        # tokens per round summed: the accepted drafts plus one bonus token per round
+        interval.spec = (int(accepted[1]) + drafts, drafts, rates)
+
+    def spec_v0(self, line: str) -> None:
+        k, draft, emitted = V0_SPEC_TOKENS.search(line), V0_DRAFT.search(line), V0_EMITTED.search(line)
+        if not (k and draft and emitted and int(k[1]) > 0):
+            return
+        self.spec_lines += 1
+        self.config.setdefault("spec_tokens", int(k[1]))
+        self.config["v0"] = True
+        now = (int(draft[1]), int(emitted[1]))
+        before = self.v0_last or (0, 0)
+        self.v0_last = now
+        interval = self.last()
+        rounds = (now[0] - before[0]) / int(k[1])
+        if interval is not None and rounds > 0 and now[1] >= before[1]:
+            interval.spec = (now[1] - before[1], rounds, ())
+
+
+def _accept(level: Level) -> tuple[float | None, list[float] | None]:
+    """Accept length and per-position survival over every interval of the level with spec data."""
+    tokens = rounds = position_rounds = 0.0
+    by_position: list[float] = []
+    for interval in level.intervals:
+        if interval.spec is None:
+            continue
+        emitted, drafts, rates = interval.spec
+        tokens += emitted
+        rounds += drafts
         if rates:
-            self.position_drafts += drafts
+            position_rounds += drafts
         for position, rate in enumerate(rates):
-            if position == len(self.by_position):
-                self.by_position.append(0.0)
-            self.by_position[position] += rate * drafts
-
-    def accept_length(self) -> float | None:
-        if self.drafts > 0:
-            return 1 + self.accepted / self.drafts
-        if self.v0 is not None:
-            k, draft_tokens, emitted = self.v0
-            return emitted / (draft_tokens / k) if draft_tokens and k else None
-        return None
-
-    def survival(self) -> list[float] | None:
-        if not self.by_position or self.position_drafts <= 0:
-            return None
-        return [min(1.0, total / self.position_drafts) for total in self.by_position]
-
-
-def _config(line: str) -> dict:
-    found: dict = {}
-    if model := CONFIG_MODEL.search(line):
-        found["model"] = model[1]
-    if tp := TP_SIZE.search(line):
-        found["tp_size"] = int(tp[1])
-    if spec := SPEC_CONFIG.search(line):
-        pairs = {key: quoted if quoted else bare for key, quoted, bare in KEY_VALUE.findall(spec[1])}
-        found["method"] = pairs.get("method")
-        found["draft_model"] = pairs.get("model") or pairs.get("draft_model")
-        tokens = pairs.get("num_spec_tokens") or pairs.get("num_speculative_tokens")
-        if tokens and tokens.isdigit() and int(tokens) > 0:
-            found["spec_tokens"] = int(tokens)
-    return found
+            if position == len(by_position):
+                by_position.append(0.0)
+            by_position[position] += rate * drafts
+    accept = tokens / rounds if rounds > 0 else None
+    survival = [min(1.0, total / position_rounds) for total in by_position] if position_rounds > 0 else None
+    return (max(1.0, accept) if accept is not None else None), survival
 
 
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
-    summary, spec, config = IntervalSummary(), SpecTotals(), {}
-    version = None
-    first_line = None
+    servers = [Server(1)]
     for number, text in bounded_lines(stream):
         if isinstance(text, TooLong):
             continue
+        server = servers[-1]
         if "throughput" in text and (match := THROUGHPUT.search(strip_ansi(text))):
-            first_line = first_line or number
-            summary.add(match[1] or "0", int(match[4]), float(match[3]), None)
+            server.intervals.add(
+                Interval(number, match[1] or "0", int(match[4]), float(match[3]), prefill=float(match[2]) > 0)
+            )
         elif "SpecDecoding metrics:" in text:
-            spec.add_v1(strip_ansi(text), config.get("spec_tokens"))
+            server.spec_v1(strip_ansi(text))
         elif "Speculative metrics:" in text:
+            server.spec_v0(strip_ansi(text))
+        elif any(marker in text for marker in START_MARKERS):
             line = strip_ansi(text)
-            k, draft, emitted = V0_SPEC_TOKENS.search(line), V0_DRAFT.search(line), V0_EMITTED.search(line)
-            if k and draft and emitted and int(k[1]) > 0:
-                spec.v0 = (int(k[1]), int(draft[1]), int(emitted[1]))
-        elif "LLM engine (v" in text or "vLLM API server version" in text:
-            line = strip_ansi(text)
+            if server.started:  # a new start once the previous one has measured something
+                server = Server(number)
+                servers.append(server)
             if found := VERSION.search(line):
-                version = version or found[1] or found[2]
-            if "with config:" in line and not config:
-                config = _config(line)
-    result = summary.result()
-    if result is None:
+                server.version = server.version or found[1] or found[2]
+            if "non-default args:" in line:
+                server.learn(_non_default_args(line))
+            elif "args: Namespace(" in line:
+                server.learn(_namespace(line))
+            elif "with config:" in line:
+                server.learn(_config_line(line))
+    produced = False
+    for index, server in enumerate(servers):
+        levels, server_left = server.intervals.levels()
+        for level in levels:
+            produced = True
+            yield from _benchmark(path, link, server, index, len(servers), level, server_left)
+    if not produced:
         yield Problem(path, None, None, "no 'Avg generation throughput' lines with running requests", "parse")
-        return
-    deployment = choose_deployment(link, deployment_name("vllm", config.get("model"), config.get("tp_size")))
+
+
+def _benchmark(path, link, server: Server, index: int, starts: int, level: Level, server_left) -> Iterator:
+    config = server.config
+    model = config.get("model")
+    deployment = choose_deployment(
+        link, deployment_name("vllm", model, config.get("tp_size"), config.get("quantization"))
+    )
     if deployment is None:
-        yield missing_deployment(path, first_line)
+        yield missing_deployment(path, level.first_line)
         return
-    speculating = spec.lines > 0 or spec.v0 is not None or config.get("draft_model")
+    accept, survival = _accept(level)
+    speculating = server.spec_lines > 0 or bool(config.get("draft_model") or config.get("method"))
     algorithm = algorithm_name(config.get("method")) or (SPECULATION_UNKNOWN if speculating else None)
-    k = config.get("spec_tokens") or (spec.v0[0] if spec.v0 else None) or len(spec.by_position) or None
+    k = config.get("spec_tokens") or (len(survival) if survival else None)
     speculative = algorithm is not None
+    drafter = config.get("draft_model") if speculative else None
+    if algorithm in OWN_HEAD and (drafter is None or drafter == model):
+        drafter = None  # the target's own head: no drafter to link
+    intervals = level.summary(server_left)
+    start = f"start {index + 1} of {starts} (line {server.line}), " if starts > 1 else ""
     yield from benchmark(
         path,
-        first_line,
+        level.first_line,
         deployment=deployment,
         engine="vllm",
-        engine_version=version,
+        engine_version=server.version,
         speculative_algorithm=algorithm,
-        drafter_path=config.get("draft_model") if speculative else None,
+        drafter_path=drafter,
         num_steps=k if speculative else None,
         topk=1 if speculative and k else None,
         num_draft_tokens=k + 1 if speculative and k else None,
-        concurrency=result.concurrency,
-        decode_tps=result.decode_tps,
-        output_throughput=result.output_throughput,
-        accept_length=spec.accept_length() if speculative else None,
-        position_survival=spec.survival() if speculative else None,
-        decode_tps_p10=result.decode_tps_p10,
-        decode_tps_p90=result.decode_tps_p90,
-        interval_count=result.interval_count,
-        label="server log",
-        raw={"config": config, "intervals": summary.intervals, "idle_intervals": summary.idle,
-             "spec_decoding_lines": spec.lines, "unsized_spec_lines": spec.unsized},
+        concurrency=level.concurrency,
+        decode_tps=level.decode_tps,
+        output_throughput=level.output_throughput,
+        accept_length=accept if speculative else None,
+        position_survival=survival if speculative else None,
+        decode_tps_p10=level.decode_tps_p10,
+        decode_tps_p90=level.decode_tps_p90,
+        interval_count=len(level.used),
+        label=f"server log, {start}{level.concurrency} running",
+        raw={
+            "config": {k: v for k, v in config.items() if k != "v0"},
+            "server_start_line": server.line,
+            "intervals": intervals,
+            "spec_decoding_lines": server.spec_lines,
+            "unsized_spec_lines": server.unsized,
+        },
     )
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, TextIO
 
 from pydantic import BeforeValidator, Field
 
+from specdash.costmodel.throughput import verified_tokens
 from specdash.ingest.formats import Format
 from specdash.ingest.formats.common import (
     EngineModel,
@@ -136,7 +137,9 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         speculative_algorithm=algorithm,
         num_steps=steps if speculative else None,
         topk=(result.topk or 1) if speculative and steps else None,
-        num_draft_tokens=(result.num_draft_tokens or steps + 1) if speculative and steps else None,
+        num_draft_tokens=verified_tokens(steps, result.topk or 1, result.num_draft_tokens)
+        if speculative and steps
+        else None,
         concurrency=concurrency or 1,
         dataset=result.dataset,
         num_prompts=result.completed if result.completed is not None else result.num_prompts,

@@ -4,8 +4,8 @@ Status and note move from each source's gap to the benchmark's alert, and gap_ev
 A benchmark whose gaps had different statuses keeps the one changed last (an investigated gap wins over
 an untouched open one); every history entry is kept, on the benchmark's alert.
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0002"
-down_revision: str | None = "0001"
+revision: str = "0004"
+down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -59,9 +59,14 @@ def upgrade() -> None:
         sa.Column("note", sa.Text(), nullable=True),
         sa.Column("updated_at", sa.DateTime(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["benchmark_id"], ["benchmark.id"], name=op.f("fk_alert_benchmark_id_benchmark"), ondelete="CASCADE"
+            ["benchmark_id"],
+            ["benchmark.id"],
+            name=op.f("fk_alert_benchmark_id_benchmark"),
+            ondelete="CASCADE",
         ),
-        sa.ForeignKeyConstraint(["gap_id"], ["gap.id"], name=op.f("fk_alert_gap_id_gap"), ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["gap_id"], ["gap.id"], name=op.f("fk_alert_gap_id_gap"), ondelete="SET NULL"
+        ),
         sa.PrimaryKeyConstraint("benchmark_id", name=op.f("pk_alert")),
     )
     with op.batch_alter_table("alert", schema=None) as batch_op:
@@ -137,13 +142,23 @@ def _move_investigations_to_alerts() -> None:
                 "updated_at": row.updated_at,
             }
         )
+    # untyped columns: updated_at goes back as the backend gave it (text on SQLite, a datetime elsewhere)
     alert_table = sa.table(
         "alert",
         *(
             sa.column(name)
-            for name in ("benchmark_id", "gap_id", "is_alert", "severity", "code", "reason", "status", "note")
+            for name in (
+                "benchmark_id",
+                "gap_id",
+                "is_alert",
+                "severity",
+                "code",
+                "reason",
+                "status",
+                "note",
+                "updated_at",
+            )
         ),
-        sa.column("updated_at", sa.DateTime()),
     )
     if alerts:
         op.bulk_insert(alert_table, alerts)
@@ -170,7 +185,9 @@ def downgrade() -> None:
         sa.Column("from_status", sa.String(length=20), nullable=True),
         sa.Column("to_status", sa.String(length=20), nullable=False),
         sa.Column("note", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(["gap_id"], ["gap.id"], name=op.f("fk_gap_event_gap_id_gap"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["gap_id"], ["gap.id"], name=op.f("fk_gap_event_gap_id_gap"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_gap_event")),
     )
     with op.batch_alter_table("gap_event", schema=None) as batch_op:

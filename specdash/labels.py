@@ -1,0 +1,25 @@
+"""How a speculation setting and a gap are written, the same on every page and in every command."""
+
+import math
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _int(value) -> str:
+    return "-" if _missing(value) else str(int(value))
+
+
+def setting_label(row) -> str:
+    """`EAGLE3 3/1/4`: algorithm, draft steps / top-k / draft tokens; `no speculation` for a baseline.
+    `row` is anything indexable by column name (a dict, a pandas row)."""
+    algorithm = row["speculative_algorithm"]
+    if _missing(algorithm):
+        return "no speculation"
+    return f"{algorithm} {_int(row['num_steps'])}/{_int(row['topk'])}/{_int(row['num_draft_tokens'])}"
+
+
+def gap_text(gap: float | None) -> str:
+    """`+48.9%` (slower than predicted) or `-3.0%` (faster)."""
+    return "-" if _missing(gap) else f"{gap:+.1%}"

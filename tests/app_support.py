@@ -1,0 +1,88 @@
+"""Fixtures for the dashboard's tests on real data: the demo together with the published SpecBundle results
+(tests/fixtures/real/specbundle-data.json), built once per test session and copied per test."""
+
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from specdash.db.engine import make_engine
+from specdash.db.schema import upgrade
+from specdash.demo import DEMO_FILE_NAME, demo_bytes
+from specdash.ingest.pipeline import ingest_bytes
+from tests.conftest import FIXTURES, sqlite_url
+
+SPECBUNDLE = FIXTURES / "real" / "specbundle-data.json"
+BASELINE_NAME = "Wihtout EAGLE3"  # [sic], as published
+
+
+def specbundle_rows() -> list[dict]:
+    """The file's drafter and baseline rows, flattened: model, benchmark, batch size, setting, name, numbers;
+    each distinct row once (the file repeats its baselines under every setting)."""
+    document = json.loads(SPECBUNDLE.read_text())
+    rows, seen = [], set()
+    for model, benchmarks in document.items():
+        for benchmark, block in benchmarks.items():
+            for result in block["results"]:
+                for metric in result["metrics"]:
+                    baseline = metric["Name"] == BASELINE_NAME
+                    key = (model, benchmark, result["batch_size"], metric["Name"]) + (
+                        () if baseline else (result["steps"], result["topk"], result["num_draft_tokens"])
+                    )
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    rows.append(
+                        {
+                            "model": model,
+                            "benchmark": benchmark,
+                            "batch_size": result["batch_size"],
+                            "steps": result["steps"],
+                            "topk": result["topk"],
+                            "num_draft_tokens": result["num_draft_tokens"],
+                            "name": metric["Name"],
+                            "baseline": baseline,
+                            "output_throughput": metric["output_throughput"],
+                            "accept_length": metric["accept_length"],
+                        }
+                    )
+    return rows
+
+
+def chain_accept_lengths(drafter: str) -> dict[int, float]:
+    """Mean published accept length per chain depth (top-k 1) of one drafter, over its datasets."""
+    taus = defaultdict(list)
+    for row in specbundle_rows():
+        if row["name"] == drafter and row["topk"] == 1:
+            taus[row["steps"]].append(row["accept_length"])
+    return {k: sum(v) / len(v) for k, v in sorted(taus.items())}
+
+
+def _load(url: str, with_specbundle: bool) -> None:
+    engine = make_engine(url)
+    upgrade(engine)
+    result = ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes())
+    assert result.ok, result.problems
+    if with_specbundle:
+        result = ingest_bytes(engine, SPECBUNDLE.name, SPECBUNDLE.read_bytes())
+        assert result.ok, result.problems
+    with engine.connect() as connection:  # fold the WAL into the file so a plain copy is complete
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def _real_template(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("real") / "real.db"
+    _load(sqlite_url(path), with_specbundle=True)
+    return path
+
+
+@pytest.fixture
+def real_url(tmp_path, _real_template) -> str:
+    """A fresh copy of a database holding the demo and the SpecBundle results."""
+    path = tmp_path / "real.db"
+    shutil.copy(_real_template, path)
+    return sqlite_url(path)
