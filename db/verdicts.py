@@ -56,8 +56,9 @@ class Candidate:
 
 def acceptance_references(session: Session, checkpoint_ids: list[int], steps_of) -> dict[int, Reference]:
     """For every benchmark of these checkpoints (drafters without training metrics), the median measured
-    accept length of the same drafter's trusted benchmarks on the same dataset and setting: the latest
-    earlier ones at the same load, else at other loads, else (the first of its series) the later ones.
+    accept length of the same drafter's trusted benchmarks on the same dataset and setting: the
+    latest earlier ones (by measured_at when every one has it, else by id) at the same load, else at other
+    loads; none for the first of its series.
     Trusted: not superseded, served with the drafter's own algorithm and hidden size, tau reported."""
     if not checkpoint_ids:
         return {}
@@ -100,12 +101,9 @@ def acceptance_references(session: Session, checkpoint_ids: list[int], steps_of)
         trusted = [m for m in members if _trusted(m)]
         for position, bench in enumerate(members):
             earlier = [m for m in trusted if order[m.id] < position]
-            pick, when = _nearest(earlier, bench, latest=True), "earlier"
+            pick = _nearest(earlier, bench)
             if not pick:
-                later = [m for m in trusted if order[m.id] > position]
-                pick, when = _nearest(later, bench, latest=False), "later"
-            if not pick:
-                continue
+                continue  # the first of its series: nothing came before it
             load = "the same" if pick[0].concurrency == bench.concurrency else "other"
             ids = tuple(m.id for m in pick)
             tau = statistics.median(m.accept_length for m in pick)
@@ -113,7 +111,7 @@ def acceptance_references(session: Session, checkpoint_ids: list[int], steps_of)
             out[bench.id] = Reference(
                 tau,
                 ids,
-                f"the median {tau:.2f} of its {len(ids)} {when} benchmark(s) on {dataset or 'the same dataset'} "
+                f"the median {tau:.2f} of its {len(ids)} earlier benchmark(s) on {dataset or 'the same dataset'} "
                 f"at setting {setting} and {load} load ({', '.join(f'#{i}' for i in ids)})",
             )
     return out
@@ -129,11 +127,10 @@ def _trusted(row) -> bool:
     return not (fed and expected and fed != expected)
 
 
-def _nearest(candidates: list, bench, latest: bool) -> list:
-    """Same load first; the ones closest in time to the benchmark, at most HISTORY_WINDOW."""
-    same = [m for m in candidates if m.concurrency == bench.concurrency]
-    pool = same or candidates
-    return pool[-HISTORY_WINDOW:] if latest else pool[:HISTORY_WINDOW]
+def _nearest(earlier: list, bench) -> list:
+    """Same load first, else other loads; the latest ones, at most HISTORY_WINDOW."""
+    same = [m for m in earlier if m.concurrency == bench.concurrency]
+    return (same or earlier)[-HISTORY_WINDOW:]
 
 
 def write_verdicts(
