@@ -16,8 +16,13 @@ MAX_COLOURED_RUNS = 8
 # Past this many points, WebGL keeps the browser responsive.
 WEBGL_POINTS = 1500
 SOURCE_DASH = {"theory": "solid", "calibrated": "dash"}
-SOURCE_COLOURS = {"theory": "#1f77b4", "calibrated": "#2ca02c"}
-EXTERNAL_COLOURS = ["#9467bd", "#8c564b", "#e377c2", "#17becf"]
+# Sources are told apart by marker and colour, never colour alone; every colour reads on white and on
+# Streamlit's dark background (black measured diamonds vanished in dark mode).
+MEASURED_STYLE = {"symbol": "diamond", "color": "#e4572e"}
+SOURCE_COLOURS = {"theory": "#4c78a8", "calibrated": "#2ca02c"}
+SOURCE_SYMBOLS = {"theory": "circle", "calibrated": "square"}
+EXTERNAL_COLOURS = ["#9467bd", "#bcbd22", "#e377c2", "#17becf"]
+EXTERNAL_SYMBOLS = ["triangle-up", "x", "star", "cross"]
 EMPTY_HEIGHT = 220
 
 
@@ -36,6 +41,23 @@ def _empty(message: str) -> go.Figure:
         height=EMPTY_HEIGHT, xaxis=dict(visible=False), yaxis=dict(visible=False), margin=dict(t=20, b=20)
     )
     return fig
+
+
+def source_style(source: str, others: list[str] | None = None) -> dict:
+    """Marker symbol, colour and line dash of a prediction source (external ones in a fixed order)."""
+    if source in SOURCE_COLOURS:
+        return {
+            "symbol": SOURCE_SYMBOLS[source],
+            "color": SOURCE_COLOURS[source],
+            "dash": SOURCE_DASH[source],
+        }
+    external = sorted(others or [source])
+    i = external.index(source) if source in external else 0
+    return {
+        "symbol": EXTERNAL_SYMBOLS[i % len(EXTERNAL_SYMBOLS)],
+        "color": EXTERNAL_COLOURS[i % len(EXTERNAL_COLOURS)],
+        "dash": "dot",
+    }
 
 
 def run_colours(runs: list[str]) -> dict[str, str]:

@@ -9,6 +9,7 @@ st.set_page_config(page_title="specdash", page_icon=":material/speed:", layout="
 VIEWS = "views"
 pages = [
     st.Page(f"{VIEWS}/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    st.Page(f"{VIEWS}/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:"),
     st.Page(f"{VIEWS}/checkpoints.py", title="Checkpoints", icon=":material/timeline:"),
     st.Page(f"{VIEWS}/upload.py", title="Upload", icon=":material/upload_file:"),
     st.Page(f"{VIEWS}/alerts.py", title="Alerts", icon=":material/notification_important:"),

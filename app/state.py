@@ -10,10 +10,12 @@ from sqlalchemy import Engine
 
 from specdash.config import resolve_db_url
 from specdash.db import alerts, checkpoint_queries, profiles, queries
+from specdash.db import leaderboard as leaderboard_queries
 from specdash.db.alerts import AlertFilters
 from specdash.db.calibration import calibrate_all
 from specdash.db.checkpoint_queries import SpeculationSetting
 from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
 from specdash.ingest.pipeline import Preview, preview_bytes
@@ -144,6 +146,48 @@ def latest_checkpoints(url: str) -> pd.DataFrame:
 def top_alerts(url: str, limit: int) -> list[dict]:
     rows, _ = _read(url, alerts.alert_page, AlertFilters(statuses=("open",)), 0, limit, count=False)
     return rows
+
+
+# --- Leaderboard -----------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def leaderboard_choices(url: str) -> dict:
+    return _read(url, leaderboard_queries.leaderboard_choices)
+
+
+@st.cache_data(show_spinner=False)
+def leaderboard(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
+    return _read(url, leaderboard_queries.leaderboard, flt)
+
+
+def setting_param(row) -> str:
+    """A speculation setting in a URL: `EAGLE3:3:1:4:1` (algorithm, steps, top-k, draft tokens, concurrency)."""
+    parts = [
+        row["speculative_algorithm"],
+        row["num_steps"],
+        row["topk"],
+        row["num_draft_tokens"],
+        row["concurrency"],
+    ]
+    return ":".join("" if p is None or p != p else str(p) for p in parts)
+
+
+def parse_setting(text: str) -> SpeculationSetting:
+    algorithm, steps, topk, draft_tokens, concurrency = text.split(":")
+    number = lambda v: int(v) if v else None  # noqa: E731
+    return SpeculationSetting(algorithm, number(steps), number(topk), number(draft_tokens), int(concurrency))
+
+
+def checkpoint_link(row, dataset: str | None) -> dict[str, str]:
+    """Query parameters that open the Checkpoints page on this entry's overlay."""
+    params = {
+        "run": str(row["run"]),
+        "checkpoint": str(row["checkpoint"]),
+        "deployment": str(row["deployment"]),
+        "setting": setting_param(row),
+    }
+    if dataset is not None:
+        params["dataset"] = dataset
+    return params
 
 
 # --- Checkpoints -------------------------------------------------------------------------------------------

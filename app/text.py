@@ -2,6 +2,8 @@
 in the domain's words."""
 
 import html
+import math
+import re
 import string
 
 # Every ASCII punctuation character can be backslash-escaped in Markdown; escaping them all makes a name
@@ -39,3 +41,97 @@ SEVERITY_ICONS = {
     "info": ":material/info:",
     "none": ":material/help:",
 }
+
+
+# Axis labels longer than this are abbreviated; hover and tables keep the full name.
+LABEL_WIDTH = 30
+
+
+def _common_prefix(names: list[str]) -> str:
+    """The longest prefix all names share, cut back to a separator so no word is split."""
+    if len(names) < 2:
+        return ""
+    first, last = min(names), max(names)
+    size = 0
+    while size < min(len(first), len(last)) and first[size] == last[size]:
+        size += 1
+    prefix = first[:size]
+    cut = max(prefix.rfind(sep) for sep in "/-_ ")
+    return prefix[: cut + 1] if cut >= 0 else ""
+
+
+_WORD_SEPARATORS = re.compile(r"([-_:,/ ]+)")
+
+
+def _frequent_words(names: list[str]) -> set[str]:
+    """Words found in at least half of several names (`SGLang`, `EAGLE3`, `Instruct`, `SpecBundle`); short
+    words and numbers are kept (`bs 8`, `TP8`)."""
+    if len(names) < 4:
+        return set()
+    counts: dict[str, int] = {}
+    for name in names:
+        for word in set(_WORD_SEPARATORS.split(name.lower())[::2]):
+            counts[word] = counts.get(word, 0) + 1
+    return {w for w, n in counts.items() if len(w) >= 3 and not w.isdigit() and n * 2 >= len(names)}
+
+
+def _without(name: str, words: set[str]) -> str:
+    """The name without those words: `Kimi-K2-Instruct, bs 8` -> `Kimi-K2, bs 8` (a dropped word's separator
+    replaces the one before it)."""
+    parts = _WORD_SEPARATORS.split(name)
+    out: list[str] = []
+    for i in range(0, len(parts), 2):
+        word, sep = parts[i], parts[i + 1] if i + 1 < len(parts) else ""
+        if word.lower() not in words:
+            out += [word, sep]
+        elif out:
+            out[-1] = sep
+    return "".join(out).strip("-_:,/ ") or name
+
+
+def abbreviate(names, width: int = LABEL_WIDTH) -> dict[str, str]:
+    """Short, distinct labels for names on an axis or legend; full names belong in the hover. In order,
+    while the labels stay distinct: a prefix every name shares is dropped; a hub organisation (`lmsys/`); words
+    most of the names repeat (`SGLang`, `EAGLE3`, `Instruct`); then a name still longer than `width` keeps
+    its start and end around an ellipsis."""
+    unique = list(dict.fromkeys(str(n) for n in names))
+    prefix = _common_prefix(unique)
+    short = {name: name[len(prefix) :] or name for name in unique}
+    for step in ("organisation", "words"):
+        if step == "organisation":
+            trial = {
+                n: (v.split("/", 1)[1] if v.count("/") == 1 and not v.endswith("/") else v)
+                for n, v in short.items()
+            }
+        else:
+            words = _frequent_words(list(short.values()))
+            trial = {n: _without(v, words) for n, v in short.items()}
+        if len(set(trial.values())) == len(trial):
+            short = trial
+    labels: dict[str, str] = {}
+    used: set[str] = set()
+    for name in unique:
+        rest = short[name]
+        if len(rest) > width:
+            head = (width - 1) * 3 // 5
+            rest = rest[:head] + "…" + rest[-(width - 1 - head) :]
+        label, n = rest, 2
+        while label in used:  # two names that abbreviate alike stay apart
+            label, n = f"{rest} ({n})", n + 1
+        used.add(label)
+        labels[name] = label
+    return labels
+
+
+def number_text(value, digits: int = 1, suffix: str = "") -> str:
+    """A number rounded for reading, `-` for none: never `None`, `nan` or 68.70452726148955."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    try:
+        import pandas as pd
+
+        if pd.isna(value):
+            return "-"
+    except (TypeError, ValueError):
+        pass
+    return f"{value:,.{digits}f}{suffix}"

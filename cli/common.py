@@ -29,8 +29,17 @@ def db_url(ctx: click.Context) -> str:
     return resolve_db_url(ctx.ensure_object(dict).get("db_url"))
 
 
+def _lock_notice(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def make_cli_engine(ctx: click.Context) -> Engine:
+    """The engine of a command: a write that waits for another writer's lock says so on stderr."""
+    return make_engine(db_url(ctx), on_lock_wait=_lock_notice)
+
+
 def open_db(ctx: click.Context, check: bool = True) -> Engine:
-    engine = make_engine(db_url(ctx))
+    engine = make_cli_engine(ctx)
     if check:
         try:
             check_schema(engine)

@@ -2,8 +2,8 @@
 
 import click
 
-from specdash.cli.common import db_option, db_url, open_db
-from specdash.db.engine import make_engine, reading
+from specdash.cli.common import db_option, make_cli_engine, open_db
+from specdash.db.engine import reading
 from specdash.db.schema import current_revision, revision_history, upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
 from specdash.ingest.pipeline import describe, ingest_bytes
@@ -20,7 +20,7 @@ def init(ctx: click.Context) -> None:
       specdash init
       specdash --db sqlite:///team.db init
     """
-    engine = make_engine(db_url(ctx))
+    engine = make_cli_engine(ctx)
     before = current_revision(engine)
     history = revision_history()
     head = history[-1]

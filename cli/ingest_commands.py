@@ -19,10 +19,19 @@ from specdash.ingest.store import LinkOptions
 @click.option("--run", help="Link benchmarks to this run; name the run of a training log.")
 @click.option("--checkpoint", help="Link benchmarks to this checkpoint (with --run).")
 @click.option("--deployment", help="Attach benchmarks to this deployment (needed when a file does not say).")
+@click.option("--target", help="Target model of the file's runs (else the training log or trainer config says).")
+@click.option("--target-deployment", "target_deployments", multiple=True, metavar="NAME",
+              help="A deployment the runs are for (repeatable); default: those serving the target model.")
+@click.option("--follow", is_flag=True, help="Keep reading the files as they grow, until Ctrl-C.")
+@click.option("--notify", metavar="URL", help="Post new alerts and advisories to this incoming webhook "
+              "(default: the URL saved in Settings).")
+@click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 60), default=0.5, show_default=True,
+              help="With --follow: seconds between looks at the files.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @db_option
 @click.pass_context
-def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, quiet) -> None:
+def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, target, target_deployments, follow,
+           notify, poll_seconds, quiet) -> None:
     """Load files into the database, one transaction per file.
 
     A file with any invalid record writes nothing (unless --skip-invalid); a file already loaded
@@ -31,14 +40,56 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, quie
     The format is detected (see 'specdash formats'); benchmarks link to checkpoints by drafter path,
     by --run/--checkpoint, or by names in the file, and the summary says what was matched or created.
 
+    With --follow, growing training logs are read as lines arrive (resuming where the last run
+    stopped), and server logs and result files each time they stop changing; invalid lines are
+    reported and skipped. New alerts and advisories go to the --notify webhook.
+
     \b
     Example:
       specdash ingest results.json
       specdash ingest --deployment "8x H100, TP8, NVLink" sglang_bench.jsonl server.log
       specdash ingest --run k25-eagle3-100k-ttt5 --checkpoint epoch_5 bench.jsonl
+      specdash ingest --follow --notify https://hooks.slack.com/services/... train.log
     """
     engine = open_db(ctx)
-    link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment)
+    link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment, target=target,
+                       target_deployments=tuple(target_deployments))
+    if target_deployments:
+        _check_deployments(engine, target_deployments)
+    if follow:
+        from specdash.cli.follow_commands import follow as follow_files
+
+        follow_files(engine, paths, fmt_name=fmt_name, link=link, notify=notify, poll_seconds=poll_seconds)
+        return
+    from specdash.cli.follow_commands import start_sender, stop_sender, webhook_url
+
+    url = webhook_url(engine, notify)
+    sender = start_sender(engine, url)
+    try:
+        failed, results = _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url)
+    finally:
+        stop_sender(sender)
+    if len(results) > 1:
+        click.echo(describe_totals(results))
+    if failed:
+        hint = "" if skip_invalid else "\n\nFix the records or pass --skip-invalid"
+        raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")
+
+
+def _check_deployments(engine, names) -> None:
+    from sqlalchemy import select
+
+    from specdash.db.engine import reading
+    from specdash.db.models import Deployment
+
+    with reading(engine) as session:
+        known = set(session.scalars(select(Deployment.name).where(Deployment.name.in_(names))))
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise click.BadParameter(f"no deployment named {missing[0]!r}", param_hint="--target-deployment")
+
+
+def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url):
     show_progress = not quiet and sys.stderr.isatty()
     failed, results = [], []
     for name in paths:
@@ -58,11 +109,13 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, quie
             failed.append(result)
         results.append(result)
         click.echo(describe(result))
-    if len(results) > 1:
-        click.echo(describe_totals(results))
-    if failed:
-        hint = "" if skip_invalid else "\n\nFix the records or pass --skip-invalid"
-        raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")
+        if url and result.status == "loaded":
+            from specdash.db.engine import transaction
+            from specdash.notify import queue_notifications
+
+            with transaction(engine) as session:
+                queue_notifications(session, url)
+    return failed, results
 
 
 @click.command()

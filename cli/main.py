@@ -21,6 +21,8 @@ COMMANDS = {
     "check": "gap_commands:check",
     "alerts": "alert_commands:alerts",
     "alert": "alert_commands:alert",
+    "advisories": "advisory_commands:advisories",
+    "watch": "follow_commands:watch",
     "model": "model_commands:model",
     "calibrate": "model_commands:calibrate",
     "serve": "serve_command:serve",
@@ -37,6 +39,22 @@ class LazyGroup(click.Group):
             return None
         module, attribute = target.split(":")
         return getattr(importlib.import_module(f"specdash.cli.{module}"), attribute)
+
+    def invoke(self, ctx: click.Context):
+        """Environment faults (database unreachable, disk full, lock held too long) end in one sentence
+        saying what to fix, exit 1, never a traceback."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:  # noqa: BLE001 - re-raised below unless it is an environment fault
+            from specdash.cli.common import db_url
+            from specdash.db.faults import explain
+
+            if isinstance(exc, click.ClickException | click.exceptions.Exit | click.exceptions.Abort):
+                raise
+            message = explain(exc, db_url(ctx))
+            if message is None:
+                raise
+            raise click.ClickException(message) from None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,12 +1,24 @@
-"""One engine factory for every part of specdash, with SQLite set up for concurrent readers and writers."""
+"""One engine factory for every part of specdash, with SQLite set up for concurrent readers and writers.
 
-from collections.abc import Iterator
+Writers queue for SQLite's write lock: one that has to wait says so (once) and waits up to
+$SPECDASH_LOCK_TIMEOUT seconds, then fails with StoreBusy instead of "database is locked"."""
+
+import logging
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+LOCK_TIMEOUT_ENV = "SPECDASH_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT_S = 300.0
+# How long a writer waits quietly before it says it is waiting for another.
+LOCK_NOTICE_MS = 500
+PG_CONNECT_TIMEOUT_S = 10
 SQLITE_CACHE_KB = 64 * 1024
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 WRITE_OPTION = "specdash_write"
@@ -27,20 +39,76 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def _sqlite_begin(connection) -> None:
-    # A writer takes the write lock up front, so two writers queue on busy_timeout instead of one
-    # failing with "database is locked" when it upgrades a read transaction.
-    immediate = connection.get_execution_options().get(WRITE_OPTION)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+class StoreBusy(Exception):
+    """Another writer held the write lock for longer than this one may wait."""
 
 
-def make_engine(url: str) -> Engine:
+def lock_timeout_s() -> float:
+    value = os.environ.get(LOCK_TIMEOUT_ENV)
+    try:
+        return max(0.0, float(value)) if value else DEFAULT_LOCK_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_LOCK_TIMEOUT_S
+
+
+def _log_wait(message: str) -> None:
+    logging.getLogger("specdash").warning(message)
+
+
+def _is_locked(exc: OperationalError) -> bool:
+    text = str(exc.orig)
+    return "database is locked" in text or "database is busy" in text
+
+
+def _sqlite_begin(connection, notice: Callable[[str], None], timeout_s: float | None) -> None:
+    # A writer takes the write lock up front, so two writers queue instead of one failing with
+    # "database is locked" when it upgrades a read transaction.
+    if not connection.get_execution_options().get(WRITE_OPTION):
+        connection.exec_driver_sql("BEGIN")
+        return
+    timeout_s = lock_timeout_s() if timeout_s is None else timeout_s
+    raw = connection.connection.driver_connection
+    raw.execute(f"PRAGMA busy_timeout={int(min(LOCK_NOTICE_MS, timeout_s * 1000))}")
+    try:
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        except OperationalError as exc:
+            if not _is_locked(exc):
+                raise
+            if timeout_s * 1000 <= LOCK_NOTICE_MS:
+                raise _busy(timeout_s) from None
+        notice(f"waiting for another writer to finish (up to {timeout_s:g} s; set {LOCK_TIMEOUT_ENV} to change)")
+        raw.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000 - LOCK_NOTICE_MS)}")
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except OperationalError as exc:
+            if not _is_locked(exc):
+                raise
+            raise _busy(timeout_s) from None
+    finally:
+        raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+
+
+def _busy(timeout_s: float) -> StoreBusy:
+    return StoreBusy(
+        f"another writer held the database's write lock for more than {timeout_s:g} s; nothing was written. "
+        f"Try again when it has finished, or wait longer with {LOCK_TIMEOUT_ENV}=SECONDS"
+    )
+
+
+def make_engine(
+    url: str, on_lock_wait: Callable[[str], None] | None = None, lock_timeout: float | None = None
+) -> Engine:
+    """on_lock_wait(message) is told when a write has to wait for another writer's lock."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_connect)
-        event.listen(engine, "begin", _sqlite_begin)
+        event.listen(engine, "begin", partial(_sqlite_begin, notice=on_lock_wait or _log_wait,
+                                              timeout_s=lock_timeout))
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -207,6 +207,8 @@ class Benchmark(Base):
     topk: Mapped[int | None]
     num_draft_tokens: Mapped[int | None]
     concurrency: Mapped[int] = mapped_column(Integer, default=1)
+    # file | log | derived: Little's law | derived: prompt count; None: stored before it was recorded
+    concurrency_source: Mapped[str | None] = mapped_column(String(40))
     dataset: Mapped[str | None] = mapped_column(String(200))
     num_prompts: Mapped[int | None]
     decode_tps: Mapped[float] = mapped_column(Float)  # per request, tokens/s
@@ -377,3 +379,7 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+# Live-training tables live in their own module; imported here so every table is in Base.metadata.
+from specdash.db import live_models  # noqa: E402, F401

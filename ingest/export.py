@@ -56,7 +56,8 @@ def _deployments(run: str | None) -> Select:
 
 
 BENCHMARK_COLUMNS = (
-    "speculative_algorithm", "num_steps", "topk", "num_draft_tokens", "concurrency", "dataset", "num_prompts",
+    "speculative_algorithm", "num_steps", "topk", "num_draft_tokens", "concurrency", "concurrency_source",
+    "dataset", "num_prompts",
     "decode_tps", "output_throughput", "accept_length", "position_survival", "median_tpot_ms", "p99_tpot_ms",
     "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "request_rate", "decode_tps_p10",
     "decode_tps_p90", "interval_count", "engine", "engine_version", "drafter_path", "draft_hidden_size", "label",

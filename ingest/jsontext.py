@@ -21,6 +21,14 @@ def _reject_constant(name: str) -> Any:
 STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+def decode_line(text: str, decoder: json.JSONDecoder = STRICT_DECODER) -> Any:
+    """One JSON value; a value nested too deeply for the decoder is a ValueError like any bad JSON."""
+    try:
+        return decoder.decode(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+
+
 class _Cursor:
     def __init__(self, text: str, decoder: json.JSONDecoder):
         self.text, self.decoder, self.pos = text, decoder, 0
@@ -50,6 +58,8 @@ class _Cursor:
             value, self.pos = self.decoder.raw_decode(self.text, self.pos)
         except json.JSONDecodeError as exc:
             raise JSONPositionError(exc.msg, exc.lineno) from None
+        except RecursionError:
+            raise JSONPositionError("nested too deeply to read", self.line()) from None
         except ValueError as exc:
             raise JSONPositionError(str(exc), self.line()) from None
         return value

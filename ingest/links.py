@@ -17,6 +17,20 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\- ]+$")
 # Folder names that say "the model of this run" rather than naming a drafter of their own.
 GENERIC_NAMES = frozenset({"final", "latest", "last", "best", "model", "checkpoint", "hf", "export",
                            "merged", "output", "draft", "drafter"})
+# Last folders that name a save of a run, not a run: checkpoint_best, best_model, model_final, 4, ...
+_SAVE_NAME = re.compile(
+    r"^(?:\d+|(?:checkpoint|ckpt|model|weights)[-_]?(?:best|last|latest|final)"
+    r"|(?:best|last|latest|final)[-_]?(?:checkpoint|ckpt|model|weights)?)$",
+    re.IGNORECASE,
+)
+# Folders that hold runs rather than naming one: never a run name on their own.
+CONTAINER_NAMES = frozenset({
+    "checkpoints", "checkpoint", "ckpt", "ckpts", "outputs", "output", "out", "models", "model", "saved",
+    "save", "saves", "runs", "run", "exp", "exps", "experiments", "results", "weights", "data", "home", "mnt",
+    "workspace", "work", "tmp", "root", "drafters", "draft", "drafter", "hf", "export", "merged", "final",
+    "latest", "last", "best", "users", "shared", "nfs", "scratch",
+})
+MAX_RUN_PARTS = 3
 PUBLISHED = "published"  # checkpoint name of a drafter known only by its hub repository
 FINAL = "final"  # checkpoint name of a local drafter folder that is not a checkpoint of a run
 
@@ -54,19 +68,39 @@ class DrafterName:
     step: int | None = None
 
 
+def _is_save_name(name: str) -> bool:
+    return parse_checkpoint_name(name) is not None or name.lower() in GENERIC_NAMES or bool(_SAVE_NAME.match(name))
+
+
+def meaningful_folder(name: str) -> bool:
+    """A folder that names something (a run, a drafter), not a container, a number or a save."""
+    return not (name.lower() in CONTAINER_NAMES or name.isdigit() or _is_save_name(name))
+
+
+def run_from_parents(parents: tuple[str, ...]) -> str | None:
+    """The run a save folder belongs to, as a person would name it: the parent folders from the nearest
+    meaningful one down (`qwen3/checkpoints`, not `checkpoints`; `llama-eagle3/4`, not `4`)."""
+    if not parents:
+        return None
+    for index in range(len(parents) - 1, -1, -1):
+        if meaningful_folder(parents[index]):
+            return "/".join(parents[index:][:MAX_RUN_PARTS])
+    return "/".join(parents[-MAX_RUN_PARTS:])
+
+
 def name_from_path(drafter_path: str) -> DrafterName | None:
     """The run and checkpoint a drafter path names when nothing stored matches it.
 
-    A checkpoint folder (epoch_2_step_24000) belongs to the run named by its parent folder, or by its
-    own prefix (run7-step1500); a hub id (org/name) is a published drafter; any other folder is a
-    drafter of its own."""
+    A save folder (epoch_2_step_24000, checkpoint_best, final, 4) belongs to the run named by its parent
+    folders (the nearest meaningful one down, see run_from_parents) or by its own prefix (run7-step1500);
+    a hub id (org/name) is a published drafter; any other folder is a drafter of its own."""
     parts = path_parts(drafter_path)
     if not parts:
         return None
     last = parts[-1]
     parsed = parse_checkpoint_name(last)
-    if parsed is not None or (last.lower() in GENERIC_NAMES and len(parts) >= 2):
-        run = (parsed.run if parsed else None) or (parts[-2] if len(parts) >= 2 else None)
+    if parsed is not None or (len(parts) >= 2 and _is_save_name(last)):
+        run = (parsed.run if parsed else None) or run_from_parents(parts[:-1])
         if run:
             return DrafterName(run, last, parsed.epoch if parsed else None, parsed.step if parsed else None)
     if _HUB_ID.match(drafter_path.strip()):

@@ -44,7 +44,8 @@ class MetricPointWriter:
         self._pending_rows = 0
         self._portable = _statement(session, 1) is None
         self.run_ids: set[int] = set()
-        self.written = 0  # rows offered to the database, including points it already held
+        self.written = 0  # rows the database stored
+        self.offered = 0  # rows offered to it, including points it already held
 
     def key_id(self, name: str) -> int:
         key_id = self._keys.get(name)
@@ -90,20 +91,25 @@ class MetricPointWriter:
         """Write the buffered points; returns how many were offered."""
         pending, self._pending = self._pending, defaultdict(list)
         offered, self._pending_rows = self._pending_rows, 0
+        stored = 0
         for rows, params in pending.items():
             if self._portable:  # another database: SQLAlchemy's portable insert (stored points not skipped)
                 self.session.execute(insert(MetricPoint), [
                     dict(run_id=p[i], key_id=p[i + 1], step=p[i + 2], value=p[i + 3])
                     for p in params for i in range(0, len(p), 4)
                 ])
+                stored += rows * len(params)
                 continue
             # The driver's own executemany, on this transaction's connection: parameter lists as they are.
             cursor = self.session.connection().connection.cursor()
             try:
                 cursor.executemany(_statement(self.session, rows), params)
+                # rows the database inserted: points it already held are not counted as stored
+                stored += cursor.rowcount if cursor.rowcount >= 0 else rows * len(params)
             finally:
                 cursor.close()
-        self.written += offered
+        self.written += stored
+        self.offered += offered
         return offered
 
     def accuracies_at(self, run_id: int, step: int) -> list[float]:

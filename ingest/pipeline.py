@@ -1,11 +1,17 @@
 """Ingest one file (from disk or from the upload page): hash, detect, parse, validate, store, refresh gaps.
 
-Everything from one file is written in one transaction; a file with problems writes nothing unless
-`skip_invalid` is set, and a file already ingested (same sha256) is skipped. `preview_bytes` runs the
-same path in a transaction that is always rolled back, for a dry run."""
+A file is parsed and validated first, with no lock held, into a temporary spool of records; only then is
+the write lock taken, to store them and refresh gaps in one transaction. A file with problems writes
+nothing unless `skip_invalid` is set, and a file already ingested (same sha256) is skipped.
+`preview_bytes` runs the same path in a transaction that is always rolled back, for a dry run."""
 
 import hashlib
 import io
+import math
+import os
+import pickle
+import stat
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,16 +22,20 @@ from typing import BinaryIO
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
+from specdash.db.advisories import AdvisorySummary, refresh_advisories
 from specdash.db.engine import WRITE_OPTION, transaction
 from specdash.db.models import Benchmark, Gap, IngestedFile
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.ingest.formats import BY_NAME, Format, Located, detect_format
 from specdash.ingest.problems import Problem
+from specdash.ingest.records import MAX_INT, NAME_CHARS, PATH_CHARS, MetricRows
 from specdash.ingest.store import BenchmarkLink, LinkError, LinkOptions, Store, StoreSummary
 
 HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
 MAX_LINKS_SHOWN = 5
+SPOOL_BATCH = 2000
+IN_CHUNK = 500  # ids per IN (...): far under every backend's parameter limit
 MAX_INTERVAL_NOTES = 12
 
 Progress = Callable[[int], None]
@@ -39,6 +49,7 @@ class FileResult:
     sha256: str | None = None
     store: StoreSummary | None = None
     refresh: RefreshSummary | None = None
+    advisories: AdvisorySummary | None = None
     problems: list[Problem] = field(default_factory=list)
     message: str = ""
 
@@ -109,7 +120,7 @@ def _detect(opener: Callable[[], BinaryIO], name: str, fmt_name: str | None) -> 
         return Problem(name, None, None, "file is empty", "parse")
     if b"\x00" in head:
         return Problem(name, None, None, "binary file, not a text format specdash reads", "parse")
-    fmt = detect_format(head.decode("utf-8", errors="replace"), name)
+    fmt = detect_format(head.decode("utf-8-sig", errors="replace"), name)
     if fmt is None:
         return Problem(
             name, None, None, "format not recognised; pass --format (see 'specdash formats')", "parse"
@@ -141,26 +152,100 @@ def _already(session: Session, digest: str) -> IngestedFile | None:
     return session.scalar(select(IngestedFile).where(IngestedFile.sha256 == digest))
 
 
-def _load(
-    session: Session, fmt: Format, name: str, opener, link, progress, problems: list[Problem]
-) -> tuple[Store, int]:
-    """Parse and store every record of the file in the session's transaction."""
-    store = Store(session, link, fmt.name)
+class _Spool:
+    """The validated records of a file, pickled in batches to a temporary file: parsing needs no lock, and
+    records waiting for the write lock need no memory."""
+
+    def __init__(self):
+        self.file = tempfile.TemporaryFile()
+        self.batch: list[Located] = []
+        self.count = 0
+
+    def add(self, item: Located) -> None:
+        self.batch.append(item)
+        self.count += 1
+        if len(self.batch) >= SPOOL_BATCH:
+            self._dump()
+
+    def _dump(self) -> None:
+        if self.batch:
+            pickle.dump(self.batch, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+            self.batch = []
+
+    def __iter__(self) -> Iterator[Located]:
+        self._dump()
+        self.file.seek(0)
+        while True:
+            try:
+                batch = pickle.load(self.file)
+            except EOFError:
+                return
+            yield from batch
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _metric_rows_problem(name: str, item: Located) -> Problem | None:
+    """The bounds a training-log parser's rows must keep (the records' own bounds, for rows that skip them)."""
+    for step, keys, values in item.record.steps:
+        if not 0 <= step <= MAX_INT:
+            return Problem(name, item.line, "step", f"{step} is outside 0..{MAX_INT}")
+        for key, value in zip(keys, values, strict=False):
+            if not isinstance(value, float | int) or isinstance(value, bool) or not math.isfinite(value):
+                return Problem(name, item.line, key[:NAME_CHARS], "must be a finite number")
+            if len(key) > NAME_CHARS:
+                return Problem(name, item.line, key[:40] + "...", f"metric name over {NAME_CHARS} characters")
+    return None
+
+
+def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Problem], sink) -> int:
+    """Parse and validate every record of the file into sink(Located); returns the bytes read."""
     with opener() as raw:
         counting = _CountingReader(raw, progress)
+        # utf-8-sig: a byte-order mark at the start is not part of the text; newlines of any kind are read.
         text = io.TextIOWrapper(
-            io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8", errors=fmt.decode_errors
+            io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8-sig", errors=fmt.decode_errors
         )
+        last_line = None
         try:
             for item in fmt.parse(text, name, link):
                 if isinstance(item, Problem):
                     problems.append(item)
-                else:
-                    _add(store, item, name, problems)
+                    continue
+                last_line = item.line if item.line is not None else last_line
+                if isinstance(item.record, MetricRows) and (bad := _metric_rows_problem(name, item)):
+                    problems.append(bad)
+                    continue
+                sink(item)
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
+        except RecursionError:
+            problems.append(Problem(name, last_line, None, "nested too deeply to read", "parse"))
+        except (OverflowError, ValueError) as exc:  # a number no parser should have passed on
+            problems.append(Problem(name, last_line, None, f"unreadable value: {exc}", "parse"))
         size = raw.tell() if raw.seekable() else 0
-    store.finish()
+    return size
+
+
+def _store(session: Session, fmt: Format, name: str, items, link, problems: list[Problem]) -> Store:
+    store = Store(session, link, fmt.name)
+    for item in items:
+        _add(store, item, name, problems)
+    try:
+        store.finish()
+    except LinkError as exc:
+        problems.append(Problem(name, None, exc.field, str(exc)))
+    return store
+
+
+def _load(
+    session: Session, fmt: Format, name: str, opener, link, progress, problems: list[Problem]
+) -> tuple[Store, int]:
+    """Parse and store every record of the file in the session's transaction (the dry run's path)."""
+    items: list[Located] = []
+    size = _parse(fmt, name, opener, link, progress, problems, items.append)
+    store = _store(session, fmt, name, items, link, problems)
     if store.summary.records == 0 and not problems:
         problems.append(Problem(name, None, None, "no records found", "parse"))
     return store, size
@@ -171,6 +256,13 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
     # changed profiles, acceptance or external predictions can change any.
     everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
     return refresh(session, None if everything else summary.benchmark_ids)
+
+
+def refresh_runs_advice(session: Session, store: Store) -> AdvisorySummary:
+    # New benchmarks (baselines, loads) and deployments can change any run's advice; metrics only their run's.
+    summary = store.summary
+    everything = summary.benchmark_ids or summary.created["deployment"] or summary.updated["deployment"]
+    return refresh_advisories(session, None if everything else store.run_ids)
 
 
 def ingest_source(
@@ -193,33 +285,47 @@ def ingest_source(
         return FileResult(name, "failed", None, digest, problems=[fmt])
 
     result = FileResult(name, "loaded", fmt.name, digest)
+    spool = _Spool()
     try:
+        # Everything that reads the file happens here, before the write lock is asked for.
+        size = _parse(fmt, name, opener, link, progress, result.problems, spool.add)
+        if spool.count == 0 and not result.problems:
+            result.problems.append(Problem(name, None, None, "no records found", "parse"))
+        if result.problems and (not skip_invalid or spool.count == 0):
+            result.status = "failed"
+            return result
         with file_transaction(engine, fmt.bulk_points) as session:
             # Another process may have loaded the same file while this one waited for the write lock.
             seen = _already(session, digest)
             if seen is not None:
                 return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
-            store, size = _load(session, fmt, name, opener, link, progress, result.problems)
+            store = _store(session, fmt, name, spool, link, result.problems)
             summary = store.summary
             if result.problems and (not skip_invalid or summary.records == 0):
                 raise _Rollback
             ingested = IngestedFile(
-                sha256=digest, path=name, format=fmt.name, size_bytes=size, records=summary.records
+                sha256=digest, path=name[-PATH_CHARS:], format=fmt.name, size_bytes=size, records=summary.records
             )
             session.add(ingested)
             session.flush()
-            if summary.benchmark_ids:
+            for chunk in _chunks(summary.benchmark_ids):
                 session.execute(
-                    update(Benchmark)
-                    .where(Benchmark.id.in_(summary.benchmark_ids))
-                    .values(ingested_file_id=ingested.id)
+                    update(Benchmark).where(Benchmark.id.in_(chunk)).values(ingested_file_id=ingested.id)
                 )
             result.refresh = _refresh(session, summary)
+            result.advisories = refresh_runs_advice(session, store)
             result.store = summary
     except _Rollback:
         result.status = "failed"
         result.store = None
+    finally:
+        spool.close()
     return result
+
+
+def _chunks(ids: list[int]) -> Iterator[list[int]]:
+    for start in range(0, len(ids), IN_CHUNK):
+        yield ids[start : start + IN_CHUNK]
 
 
 def preview_source(
@@ -255,11 +361,15 @@ def preview_source(
 def _gap_rows(session: Session, summary: StoreSummary) -> list[dict]:
     if not summary.benchmark_ids:
         return []
-    rows = session.execute(
-        select(Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses)
-        .where(Gap.benchmark_id.in_(summary.benchmark_ids))
-        .order_by(Gap.benchmark_id)
-    ).all()
+    rows = [
+        row
+        for chunk in _chunks(summary.benchmark_ids)
+        for row in session.execute(
+            select(Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses)
+            .where(Gap.benchmark_id.in_(chunk))
+            .order_by(Gap.benchmark_id)
+        )
+    ]
     return [
         dict(benchmark_id=b, gap=g, measured_tps=m, predicted_tps=p, severity=s,
              diagnoses=[d["code"] for d in (diag or [])])
@@ -274,9 +384,42 @@ def _add(store: Store, item: Located, name: str, problems: list[Problem]) -> Non
         problems.append(Problem(name, item.line, exc.field, str(exc)))
 
 
+def not_a_file(path: str | Path) -> str | None:
+    """Why a path cannot be ingested (missing, a folder, a FIFO or device that would never end), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(mode):
+        kind = "FIFO" if stat.S_ISFIFO(mode) else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+            "socket" if stat.S_ISSOCK(mode) else "special file"
+        return f"is a {kind}, not a regular file: specdash reads files that end"
+    return None
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    # O_NONBLOCK: a path swapped for a FIFO after the check must not block the open.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path}: not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def ingest_path(engine: Engine, path: str | Path, **options) -> FileResult:
     path = Path(path)
-    return ingest_source(engine, str(path), lambda: open(path, "rb"), **options)
+    why = not_a_file(path)
+    if why is not None:
+        return FileResult(str(path), "failed", problems=[Problem(str(path), None, None, why, "parse")])
+    try:
+        return ingest_source(engine, str(path), lambda: _open_regular(path), **options)
+    except OSError as exc:
+        if exc.filename is None or Path(exc.filename) != path:
+            raise  # the store's or the spool's fault, not the file's
+        return FileResult(str(path), "failed", problems=[Problem(str(path), None, None,
+                                                                 f"cannot read: {exc.strerror}", "parse")])
 
 
 def ingest_bytes(engine: Engine, name: str, data: bytes, **options) -> FileResult:
@@ -323,12 +466,20 @@ def describe(result: FileResult) -> str:
         if len(logged) > MAX_INTERVAL_NOTES:
             shown.append(f"{len(logged) - MAX_INTERVAL_NOTES} more")
         parts.append("intervals per benchmark: " + " | ".join(shown))
+    derived = [link for link in s.links if link.derived]
+    if derived:
+        shown = [f"line {link.line}: {link.derived}" for link in derived[:MAX_INTERVAL_NOTES]]
+        if len(derived) > MAX_INTERVAL_NOTES:
+            shown.append(f"{len(derived) - MAX_INTERVAL_NOTES} more")
+        parts.append("derived: " + " | ".join(shown))
     if s.duplicates:
         parts.append(f"{s.duplicates} duplicate record(s) skipped")
     if result.problems:
         parts.append(f"{len(result.problems)} invalid record(s) skipped")
     if r is not None:
         parts.append(f"{r.predictions} prediction(s) refreshed, {r.new_alerts} new alert(s)")
+    if result.advisories is not None and result.advisories.new:
+        parts.append(f"{len(result.advisories.new)} new advisory(ies) (see 'specdash advisories')")
     return "; ".join(parts) + "."
 
 

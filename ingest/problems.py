@@ -1,10 +1,13 @@
 """Problems found in an input file, reported as `file:line: field.path: message`."""
 
+import re
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 MAX_REPORTED = 50
+# A record-level check names its field first: "accept_length: 9 is more than ...".
+_FIELD_FIRST = re.compile(r"^([a-z_][a-z0-9_]*): (.+)$", re.S)
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,18 @@ def from_validation_error(
         message = item["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
+        if not loc:
+            field, message = field_first(field, message)
         problems.append(Problem(path, line, field, message))
     return problems
+
+
+def field_first(field: str | None, message: str) -> tuple[str | None, str]:
+    """A record-level message that names its field ("decode_tps: ...") reported against that field."""
+    match = _FIELD_FIRST.match(message)
+    if match is None:
+        return field, message
+    return (f"{field}.{match[1]}" if field else match[1]), match[2]
 
 
 def format_report(problems: list[Problem], limit: int = MAX_REPORTED) -> str:

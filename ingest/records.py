@@ -12,10 +12,38 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from specdash.db.models import BUILTIN_SOURCES
 
-Name = Annotated[str, Field(min_length=1, max_length=200)]
+# Plausibility bounds (the README's "Plausibility bounds" lists them; a refusal names the bound).
+# Integers: what every backend's INTEGER column holds (PostgreSQL's is 32-bit).
+MAX_INT = 2**31 - 1
+# Text: the column widths of the store, the same on SQLite and PostgreSQL.
+NAME_CHARS, PATH_CHARS, SHORT_CHARS, TAG_CHARS, NOTE_CHARS = 200, 1000, 40, 20, 20_000
+# Throughputs in tokens/s: per request and aggregate over a server.
+MIN_TPS, MAX_REQUEST_TPS, MAX_AGGREGATE_TPS = 0.01, 100_000.0, 10_000_000.0
+# Per-token and per-round times in ms (TPOT, ITL, a round, a draft step), and a request's TTFT.
+MIN_STEP_MS, MAX_STEP_MS, MAX_TTFT_MS = 0.001, 60_000.0, 3_600_000.0
+# Speculation settings: draft steps K, top-k, draft tokens N.
+MAX_STEPS, MAX_TOPK, MAX_DRAFT_TOKENS = 128, 64, 1024
+# Related fields: TPOT against decode tok/s within a factor, medians under p99s, survival non-increasing.
+TPOT_FACTOR = 2.0
+TOLERANCE = 1e-6
+
+Name = Annotated[str, Field(min_length=1, max_length=NAME_CHARS)]
+PathText = Annotated[str, Field(max_length=PATH_CHARS)]
+Short = Annotated[str, Field(max_length=SHORT_CHARS)]
+Tag = Annotated[str, Field(max_length=TAG_CHARS)]
+Note = Annotated[str, Field(max_length=NOTE_CHARS)]
+Text200 = Annotated[str, Field(max_length=NAME_CHARS)]
+Count = Annotated[int, Field(ge=1, le=MAX_INT)]
+Whole = Annotated[int, Field(ge=0, le=MAX_INT)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
 Share = Annotated[float, Field(ge=0, le=1)]
+RequestTps = Annotated[float, Field(ge=MIN_TPS, le=MAX_REQUEST_TPS)]
+AggregateTps = Annotated[float, Field(ge=MIN_TPS, le=MAX_AGGREGATE_TPS)]
+StepMs = Annotated[float, Field(ge=MIN_STEP_MS, le=MAX_STEP_MS)]
+CostMs = Annotated[float, Field(ge=0, le=MAX_STEP_MS)]
+LatencyMs = Annotated[float, Field(ge=0, le=MAX_TTFT_MS)]
+AcceptLength = Annotated[float, Field(ge=1, le=MAX_DRAFT_TOKENS)]
 
 
 class Record(BaseModel):
@@ -24,62 +52,91 @@ class Record(BaseModel):
     # Fields where infinity means something (a request rate of inf: every request sent at once).
     INFINITE_OK: ClassVar[frozenset[str]] = frozenset()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: Any) -> Any:
+        # JSON's true/false are not 1/0: a number field given one is a broken record.
+        if isinstance(data, dict):
+            for name, value in data.items():
+                model_field = cls.model_fields.get(name)
+                if isinstance(value, bool) and model_field is not None and model_field.annotation is not bool:
+                    raise ValueError(f"{name}: must be a number or text, not {str(value).lower()}")
+        return data
+
     @field_validator("*", mode="after")
     @classmethod
     def _finite(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             if not (math.isinf(value) and value > 0 and info.field_name in cls.INFINITE_OK):
                 raise ValueError("must be a finite number")
+        elif isinstance(value, str) and "\x00" in value:
+            raise ValueError("must not contain NUL characters")
         return value
 
 
 class DeploymentRecord(Record):
     kind: Literal["deployment"] = "deployment"
     name: Name
-    gpu: str | None = None
-    num_gpus: Annotated[int, Field(ge=1)] | None = None
-    tp_size: Annotated[int, Field(ge=1)] | None = None
-    interconnect: str | None = None
-    engine: str | None = None
-    target_model: str | None = None
-    target_hidden_size: Annotated[int, Field(ge=1)] | None = None
-    baseline_tps: PositiveFloat | None = None
+    gpu: Annotated[str, Field(max_length=100)] | None = None
+    num_gpus: Count | None = None
+    tp_size: Count | None = None
+    interconnect: Tag | None = None
+    engine: Short | None = None
+    target_model: Text200 | None = None
+    target_hidden_size: Count | None = None
+    baseline_tps: RequestTps | None = None
     comm_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    draft_step_ms: NonNegFloat = 0.0
-    round_overhead_ms: NonNegFloat = 0.0
-    verify_growth_compute: NonNegFloat = 0.0
-    verify_growth_comm: NonNegFloat = 0.0
+    draft_step_ms: CostMs = 0.0
+    round_overhead_ms: CostMs = 0.0
+    verify_growth_compute: Annotated[float, Field(ge=0, le=100)] = 0.0
+    verify_growth_comm: Annotated[float, Field(ge=0, le=100)] = 0.0
     gap_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
-    notes: str | None = None
+    notes: Note | None = None
     is_demo: bool = False
+
+    @model_validator(mode="after")
+    def _tp_within_gpus(self):
+        if self.tp_size is not None and self.num_gpus is not None and self.tp_size > self.num_gpus:
+            raise ValueError(f"tp_size: {self.tp_size} is more than num_gpus {self.num_gpus}")
+        return self
 
 
 class RunRecord(Record):
     kind: Literal["run"] = "run"
     name: Name
-    framework: str | None = None
-    target_model: str | None = None
-    speculative_algorithm: str | None = None
-    ttt_length: Annotated[int, Field(ge=1)] | None = None
-    hidden_size: Annotated[int, Field(ge=1)] | None = None
-    data_size: Annotated[int, Field(ge=0)] | None = None
+    framework: Short | None = None
+    target_model: Text200 | None = None
+    speculative_algorithm: Short | None = None
+    ttt_length: Annotated[int, Field(ge=1, le=MAX_STEPS)] | None = None
+    hidden_size: Count | None = None
+    data_size: Whole | None = None
     status: Literal["running", "finished", "killed"] = "finished"
     config: dict[str, Any] | None = None
     started_at: datetime | None = None
     ended_at: datetime | None = None
-    notes: str | None = None
+    notes: Note | None = None
     is_demo: bool = False
+
+    @model_validator(mode="after")
+    def _ends_after_start(self):
+        if self.started_at and self.ended_at and _naive(self.ended_at) < _naive(self.started_at):
+            raise ValueError(f"ended_at: {self.ended_at} is before started_at {self.started_at}")
+        return self
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=None) - (moment.utcoffset() or (moment - moment))
 
 
 class CheckpointRecord(Record):
     kind: Literal["checkpoint"] = "checkpoint"
     run: Name
     name: Name
-    epoch: Annotated[int, Field(ge=0)] | None = None
-    step: Annotated[int, Field(ge=0)] | None = None
-    path: str | None = None
+    epoch: Whole | None = None
+    step: Whole | None = None
+    path: PathText | None = None
     # conditional acceptance per TTT position (training acc_0, acc_1, ...)
-    acceptance: list[Share] | None = None
+    acceptance: Annotated[list[Share], Field(max_length=MAX_STEPS)] | None = None
 
 
 class MetricsRecord(Record):
@@ -87,8 +144,17 @@ class MetricsRecord(Record):
 
     kind: Literal["metrics"] = "metrics"
     run: Name
-    step: Annotated[int, Field(ge=0)]
-    values: dict[str, float]
+    step: Whole
+    values: dict[Text200, float]
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _numbers_only(cls, values: Any) -> Any:
+        if isinstance(values, dict):
+            for key, value in values.items():
+                if isinstance(value, bool):
+                    raise ValueError(f"{key}: must be a number, not true/false")
+        return values
 
     @field_validator("values")
     @classmethod
@@ -96,14 +162,16 @@ class MetricsRecord(Record):
         for key, value in values.items():
             if not math.isfinite(value):
                 raise ValueError(f"{key}: must be a finite number")
+            if not key:
+                raise ValueError("a metric name must not be empty")
         return values
 
 
 class SpeculationSetting(Record):
-    speculative_algorithm: str | None = None  # None: no speculation (a baseline)
-    num_steps: Annotated[int, Field(ge=1)] | None = None
-    topk: Annotated[int, Field(ge=1)] | None = None
-    num_draft_tokens: Annotated[int, Field(ge=1)] | None = None
+    speculative_algorithm: Short | None = None  # None: no speculation (a baseline)
+    num_steps: Annotated[int, Field(ge=1, le=MAX_STEPS)] | None = None
+    topk: Annotated[int, Field(ge=1, le=MAX_TOPK)] | None = None
+    num_draft_tokens: Annotated[int, Field(ge=1, le=MAX_DRAFT_TOKENS)] | None = None
 
     @field_validator("num_draft_tokens")
     @classmethod
@@ -113,6 +181,24 @@ class SpeculationSetting(Record):
             raise ValueError(f"{value} draft tokens cannot hold {steps} draft steps (need >= num_steps)")
         return value
 
+    def max_accept_length(self) -> float | None:
+        """The most tokens one round can emit: the draft tokens N (which count the root) and the draft
+        steps plus the bonus token, whichever is smaller; 1 without speculation; None when unknown."""
+        if self.speculative_algorithm is None:
+            return 1.0
+        bounds = [b for b in (self.num_draft_tokens, self.num_steps and self.num_steps + 1) if b]
+        return float(min(bounds)) if bounds else None
+
+    def _check_accept_length(self, value: float | None) -> None:
+        ceiling = self.max_accept_length()
+        if value is None or ceiling is None or value <= ceiling * (1 + TOLERANCE):
+            return
+        if self.speculative_algorithm is None:
+            raise ValueError(f"accept_length: {value:g} without speculation (a baseline emits exactly 1)")
+        setting = f"{self.num_steps}/{self.topk or 1}/{self.num_draft_tokens}"
+        raise ValueError(f"accept_length: {value:g} is more than a round of {setting} can emit "
+                         f"(at most {ceiling:g}: min(draft tokens, steps + 1))")
+
 
 class BenchmarkRecord(SpeculationSetting):
     INFINITE_OK: ClassVar[frozenset[str]] = frozenset({"request_rate"})
@@ -121,30 +207,32 @@ class BenchmarkRecord(SpeculationSetting):
     deployment: Name
     run: Name | None = None
     checkpoint: Name | None = None
-    drafter_path: str | None = None
-    engine: str | None = None
-    concurrency: Annotated[int, Field(ge=1)] = 1
-    dataset: str | None = None
-    num_prompts: Annotated[int, Field(ge=0)] | None = None
-    decode_tps: PositiveFloat  # per request
-    output_throughput: PositiveFloat | None = None  # aggregate
-    accept_length: Annotated[float, Field(ge=1)] | None = None
-    median_tpot_ms: PositiveFloat | None = None
-    median_ttft_ms: NonNegFloat | None = None
-    median_itl_ms: NonNegFloat | None = None
-    p99_tpot_ms: PositiveFloat | None = None
-    p99_ttft_ms: NonNegFloat | None = None
-    p99_itl_ms: NonNegFloat | None = None
+    drafter_path: PathText | None = None
+    engine: Short | None = None
+    concurrency: Count = 1
+    # How the concurrency was told: read from the file, the log's running count, or derived.
+    concurrency_source: Literal["file", "log", "derived: Little's law", "derived: prompt count"] | None = None
+    dataset: Text200 | None = None
+    num_prompts: Whole | None = None
+    decode_tps: RequestTps  # per request
+    output_throughput: AggregateTps | None = None  # aggregate
+    accept_length: AcceptLength | None = None
+    median_tpot_ms: StepMs | None = None
+    median_ttft_ms: LatencyMs | None = None
+    median_itl_ms: CostMs | None = None
+    p99_tpot_ms: StepMs | None = None
+    p99_ttft_ms: LatencyMs | None = None
+    p99_itl_ms: CostMs | None = None
     request_rate: PositiveFloat | None = None  # requests/s; inf: all sent at once
     # Spread of per-request decode tok/s over the intervals a server log was summarised from.
-    decode_tps_p10: PositiveFloat | None = None
-    decode_tps_p90: PositiveFloat | None = None
-    interval_count: Annotated[int, Field(ge=1)] | None = None
+    decode_tps_p10: RequestTps | None = None
+    decode_tps_p90: RequestTps | None = None
+    interval_count: Count | None = None
     # Measured survival rate per draft position: share of rounds whose first k drafts were accepted.
-    position_survival: list[Share] | None = None
-    engine_version: Annotated[str, Field(max_length=40)] | None = None
-    draft_hidden_size: Annotated[int, Field(ge=1)] | None = None
-    label: str | None = None
+    position_survival: Annotated[list[Share], Field(max_length=MAX_DRAFT_TOKENS)] | None = None
+    engine_version: Short | None = None
+    draft_hidden_size: Count | None = None
+    label: Text200 | None = None
     measured_at: datetime | None = None
     raw: dict[str, Any] | None = None
 
@@ -154,22 +242,45 @@ class BenchmarkRecord(SpeculationSetting):
             raise ValueError("checkpoint given without run")
         return self
 
+    @model_validator(mode="after")
+    def _consistent(self):
+        self._check_accept_length(self.accept_length)
+        if self.median_tpot_ms is not None:
+            from_tpot = 1000.0 / self.median_tpot_ms
+            if not from_tpot / TPOT_FACTOR <= self.decode_tps <= from_tpot * TPOT_FACTOR:
+                raise ValueError(
+                    f"decode_tps: {self.decode_tps:g} disagrees with median_tpot_ms {self.median_tpot_ms:g} "
+                    f"(1000 / TPOT = {from_tpot:g} tok/s; allowed within a factor of {TPOT_FACTOR:g})")
+        for name in ("tpot", "ttft", "itl"):
+            median, p99 = getattr(self, f"median_{name}_ms"), getattr(self, f"p99_{name}_ms")
+            if median is not None and p99 is not None and median > p99 * (1 + TOLERANCE):
+                raise ValueError(f"median_{name}_ms: {median:g} is above p99_{name}_ms {p99:g}")
+        low, high = self.decode_tps_p10, self.decode_tps_p90
+        if low is not None and high is not None and low > high * (1 + TOLERANCE):
+            raise ValueError(f"decode_tps_p10: {low:g} is above decode_tps_p90 {high:g}")
+        survival = self.position_survival or []
+        for k in range(1, len(survival)):
+            if survival[k] > survival[k - 1] + TOLERANCE:
+                raise ValueError(f"position_survival: rises at position {k + 1} ({survival[k - 1]:g} -> "
+                                 f"{survival[k]:g}): a round cannot keep more drafts than fewer")
+        return self
+
 
 class PredictionRecord(SpeculationSetting):
     """An external prediction (a simulator, a spreadsheet) to compare benchmarks with."""
 
     kind: Literal["prediction"] = "prediction"
     source: Annotated[str, Field(min_length=1, max_length=100)]
-    speculative_algorithm: str
-    num_steps: Annotated[int, Field(ge=1)]
+    speculative_algorithm: Short
+    num_steps: Annotated[int, Field(ge=1, le=MAX_STEPS)]
     run: Name
     checkpoint: Name
     deployment: Name
-    concurrency: Annotated[int, Field(ge=1)] = 1
-    dataset: str | None = None
-    predicted_tps: PositiveFloat
-    accept_length: Annotated[float, Field(ge=1)] | None = None
-    round_ms: PositiveFloat | None = None
+    concurrency: Count = 1
+    dataset: Text200 | None = None
+    predicted_tps: RequestTps
+    accept_length: AcceptLength | None = None
+    round_ms: StepMs | None = None
 
     @field_validator("source")
     @classmethod
@@ -177,6 +288,11 @@ class PredictionRecord(SpeculationSetting):
         if source in BUILTIN_SOURCES:
             raise ValueError(f"{' and '.join(map(repr, BUILTIN_SOURCES))} are specdash's own sources; name yours otherwise")
         return source
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        self._check_accept_length(self.accept_length)
+        return self
 
 
 AnyRecord = (

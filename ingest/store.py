@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import verified_tokens
+from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
 from specdash.db.models import (
     Benchmark,
     Checkpoint,
@@ -18,7 +19,7 @@ from specdash.db.models import (
     Run,
 )
 from specdash.db.parameters import ensure_theory_set
-from specdash.ingest.links import name_from_path, parse_checkpoint_name, path_parts
+from specdash.ingest.links import meaningful_folder, name_from_path, parse_checkpoint_name, path_parts
 from specdash.ingest.metric_points import MetricPointWriter
 from specdash.ingest.records import (
     SPECULATION_UNKNOWN,
@@ -48,6 +49,8 @@ class LinkOptions:
     run: str | None = None
     checkpoint: str | None = None
     deployment: str | None = None
+    target: str | None = None  # the target model of the file's runs (`--target`)
+    target_deployments: tuple[str, ...] = ()  # deployments the file's runs are for (`--target-deployment`)
 
 
 @dataclass
@@ -62,6 +65,7 @@ class BenchmarkLink:
     duplicate: bool = False
     label: str | None = None
     intervals: str | None = None  # a server log's benchmark: the intervals it used and left out, and why
+    derived: str | None = None  # a client benchmark: which fields gave per-request decode and concurrency
 
     @property
     def target(self) -> str:
@@ -85,7 +89,8 @@ class StoreSummary:
 
 def benchmark_record_key(record: BenchmarkRecord) -> str:
     """Identity of a measurement, whatever file it arrives in: its fields, not its raw source."""
-    identity = record.model_dump(mode="json", exclude={"raw", "label", "kind"})
+    # how the concurrency was told is about the reading, not the measurement
+    identity = record.model_dump(mode="json", exclude={"raw", "label", "kind", "concurrency_source"})
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
@@ -154,12 +159,13 @@ class Store:
 
     # --- records -------------------------------------------------------------------------------------
     def add(self, record: AnyRecord | MetricRows, line: int | None = None) -> None:
-        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
         handler = getattr(self, f"_add_{record.kind}")
         if record.kind == "benchmark":
             handler(record, line)
         else:
             handler(record)
+        # counted once stored: a record refused for its links is not one of the file's records
+        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
 
     def _upsert(self, row, record, fields: set[str], kind: str) -> None:
         changed = False
@@ -256,18 +262,30 @@ class Store:
         if not parts:
             return None
         parsed = parse_checkpoint_name(parts[-1])
+        derived = name_from_path(drafter_path)
         if run_name:
             owners = [run_name]
-        else:  # the parent folder, or the run a "{run}-stepN" folder names
-            owners = [name for name in (parts[-2] if len(parts) >= 2 else None, parsed and parsed.run) if name]
-        for owner in owners:
+        else:  # the run the parent folders name, a meaningful parent folder, the run of "{run}-stepN"
+            parent = parts[-2] if len(parts) >= 2 and meaningful_folder(parts[-2]) else None
+            owners = [derived.run if derived else None, parent, parsed and parsed.run]
+        found = {}
+        for owner in dict.fromkeys(name for name in owners if name):
             owner_run = self.run(owner, create=False)
             if owner_run is not None:
-                found = self.checkpoint(owner_run, parts[-1], create=False)
-                if found is not None:
-                    return found, "by folder names"
+                row = self.checkpoint(owner_run, parts[-1], create=False)
+                if row is not None:
+                    found[row.id] = row
+        if len(found) == 1:  # unambiguous only
+            return next(iter(found.values())), "by folder names"
+        if found:
+            return None
         if not run_name:
-            rows = self.session.scalars(select(Checkpoint).where(Checkpoint.name == parts[-1])).all()
+            # a checkpoint of that name in a run whose name is a folder further up the path, if only one
+            rows = self.session.scalars(
+                select(Checkpoint).join(Run).where(
+                    Checkpoint.name == parts[-1], Run.name.in_([p for p in parts[:-1] if meaningful_folder(p)])
+                )
+            ).all()
             if len(rows) == 1:
                 return rows[0], "by folder names"
         return None
@@ -294,6 +312,15 @@ class Store:
         summary = (record.raw or {}).get("intervals")
         if isinstance(summary, dict) and isinstance(summary.get("text"), str):
             link.intervals = summary["text"]
+        derived = (record.raw or {}).get("specdash_derived")
+        if isinstance(derived, dict) and (
+            record.concurrency_source not in (None, "file", "log")
+            or derived.get("decode_tps") != "1000 / median_tpot_ms"
+        ):
+            link.derived = (
+                f"decode_tps {record.decode_tps:.4g} from {derived.get('decode_tps')}, concurrency "
+                f"{record.concurrency} from {derived.get('concurrency')}"
+            )
         if checkpoint is not None:
             link.run, link.checkpoint = checkpoint.run.name, checkpoint.name
         self.summary.links.append(link)
@@ -340,7 +367,23 @@ class Store:
                 setattr(row, k, v)
             self.summary.updated["prediction"] += 1
 
+    @property
+    def run_ids(self) -> list[int]:
+        return sorted(run.id for run in self._runs.values())
+
+    def _apply_targets(self) -> None:
+        for run in self._runs.values():
+            if self.link.target and run.target_model != self.link.target:
+                run.target_model = self.link.target
+                self.summary.updated["run"] += 1
+            if self.link.target_deployments:
+                try:
+                    name_target_deployments(self.session, run, list(self.link.target_deployments))
+                except AdvisoryChangeError as exc:
+                    raise LinkError("target_deployment", str(exc)) from None
+
     def finish(self) -> StoreSummary:
+        self._apply_targets()
         self.points.flush()
         self.summary.metric_points = self.points.written
         self.session.flush()

@@ -14,6 +14,7 @@ from specdash.db.models import Run
 APP = str(Path(specdash.app.__file__).resolve().parent / "main.py")
 PAGES = [
     "views/overview.py",
+    "views/leaderboard.py",
     "views/checkpoints.py",
     "views/upload.py",
     "views/alerts.py",

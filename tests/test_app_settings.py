@@ -54,7 +54,7 @@ def test_edited_profile_becomes_a_new_version_and_moves_predictions(demo):
     "change,message",
     [
         ({"comm_fraction": 1.5}, "comm_fraction: Input should be less than 1"),
-        ({"baseline_tps": -3.0}, "baseline_tps: Input should be greater than 0"),
+        ({"baseline_tps": -3.0}, "baseline_tps: Input should be greater than or equal to 0.01"),
         ({"name": ""}, "name: Field required"),
         ({"name": "8x H200, TP8, NVLink"}, "name: a deployment named '8x H200, TP8, NVLink' already exists"),
     ],

@@ -42,6 +42,7 @@ UPLOAD = FIXTURES / "dashboard" / "deep_rerun.json"
 # (url path, file name, text that only shows once the page has rendered its content)
 PAGES = [
     ("", "overview", "Latest checkpoint per run"),
+    ("leaderboard", "leaderboard", "Select a row to open it"),
     ("checkpoints", "checkpoints", "Acceptance per draft position"),
     ("upload", "upload", "Benchmark results, training logs"),
     ("alerts", "alerts", "Investigation"),

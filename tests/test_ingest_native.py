@@ -67,7 +67,7 @@ def test_every_problem_is_reported_with_its_line_and_nothing_is_written(engine):
     assert result.status == "failed"
     messages = [str(p) for p in result.problems]
     path = str(NATIVE / "bad_doc.json")
-    assert f"{path}:8: benchmarks.1.decode_tps: Input should be greater than 0" in messages
+    assert f"{path}:8: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01" in messages
     assert f"{path}:9: benchmarks.2.accept_length: Input should be greater than or equal to 1" in messages
     assert f"{path}:9: benchmarks.2.num_draft_tokens: 3 draft tokens cannot hold 5 draft steps (need >= num_steps)" in messages
     assert f"{path}:11: benchmarks.3.decode_tps: Input should be a valid number, unable to parse string as a number" in messages
@@ -124,5 +124,5 @@ def test_bad_files(engine, content, message):
 def test_cli_reports_file_line_field_and_exit_1(invoke, db_url):
     result = invoke(db_url, "ingest", str(NATIVE / "bad_doc.json"))
     assert result.exit_code == 1
-    assert "bad_doc.json:8: benchmarks.1.decode_tps: Input should be greater than 0" in result.output
+    assert "bad_doc.json:8: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01" in result.output
     assert "Fix the records or pass --skip-invalid" in result.output

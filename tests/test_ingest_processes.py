@@ -1,7 +1,9 @@
-"""Real processes on one SQLite file: a kill mid-ingest leaves nothing, concurrent ingests all succeed."""
+"""Real processes on one SQLite file: a kill mid-ingest leaves nothing, concurrent ingests and a reader all
+succeed, a writer waits for the lock with a message and fails cleanly past its limit."""
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -24,9 +26,9 @@ def write_log(path: Path, steps: int, offset: float = 0.0) -> Path:
     return path
 
 
-def specdash(url: str, *args: str) -> subprocess.Popen:
+def specdash(url: str, *args: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "specdash", "--db", url, *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def counts(url: str) -> tuple[int, int, int]:
@@ -61,12 +63,63 @@ def test_a_process_killed_mid_ingest_leaves_no_partial_file(db_url, tmp_path):
     assert counts(db_url) == (10 * len(KEYS), 1, 1)
 
 
-def test_two_ingest_processes_at_once_both_succeed(db_url, tmp_path):
-    first = write_log(tmp_path / "run-a.log", 8_000)
-    second = write_log(tmp_path / "run-b.log", 8_000, offset=1.0)
-    processes = [specdash(db_url, "ingest", "--quiet", str(path)) for path in (first, second, first)]
+def test_four_ingest_processes_and_a_reader_at_once_all_succeed(db_url, tmp_path):
+    logs = [write_log(tmp_path / f"run-{n}.log", 6_000, offset=float(n)) for n in range(3)]
+    env = dict(os.environ, SPECDASH_LOCK_TIMEOUT="120")
+    processes = [specdash(db_url, "ingest", "--quiet", str(path), env=env) for path in (*logs, logs[0])]
+    reader = specdash(db_url, "gaps", "--status", "all", env=env)  # the dashboard's kind of read, meanwhile
+    reads = 0
+    while any(p.poll() is None for p in processes):
+        assert reader.wait(timeout=60) == 0, reader.stderr.read()
+        reads += 1
+        reader = specdash(db_url, "gaps", "--status", "all", env=env)
+    assert reader.wait(timeout=60) == 0
     outputs = [p.communicate(timeout=120) for p in processes]
-    assert [p.returncode for p in processes] == [0, 0, 0], outputs
+    assert [p.returncode for p in processes] == [0, 0, 0, 0], outputs
     # the same file in two processes at once: one loads it, the other sees it loaded and skips it
     assert sum("skipped, already ingested" in out for out, _ in outputs) == 1
-    assert counts(db_url) == (2 * 8_000 * len(KEYS), 2, 2)
+    assert counts(db_url) == (3 * 6_000 * len(KEYS), 3, 3)
+    assert reads >= 1
+
+
+def hold_write_lock(db_url: str) -> sqlite3.Connection:
+    """Another writer mid-transaction (in WAL mode, as every specdash connection leaves the file)."""
+    holder = sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_a_writer_waits_for_the_lock_with_a_message_then_fails_cleanly(db_url, tmp_path):
+    log = write_log(tmp_path / "train.log", 10)
+    holder = hold_write_lock(db_url)
+    try:
+        started = time.monotonic()
+        process = specdash(db_url, "ingest", "--quiet", str(log), env=dict(os.environ, SPECDASH_LOCK_TIMEOUT="2"))
+        out, err = process.communicate(timeout=60)
+        waited = time.monotonic() - started
+    finally:
+        holder.rollback()
+        holder.close()
+    assert process.returncode == 1
+    assert err == (
+        "waiting for another writer to finish (up to 2 s; set SPECDASH_LOCK_TIMEOUT to change)\n"
+        "Error: another writer held the database's write lock for more than 2 s; nothing was written. "
+        "Try again when it has finished, or wait longer with SPECDASH_LOCK_TIMEOUT=SECONDS\n"
+    )
+    assert waited >= 2
+    assert counts(db_url) == (0, 0, 0)
+
+
+def test_a_writer_that_waits_goes_on_once_the_lock_is_free(db_url, tmp_path):
+    log = write_log(tmp_path / "train.log", 10)
+    holder = hold_write_lock(db_url)
+    process = specdash(db_url, "ingest", "--quiet", str(log), env=dict(os.environ, SPECDASH_LOCK_TIMEOUT="60"))
+    time.sleep(2.0)
+    assert process.poll() is None  # parsed, waiting for the lock
+    holder.rollback()
+    holder.close()
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert err.startswith("waiting for another writer to finish (up to 60 s")
+    assert counts(db_url) == (10 * len(KEYS), 1, 1)

@@ -96,7 +96,7 @@ def filled_head(tmp_path_factory) -> Path:
     return path
 
 
-# Required columns a later revision moved elsewhere (gap.status became the benchmark's alert in 0004): what
+# Required columns a later revision moved elsewhere (gap.status became the benchmark's alert in 0006): what
 # rows copied back to an older revision hold in them.
 DROPPED_LATER = {"gap": {"status": "open"}}
 
@@ -116,7 +116,7 @@ def _fill_at(revision: str, source: Path, target: Path) -> dict[str, set[tuple]]
             rows = _rows(source, table, shared) if shared else set()
             fill = {c: v for c, v in DROPPED_LATER.get(table, {}).items() if c in columns}
             names = [*shared, *fill]
-            if not shared:  # a table the head no longer has (gap_event became alert_event in 0004)
+            if not shared:  # a table the head no longer has (gap_event became alert_event in 0006)
                 continue
             marks = ", ".join("?" for _ in names)
             con.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})",

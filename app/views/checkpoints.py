@@ -3,7 +3,7 @@ and measured tok/s and accept length per checkpoint, training curves, per-positi
 
 import streamlit as st
 
-from specdash.app import charts, state
+from specdash.app import advisory_panel, charts, state
 from specdash.db.checkpoint_queries import comparison_table
 
 # More checkpoints than this on one axis stop being readable; the latest ones are preselected.
@@ -14,11 +14,10 @@ url = state.db_url()
 st.title("Checkpoints")
 st.caption("Which checkpoint is better, and does it do what the cost model says?")
 
-runs = state.runs_frame(url)
-runs = runs[runs["checkpoints"] > 0] if not runs.empty else runs
+runs = state.runs_frame(url)  # runs without checkpoints too: a run in training has its curves and advice
 if runs.empty:
     st.info(
-        "No checkpoints yet: load a run with `specdash ingest` or the **Upload** page, or run `specdash demo`."
+        "No runs yet: load a run with `specdash ingest` or the **Upload** page, or run `specdash demo`."
     )
     st.stop()
 
@@ -46,9 +45,9 @@ chosen = top[1].multiselect(
     "Checkpoints", list(labels), default=default, format_func=labels.get, key=f"checkpoints_ids_{run_ids}"
 )
 checkpoint_ids = tuple(chosen)
+advisory_panel.run_section(url, run_ids)
 if not checkpoint_ids:
-    st.info("Choose at least one checkpoint.")
-    st.stop()
+    st.info("Choose at least one checkpoint." if labels else "No checkpoint saved yet for these runs.")
 
 st.subheader("Throughput and acceptance per checkpoint")
 deployments = state.benchmarked_deployments(url, checkpoint_ids)

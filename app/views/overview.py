@@ -3,7 +3,7 @@ run's latest checkpoint stands."""
 
 import streamlit as st
 
-from specdash.app import charts, state
+from specdash.app import advisory_panel, charts, state
 from specdash.app.text import SEVERITY_ICONS, md
 from specdash.db.alerts import SEVERITIES
 from specdash.labels import gap_text, setting_label
@@ -95,6 +95,10 @@ with right:
         st.page_link(
             "views/alerts.py", label=f"All {sum(by_severity.values())} open alerts", icon=":material/list:"
         )
+    advice = advisory_panel.advisory_rows(url, None, True)
+    if advice:
+        st.subheader("Open advisories")
+        advisory_panel.show(advice, "overview_advisory")
 
 st.subheader("Latest checkpoint per run")
 latest = state.latest_checkpoints(url)

@@ -4,7 +4,7 @@ calibration of a deployment's profile from its trusted benchmarks."""
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import advisory_panel, state
 from specdash.app.text import md
 from specdash.db import profiles
 from specdash.db.profiles import ProfileError
@@ -373,3 +373,5 @@ else:
             else:
                 st.toast(f"{labels[restore_id]} restored as v{pset.version}: {refreshed(summary)}")
                 st.rerun()
+
+advisory_panel.settings_section(url)

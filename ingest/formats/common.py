@@ -3,6 +3,7 @@ per-request decode tok/s, deployment names, and a raw record safe to store."""
 
 import math
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from specdash.ingest.formats import Located
 from specdash.ingest.jsontext import LinedDict
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import Problem, field_first
 from specdash.ingest.records import BenchmarkRecord, DeploymentRecord, RunRecord
 from specdash.ingest.store import LinkOptions
 
@@ -52,6 +53,8 @@ def located_problems(
                 break
         message = item["msg"].removeprefix("Value error, ")
         field = ".".join([prefix, *loc] if prefix else loc) or None
+        if not loc:
+            field, message = field_first(field, message)
         problems.append(Problem(path, where, field, message))
     return problems
 
@@ -72,15 +75,68 @@ def benchmark(path: str, line: int | None, prefix: str = "", **fields) -> Iterat
         yield from located_problems(path, line, exc, None, prefix)
 
 
-def per_request_tps(
-    median_tpot_ms: float | None, output_throughput: float | None, concurrency: float | None
-) -> float | None:
-    """Per-request decode tok/s: 1000 / median TPOT when measured, else aggregate / concurrency."""
+@dataclass(frozen=True)
+class Load:
+    """Per-request decode tok/s and the concurrency of a client benchmark, each with how it was told."""
+
+    decode_tps: float | None
+    decode_from: str
+    concurrency: int | None
+    concurrency_source: str | None
+    concurrency_from: str
+
+    def raw(self) -> dict:
+        return {"decode_tps": self.decode_from, "concurrency": self.concurrency_from}
+
+
+def client_load(
+    *,
+    median_tpot_ms: float | None,
+    median_itl_ms: float | None,
+    accept_length: float | None,
+    output_throughput: float | None,
+    concurrency: float | None,
+    request_rate: float | None,
+    prompts: int | None,
+) -> Load:
+    """Per request and aggregate never confused, concurrency never a silent 1.
+
+    Per-request decode: 1000 / median TPOT; else 1000 / median ITL, times the accept length when
+    speculating (without TPOT an engine's ITL is the gap between streamed chunks, one per verify round);
+    else aggregate / concurrency when the concurrency is known. Concurrency: the file's (a cap, or the
+    measured mean in flight); an all-at-once run (`inf`) with no cap has every prompt in flight; a
+    request-rate run is derived by Little's law, aggregate / per-request tok/s."""
+    decode, decode_from = None, "unknown"
     if median_tpot_ms and median_tpot_ms > 0:
-        return 1000.0 / median_tpot_ms
-    if output_throughput and concurrency and concurrency > 0:
-        return output_throughput / concurrency
-    return None
+        decode, decode_from = 1000.0 / median_tpot_ms, "1000 / median_tpot_ms"
+    elif median_itl_ms and median_itl_ms > 0:
+        if accept_length and accept_length > 1:
+            decode = accept_length * 1000.0 / median_itl_ms
+            decode_from = "accept_length * 1000 / median_itl_ms (ITL per verify round)"
+        else:
+            decode, decode_from = 1000.0 / median_itl_ms, "1000 / median_itl_ms"
+    if concurrency and concurrency >= 1:
+        level, source, told = max(1, round(concurrency)), "file", "the file's"
+    elif request_rate is not None and math.isinf(request_rate) and prompts:
+        level, source, told = prompts, "derived: prompt count", "every prompt at once, no cap"
+    elif decode and output_throughput:
+        level = max(1, round(output_throughput / decode))
+        source, told = "derived: Little's law", "output_throughput / per-request tok/s"
+    else:
+        level, source, told = None, None, "unknown"
+    if decode is None and level and output_throughput:
+        decode, decode_from = output_throughput / level, "output_throughput / concurrency"
+    return Load(decode, decode_from, level, source, told)
+
+
+def no_per_request(path: str, line: int | None) -> Problem:
+    return Problem(
+        path,
+        line,
+        "decode_tps",
+        "per-request decode cannot be told: no median TPOT or ITL, "
+        "and no concurrency to divide the aggregate output_throughput by",
+    )
 
 
 def algorithm_name(value: str | None) -> str | None:

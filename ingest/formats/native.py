@@ -8,7 +8,7 @@ from typing import TextIO
 from pydantic import TypeAdapter, ValidationError
 
 from specdash.ingest.formats import Format, native_csv
-from specdash.ingest.jsontext import STRICT_DECODER, JSONPositionError, iter_document
+from specdash.ingest.jsontext import JSONPositionError, decode_line, iter_document
 from specdash.ingest.lines import MAX_DOCUMENT_CHARS, TooLong, bounded_lines, read_document
 from specdash.ingest.problems import Problem, from_validation_error
 from specdash.ingest.records import RECORD_TYPES
@@ -56,7 +56,7 @@ def _validate(path: str, line: int, kind: str, value, prefix: str):
 
 def _is_record_line(text: str) -> bool:
     try:
-        value = STRICT_DECODER.decode(text)
+        value = decode_line(text)
     except ValueError:
         return False
     return isinstance(value, dict) and "specdash" not in value
@@ -116,7 +116,7 @@ def _parse_lines(lines, path: str) -> Iterator:
         if not text.strip():
             continue
         try:
-            value = STRICT_DECODER.decode(text)
+            value = decode_line(text)
         except (json.JSONDecodeError, ValueError) as exc:
             yield Problem(path, number, None, f"invalid JSON: {exc}", kind="parse")
             continue

@@ -117,6 +117,7 @@ def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
             engine="sglang",
             speculative_algorithm=SPECULATION_UNKNOWN if accept is not None else None,
             concurrency=result.batch_size,
+            concurrency_source="file",
             dataset=dataset,
             num_prompts=result.batch_size,
             decode_tps=result.output_throughput / result.batch_size,
@@ -140,6 +141,7 @@ def parse_offline(stream: TextIO, path: str, link=None) -> Iterator:
             engine="sglang",
             # every prompt is submitted at once: per request is the aggregate over the prompts
             concurrency=result.successful_requests,
+            concurrency_source="derived: prompt count",
             dataset="offline",
             num_prompts=result.successful_requests,
             decode_tps=result.output_throughput / result.successful_requests,

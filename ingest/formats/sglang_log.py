@@ -166,6 +166,7 @@ def _benchmark(path, link, server: Server, index, starts, level: Level, server_l
         topk=args.get("speculative_eagle_topk") if speculative else None,
         num_draft_tokens=args.get("speculative_num_draft_tokens") if speculative else None,
         concurrency=level.concurrency,
+        concurrency_source="log",
         decode_tps=level.decode_tps,
         output_throughput=level.output_throughput,
         accept_length=level.accept_length if speculative else None,

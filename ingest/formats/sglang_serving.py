@@ -6,6 +6,7 @@ Versions differ: old ones have no `server_info`; newer ones nest the server's ar
 `accept_length` is null without speculation and otherwise the server's cumulative average."""
 
 import json
+import math
 from collections.abc import Iterator
 from typing import Annotated, Any, TextIO
 
@@ -17,9 +18,10 @@ from specdash.ingest.formats.common import (
     algorithm_name,
     benchmark,
     choose_deployment,
+    client_load,
     deployment_name,
     missing_deployment,
-    per_request_tps,
+    no_per_request,
     safe_raw,
     validate,
 )
@@ -122,7 +124,21 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
     if algorithm is None and result.accept_length is not None:
         algorithm = SPECULATION_UNKNOWN  # old versions: speculation shows only in the accept length
     in_flight = result.concurrency if result.concurrency and result.concurrency >= 1 else None
-    concurrency = result.max_concurrency or (round(in_flight) if in_flight else 1)
+    rate = result.request_rate if isinstance(result.request_rate, float) else None
+    if isinstance(result.request_rate, str) and result.request_rate.strip().lower() in ("inf", "infinity"):
+        rate = math.inf
+    load = client_load(
+        median_tpot_ms=result.median_tpot_ms,
+        median_itl_ms=result.median_itl_ms,
+        accept_length=result.accept_length,
+        output_throughput=result.output_throughput,
+        concurrency=result.max_concurrency or in_flight,
+        request_rate=rate,
+        prompts=result.completed,
+    )
+    if load.decode_tps is None or load.concurrency is None:
+        yield no_per_request(path, line)
+        return
     speculative = algorithm is not None
     yield from benchmark(
         path,
@@ -135,10 +151,11 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
         num_steps=server.speculative_num_steps if speculative else None,
         topk=server.speculative_eagle_topk if speculative else None,
         num_draft_tokens=server.speculative_num_draft_tokens if speculative else None,
-        concurrency=concurrency,
+        concurrency=load.concurrency,
+        concurrency_source=load.concurrency_source,
         dataset=result.dataset_name,
         num_prompts=result.completed,
-        decode_tps=per_request_tps(result.median_tpot_ms, result.output_throughput, in_flight or concurrency),
+        decode_tps=load.decode_tps,
         output_throughput=result.output_throughput or None,
         accept_length=result.accept_length,
         median_tpot_ms=result.median_tpot_ms,
@@ -147,9 +164,9 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
         p99_ttft_ms=result.p99_ttft_ms,
         median_itl_ms=result.median_itl_ms,
         p99_itl_ms=result.p99_itl_ms,
-        request_rate=result.request_rate if isinstance(result.request_rate, float) else None,
+        request_rate=rate,
         label=result.tag,
-        raw=safe_raw(data),
+        raw={**safe_raw(data), "specdash_derived": load.raw()},
     )
 
 

@@ -119,6 +119,7 @@ def _result(path, link, model, dataset, raw, prefix, deployments, runs) -> Itera
             deployment=deployment,
             engine="sglang",
             concurrency=result.batch_size,
+            concurrency_source="file",
             dataset=dataset,
             decode_tps=metric.output_throughput / result.batch_size,
             output_throughput=metric.output_throughput,

@@ -139,7 +139,8 @@ def parse_bench_eagle3(stream: TextIO, path: str, link=None) -> Iterator:
                 spec = _speculation(config.steps, config.topk, config.num_draft_tokens, metrics.accept_length)
                 yield from benchmark(
                     path, where, f"{prefix}.metrics.{run_index}", deployment=deployment, engine="sglang",
-                    drafter_path=drafter if spec else None, concurrency=config.batch_size, dataset=name,
+                    drafter_path=drafter if spec else None, concurrency=config.batch_size,
+                    concurrency_source="file", dataset=name,
                     num_prompts=metrics.num_questions or config.num_samples,
                     decode_tps=metrics.output_throughput / config.batch_size,
                     output_throughput=metrics.output_throughput, raw=dict(raw_metrics), **spec,
@@ -178,7 +179,7 @@ def parse_report(stream: TextIO, path: str, link=None) -> Iterator:
                                 config.algorithm.upper())
         yield from benchmark(
             path, where, f"runs.{index}", deployment=deployment, engine="sglang",
-            drafter_path=report.draft_model if spec else None, concurrency=batch,
+            drafter_path=report.draft_model if spec else None, concurrency=batch, concurrency_source="file",
             dataset=str(run.task.get("name")) if run.task.get("name") else None,
             num_prompts=run.metrics.num_samples,
             decode_tps=run.metrics.throughput_tokens_per_second / batch,

@@ -23,7 +23,7 @@ from typing import TextIO
 from specdash.ingest.formats import Format, Located
 from specdash.ingest.formats.common import model_short_name, run_record
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
-from specdash.ingest.links import parse_checkpoint_name, path_parts
+from specdash.ingest.links import parse_checkpoint_name, path_parts, run_from_parents
 from specdash.ingest.metric_points import MAX_KEY_CHARS
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import CheckpointRecord, MetricRows
@@ -112,7 +112,8 @@ class TrainingLog:
         """Decide the run on first use and announce it with what the args block said."""
         if self.run is None:
             output_dir = self.args.get("output_dir")
-            self.run = self.forced_run or (path_parts(output_dir)[-1] if output_dir and path_parts(output_dir)
+            parts = path_parts(output_dir) if output_dir else ()
+            self.run = self.forced_run or (run_from_parents(parts) if parts
                                            else PurePath(self.path).stem or "training-log")
             ttt = self.args.get("ttt_length", "")
             specforge = bool(self.args)  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
@@ -181,8 +182,15 @@ class TrainingLog:
 
 
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
-    log = TrainingLog(path, link)
+    yield from parse_lines(TrainingLog(path, link), stream)
+
+
+def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterator:
+    """The lines of `stream` read into `log`, whose state (args, run, checkpoints seen) carries over from
+    earlier lines: a followed log is read a piece at a time. `first_line` numbers the first line."""
+    path = log.path
     for number, text in bounded_lines(stream):
+        number += first_line - 1
         if isinstance(text, TooLong):
             yield Problem(path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse")
             continue

@@ -2,7 +2,8 @@
 JSON or JSONL: one row per logged step, a step column (`step`, `_step`, `global_step`, `Step`) and one
 column per metric key as SpecForge and the EAGLE repo log them (`train/acc_0`, `train/ploss_0`,
 `eval/acc_0`, `train/lr`, ...). wandb's UI export names columns `<run> - train/acc_0` and adds
-`__MIN`/`__MAX` columns: the run name is taken from the prefix and the min/max columns are skipped."""
+`__MIN`/`__MAX` columns: each prefix is a run of its own (an export of several runs holds one column set
+per run), and the min/max columns are skipped."""
 
 import json
 import math
@@ -22,7 +23,6 @@ from specdash.ingest.records import MetricRows
 
 STEP_COLUMNS = ("step", "_step", "global_step", "Step", "train/global_step")
 METRIC_HINT = re.compile(r"\b(?:train|eval|test)/")
-PREFIXED = re.compile(r"^(?P<run>.+?) - (?P<key>.+)$")
 
 
 def _step_column(columns: list[str]) -> str | None:
@@ -41,13 +41,24 @@ def detect_json(head: str, filename: str) -> bool:
         f'"{c}"' in head[:4096] for c in STEP_COLUMNS)
 
 
+def split_column(column: str) -> tuple[str | None, str]:
+    """wandb's `<run> - <key>`: run names may hold " - ", metric keys do not, so split at the last one."""
+    if " - " in column:
+        run, key = column.rsplit(" - ", 1)
+        if run.strip() and key.strip():
+            return run.strip(), key.strip()
+    return None, column
+
+
 class Rows:
-    """Turns tracker rows into metric points of one run."""
+    """Turns tracker rows into metric points, one run per `<run> - ` column prefix (wandb's export of
+    several runs), else the run the user named, else the file's name."""
 
     def __init__(self, path: str, link):
         self.path = path
-        self.run = link.run if link is not None and link.run else None
-        self.announced = False
+        self.forced = link.run if link is not None and link.run else None
+        self.announced: set[str] = set()
+        self.refused = False
 
     def row(self, line: int, cells: dict) -> Iterator:
         step_key = _step_column(list(cells))
@@ -62,15 +73,14 @@ class Rows:
         if step < 0:
             yield Problem(self.path, line, step_key, "step must be >= 0")
             return
-        values, problems, prefix_run = {}, [], None
+        by_run: dict[str | None, dict[str, float]] = {}
+        problems = []
         for column, cell in cells.items():
             if column == step_key or column.startswith("_") or cell is None or cell == "":
                 continue
-            key = column
-            if match := PREFIXED.match(column):
-                prefix_run, key = match["run"], match["key"]
-                if key.endswith(("__MIN", "__MAX")):
-                    continue
+            prefix, key = split_column(column)
+            if prefix is not None and key.endswith(("__MIN", "__MAX")):
+                continue
             if not METRIC_HINT.search(key) and "/" not in key:
                 continue  # wall time, runtime, epoch counters: not metrics
             if isinstance(cell, bool) or not isinstance(cell, (int, float, str)):
@@ -85,17 +95,25 @@ class Rows:
             elif len(key) > MAX_KEY_CHARS:
                 problems.append(Problem(self.path, line, column[:40], f"key longer than {MAX_KEY_CHARS}"))
             else:
-                values[key] = value
+                by_run.setdefault(prefix, {})[key] = value
         if problems:
             yield from problems
             return
-        if not values:
+        prefixes = [p for p in by_run if p is not None]
+        if self.forced and len(prefixes) > 1:
+            if not self.refused:
+                self.refused = True
+                yield Problem(self.path, line, "run", f"the export holds several runs ({', '.join(prefixes[:5])}); "
+                              "--run would put all their points under one run: leave it out")
             return
-        if not self.announced:
-            self.run = self.run or prefix_run or PurePath(self.path).stem or "tracker-export"
-            self.announced = True
-            yield Located(line, run_record(self.run))
-        yield Located(line, MetricRows(self.run, [(step, tuple(values), list(values.values()))]))
+        for prefix, values in by_run.items():
+            if not values:
+                continue
+            run = self.forced or prefix or PurePath(self.path).stem or "tracker-export"
+            if run not in self.announced:
+                self.announced.add(run)
+                yield Located(line, run_record(run))
+            yield Located(line, MetricRows(run, [(step, tuple(values), list(values.values()))]))
 
 
 def parse_csv(stream: TextIO, path: str, link=None) -> Iterator:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 from typing import TextIO
 
+from specdash.costmodel.throughput import verified_tokens
 from specdash.ingest.formats import Format
 from specdash.ingest.formats.common import (
     algorithm_name,
@@ -307,8 +308,9 @@ def _benchmark(path, link, server: Server, index: int, starts: int, level: Level
         drafter_path=drafter,
         num_steps=k if speculative else None,
         topk=1 if speculative and k else None,
-        num_draft_tokens=k + 1 if speculative and k else None,
+        num_draft_tokens=verified_tokens(k) if speculative and k else None,
         concurrency=level.concurrency,
+        concurrency_source="log",
         decode_tps=level.decode_tps,
         output_throughput=level.output_throughput,
         accept_length=accept if speculative else None,

@@ -20,9 +20,10 @@ from specdash.ingest.formats.common import (
     algorithm_name,
     benchmark,
     choose_deployment,
+    client_load,
     deployment_name,
     missing_deployment,
-    per_request_tps,
+    no_per_request,
     safe_raw,
     validate,
 )
@@ -125,7 +126,19 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
     if steps is None and result.spec_decode_num_drafts and result.spec_decode_draft_tokens:
         steps = round(result.spec_decode_draft_tokens / result.spec_decode_num_drafts) or None
     speculative = algorithm is not None
-    concurrency = result.max_concurrency or result.max_concurrent_requests
+    # max_concurrent_requests is the peak in flight the client saw, not the load it held: not a concurrency
+    load = client_load(
+        median_tpot_ms=result.median_tpot_ms,
+        median_itl_ms=result.median_itl_ms,
+        accept_length=result.spec_decode_acceptance_length,
+        output_throughput=result.output_throughput,
+        concurrency=result.max_concurrency,
+        request_rate=result.request_rate,
+        prompts=result.completed if result.completed is not None else result.num_prompts,
+    )
+    if load.decode_tps is None or load.concurrency is None:
+        yield no_per_request(path, data.line)
+        return
     yield from benchmark(
         path,
         data.line,
@@ -140,10 +153,11 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         num_draft_tokens=verified_tokens(steps, result.topk or 1, result.num_draft_tokens)
         if speculative and steps
         else None,
-        concurrency=concurrency or 1,
+        concurrency=load.concurrency,
+        concurrency_source=load.concurrency_source,
         dataset=result.dataset,
         num_prompts=result.completed if result.completed is not None else result.num_prompts,
-        decode_tps=per_request_tps(result.median_tpot_ms, result.output_throughput, concurrency),
+        decode_tps=load.decode_tps,
         output_throughput=result.output_throughput or None,
         accept_length=result.spec_decode_acceptance_length if speculative else None,
         position_survival=rates if speculative else None,
@@ -156,7 +170,7 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         request_rate=result.request_rate,
         label=result.label,
         measured_at=_measured_at(result.date),
-        raw=safe_raw(data),
+        raw={**safe_raw(data), "specdash_derived": load.raw()},
     )
 
 

@@ -1,0 +1,140 @@
+"""Leaderboard: which checkpoint is best, and does it match the model? Checkpoints ranked by measured (or
+predicted) speedup over no speculation on a deployment and load, on one dataset or across datasets, each at
+its best setting; one click from a row to its overlay on the Checkpoints page and to its alerts."""
+
+import streamlit as st
+
+from specdash.app import state, urlstate
+from specdash.app.leaderboard_charts import leaderboard_figure
+from specdash.app.text import md
+from specdash.db.leaderboard import LeaderboardFilter
+from specdash.labels import setting_label
+
+EVERY_DEPLOYMENT = "every deployment"
+EVERY_LOAD = "every load"
+ACROSS = "across datasets"
+RANK_BY = {"measured": "measured speedup", "predicted": "predicted speedup"}
+
+url = state.db_url()
+st.title("Leaderboard")
+st.caption(
+    "Which checkpoint is best, and does it match the model? Speedup = decode tok/s over the no-speculation "
+    "baseline of the same deployment, load and dataset, so datasets and deployments with different baselines "
+    "compare fairly. Each checkpoint is shown at its best speculation setting."
+)
+
+choices = state.leaderboard_choices(url)
+if not choices["deployments"]:
+    st.info(
+        "Nothing to rank yet: the leaderboard needs speculative benchmarks of checkpoints. Upload benchmark "
+        "results on the **Upload** page (SGLang, vLLM, SpecForge or SpecBundle files), or run `specdash demo`."
+    )
+    st.stop()
+
+deployment_names = {name: i for i, name in choices["deployments"]}
+sources = state.prediction_sources(url) or ["theory"]
+row = st.columns([3, 1, 2, 1, 2])
+urlstate.restore("leaderboard_deployment", "deployment", [EVERY_DEPLOYMENT, *deployment_names])
+deployment = row[0].selectbox(
+    "Deployment", [EVERY_DEPLOYMENT, *deployment_names], key="leaderboard_deployment"
+)
+deployment_id = deployment_names.get(deployment)
+loads = sorted({c for i, levels in choices["loads"].items() if deployment_id in (None, i) for c in levels})
+load_options = [EVERY_LOAD, *loads] if len(loads) > 1 else loads
+urlstate.restore("leaderboard_load", "load", load_options, parse=lambda v: v if v == EVERY_LOAD else int(v))
+load = row[1].selectbox(
+    "Load (concurrency)",
+    load_options,
+    key="leaderboard_load",
+    help="concurrent requests: speedup falls as the batch grows, so entries compete at one load",
+)
+urlstate.restore("leaderboard_dataset", "dataset", [ACROSS, *choices["datasets"]])
+dataset = row[2].selectbox("Dataset", [ACROSS, *choices["datasets"]], key="leaderboard_dataset")
+urlstate.restore("leaderboard_source", "source", sources)
+source = row[3].selectbox("Prediction", sources, key="leaderboard_source")
+urlstate.restore("leaderboard_rank_by", "rank", list(RANK_BY))
+rank_by = row[4].radio(
+    "Rank by", list(RANK_BY), format_func=RANK_BY.get, horizontal=True, key="leaderboard_rank_by"
+)
+urlstate.publish("deployment", deployment, EVERY_DEPLOYMENT)
+urlstate.publish("load", load, EVERY_LOAD)
+urlstate.publish("dataset", dataset, ACROSS)
+urlstate.publish("source", source, "theory")
+urlstate.publish("rank", rank_by, "measured")
+
+flt = LeaderboardFilter(
+    deployment_id=deployment_id,
+    concurrency=None if load == EVERY_LOAD else int(load),
+    dataset=None if dataset == ACROSS else dataset,
+    source=source,
+    rank_by=rank_by,
+)
+board = state.leaderboard(url, flt)
+if board.empty:
+    st.info("No checkpoint was benchmarked with this selection: choose another deployment, load or dataset.")
+    st.stop()
+
+shown = min(len(board), 30)
+st.plotly_chart(leaderboard_figure(board, source, shown), width="stretch", key="leaderboard_chart")
+st.caption(
+    f"The first {shown} of {len(board)} entries by {RANK_BY[rank_by]}. Diamonds: measured; the other marker: "
+    f"predicted by {md(source)}, its bar the prediction's expected error where the cost model gives one; the "
+    "dotted line is no speculation (1×). Hover for full names."
+    + (" Across datasets: the mean of the per-dataset speedups." if flt.dataset is None else "")
+)
+
+table = board.assign(setting=board.apply(setting_label, axis=1), gap=board["gap"] * 100)
+columns = ["rank", "run", "checkpoint", "setting", "measured_speedup", "predicted_speedup", "gap"]
+columns += [
+    "measured_tps",
+    "predicted_tps",
+    "datasets",
+    "benchmarks",
+    "open_alerts",
+    "deployment",
+    "concurrency",
+]
+event = st.dataframe(
+    table[columns],
+    hide_index=True,
+    width="stretch",
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"leaderboard_table_{hash(flt)}",
+    column_config={
+        "rank": st.column_config.NumberColumn(width=50),
+        "run": st.column_config.TextColumn(width="medium"),
+        "checkpoint": st.column_config.TextColumn(width="small"),
+        "setting": st.column_config.TextColumn("best setting", width="small"),
+        "measured_speedup": st.column_config.NumberColumn("measured", format="%.2f×", width=80),
+        "predicted_speedup": st.column_config.NumberColumn("predicted", format="%.2f×", width=80),
+        "gap": st.column_config.NumberColumn("gap", format="%+.1f%%", width=70),
+        "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f", width=100),
+        "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f", width=100),
+        "datasets": st.column_config.NumberColumn(width=70),
+        "benchmarks": st.column_config.NumberColumn(width=85),
+        "open_alerts": st.column_config.NumberColumn("open alerts", width=80),
+        "deployment": st.column_config.TextColumn(width="medium"),
+        "concurrency": st.column_config.NumberColumn("load", width=50),
+    },
+)
+st.caption("gap = 1 - measured / predicted: positive is slower than predicted. Select a row to open it.")
+
+picked = board.iloc[event.selection.rows[0]] if event.selection.rows else board.iloc[0]
+st.markdown(
+    f"**#{int(picked['rank'])} {md(picked['run'])} / {md(picked['checkpoint'])}** on {md(picked['deployment'])}, "
+    f"best at {setting_label(picked)}"
+)
+links = st.columns(2)
+links[0].page_link(
+    "views/checkpoints.py",
+    label="Overlay: predicted vs measured on the Checkpoints page",
+    icon=":material/timeline:",
+    query_params=state.checkpoint_link(picked, None if flt.dataset is None else flt.dataset),
+)
+links[1].page_link(
+    "views/alerts.py",
+    label=f"Its alerts ({int(picked['open_alerts'])} open)",
+    icon=":material/notification_important:",
+    query_params={"run": str(picked["run"]), "deployment": str(picked["deployment"])},
+)

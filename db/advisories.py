@@ -1,0 +1,396 @@
+"""Depth advisories: for each run and each deployment it is for, at each load, whether the deployment wants
+deeper drafts than the run trains (the cost model's advisor), kept as records with a status, a note and
+a history like the alerts; refreshed as training metrics arrive and quiet while the configuration is fine."""
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pandas as pd
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from specdash.costmodel.advisor import CURVE_MIN_STEPS, DEFAULT_MIN_GAIN, advise_depth, choose_curve
+from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
+from specdash.db.models import (
+    GAP_STATUSES,
+    Checkpoint,
+    Deployment,
+    MetricKey,
+    MetricPoint,
+    ParameterSet,
+    Run,
+    utcnow,
+)
+from specdash.db.parameters import cost_params, ensure_theory_set, load_baselines
+from specdash.db.settings import get_setting, set_setting
+
+ADVISOR = "specdash"  # who the history names when the advice itself changes
+MIN_GAIN_SETTING = "advisory_min_gain"
+_ACC_KEY = re.compile(r"^train/acc_(\d+)$")
+OPEN_STATUSES = ("open", "investigating")
+
+
+class AdvisoryChangeError(ValueError):
+    """A status change that cannot be made; the message says why."""
+
+
+@dataclass
+class AdvisorySummary:
+    runs: int = 0
+    advised: int = 0  # advisories that hold now
+    new: list[int] = field(default_factory=list)  # ids of advisories raised or reopened by this refresh
+    resolved: int = 0
+
+
+def get_min_gain(session: Session) -> float:
+    value = get_setting(session, MIN_GAIN_SETTING)
+    return float(value) if value is not None else DEFAULT_MIN_GAIN
+
+
+def set_min_gain(session: Session, gain: float) -> None:
+    if not 0 <= gain < 10:
+        raise ValueError("advisory minimum gain must be in [0, 10)")
+    set_setting(session, MIN_GAIN_SETTING, repr(float(gain)))
+
+
+def _short(model: str | None) -> str:
+    return (model or "").rstrip("/").rsplit("/", 1)[-1].strip().lower()
+
+
+def target_deployments(session: Session, run: Run) -> list[Deployment]:
+    """The deployments a run is for: those the user named, else those serving the run's target model."""
+    named = list(
+        session.scalars(
+            select(Deployment)
+            .join(RunDeployment, RunDeployment.deployment_id == Deployment.id)
+            .where(RunDeployment.run_id == run.id)
+            .order_by(Deployment.name)
+        )
+    )
+    if named or not run.target_model:
+        return named
+    want = _short(run.target_model)
+    return [
+        d
+        for d in session.scalars(select(Deployment).order_by(Deployment.name))
+        if d.target_model and _short(d.target_model) == want
+    ]
+
+
+def name_target_deployments(session: Session, run: Run, names: list[str]) -> None:
+    """Record deployments the user named as the run's targets; unknown names are an error."""
+    for name in names:
+        deployment = session.scalar(select(Deployment).where(Deployment.name == name))
+        if deployment is None:
+            raise AdvisoryChangeError(f"no deployment named {name!r}; see the deployments in 'specdash gaps'")
+        if session.get(RunDeployment, (run.id, deployment.id)) is None:
+            session.add(RunDeployment(run_id=run.id, deployment_id=deployment.id))
+    session.flush()
+
+
+def training_curves(session: Session, run_ids: list[int]) -> dict[int, tuple[list[float], int]]:
+    """Per run: train/acc_0, train/acc_1, ... as last logged (contiguous positions in [0, 1]) and the
+    last step train/acc_0 was logged at."""
+    keys = {
+        key_id: int(m[1])
+        for key_id, name in session.execute(
+            select(MetricKey.id, MetricKey.name).where(MetricKey.name.like("train/acc\\_%", escape="\\"))
+        )
+        if (m := _ACC_KEY.match(name))
+    }
+    if not keys or not run_ids:
+        return {}
+    last = (
+        select(MetricPoint.run_id, MetricPoint.key_id, func.max(MetricPoint.step).label("step"))
+        .where(MetricPoint.run_id.in_(run_ids), MetricPoint.key_id.in_(keys))
+        .group_by(MetricPoint.run_id, MetricPoint.key_id)
+        .subquery()
+    )
+    found: dict[int, dict[int, tuple[float, int]]] = defaultdict(dict)
+    for run_id, key_id, value, step in session.execute(
+        select(MetricPoint.run_id, MetricPoint.key_id, MetricPoint.value, MetricPoint.step).join(
+            last,
+            (MetricPoint.run_id == last.c.run_id)
+            & (MetricPoint.key_id == last.c.key_id)
+            & (MetricPoint.step == last.c.step),
+        )
+    ):
+        found[run_id][keys[key_id]] = (value, step)
+    curves = {}
+    for run_id, positions in found.items():
+        rates = []
+        while len(rates) in positions and 0 <= positions[len(rates)][0] <= 1:
+            rates.append(positions[len(rates)][0])
+        if rates:
+            curves[run_id] = (rates, positions[0][1])
+    return curves
+
+
+def _checkpoint_curve(session: Session, run_id: int) -> list[float]:
+    latest = session.scalars(
+        select(Checkpoint)
+        .where(Checkpoint.run_id == run_id)
+        .order_by(Checkpoint.step.desc().nulls_last(), Checkpoint.id.desc())
+    ).all()
+    for checkpoint in latest:
+        if checkpoint.position_acceptance:
+            return [p.rate for p in checkpoint.position_acceptance]
+    return []
+
+
+def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
+    """The deployment's active calibrated set when it has one, else its theory set."""
+    calibrated = session.scalar(
+        select(ParameterSet)
+        .where(
+            ParameterSet.deployment_id == deployment.id,
+            ParameterSet.source == "calibrated",
+            ParameterSet.is_active.is_(True),
+        )
+        .order_by(ParameterSet.version.desc())
+        .limit(1)
+    )
+    return calibrated or ensure_theory_set(session, deployment)
+
+
+def _event(session: Session, advisory: Advisory, status: str, note: str, who: str = ADVISOR) -> None:
+    event = AdvisoryEvent(
+        advisory_id=advisory.id,
+        who=who,
+        from_status=advisory.status,
+        to_status=status,
+        note=note,
+        at=utcnow(),
+    )
+    advisory.status, advisory.updated_at = status, event.at
+    session.add(event)
+
+
+def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> AdvisorySummary:
+    """Recompute the depth advice of the given runs (all when None) in the caller's transaction."""
+    session.flush()
+    query = select(Run).where(Run.ttt_length.is_not(None))
+    if run_ids is not None:
+        if not run_ids:
+            return AdvisorySummary()
+        query = query.where(Run.id.in_(run_ids))
+    runs = list(session.scalars(query))
+    summary = AdvisorySummary(runs=len(runs))
+    if not runs:
+        return summary
+    min_gain = get_min_gain(session)
+    curves = training_curves(session, [r.id for r in runs])
+    baselines = load_baselines(session)
+    existing = {
+        (a.run_id, a.deployment_id, a.concurrency): a
+        for a in session.scalars(
+            select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_([r.id for r in runs]))
+        )
+    }
+    for run in runs:
+        rates, logged = curves.get(run.id, ([], None))
+        if not rates:
+            rates = _checkpoint_curve(session, run.id)
+            logged = CURVE_MIN_STEPS if rates else None  # a saved checkpoint's acceptance is a settled curve
+        curve, source = choose_curve(rates, logged, run.speculative_algorithm)
+        for deployment in target_deployments(session, run):
+            pset = _parameter_set(session, deployment)
+            loads = sorted((c, tps) for (d, c), tps in baselines.by_concurrency.items() if d == deployment.id)
+            if not loads and (pset.baseline_tps or deployment.baseline_tps):
+                loads = [(1, pset.baseline_tps or deployment.baseline_tps)]
+            scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
+            for concurrency, baseline_tps in loads:
+                advice = advise_depth(
+                    cost_params(pset, baseline_tps), scaled, run.ttt_length, min_gain=min_gain
+                )
+                label = (
+                    deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
+                )
+                row = existing.get((run.id, deployment.id, concurrency))
+                _apply(
+                    session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset.id
+                )
+    session.flush()
+    return summary
+
+
+def _apply(
+    session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset_id
+) -> None:
+    if not advice.advise:
+        if row is not None and row.active:
+            row.active = False
+            note = (
+                f"configuration fine now: on {label} the best depth is {advice.best.steps} "
+                f"({advice.gain:+.0%} against the trained {advice.trained_depth})"
+            )
+            if row.status in OPEN_STATUSES:
+                _event(session, row, "resolved", note)
+                summary.resolved += 1
+        return
+    message = advice.message(label) + (
+        f" (curve: {run.speculative_algorithm or 'EAGLE3'} prior, before the run's own accuracies settle)"
+        if source == "prior"
+        else ""
+    )
+    values = dict(
+        trained_depth=advice.trained_depth,
+        best_depth=advice.best.steps,
+        gain=advice.gain,
+        trained_tps=advice.at_trained.tps,
+        best_tps=advice.best.tps,
+        suggested_ttt=advice.suggested_ttt,
+        time_factor=advice.time_factor,
+        curve_source=source,
+        curve=[round(r, 6) for r in curve],
+        parameter_set_id=pset_id,
+        message=message,
+    )
+    summary.advised += 1
+    if row is None:
+        row = Advisory(
+            run_id=run.id,
+            deployment_id=deployment.id,
+            concurrency=concurrency,
+            kind="depth",
+            status="open",
+            active=True,
+            **values,
+        )
+        session.add(row)
+        session.flush()
+        session.add(
+            AdvisoryEvent(
+                advisory_id=row.id,
+                who=ADVISOR,
+                from_status=None,
+                to_status="open",
+                note=message,
+                at=row.created_at,
+            )
+        )
+        summary.new.append(row.id)
+        return
+    changed = any(getattr(row, k) != v for k, v in values.items())
+    for k, v in values.items():
+        setattr(row, k, v)
+    if not row.active:
+        row.active = True
+        if row.status == "resolved":  # resolved by specdash when it was fine; a person's status stays
+            _event(session, row, "open", f"advice holds again: {message}")
+            summary.new.append(row.id)
+    elif changed:
+        row.updated_at = utcnow()
+
+
+# --- reading and investigating --------------------------------------------------------------------------
+
+
+def advisory_rows(
+    session: Session,
+    run_ids: list[int] | None = None,
+    statuses: tuple[str, ...] = (),
+    active_only: bool = False,
+) -> list[dict]:
+    """Advisories (newest change first) with their run and deployment names."""
+    query = (
+        select(
+            Advisory.id,
+            Run.name.label("run"),
+            Deployment.name.label("deployment"),
+            Advisory.concurrency,
+            Advisory.trained_depth,
+            Advisory.best_depth,
+            Advisory.gain,
+            Advisory.trained_tps,
+            Advisory.best_tps,
+            Advisory.suggested_ttt,
+            Advisory.time_factor,
+            Advisory.curve_source,
+            Advisory.message,
+            Advisory.active,
+            Advisory.status,
+            Advisory.note,
+            Advisory.updated_at,
+        )
+        .join(Run, Advisory.run_id == Run.id)
+        .join(Deployment, Advisory.deployment_id == Deployment.id)
+        .order_by(Advisory.updated_at.desc(), Advisory.id.desc())
+    )
+    if run_ids is not None:
+        query = query.where(Advisory.run_id.in_(run_ids))
+    if statuses:
+        query = query.where(Advisory.status.in_(statuses))
+    if active_only:
+        query = query.where(Advisory.active.is_(True))
+    return [dict(row) for row in session.execute(query).mappings()]
+
+
+def open_advisory_count(session: Session) -> int:
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(Advisory)
+            .where(Advisory.active.is_(True), Advisory.status.in_(OPEN_STATUSES))
+        )
+        or 0
+    )
+
+
+def advisory_history(session: Session, advisory_id: int) -> pd.DataFrame:
+    """Who changed the advisory's status or note (specdash itself as the advice changed), oldest first."""
+    query = (
+        select(
+            AdvisoryEvent.at,
+            AdvisoryEvent.who,
+            AdvisoryEvent.from_status,
+            AdvisoryEvent.to_status,
+            AdvisoryEvent.note,
+        )
+        .where(AdvisoryEvent.advisory_id == advisory_id)
+        .order_by(AdvisoryEvent.id)
+    )
+    return pd.DataFrame(
+        session.execute(query).mappings().all(), columns=["at", "who", "from_status", "to_status", "note"]
+    )
+
+
+def change_advisory_status(
+    session: Session, advisory_id: int, status: str, who: str, note: str | None = None
+) -> AdvisoryEvent:
+    """Set an advisory's status (and note) and record who did; the alerts' rules."""
+    if status not in GAP_STATUSES:
+        raise AdvisoryChangeError(f"status must be one of {', '.join(GAP_STATUSES)}, not {status!r}")
+    who = (who or "").strip()
+    if not who:
+        raise AdvisoryChangeError("say who you are: the advisory's history records who changed it")
+    note = (note or "").strip() or None
+    advisory = session.get(Advisory, advisory_id)
+    if advisory is None:
+        raise AdvisoryChangeError(f"no advisory with id {advisory_id}")
+    if status == advisory.status and note is None:
+        raise AdvisoryChangeError(f"the advisory is already {status}; add a note to record something")
+    event = AdvisoryEvent(
+        advisory_id=advisory.id,
+        who=who,
+        from_status=advisory.status,
+        to_status=status,
+        note=note,
+        at=utcnow(),
+    )
+    advisory.status, advisory.updated_at = status, event.at
+    if note is not None:
+        advisory.note = note
+    session.add(event)
+    session.flush()
+    return event
+
+
+def save_advice_settings(session: Session, min_gain: float) -> AdvisorySummary:
+    """A new minimum gain, and every run's advice recomputed with it."""
+    try:
+        set_min_gain(session, min_gain)
+    except ValueError as exc:
+        raise AdvisoryChangeError(str(exc)) from None
+    return refresh_advisories(session)
