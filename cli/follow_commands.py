@@ -17,12 +17,12 @@ WATCHED_SUFFIXES = (".log", ".txt", ".out", ".jsonl", ".json")
 
 def webhook_url(engine, notify: str | None) -> str | None:
     """--notify, else the URL saved in Settings."""
-    from specdash.notify import get_webhook_url
+    from specdash.db.settings import get_setting
 
     if notify:
         return notify
-    with reading(engine) as session:
-        return get_webhook_url(session)
+    with reading(engine) as session:  # the setting read directly: no HTTP machinery loaded unless needed
+        return get_setting(session, "webhook_url") or None
 
 
 def start_sender(engine, url: str | None):

@@ -18,7 +18,17 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+class _Decoder(json.JSONDecoder):
+    """A decoder for which JSON nested too deeply for the interpreter is invalid JSON like any other."""
+
+    def raw_decode(self, s: str, idx: int = 0):
+        try:
+            return super().raw_decode(s, idx)
+        except RecursionError:
+            raise json.JSONDecodeError("nested too deeply to read", s, idx) from None
+
+
+STRICT_DECODER = _Decoder(parse_constant=_reject_constant)
 
 
 def decode_line(text: str, decoder: json.JSONDecoder = STRICT_DECODER) -> Any:
@@ -107,7 +117,7 @@ def iter_document(text: str, decoder: json.JSONDecoder = STRICT_DECODER) -> Iter
 
 # Engines write Python's json.dumps output: bare Infinity/NaN are valid there (validation decides later
 # whether a field may be infinite).
-LENIENT_DECODER = json.JSONDecoder()
+LENIENT_DECODER = _Decoder()
 MAX_DEPTH = 64
 
 

@@ -186,6 +186,34 @@ class _Spool:
         self.file.close()
 
 
+class _LineTracked:
+    """A text stream that knows the line it last handed out, so a value no parser expected (a 400-digit
+    number, nesting past the interpreter's limit) is still reported on its line."""
+
+    def __init__(self, text: io.TextIOBase):
+        self._text = text
+        self._newlines = 0
+        self.line = 1
+
+    def readline(self, size: int = -1) -> str:
+        text = self._text.readline(size)
+        self.line = self._newlines + 1
+        self._newlines += text.count("\n")
+        return text
+
+    def read(self, size: int = -1) -> str:
+        text = self._text.read(size)
+        self.line = self._newlines + 1
+        self._newlines += text.count("\n")
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.readline, "")
+
+    def __getattr__(self, name: str):
+        return getattr(self._text, name)
+
+
 def _metric_rows_problem(name: str, item: Located) -> Problem | None:
     """The bounds a training-log parser's rows must keep (the records' own bounds, for rows that skip them)."""
     for step, keys, values in item.record.steps:
@@ -204,16 +232,14 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
     with opener() as raw:
         counting = _CountingReader(raw, progress)
         # utf-8-sig: a byte-order mark at the start is not part of the text; newlines of any kind are read.
-        text = io.TextIOWrapper(
+        text = _LineTracked(io.TextIOWrapper(
             io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8-sig", errors=fmt.decode_errors
-        )
-        last_line = None
+        ))
         try:
             for item in fmt.parse(text, name, link):
                 if isinstance(item, Problem):
                     problems.append(item)
                     continue
-                last_line = item.line if item.line is not None else last_line
                 if isinstance(item.record, MetricRows) and (bad := _metric_rows_problem(name, item)):
                     problems.append(bad)
                     continue
@@ -221,9 +247,9 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
         except RecursionError:
-            problems.append(Problem(name, last_line, None, "nested too deeply to read", "parse"))
+            problems.append(Problem(name, text.line, None, "nested too deeply to read", "parse"))
         except (OverflowError, ValueError) as exc:  # a number no parser should have passed on
-            problems.append(Problem(name, last_line, None, f"unreadable value: {exc}", "parse"))
+            problems.append(Problem(name, text.line, None, f"unreadable value: {exc}", "parse"))
         size = raw.tell() if raw.seekable() else 0
     return size
 

@@ -21,7 +21,7 @@ from specdash.db.live_models import Notification
 from specdash.db.models import utcnow
 from specdash.db.settings import get_setting, set_setting
 
-WEBHOOK_SETTING = "webhook_url"
+WEBHOOK_SETTING = "webhook_url"  # read by name in cli/follow_commands.py too
 TIMEOUT_SECONDS = 5.0
 MAX_ATTEMPTS = 8
 BASE_DELAY_SECONDS = 1.0

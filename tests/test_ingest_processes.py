@@ -115,11 +115,11 @@ def test_a_writer_that_waits_goes_on_once_the_lock_is_free(db_url, tmp_path):
     log = write_log(tmp_path / "train.log", 10)
     holder = hold_write_lock(db_url)
     process = specdash(db_url, "ingest", "--quiet", str(log), env=dict(os.environ, SPECDASH_LOCK_TIMEOUT="60"))
-    time.sleep(2.0)
-    assert process.poll() is None  # parsed, waiting for the lock
+    notice = process.stderr.readline()  # blocks until the writer, done parsing, says it waits
+    assert notice == "waiting for another writer to finish (up to 60 s; set SPECDASH_LOCK_TIMEOUT to change)\n"
+    assert process.poll() is None
     holder.rollback()
     holder.close()
     out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
-    assert err.startswith("waiting for another writer to finish (up to 60 s")
     assert counts(db_url) == (10 * len(KEYS), 1, 1)

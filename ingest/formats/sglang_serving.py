@@ -156,7 +156,7 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
         dataset=result.dataset_name,
         num_prompts=result.completed,
         decode_tps=load.decode_tps,
-        output_throughput=result.output_throughput or None,
+        output_throughput=result.output_throughput,  # 0 beside a measured TPOT is refused, not dropped
         accept_length=result.accept_length,
         median_tpot_ms=result.median_tpot_ms,
         p99_tpot_ms=result.p99_tpot_ms,

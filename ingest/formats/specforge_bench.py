@@ -103,7 +103,8 @@ def _document(stream: TextIO, path: str) -> LinedDict | Problem:
 
 def _speculation(steps, topk, draft_tokens, accept_length, algorithm="EAGLE3") -> dict:
     if steps == 0 or (steps is None and (accept_length is None or accept_length == 1)):
-        return {}  # a baseline: the target alone
+        # a baseline: the target alone; an accept length other than 1 is kept for validation to refuse
+        return {} if accept_length in (None, 1) else {"accept_length": accept_length}
     return dict(speculative_algorithm=algorithm, num_steps=steps or None, topk=topk or None,
                 num_draft_tokens=draft_tokens or None, accept_length=accept_length)
 

@@ -66,9 +66,13 @@ class Rows:
             yield Problem(self.path, line, "step", "no step column (step, _step, global_step)")
             return
         try:
-            step = int(float(cells[step_key]))
-        except (TypeError, ValueError):
+            number = float(cells[step_key])
+            step = int(number)
+        except (TypeError, ValueError, OverflowError):
             yield Problem(self.path, line, step_key, f"step {cells[step_key]!r} is not a number")
+            return
+        if step != number:  # "1.5" is no step; "1500.0" (a float column in an export) is 1500
+            yield Problem(self.path, line, step_key, f"step {cells[step_key]!r} is not a whole number")
             return
         if step < 0:
             yield Problem(self.path, line, step_key, "step must be >= 0")

@@ -158,7 +158,7 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         dataset=result.dataset,
         num_prompts=result.completed if result.completed is not None else result.num_prompts,
         decode_tps=load.decode_tps,
-        output_throughput=result.output_throughput or None,
+        output_throughput=result.output_throughput,  # 0 beside a measured TPOT is refused, not dropped
         accept_length=result.spec_decode_acceptance_length if speculative else None,
         position_survival=rates if speculative else None,
         median_tpot_ms=result.median_tpot_ms,
