@@ -98,7 +98,7 @@ def alert_select(global_threshold: float):
             Alert.code,
             Alert.reason,
             muted_clause().label("muted"),
-            func.coalesce(Gap.diagnoses, "[]").label("diagnoses"),
+            Gap.diagnoses,
             threshold_sql(global_threshold).label("threshold"),
         )
         .select_from(Alert)
@@ -140,8 +140,7 @@ def _rows(session: Session, query) -> list[dict]:
     rows = [dict(row) for row in session.execute(query).mappings()]
     for row in rows:
         row["muted"] = bool(row["muted"])
-        if isinstance(row["diagnoses"], str):  # the coalesced "[]" of a benchmark without its gap
-            row["diagnoses"] = []
+        row["diagnoses"] = row["diagnoses"] or []  # none while the verdict's gap is gone
     return rows
 
 
