@@ -24,7 +24,9 @@ run: install
 	$(BIN)/specdash demo --if-empty
 	$(BIN)/specdash serve --port $(PORT)
 
+# What CI runs: lint, then the whole suite (warnings from specdash's own code are errors, see pyproject).
 test: install
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 bench: install

@@ -5,10 +5,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from specdash.app.text import plotly_text
+from specdash.app.text import abbreviate, plotly_text
 from specdash.labels import setting_label
 
-SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4", "none": "#7f7f7f"}
 RUN_COLOURS = qualitative.D3
 OTHER_COLOUR = "#b0b0b0"
 # Past this many runs the parity legend would stop being readable: the rest share one grey colour.
@@ -64,8 +63,14 @@ def run_colours(runs: list[str]) -> dict[str, str]:
     return {run: RUN_COLOURS[i % len(RUN_COLOURS)] for i, run in enumerate(runs)}
 
 
-def parity_figure(frame: pd.DataFrame, threshold: float, height: int = 520) -> go.Figure:
-    """Measured vs predicted tok/s, one point per benchmark coloured by run, with the ±threshold band."""
+PARITY_COLOUR_BY = ("run", "deployment", "dataset")
+
+
+def parity_figure(
+    frame: pd.DataFrame, threshold: float, height: int = 520, colour_by: str = "run"
+) -> go.Figure:
+    """Measured vs predicted tok/s, one point per benchmark coloured by run (or deployment, or dataset), with
+    the ±threshold band; the largest groups get their own colour, the rest share grey."""
     if frame.empty:
         return _empty("No benchmark has a prediction yet")
     top = float(max(frame["predicted_tps"].max(), frame["measured_tps"].max())) * 1.08
@@ -87,7 +92,7 @@ def parity_figure(frame: pd.DataFrame, threshold: float, height: int = 520) -> g
             y=[x * (1 + threshold) for x in xs],
             mode="lines",
             fill="tonexty",
-            fillcolor="rgba(44,160,44,0.12)",
+            fillcolor="rgba(44,160,44,0.15)",
             line=dict(width=0),
             hoverinfo="skip",
             name=f"within ±{threshold:.0%}",
@@ -103,18 +108,27 @@ def parity_figure(frame: pd.DataFrame, threshold: float, height: int = 520) -> g
             hoverinfo="skip",
         )
     )
-    frame = frame.assign(setting=frame.apply(setting_label, axis=1))
-    by_size = frame["run"].value_counts()
+    frame = frame.assign(
+        setting=frame.apply(setting_label, axis=1),
+        dataset=frame["dataset"].astype(object).where(frame["dataset"].notna(), "-"),
+    )
+    groups_of = frame[colour_by].astype(str)
+    by_size = groups_of.value_counts()
     coloured = sorted(by_size.index[:MAX_COLOURED_RUNS])
     colours = run_colours(coloured)
-    frame = frame.assign(colour_group=frame["run"].where(frame["run"].isin(coloured), None))
+    short = abbreviate(coloured, 34)
+    frame = frame.assign(colour_group=groups_of.where(groups_of.isin(coloured), None))
     scatter = go.Scattergl if len(frame) > WEBGL_POINTS else go.Scatter
-    groups = [(run, frame[frame["colour_group"] == run]) for run in coloured]
+    groups = [(name, frame[frame["colour_group"] == name]) for name in coloured]
     others = frame[frame["colour_group"].isna()]
     if not others.empty:
         groups.append((None, others))
-    for run, group in groups:
-        label = plotly_text(run) if run is not None else f"{others['run'].nunique()} other runs"
+    for name, group in groups:
+        label = (
+            plotly_text(short[name])
+            if name is not None
+            else f"{others[colour_by].nunique()} other {colour_by}s"
+        )
         custom = pd.DataFrame(
             {
                 "run": group["run"].map(plotly_text),
@@ -123,6 +137,7 @@ def parity_figure(frame: pd.DataFrame, threshold: float, height: int = 520) -> g
                 "setting": group["setting"],
                 "gap": group["gap"],
                 "benchmark": group["benchmark_id"],
+                "dataset": group["dataset"].map(plotly_text),
             }
         )
         fig.add_trace(
@@ -133,22 +148,25 @@ def parity_figure(frame: pd.DataFrame, threshold: float, height: int = 520) -> g
                 name=label,
                 marker=dict(
                     size=9 if len(frame) <= WEBGL_POINTS else 5,
-                    color=colours.get(run, OTHER_COLOUR),
-                    line=dict(width=1, color="white"),
+                    color=colours.get(name, OTHER_COLOUR),
+                    line=dict(width=0.5, color="rgba(255,255,255,0.6)"),
                 ),
                 customdata=custom.to_numpy(),
                 hovertemplate=(
-                    "<b>%{customdata[0]} / %{customdata[1]}</b><br>%{customdata[2]}<br>%{customdata[3]}<br>"
-                    "predicted %{x:.1f} tok/s<br>measured %{y:.1f} tok/s<br>gap %{customdata[4]:+.1%}"
-                    "<br>benchmark %{customdata[5]}<extra></extra>"
+                    "<b>%{customdata[0]} / %{customdata[1]}</b><br>%{customdata[2]}<br>%{customdata[3]}, "
+                    "%{customdata[6]}<br>predicted %{x:.1f} tok/s<br>measured %{y:.1f} tok/s<br>gap "
+                    "%{customdata[4]:+.1%}<br>benchmark %{customdata[5]}<extra></extra>"
                 ),
             )
         )
     fig.update_layout(
         xaxis_title="predicted decode tok/s (per request)",
         yaxis_title="measured decode tok/s (per request)",
-        xaxis=dict(range=[0, top]),
-        yaxis=dict(range=[0, top], scaleanchor="x", scaleratio=1),
+        # both axes start at zero (a tok/s is never negative); equal scales keep the diagonal at 45°
+        xaxis=dict(range=[0, top], rangemode="nonnegative", constrain="domain"),
+        yaxis=dict(
+            range=[0, top], rangemode="nonnegative", scaleanchor="x", scaleratio=1, constrain="domain"
+        ),
         height=height,
         legend=dict(orientation="h", yanchor="top", y=-0.14, x=0),
         margin=dict(t=10, l=10, r=10, b=10),
@@ -157,15 +175,38 @@ def parity_figure(frame: pd.DataFrame, threshold: float, height: int = 520) -> g
 
 
 def checkpoint_labels(frame: pd.DataFrame) -> pd.Series:
-    """`epoch_3` when one run is shown, `run / epoch_3` when several are."""
+    """Axis labels: `epoch_3` when one run is shown, `run / epoch_3` when several are; long names
+    abbreviated (the hover has them in full, from full_checkpoint_names)."""
+    checkpoints = abbreviate(frame["checkpoint"].astype(str), 18)
     if frame["run"].nunique() <= 1:
-        return frame["checkpoint"].astype(str)
-    return frame["run"].astype(str) + " / " + frame["checkpoint"].astype(str)
+        return frame["checkpoint"].astype(str).map(checkpoints)
+    runs = abbreviate(frame["run"].astype(str), 24)
+    return frame["run"].astype(str).map(runs) + " / " + frame["checkpoint"].astype(str).map(checkpoints)
+
+
+def full_checkpoint_names(frame: pd.DataFrame) -> pd.Series:
+    return (frame["run"].astype(str) + " / " + frame["checkpoint"].astype(str)).map(plotly_text)
+
+
+def _band(x: list, low: list, high: list, colour: str, group: str) -> go.Scatter:
+    """A filled band between two lines over category positions (the prediction's expected error)."""
+    return go.Scatter(
+        x=[*x, *x[::-1]],
+        y=[*high, *low[::-1]],
+        fill="toself",
+        fillcolor=colour,
+        opacity=0.18,
+        line=dict(width=0),
+        hoverinfo="skip",
+        showlegend=False,
+        legendgroup=group,
+    )
 
 
 def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
-    """Per checkpoint: measured (diamonds, error bars over repeated benchmarks, coloured by run) and
-    predicted from every source (a line each; hollow markers where the prediction is extrapolated)."""
+    """Per checkpoint: measured (diamonds, error bars over repeated benchmarks) and predicted from every
+    source (a line each, told apart by marker, colour and dash; hollow markers where the prediction is
+    extrapolated; a band for the prediction's expected error where it has one)."""
     measured_col, predicted_col, unit, fmt = (
         ("measured_tps", "predicted_tps", "decode tok/s (per request)", ".1f")
         if value == "tps"
@@ -178,79 +219,123 @@ def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
     )
     if frame.empty:
         return _empty("No benchmarks for this selection")
-    frame = frame.assign(label=checkpoint_labels(frame).map(plotly_text))
+    frame = frame.assign(label=checkpoint_labels(frame).map(plotly_text), full=full_checkpoint_names(frame))
     order = list(dict.fromkeys(frame["label"]))
     runs = list(dict.fromkeys(frame["run"]))
-    colours = run_colours(runs)
-    several_runs = len(runs) > 1
     fig = go.Figure()
-    external = sorted(set(frame["source"].dropna()) - set(SOURCE_COLOURS))
-    source_colours = {
-        **SOURCE_COLOURS,
-        **{s: EXTERNAL_COLOURS[i % len(EXTERNAL_COLOURS)] for i, s in enumerate(external)},
-    }
-    for source, group in frame.dropna(subset=["source"]).groupby("source", sort=True):
+    sources = sorted(set(frame["source"].dropna()), key=lambda s: (s not in SOURCE_COLOURS, s))
+    external = [s for s in sources if s not in SOURCE_COLOURS]
+    for source in sources:
+        group = frame[frame["source"] == source]
+        style = source_style(source, external)
         in_legend = False
         for run in runs:
             line = group[group["run"] == run].dropna(subset=[predicted_col])
             if line.empty:
                 continue
-            symbols = ["circle-open" if x else "circle" for x in line["extrapolated"]]
+            x, y = line["label"].tolist(), line[predicted_col].astype(float).tolist()
+            band = line["error_band"].astype(float) if value == "tps" and "error_band" in line else None
+            has_band = band is not None and band.notna().any()
+            if has_band and len(line) > 1:
+                spread = band.fillna(0).tolist()
+                fig.add_trace(
+                    _band(
+                        x,
+                        [v * (1 - b) for v, b in zip(y, spread, strict=True)],
+                        [v * (1 + b) for v, b in zip(y, spread, strict=True)],
+                        style["color"],
+                        f"predicted {source}",
+                    )
+                )
+            open_symbol = style["symbol"] + "-open"
             fig.add_trace(
                 go.Scatter(
-                    x=line["label"],
-                    y=line[predicted_col],
+                    x=x,
+                    y=y,
                     mode="lines+markers",
                     name=f"predicted: {plotly_text(source)}",
                     legendgroup=f"predicted {source}",
                     showlegend=not in_legend,
-                    line=dict(
-                        dash=SOURCE_DASH.get(source, "dot"),
-                        width=2,
-                        color=colours[run] if several_runs else source_colours[source],
+                    line=dict(dash=style["dash"], width=2, color=style["color"]),
+                    marker=dict(
+                        symbol=[open_symbol if e else style["symbol"] for e in line["extrapolated"]],
+                        size=9,
+                        color=style["color"],
+                        line=dict(width=1.5, color=style["color"]),
                     ),
-                    marker=dict(symbol=symbols, size=8),
-                    customdata=line["extrapolated"].map({True: " (extrapolated)", False: ""}),
-                    hovertemplate=f"%{{x}}: %{{y:{fmt}}}%{{customdata}}<extra>{plotly_text(source)}</extra>",
+                    error_y=dict(
+                        type="data",
+                        array=[v * b for v, b in zip(y, band.fillna(0), strict=True)],
+                        visible=bool(has_band and len(line) == 1),
+                        color=style["color"],
+                    )
+                    if has_band
+                    else None,
+                    customdata=list(
+                        zip(
+                            line["full"],
+                            line["extrapolated"].map({True: " (extrapolated)", False: ""}),
+                            (band.fillna(0) * 100).round(0) if has_band else [0] * len(line),
+                            strict=True,
+                        )
+                    ),
+                    hovertemplate=(
+                        f"%{{customdata[0]}}: %{{y:{fmt}}}%{{customdata[1]}}"
+                        + (" ± %{customdata[2]:.0f}%" if has_band else "")
+                        + f"<extra>{plotly_text(source)}</extra>"
+                    ),
                 )
             )
             in_legend = True
     measured = frame.drop_duplicates("checkpoint_id").dropna(subset=[measured_col])
-    for run in runs:
-        points = measured[measured["run"] == run]
-        if points.empty:
-            continue
+    if not measured.empty:
         fig.add_trace(
             go.Scatter(
-                x=points["label"],
-                y=points[measured_col],
+                x=measured["label"],
+                y=measured[measured_col],
                 mode="markers",
-                name=f"measured: {plotly_text(run)}" if several_runs else "measured",
-                marker=dict(size=12, symbol="diamond", color=colours[run] if several_runs else "#111"),
-                error_y=dict(type="data", array=points[f"{measured_col}_std"].fillna(0), visible=True),
-                customdata=points["n"],
-                hovertemplate=f"%{{x}}: %{{y:{fmt}}} (n=%{{customdata}})<extra>measured</extra>",
+                name="measured",
+                marker=dict(size=12, symbol=MEASURED_STYLE["symbol"], color=MEASURED_STYLE["color"]),
+                error_y=dict(type="data", array=measured[f"{measured_col}_std"].fillna(0), visible=True),
+                customdata=list(zip(measured["full"], measured["n"], strict=True)),
+                hovertemplate=f"%{{customdata[0]}}: %{{y:{fmt}}} (n=%{{customdata[1]}})<extra>measured</extra>",
             )
         )
+    values = [frame[measured_col].max(), frame[predicted_col].max()]
+    if value == "tps" and "error_band" in frame:
+        values.append((frame[predicted_col] * (1 + frame["error_band"].fillna(0))).max())
+    top = max(float(v) for v in values if pd.notna(v)) if any(pd.notna(v) for v in values) else 1.0
     fig.update_layout(
-        yaxis_title=unit,
-        height=400,
+        yaxis=dict(title=unit, range=[0, top * 1.12]),  # from zero: a 1 % difference looks like 1 %
+        height=420,
         margin=dict(t=10, l=10, r=10, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
+        legend=dict(orientation="h", yanchor="top", y=-0.25, x=0),
     )
     fig.update_xaxes(
         categoryorder="array",
         categoryarray=order,
         type="category",
         automargin=True,
-        tickangle=0 if len(order) <= 6 and max(map(len, order)) <= 12 else -35,
+        tickangle=0 if len(order) <= 6 and max(map(len, order)) <= 14 else -35,
     )
     return fig
 
 
-def training_figure(curves: pd.DataFrame, y_title: str, colour_by: str = "run") -> go.Figure:
+def smoothed(values: pd.Series, weight: float) -> pd.Series:
+    """TensorBoard's and W&B's display smoothing: an exponential moving average with `weight` in [0, 1)
+    (0: none), debiased so the first points are not pulled toward zero."""
+    if weight <= 0 or values.empty:
+        return values
+    ema = values.ewm(alpha=1 - weight, adjust=True).mean()
+    return ema
+
+
+def training_figure(
+    curves: pd.DataFrame, y_title: str, colour_by: str = "run", smoothing: float = 0.0, log_y: bool = False
+) -> go.Figure:
     """Training metrics against step, one line per (run, key); where SQL bucketed the steps, a light band
-    spans each bucket's min to max."""
+    spans each bucket's min to max. With smoothing the raw line stays as a faint trace under the smoothed one;
+    a log y axis for losses that fall by orders of magnitude."""
     if curves.empty:
         return _empty("No training metrics for this selection")
     fig = go.Figure()
@@ -258,11 +343,13 @@ def training_figure(curves: pd.DataFrame, y_title: str, colour_by: str = "run") 
     colours = run_colours(names)
     dashes = ["solid", "dash", "dot", "dashdot", "longdash"]
     runs = list(dict.fromkeys(curves["run"]))
+    short_runs = abbreviate(runs, 24)
     for (run, key), line in curves.groupby(["run", "key"], sort=False):
         colour = colours[run if colour_by == "run" else key]
-        label = plotly_text(key if len(runs) == 1 else f"{run} · {key}")
+        label = plotly_text(key if len(runs) == 1 else f"{short_runs[run]} · {key}")
+        full = plotly_text(f"{run} · {key}")
         dash = dashes[runs.index(run) % len(dashes)] if colour_by != "run" else "solid"
-        if line["bucket_steps"].iloc[0] > 1:
+        if line["bucket_steps"].iloc[0] > 1 and not smoothing:
             fig.add_trace(
                 go.Scatter(
                     x=pd.concat([line["step"], line["step"][::-1]]),
@@ -276,20 +363,33 @@ def training_figure(curves: pd.DataFrame, y_title: str, colour_by: str = "run") 
                     legendgroup=label,
                 )
             )
+        if smoothing:
+            fig.add_trace(
+                go.Scatter(
+                    x=line["step"],
+                    y=line["value"],
+                    mode="lines",
+                    line=dict(color=colour, width=1),
+                    opacity=0.25,
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=label,
+                )
+            )
         fig.add_trace(
             go.Scatter(
                 x=line["step"],
-                y=line["value"],
+                y=smoothed(line["value"].astype(float).reset_index(drop=True), smoothing),
                 mode="lines",
                 name=label,
                 legendgroup=label,
                 line=dict(color=colour, dash=dash, width=1.8),
-                hovertemplate="step %{x:.0f}: %{y:.4g}<extra>" + label + "</extra>",
+                hovertemplate="step %{x:.0f}: %{y:.4g}<extra>" + full + "</extra>",
             )
         )
     fig.update_layout(
         xaxis_title="training step",
-        yaxis_title=y_title,
+        yaxis=dict(title=y_title, type="log" if log_y else "linear"),
         height=360,
         margin=dict(t=10, l=10, r=10, b=10),
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),

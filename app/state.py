@@ -181,7 +181,7 @@ def checkpoint_link(row, dataset: str | None) -> dict[str, str]:
     """Query parameters that open the Checkpoints page on this entry's overlay."""
     params = {
         "run": str(row["run"]),
-        "checkpoint": str(row["checkpoint"]),
+        "ckpt": str(int(row["checkpoint_id"])),
         "deployment": str(row["deployment"]),
         "setting": setting_param(row),
     }

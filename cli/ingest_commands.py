@@ -14,7 +14,13 @@ from specdash.ingest.store import LinkOptions
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--format", "fmt_name", metavar="NAME", help="Force a format (see 'specdash formats').")
+@click.option(
+    "--format",
+    "fmt_name",
+    type=click.Choice([f.name for f in FORMATS]),
+    metavar="NAME",
+    help="Read the files as this format (see 'specdash formats'); refused for a file it does not fit.",
+)
 @click.option("--skip-invalid", is_flag=True, help="Load the valid records of a file and report the rest.")
 @click.option("--run", help="Link benchmarks to this run; name the run of a training log.")
 @click.option("--checkpoint", help="Link benchmarks to this checkpoint (with --run).")
@@ -72,7 +78,9 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, targ
     if len(results) > 1:
         click.echo(describe_totals(results))
     if failed:
-        hint = "" if skip_invalid else "\n\nFix the records or pass --skip-invalid"
+        # --skip-invalid loads a file's valid records: it helps only where records failed validation.
+        helps = not skip_invalid and any(p.kind != "parse" for result in failed for p in result.problems)
+        hint = "\n\nFix the records or pass --skip-invalid" if helps else ""
         raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")
 
 

@@ -1,7 +1,6 @@
 """`specdash serve`: the Streamlit dashboard on this database."""
 
 import os
-import subprocess
 import sys
 from importlib.resources import files
 
@@ -36,4 +35,7 @@ def serve(ctx: click.Context, port: int, host: str) -> None:
     ]
     where = engine.url.render_as_string(hide_password=True)
     click.echo(f"specdash dashboard on http://{host}:{port} (database {where})")
-    raise SystemExit(subprocess.call(command, env=env))
+    sys.stdout.flush()
+    # Streamlit replaces this process (same pid): a SIGTERM or SIGINT sent to `specdash serve` reaches the
+    # server itself, and no orphaned child keeps serving the port.
+    os.execve(sys.executable, command, env)

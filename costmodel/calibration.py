@@ -65,11 +65,6 @@ class FittedParams:
     verify_growth: float = 0.0
     acc_to_acceptance: float = 1.0
 
-    @classmethod
-    def from_cost_params(cls, params: CostParams, acc_to_acceptance: float = 1.0) -> "FittedParams":
-        return cls(params.draft_step_ms, params.draft_branch_ms, params.round_overhead_ms,
-                   params.verify_growth, acc_to_acceptance)
-
     def cost_params(self, baseline_tps: float, comm_fraction: float = 0.0) -> CostParams:
         return CostParams(
             baseline_tps=baseline_tps,

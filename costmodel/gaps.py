@@ -27,10 +27,6 @@ class GapDecomposition:
     predicted_accept_length: float
 
     @property
-    def ratio(self) -> float:
-        return self.measured_tps / self.predicted_tps
-
-    @property
     def measured_token_ms(self) -> float:
         return 1000.0 / self.measured_tps
 

@@ -50,10 +50,6 @@ class RoundTime:
     overhead_ms: float
 
     @property
-    def verify_ms(self) -> float:
-        return self.compute_ms + self.comm_ms
-
-    @property
     def total_ms(self) -> float:
         return self.compute_ms + self.comm_ms + self.draft_ms + self.overhead_ms
 

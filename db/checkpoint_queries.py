@@ -182,6 +182,7 @@ def checkpoint_comparison(
         "source",
         "predicted_tps",
         "predicted_accept_length",
+        "error_band",
         "extrapolated",
     ]
     if not checkpoint_ids:
@@ -225,6 +226,7 @@ def checkpoint_comparison(
             Prediction.source,
             func.avg(Prediction.predicted_tps).label("predicted_tps"),
             func.avg(Prediction.accept_length).label("predicted_accept_length"),
+            func.avg(Prediction.error_band).label("error_band"),
             func.max(cast(Prediction.extrapolated, Integer)).label("extrapolated"),
         )
         .join(Gap, Gap.benchmark_id == Benchmark.id)
@@ -235,7 +237,14 @@ def checkpoint_comparison(
     predicted = pd.DataFrame(session.execute(predicted_query).mappings().all())
     if predicted.empty:
         predicted = pd.DataFrame(
-            columns=["checkpoint_id", "source", "predicted_tps", "predicted_accept_length", "extrapolated"]
+            columns=[
+                "checkpoint_id",
+                "source",
+                "predicted_tps",
+                "predicted_accept_length",
+                "error_band",
+                "extrapolated",
+            ]
         )
     frame = measured.merge(predicted, on="checkpoint_id", how="left")
     frame["extrapolated"] = frame["extrapolated"].fillna(0).astype(bool)
@@ -245,43 +254,44 @@ def checkpoint_comparison(
 
 
 def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per checkpoint, predicted values of each source as their own columns (the CSV download)."""
-    keys = [
-        "run",
-        "checkpoint",
-        "step",
-        "n",
-        "measured_tps",
-        "measured_tps_std",
-        "measured_accept_length",
-        "measured_accept_length_std",
-    ]
-    table = frame[keys].drop_duplicates(["run", "checkpoint"]).reset_index(drop=True)
-    for source, group in frame.dropna(subset=["source"]).groupby("source", sort=True):
-        values = group.set_index(["run", "checkpoint"])
-        table[f"predicted_tps_{source}"] = [
-            values["predicted_tps"].get((r, c))
-            for r, c in zip(table["run"], table["checkpoint"], strict=True)
-        ]
-        table[f"predicted_accept_length_{source}"] = [
-            values["predicted_accept_length"].get((r, c))
-            for r, c in zip(table["run"], table["checkpoint"], strict=True)
-        ]
-    return table
+    """One row per checkpoint: measured tok/s, then per prediction source its predicted tok/s and the gap
+    (1 - measured / predicted), then the accept lengths; the CSV download and the page's table."""
+    keys = ["run", "checkpoint", "step", "n", "measured_tps", "measured_tps_std"]
+    table = frame.drop_duplicates(["run", "checkpoint"]).reset_index(drop=True)
+    out = table[keys].copy()
+    sources = sorted(frame["source"].dropna().unique(), key=lambda s: (s not in ("theory", "calibrated"), s))
+    by_source = {
+        s: g.set_index(["run", "checkpoint"]) for s, g in frame.dropna(subset=["source"]).groupby("source")
+    }
+    index = list(zip(table["run"], table["checkpoint"], strict=True))
+    for source in sources:
+        values = by_source[source]
+        predicted = pd.Series([values["predicted_tps"].get(i) for i in index], dtype="float64")
+        out[f"predicted_tps_{source}"] = predicted
+        out[f"gap_{source}"] = 1 - out["measured_tps"].astype("float64") / predicted
+    out["measured_accept_length"] = table["measured_accept_length"]
+    out["measured_accept_length_std"] = table["measured_accept_length_std"]
+    for source in sources:
+        values = by_source[source]
+        out[f"predicted_accept_length_{source}"] = pd.Series(
+            [values["predicted_accept_length"].get(i) for i in index], dtype="float64"
+        )
+    return out
 
 
 def metric_keys(session: Session, run_ids: list[int]) -> list[str]:
     """Names of the training metrics logged by any of the runs."""
     if not run_ids:
         return []
+    # One index probe per (run, key) on the metric_point primary key, never a scan of the points; the
+    # subquery correlates to metric_key only (the earlier form also listed keys no chosen run logged).
     logged = (
         select(MetricPoint.key_id)
-        .where(MetricPoint.run_id == Run.id, MetricPoint.key_id == MetricKey.id)
-        .limit(1)
+        .where(MetricPoint.run_id.in_(run_ids), MetricPoint.key_id == MetricKey.id)
+        .correlate(MetricKey)
         .exists()
     )
-    # One index probe per (run, key) on the metric_point primary key, never a scan of the points.
-    query = select(MetricKey.name).where(select(Run.id).where(Run.id.in_(run_ids), logged).exists())
+    query = select(MetricKey.name).where(logged)
     return sorted(session.scalars(query))
 
 

@@ -11,7 +11,7 @@ from functools import partial
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 LOCK_TIMEOUT_ENV = "SPECDASH_LOCK_TIMEOUT"
@@ -109,10 +109,6 @@ def make_engine(
         return engine
     connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
-
-
-def session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False)
 
 
 @contextmanager

@@ -243,10 +243,6 @@ class Benchmark(Base):
     checkpoint: Mapped[Checkpoint | None] = relationship()
     deployment: Mapped[Deployment] = relationship()
 
-    @property
-    def is_baseline(self) -> bool:
-        return self.speculative_algorithm is None
-
 
 class Prediction(Base):
     """Predicted throughput of a checkpoint on a deployment at one speculation setting and concurrency."""

@@ -110,17 +110,26 @@ def sha256_of(opener: Callable[[], BinaryIO]) -> str:
 
 
 def _detect(opener: Callable[[], BinaryIO], name: str, fmt_name: str | None) -> Format | Problem:
+    """The file's format: detected, or the one forced, which must fit what the file holds."""
     with opener() as stream:
         head = stream.read(HEAD_BYTES)
-    if fmt_name:
-        if fmt_name not in BY_NAME:
-            return Problem(name, None, None, f"unknown format {fmt_name!r}; see 'specdash formats'", "parse")
-        return BY_NAME[fmt_name]
+    if fmt_name and fmt_name not in BY_NAME:
+        return Problem(name, None, None, f"unknown format {fmt_name!r}; see 'specdash formats'", "parse")
     if not head.strip():
         return Problem(name, None, None, "file is empty", "parse")
     if b"\x00" in head:
         return Problem(name, None, None, "binary file, not a text format specdash reads", "parse")
-    fmt = detect_format(head.decode("utf-8-sig", errors="replace"), name)
+    text = head.decode("utf-8-sig", errors="replace")
+    if fmt_name:
+        forced = BY_NAME[fmt_name]
+        if forced.detect(text, name):
+            return forced
+        # A forced format still needs the file to look like it: parsing a file of another format as this
+        # one stores its numbers under the wrong meaning (an aggregate read as per-request tok/s).
+        found = detect_format(text, name)
+        why = f"it reads as {found.name}" if found else "its content shows none of that format's fields or lines"
+        return Problem(name, None, None, f"--format {fmt_name} does not fit this file: {why}", "parse")
+    fmt = detect_format(text, name)
     if fmt is None:
         return Problem(
             name, None, None, "format not recognised; pass --format (see 'specdash formats')", "parse"
@@ -461,7 +470,8 @@ def preview_bytes(
 def describe_links(links: list[BenchmarkLink]) -> str:
     """'run7/epoch_2 by path (2), baseline (1)': where a file's benchmarks went, most frequent first."""
     counts = Counter(
-        "baseline" if link.how == "baseline" else f"{link.target} {link.how}" if link.run else "not linked"
+        link.how if link.how in ("baseline", "target's own head")
+        else f"{link.target} {link.how}" if link.run else "not linked"
         for link in links if not link.duplicate
     )
     shown = [f"{what} ({n})" for what, n in counts.most_common(MAX_LINKS_SHOWN)]
@@ -485,6 +495,7 @@ def describe(result: FileResult) -> str:
         parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:
         parts.append(f"{s.linked} benchmark(s) linked to a checkpoint, {s.unlinked} not linked")
+    if s.linked or s.unlinked or any(link.how == "target's own head" for link in s.links):
         parts.append(f"benchmarks: {describe_links(s.links)}")
     logged = [link for link in s.links if link.intervals]
     if logged:

@@ -54,12 +54,3 @@ def format_report(problems: list[Problem], limit: int = MAX_REPORTED) -> str:
     if len(ordered) > limit:
         lines.append(f"... and {len(ordered) - limit} more problems")
     return "\n".join(lines)
-
-
-class IngestError(Exception):
-    """The file was not loaded; nothing from it was written."""
-
-    def __init__(self, problems: list[Problem], hint: str = ""):
-        self.problems = problems
-        self.hint = hint
-        super().__init__(format_report(problems) + (f"\n\n{hint}" if hint else ""))

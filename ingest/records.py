@@ -322,3 +322,5 @@ class MetricRows:
 
 
 SPECULATION_UNKNOWN = "unknown"  # speculation ran, the file does not say which algorithm
+# Algorithms whose "drafter" is the target's own multi-token-prediction head, not a model of its own.
+OWN_HEAD_ALGORITHMS = frozenset({"MTP", "NEXTN"})

@@ -22,6 +22,7 @@ from specdash.db.parameters import ensure_theory_set
 from specdash.ingest.links import meaningful_folder, name_from_path, parse_checkpoint_name, path_parts
 from specdash.ingest.metric_points import MetricPointWriter
 from specdash.ingest.records import (
+    OWN_HEAD_ALGORITHMS,
     SPECULATION_UNKNOWN,
     AnyRecord,
     BenchmarkRecord,
@@ -300,7 +301,11 @@ class Store:
         deployment = self.deployment(deployment_name)
         checkpoint, how = None, "baseline"
         algorithm = record.speculative_algorithm
-        if algorithm is not None:
+        own_head = (algorithm in OWN_HEAD_ALGORITHMS and not (record.drafter_path or record.run or record.checkpoint)
+                    and not (self.link.run or self.link.checkpoint))
+        if own_head:
+            how = "target's own head"  # MTP/NEXTN: the target's multi-token-prediction head, no drafter
+        elif algorithm is not None:
             checkpoint, how = self.resolve_checkpoint(record.run, record.checkpoint, record.drafter_path)
             if checkpoint is None:
                 self.summary.unlinked += 1

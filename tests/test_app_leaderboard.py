@@ -13,7 +13,7 @@ from specdash.db.engine import make_engine, reading
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard
 from specdash.db.models import Deployment
 from tests.app_support import specbundle_rows
-from tests.test_app import run_page
+from tests.test_app import run_page, table_with
 
 LLAMA8B = "Llama-3.1-8B-Instruct"
 LLAMA8B_DEPLOYMENT = "SpecBundle: Llama-3.1-8B-Instruct, bs 1"
@@ -125,13 +125,32 @@ def test_leaderboard_page_links_a_row_to_its_overlay_and_alerts(monkeypatch, rea
     setting = f"EAGLE3:{top['num_steps']}:{top['topk']}:{top['num_draft_tokens']}:1"
     assert params == {
         "run": top["run"],
-        "checkpoint": "published",
+        "ckpt": str(top["checkpoint_id"]),
         "deployment": LLAMA8B_DEPLOYMENT,
         "setting": setting,
         "dataset": "gsm8k",
     }
     page, params = next(v for k, v in links.items() if k.startswith("Its alerts"))
     assert "alerts" in page and params == {"run": top["run"], "deployment": LLAMA8B_DEPLOYMENT}
+    # following the overlay link opens exactly that view
+    overlay = run_page(
+        monkeypatch,
+        real_url,
+        "views/checkpoints.py",
+        query=page_links(at)[next(k for k in links if k.startswith("Overlay"))][1],
+    )
+    assert not overlay.exception
+    assert overlay.multiselect(key="checkpoints_runs").value == [top["run"]]
+    assert overlay.selectbox(key="checkpoints_deployment").value == LLAMA8B_DEPLOYMENT
+    assert overlay.selectbox(key="checkpoints_dataset").value == "gsm8k"
+    assert overlay.selectbox(key="checkpoints_setting").value.num_steps == top["num_steps"]
+    table = table_with(overlay, "measured_tps_std")
+    baseline = next(
+        r for r in specbundle_rows() if r["model"] == LLAMA8B and r["benchmark"] == "gsm8k" and r["baseline"]
+    )
+    assert table["measured_tps"].iloc[0] / baseline["output_throughput"] == pytest.approx(
+        top["measured_speedup"]
+    )
 
 
 def test_leaderboard_empty_state_names_the_next_step(monkeypatch, db_url):

@@ -82,7 +82,7 @@ def test_sglang_upload_creates_the_benchmark_and_shows_its_gap(monkeypatch, demo
         ["k25-eagle3-100k-ttt5", "epoch_5", "EAGLE3 11/1/12", PCIE]
     ]
     assert outcome["measured_tps"].iloc[0] == 1000 / 8.45  # 1000 / median TPOT
-    assert outcome["is_alert"].tolist() == [True] and outcome["gap"].iloc[0] > 0.25
+    assert outcome["is_alert"].tolist() == [True] and outcome["gap"].iloc[0] > 25  # percent points
     links = at.get("page_link")
     assert len(links) == 1 and unmd(links[0].label).startswith(
         "Alert #16 (warning): k25-eagle3-100k-ttt5 / epoch_5"
@@ -126,3 +126,27 @@ def test_only_bad_or_known_files_offer_no_save(monkeypatch, demo_url):
     again = upload(monkeypatch, demo_url, SGLANG)
     assert unmd(again.info[0].value).startswith(f"Already stored as {SGLANG}")
     assert not [b for b in again.button if b.key == "upload_save"]
+
+
+MIXED = (
+    b'{"specdash": 1, "benchmarks": ['
+    b'{"deployment": "8x RTX PRO 6000, TP8, PCIe", "decode_tps": 91.0, "dataset": "gsm8k"},'
+    b'{"deployment": "8x RTX PRO 6000, TP8, PCIe", "drafter_path": "/ckpt/k25-eagle3-100k-ttt5/epoch_5",'
+    b' "speculative_algorithm": "EAGLE3", "num_steps": 11, "topk": 1, "num_draft_tokens": 12,'
+    b' "dataset": "gsm8k", "decode_tps": 118.4, "accept_length": 2.5}]}'
+)
+
+
+def test_a_baseline_next_to_an_alert_reads_alert_n_and_says_what_had_no_prediction(monkeypatch, demo_url):
+    """The bugs: `Alert #17.0` (the baseline's missing gap made the ids floats), and "the measurements agree
+    with the predictions" said of a benchmark that got no prediction."""
+    at = run_page(monkeypatch, demo_url, "views/upload.py")
+    at.file_uploader[0].set_value([("mixed.json", MIXED, "application/json")]).run()
+    at.button(key="upload_save").click().run()
+    assert not at.exception
+    labels = [unmd(link.label) for link in at.get("page_link")]
+    assert len(labels) == 1 and labels[0].startswith("Alert #17 (warning)"), labels
+    assert any("1 new benchmark(s) got no prediction" in unmd(i.value) for i in at.info)
+    outcome = table_with(at, "is_alert")
+    baseline = outcome[outcome["setting"] == "no speculation"].iloc[0]
+    assert baseline["source"] == "-" and baseline["run"] == "-"  # not "None"

@@ -146,7 +146,6 @@ def test_serve_refuses_uninitialised_database(tmp_path):
 
 
 def test_serve_does_not_print_the_database_password(monkeypatch):
-    import subprocess
     from types import SimpleNamespace
 
     from click.testing import CliRunner
@@ -157,7 +156,7 @@ def test_serve_does_not_print_the_database_password(monkeypatch):
     url = "postgresql://team:s3cret@db.example/specdash"
     launched = []
     monkeypatch.setattr(serve_command, "open_db", lambda ctx: SimpleNamespace(url=make_url(url)))
-    monkeypatch.setattr(subprocess, "call", lambda command, env: launched.append(env) or 0)
+    monkeypatch.setattr(serve_command.os, "execve", lambda exe, command, env: launched.append(env))
     result = CliRunner().invoke(cli, ["--db", url, "serve"])
     assert "s3cret" not in result.output and "team:***@db.example" in result.output
     assert launched[0]["SPECDASH_DB_URL"] == url  # the dashboard itself still gets the full URL

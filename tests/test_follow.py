@@ -42,6 +42,22 @@ def followed(engine) -> FollowedFile:
         return session.scalar(select(FollowedFile))
 
 
+@pytest.fixture(autouse=True)
+def _followers_closed(monkeypatch):
+    """Every Follower a test makes is closed at its end, as `specdash ingest --follow` closes its own."""
+    made = []
+    init = Follower.__init__
+
+    def recording_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Follower, "__init__", recording_init)
+    yield
+    for follower in made:
+        follower.close()
+
+
 @pytest.fixture
 def log(tmp_path) -> Path:
     path = tmp_path / "train.log"

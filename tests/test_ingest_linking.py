@@ -109,7 +109,8 @@ def test_formats_lists_every_format(invoke):
     assert [line.split()[0] for line in output.splitlines()] == [f.name for f in FORMATS]
     assert {"sglang-bench-serving", "sglang-one-batch", "sglang-offline", "sglang-log", "vllm-bench-serve",
             "vllm-log", "specforge-log", "tracker-csv", "tracker-json", "specforge-bench-eagle3",
-            "specforge-benchmark", "specbundle", "specdash", "specdash-csv"} == {f.name for f in FORMATS}
+            "specforge-benchmark", "specbundle", "specdash", "specdash-csv", "speculators-log",
+            "specforge-model-speedup", "sglang-one-batch-offline"} == {f.name for f in FORMATS}
 
 
 def test_readme_documents_every_format_and_command():

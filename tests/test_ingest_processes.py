@@ -49,7 +49,7 @@ def test_a_process_killed_mid_ingest_leaves_no_partial_file(db_url, tmp_path):
         time.sleep(0.02)
     assert process.poll() is None, "the ingest finished before it could be killed: make the log bigger"
     os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    process.communicate()  # reaps it and closes its pipes
     assert process.returncode == -signal.SIGKILL
     assert counts(db_url) == (0, 0, 0)
     engine = make_engine(db_url)
@@ -59,7 +59,8 @@ def test_a_process_killed_mid_ingest_leaves_no_partial_file(db_url, tmp_path):
     # and the database takes the next file as usual
     small = write_log(tmp_path / "small.log", 10)
     rerun = specdash(db_url, "ingest", "--quiet", str(small))
-    assert rerun.wait(timeout=60) == 0, rerun.stderr.read()
+    _, err = rerun.communicate(timeout=60)
+    assert rerun.returncode == 0, err
     assert counts(db_url) == (10 * len(KEYS), 1, 1)
 
 
@@ -70,10 +71,12 @@ def test_four_ingest_processes_and_a_reader_at_once_all_succeed(db_url, tmp_path
     reader = specdash(db_url, "gaps", "--status", "all", env=env)  # the dashboard's kind of read, meanwhile
     reads = 0
     while any(p.poll() is None for p in processes):
-        assert reader.wait(timeout=60) == 0, reader.stderr.read()
+        _, err = reader.communicate(timeout=60)
+        assert reader.returncode == 0, err
         reads += 1
         reader = specdash(db_url, "gaps", "--status", "all", env=env)
-    assert reader.wait(timeout=60) == 0
+    _, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0, err
     outputs = [p.communicate(timeout=120) for p in processes]
     assert [p.returncode for p in processes] == [0, 0, 0, 0], outputs
     # the same file in two processes at once: one loads it, the other sees it loaded and skips it

@@ -7,9 +7,9 @@ with its investigation: status, note, who/when history, and the benchmark that s
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import state, urlstate
 from specdash.app.alert_charts import waterfall_figure
-from specdash.app.text import SEVERITY_ICONS, md
+from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db import alerts
 from specdash.db.alerts import DIAGNOSIS_CODES, GROUPINGS, SEVERITIES, AlertChangeError, AlertFilters
 from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES
@@ -32,8 +32,17 @@ st.caption(
 )
 
 choices = state.alert_choices(url)
+url_state = urlstate.UrlState("alerts")
+url_state.restore_many("alerts_status", "status", GAP_STATUSES)
+if "alerts_status" not in st.session_state:
+    st.session_state["alerts_status"] = list(ACTIVE_STATUSES)
+url_state.restore_many("alerts_severity", "severity", SEVERITIES)
+url_state.restore("alerts_diagnosis", "diagnosis", DIAGNOSIS_CODES)
+url_state.restore("alerts_source", "source", choices["source"])
+url_state.restore("alerts_deployment", "deployment", choices["deployment"])
+url_state.restore("alerts_run", "run", choices["run"])
 row1 = st.columns(4)
-statuses = row1[0].multiselect("Status", GAP_STATUSES, default=list(ACTIVE_STATUSES), key="alerts_status")
+statuses = row1[0].multiselect("Status", GAP_STATUSES, key="alerts_status")
 severities = row1[1].multiselect("Severity", SEVERITIES, key="alerts_severity")
 diagnosis = row1[2].selectbox("Leading diagnosis", [ANY, *DIAGNOSIS_CODES], key="alerts_diagnosis")
 show = row1[3].selectbox("Show", list(SHOW), key="alerts_show")
@@ -42,6 +51,10 @@ source = row2[0].selectbox("Judged against", [ANY, *choices["source"]], key="ale
 deployment = row2[1].selectbox("Deployment", [ANY, *choices["deployment"]], key="alerts_deployment")
 run = row2[2].selectbox("Run", [ANY, *choices["run"]], key="alerts_run")
 show_muted = row2[3].toggle("Muted ones too", key="alerts_muted")
+url_state.publish("status", statuses, list(ACTIVE_STATUSES))
+url_state.publish("severity", severities)
+for param, value in (("diagnosis", diagnosis), ("source", source), ("deployment", deployment), ("run", run)):
+    url_state.publish(param, value, ANY)
 filters = AlertFilters(
     statuses=tuple(statuses),
     severities=tuple(severities),
@@ -65,7 +78,7 @@ if rows:
             {
                 "id": r["alert_id"],
                 "severity": (r["severity"] or "none") if r["is_alert"] else "-",
-                "gap": r["gap"],
+                "gap": None if r["gap"] is None else r["gap"] * 100,
                 "run": r["run"],
                 "checkpoint": r["checkpoint"],
                 "setting": setting_label(r),
@@ -89,11 +102,17 @@ if rows:
         column_config={
             "id": st.column_config.NumberColumn(width=40),
             "severity": st.column_config.TextColumn(width=70),
-            "status": st.column_config.TextColumn(width=90),
+            "gap": st.column_config.NumberColumn(format="%+.1f%%", width=65),
+            # long drafter and deployment names are cut in the cell (the full name shows on hover), so the
+            # numbers stay on screen
+            "run": st.column_config.TextColumn(width=190),
+            "checkpoint": st.column_config.TextColumn(width=90),
+            "setting": st.column_config.TextColumn(width=105),
+            "measured": st.column_config.NumberColumn("measured tok/s", format="%.1f", width=100),
+            "predicted": st.column_config.NumberColumn("predicted tok/s", format="%.1f", width=100),
             "against": st.column_config.TextColumn(width=80),
-            "measured": st.column_config.NumberColumn("measured tok/s", format="%.1f", width=105),
-            "predicted": st.column_config.NumberColumn("predicted tok/s", format="%.1f", width=105),
-            "gap": st.column_config.NumberColumn(format="percent", width=70),
+            "status": st.column_config.TextColumn(width=90),
+            "deployment": st.column_config.TextColumn(width=190),
         },
     )
     first, last = (page - 1) * PAGE_ROWS + 1, (page - 1) * PAGE_ROWS + len(rows)
@@ -244,19 +263,19 @@ with left:
                         "benchmark",
                         f"#{alert['benchmark_id']}" + (f" ({alert['label']})" if alert["label"] else ""),
                     ),
-                    ("drafter path", alert["drafter_path"]),
+                    ("drafter path", alert["drafter_path"] or "-"),
                     ("engine / format", f"{alert['engine'] or '-'} / {alert['source_format']}"),
-                    ("hidden states fed to the drafter", alert["draft_hidden_size"]),
+                    ("hidden states fed to the drafter", number_text(alert["draft_hidden_size"], 0)),
                     (
                         "predicted round",
                         f"{alert['predicted_round_ms'] or 0:.2f} ms = verify compute {alert['compute_ms'] or 0:.2f} "
                         f"+ all-reduce {alert['comm_ms'] or 0:.2f} + draft {alert['draft_ms'] or 0:.2f} "
                         f"+ overhead {alert['overhead_ms'] or 0:.2f}",
                     ),
-                    ("baseline tok/s", alert["baseline_tps"]),
-                    ("predicted τ from", alert["accept_length_source"]),
+                    ("baseline tok/s", number_text(alert["baseline_tps"], 1)),
+                    ("predicted τ from", alert["accept_length_source"] or "-"),
                     ("extrapolated past trained depth", alert["extrapolated"]),
-                    ("approximation", alert["approximation"]),
+                    ("approximation", alert["approximation"] or "-"),
                 ],
                 columns=["what", "value"],
             ).astype(str),

@@ -1,27 +1,35 @@
 """Checkpoints: pick runs and checkpoints, a deployment and a speculation setting; predicted (every source)
-and measured tok/s and accept length per checkpoint, training curves, per-position acceptance, a table."""
+and measured tok/s and accept length per checkpoint, training curves, per-position acceptance, a table.
+Every choice is in the URL (`?run=...&ckpt=...&deployment=...&setting=...&dataset=...`)."""
+
+import re
 
 import streamlit as st
 
-from specdash.app import advisory_panel, charts, state
+from specdash.app import advisory_panel, charts, state, urlstate
+from specdash.app.text import md
 from specdash.db.checkpoint_queries import comparison_table
 
 # More checkpoints than this on one axis stop being readable; the latest ones are preselected.
 DEFAULT_CHECKPOINTS = 12
 ALL_DATASETS = "all datasets"
+SMOOTHING = {0.0: "none", 0.6: "light", 0.9: "strong", 0.97: "heavy"}
 
 url = state.db_url()
+url_state = urlstate.UrlState("checkpoints")
 st.title("Checkpoints")
 st.caption("Which checkpoint is better, and does it do what the cost model says?")
 
 runs = state.runs_frame(url)  # runs without checkpoints too: a run in training has its curves and advice
 if runs.empty:
     st.info(
-        "No runs yet: load a run with `specdash ingest` or the **Upload** page, or run `specdash demo`."
+        "No runs yet: upload a training log or benchmark results on the **Upload** page (or `specdash ingest`), "
+        "or run `specdash demo` to explore the example data."
     )
     st.stop()
 
 run_names = runs["name"].tolist()
+url_state.restore_many("checkpoints_runs", "run", run_names)
 if "checkpoints_runs" not in st.session_state:
     # The run with the most checkpoints makes the most telling first view.
     st.session_state["checkpoints_runs"] = [
@@ -30,7 +38,13 @@ if "checkpoints_runs" not in st.session_state:
 else:  # a run chosen earlier may be gone from another database
     st.session_state["checkpoints_runs"] = [n for n in st.session_state["checkpoints_runs"] if n in run_names]
 top = st.columns([2, 3])
-chosen_runs = top[0].multiselect("Runs", run_names, key="checkpoints_runs")
+chosen_runs = top[0].multiselect(
+    "Runs",
+    run_names,
+    key="checkpoints_runs",
+    help="runs without checkpoints (e.g. imported from W&B) show their training curves",
+)
+url_state.publish("run", chosen_runs)
 run_ids = tuple(int(i) for i in runs.loc[runs["name"].isin(chosen_runs), "id"])
 if not run_ids:
     st.info("Choose at least one run.")
@@ -40,81 +54,144 @@ checkpoints = state.checkpoints_frame(url, run_ids)
 labels = {
     int(r.id): (r.name if len(run_ids) == 1 else f"{r.run} / {r.name}") for r in checkpoints.itertuples()
 }
-default = list(labels)[-DEFAULT_CHECKPOINTS:]
-chosen = top[1].multiselect(
-    "Checkpoints", list(labels), default=default, format_func=labels.get, key=f"checkpoints_ids_{run_ids}"
-)
+checkpoint_key = f"checkpoints_ids_{run_ids}"
+url_state.restore_many(checkpoint_key, "ckpt", list(labels), parse=int)
+if checkpoint_key not in st.session_state:
+    st.session_state[checkpoint_key] = list(labels)[-DEFAULT_CHECKPOINTS:]
+chosen = top[1].multiselect("Checkpoints", list(labels), format_func=labels.get, key=checkpoint_key)
+url_state.publish("ckpt", chosen)
 checkpoint_ids = tuple(chosen)
+if len(labels) > DEFAULT_CHECKPOINTS and len(chosen) == DEFAULT_CHECKPOINTS:
+    top[1].caption(f"The latest {DEFAULT_CHECKPOINTS} of {len(labels)} checkpoints are preselected.")
 advisory_panel.run_section(url, run_ids)
-if not checkpoint_ids:
-    st.info("Choose at least one checkpoint." if labels else "No checkpoint saved yet for these runs.")
 
-st.subheader("Throughput and acceptance per checkpoint")
-deployments = state.benchmarked_deployments(url, checkpoint_ids)
 comparison = None
-if deployments.empty:
-    st.info("None of these checkpoints has been benchmarked yet.")
-else:
-    pick = st.columns(3)
-    deployment_name = pick[0].selectbox(
-        "Deployment", deployments["name"].tolist(), key="checkpoints_deployment"
+st.subheader("Throughput and acceptance per checkpoint")
+if not labels:
+    st.info(
+        "These runs have no checkpoints, only training metrics (below). A benchmark that names a checkpoint "
+        "of the run (by path or `--run/--checkpoint`) adds one."
     )
-    deployment_id = int(deployments.loc[deployments["name"] == deployment_name, "id"].iloc[0])
-    settings = state.speculation_settings(url, checkpoint_ids, deployment_id)
-    if not settings:
-        st.info("Only no-speculation benchmarks on this deployment.")
+elif not checkpoint_ids:
+    st.info("Choose at least one checkpoint.")
+else:
+    deployments = state.benchmarked_deployments(url, checkpoint_ids)
+    if deployments.empty:
+        st.info(
+            "None of these checkpoints has been benchmarked yet: upload a benchmark result on the **Upload** page."
+        )
     else:
-        setting = pick[1].selectbox(
-            "Speculation setting (algorithm steps/top-k/draft tokens)",
-            settings,
-            format_func=lambda s: s.label,
-            key="checkpoints_setting",
-        )
-        datasets = state.benchmark_datasets(url, checkpoint_ids, deployment_id)
-        dataset = pick[2].selectbox("Dataset", [ALL_DATASETS, *datasets], key="checkpoints_dataset")
-        comparison = state.checkpoint_comparison(
-            url, checkpoint_ids, deployment_id, setting, None if dataset == ALL_DATASETS else dataset
-        )
-        left, right = st.columns(2)
-        left.plotly_chart(charts.overlay_figure(comparison, "tps"), width="stretch", key="checkpoints_tps")
-        right.plotly_chart(
-            charts.overlay_figure(comparison, "accept_length"), width="stretch", key="checkpoints_tau"
-        )
-        st.caption(
-            "Diamonds: measured (mean, error bars one standard deviation over repeated benchmarks). Lines: "
-            "predicted, one per source; hollow markers are extrapolated past the trained depth."
-        )
+        pick = st.columns([3, 3, 2])
+        deployment_names = deployments["name"].tolist()
+        url_state.restore("checkpoints_deployment", "deployment", deployment_names)
+        deployment_name = pick[0].selectbox("Deployment", deployment_names, key="checkpoints_deployment")
+        url_state.publish("deployment", deployment_name)
+        deployment_id = int(deployments.loc[deployments["name"] == deployment_name, "id"].iloc[0])
+        settings = state.speculation_settings(url, checkpoint_ids, deployment_id)
+        if not settings:
+            st.info("Only no-speculation benchmarks on this deployment.")
+        else:
+            url_state.restore("checkpoints_setting", "setting", list(settings), parse=state.parse_setting)
+            setting = pick[1].selectbox(
+                "Speculation setting (algorithm steps/top-k/draft tokens)",
+                settings,
+                format_func=lambda s: s.label,
+                key="checkpoints_setting",
+            )
+            url_state.publish("setting", state.setting_param(vars(setting)))
+            datasets = state.benchmark_datasets(url, checkpoint_ids, deployment_id)
+            options = [*datasets, ALL_DATASETS] if datasets else [ALL_DATASETS]
+            url_state.restore("checkpoints_dataset", "dataset", options)
+            dataset = pick[2].selectbox(
+                "Dataset",
+                options,
+                key="checkpoints_dataset",
+                help="datasets differ in baseline and acceptance (up to 2x): compare checkpoints on one",
+            )
+            url_state.publish("dataset", dataset)
+            comparison = state.checkpoint_comparison(
+                url, checkpoint_ids, deployment_id, setting, None if dataset == ALL_DATASETS else dataset
+            )
+            left, right = st.columns(2)
+            left.plotly_chart(
+                charts.overlay_figure(comparison, "tps"), width="stretch", key="checkpoints_tps"
+            )
+            right.plotly_chart(
+                charts.overlay_figure(comparison, "accept_length"), width="stretch", key="checkpoints_tau"
+            )
+            st.caption(
+                "Diamonds: measured (mean, error bars one standard deviation over repeated benchmarks). "
+                "Lines: predicted, one per source (theory: circles, solid; calibrated: squares, dashed; external: "
+                "dotted); hollow markers are extrapolated past the trained depth; the shaded band is the "
+                "prediction's expected error."
+                + (
+                    " All datasets: means over datasets whose baselines differ; the **Leaderboard** compares "
+                    "them by speedup."
+                    if dataset == ALL_DATASETS and len(datasets) > 1
+                    else ""
+                )
+            )
 
 st.subheader("Training")
 keys = state.metric_keys(url, run_ids)
 if not keys:
-    st.info("No training metrics logged for these runs.")
+    st.info(
+        "No training metrics logged for these runs: upload the SpecForge training log or a W&B/MLflow export "
+        "on the **Upload** page."
+    )
 else:
     loss_keys = [k for k in keys if "loss" in k.lower()] or keys
     acc_keys = [k for k in keys if "acc" in k.lower()]
+
+    def position(key: str) -> tuple:
+        match = re.search(r"(\d+)$", key)
+        return (key.rsplit("_", 1)[0], int(match.group(1)) if match else -1)
+
+    acc_keys.sort(key=position)
+    controls = st.columns([1, 1, 4])
+    url_state.restore("checkpoints_smoothing", "smooth", list(SMOOTHING), parse=float)
+    smoothing = controls[0].selectbox(
+        "Smoothing", list(SMOOTHING), format_func=SMOOTHING.get, key="checkpoints_smoothing"
+    )
+    url_state.publish("smooth", smoothing, 0.0)
+    url_state.restore("checkpoints_log", "log", [True, False], parse=lambda v: v == "1")
+    log_y = controls[1].toggle("Log-scale loss", key="checkpoints_log")
+    url_state.publish("log", "1" if log_y else None)
     left, right = st.columns(2)
     with left:
         preferred = next(
             (k for k in loss_keys if k.lower().endswith("/loss") or k.lower() == "loss"), loss_keys[0]
         )
-        loss_key = st.selectbox("Loss", loss_keys, index=loss_keys.index(preferred), key="checkpoints_loss")
+        url_state.restore("checkpoints_loss", "loss", loss_keys)
+        if st.session_state.get("checkpoints_loss") not in loss_keys:
+            st.session_state["checkpoints_loss"] = preferred
+        loss_key = st.selectbox("Loss", loss_keys, key="checkpoints_loss")
+        url_state.publish("loss", loss_key)
         curves = state.training_curves(url, run_ids, (loss_key,))
         st.plotly_chart(
-            charts.training_figure(curves, loss_key), width="stretch", key="checkpoints_loss_chart"
+            charts.training_figure(curves, loss_key, smoothing=smoothing, log_y=log_y),
+            width="stretch",
+            key="checkpoints_loss_chart",
         )
     with right:
-        chosen_acc = st.multiselect(
-            "Accuracy per TTT position", acc_keys, default=acc_keys[:8], key=f"checkpoints_acc_{run_ids}"
-        )
+        # per-position training accuracy (train/acc_0, train/acc_1, ...) of every chosen run, in position
+        # order; other accuracy keys (epoch averages, eval) are offered but not preselected
+        per_position = [k for k in acc_keys if re.fullmatch(r"(train/)?acc_\d+", k)]
+        acc_key = f"checkpoints_acc_{run_ids}"
+        url_state.restore_many(acc_key, "acc", acc_keys)
+        if acc_key not in st.session_state:
+            st.session_state[acc_key] = per_position or acc_keys[:8]
+        chosen_acc = st.multiselect("Accuracy per TTT position", acc_keys, key=acc_key)
+        url_state.publish("acc", chosen_acc)
         curves = state.training_curves(url, run_ids, tuple(chosen_acc))
         st.plotly_chart(
-            charts.training_figure(curves, "training accuracy", colour_by="key"),
+            charts.training_figure(curves, "training accuracy", colour_by="key", smoothing=smoothing),
             width="stretch",
             key="checkpoints_acc_chart",
         )
     st.caption(
         "Long runs are averaged into at most a few hundred buckets of steps in the database; the light band "
-        "spans each bucket's min to max."
+        "spans each bucket's min to max (with smoothing, the raw line is drawn faintly instead)."
     )
 
 left, right = st.columns(2)
@@ -143,16 +220,23 @@ if comparison is None or comparison.empty:
     st.info("No benchmarks for this selection.")
 else:
     table = comparison_table(comparison)
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        key="checkpoints_table",
-        column_config={
-            c: st.column_config.NumberColumn(format="%.2f")
+    shown = table.assign(**{c: table[c] * 100 for c in table.columns if c.startswith("gap_")})
+    config = {
+        c: st.column_config.NumberColumn(c.replace("_", " "), format="%.2f")
+        for c in table.columns
+        if c.startswith(("measured_", "predicted_"))
+    }
+    config.update(
+        {
+            c: st.column_config.NumberColumn(f"gap ({c.removeprefix('gap_')})", format="%+.1f%%")
             for c in table.columns
-            if c.startswith(("measured_", "predicted_"))
-        },
+            if c.startswith("gap_")
+        }
+    )
+    st.dataframe(shown, hide_index=True, width="stretch", key="checkpoints_table", column_config=config)
+    st.caption(
+        f"Measured on {md(deployment_name)} at {md(setting.label)}. gap = 1 - measured / predicted: positive is "
+        "slower than predicted."
     )
     st.download_button(
         "Download CSV",

@@ -16,6 +16,7 @@ ACROSS = "across datasets"
 RANK_BY = {"measured": "measured speedup", "predicted": "predicted speedup"}
 
 url = state.db_url()
+url_state = urlstate.UrlState("leaderboard")
 st.title("Leaderboard")
 st.caption(
     "Which checkpoint is best, and does it match the model? Speedup = decode tok/s over the no-speculation "
@@ -34,33 +35,33 @@ if not choices["deployments"]:
 deployment_names = {name: i for i, name in choices["deployments"]}
 sources = state.prediction_sources(url) or ["theory"]
 row = st.columns([3, 1, 2, 1, 2])
-urlstate.restore("leaderboard_deployment", "deployment", [EVERY_DEPLOYMENT, *deployment_names])
+url_state.restore("leaderboard_deployment", "deployment", [EVERY_DEPLOYMENT, *deployment_names])
 deployment = row[0].selectbox(
     "Deployment", [EVERY_DEPLOYMENT, *deployment_names], key="leaderboard_deployment"
 )
 deployment_id = deployment_names.get(deployment)
 loads = sorted({c for i, levels in choices["loads"].items() if deployment_id in (None, i) for c in levels})
 load_options = [EVERY_LOAD, *loads] if len(loads) > 1 else loads
-urlstate.restore("leaderboard_load", "load", load_options, parse=lambda v: v if v == EVERY_LOAD else int(v))
+url_state.restore("leaderboard_load", "load", load_options, parse=lambda v: v if v == EVERY_LOAD else int(v))
 load = row[1].selectbox(
     "Load (concurrency)",
     load_options,
     key="leaderboard_load",
     help="concurrent requests: speedup falls as the batch grows, so entries compete at one load",
 )
-urlstate.restore("leaderboard_dataset", "dataset", [ACROSS, *choices["datasets"]])
+url_state.restore("leaderboard_dataset", "dataset", [ACROSS, *choices["datasets"]])
 dataset = row[2].selectbox("Dataset", [ACROSS, *choices["datasets"]], key="leaderboard_dataset")
-urlstate.restore("leaderboard_source", "source", sources)
+url_state.restore("leaderboard_source", "source", sources)
 source = row[3].selectbox("Prediction", sources, key="leaderboard_source")
-urlstate.restore("leaderboard_rank_by", "rank", list(RANK_BY))
+url_state.restore("leaderboard_rank_by", "rank", list(RANK_BY))
 rank_by = row[4].radio(
     "Rank by", list(RANK_BY), format_func=RANK_BY.get, horizontal=True, key="leaderboard_rank_by"
 )
-urlstate.publish("deployment", deployment, EVERY_DEPLOYMENT)
-urlstate.publish("load", load, EVERY_LOAD)
-urlstate.publish("dataset", dataset, ACROSS)
-urlstate.publish("source", source, "theory")
-urlstate.publish("rank", rank_by, "measured")
+url_state.publish("deployment", deployment, EVERY_DEPLOYMENT)
+url_state.publish("load", load, EVERY_LOAD)
+url_state.publish("dataset", dataset, ACROSS)
+url_state.publish("source", source, "theory")
+url_state.publish("rank", rank_by, "measured")
 
 flt = LeaderboardFilter(
     deployment_id=deployment_id,

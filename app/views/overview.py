@@ -3,7 +3,7 @@ run's latest checkpoint stands."""
 
 import streamlit as st
 
-from specdash.app import advisory_panel, charts, state
+from specdash.app import advisory_panel, charts, state, urlstate
 from specdash.app.text import SEVERITY_ICONS, md
 from specdash.db.alerts import SEVERITIES
 from specdash.labels import gap_text, setting_label
@@ -41,13 +41,24 @@ with left:
     if not sources:
         st.info("No benchmark has a prediction yet: predictions need a checkpoint and a deployment profile.")
     else:
+        url_state = urlstate.UrlState("overview")
+        url_state.restore("overview_source", "source", sources)
+        url_state.restore("overview_colour", "colour", charts.PARITY_COLOUR_BY)
+        pick = st.columns(2)
         source = (
-            st.selectbox("Prediction source", sources, key="overview_source")
+            pick[0].selectbox("Prediction source", sources, key="overview_source")
             if len(sources) > 1
             else sources[0]
         )
+        colour_by = pick[1].selectbox("Colour by", charts.PARITY_COLOUR_BY, key="overview_colour")
+        url_state.publish("source", source, sources[0])
+        url_state.publish("colour", colour_by, "run")
         frame, total = state.parity(url, source)
-        st.plotly_chart(charts.parity_figure(frame, threshold), width="stretch", key="overview_parity")
+        st.plotly_chart(
+            charts.parity_figure(frame, threshold, colour_by=colour_by),
+            width="stretch",
+            key="overview_parity",
+        )
         shown = (
             f"{len(frame):,} of {total:,} benchmarks shown: the largest gaps and an even sample of the rest"
             if len(frame) < total

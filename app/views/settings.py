@@ -334,7 +334,9 @@ else:
     )
     listed = sets if shown_for == ALL else sets[sets["deployment"] == shown_for]
     st.dataframe(
-        listed.drop(columns=["id", "deployment_id"]),
+        listed.drop(columns=["id", "deployment_id"]).assign(
+            cv_median_error=listed["cv_median_error"] * 100, note=listed["note"].fillna("")
+        ),
         hide_index=True,
         width="stretch",
         column_config={

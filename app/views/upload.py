@@ -80,13 +80,13 @@ if files:
                 st.dataframe(uploads.links_frame(preview), hide_index=True, width="stretch")
             if preview.gaps:
                 st.dataframe(
-                    uploads.gaps_frame(preview),
+                    uploads.gaps_frame(preview).assign(gap=lambda f: f["gap"] * 100),
                     hide_index=True,
                     width="stretch",
                     column_config={
                         "measured tok/s": st.column_config.NumberColumn(format="%.1f"),
                         "predicted tok/s": st.column_config.NumberColumn(format="%.1f"),
-                        "gap": st.column_config.NumberColumn(format="percent"),
+                        "gap": st.column_config.NumberColumn(format="%+.1f%%"),
                     },
                 )
     ready = [(file, link) for file, link, preview in checked if uploads.can_save(preview)]
@@ -121,7 +121,12 @@ if results:
     if outcomes.empty:
         st.info("No new benchmark (benchmarks stored before are not stored twice).")
     else:
-        table = outcomes.assign(setting=outcomes.apply(setting_label, axis=1))
+        text = ["run", "checkpoint", "dataset", "source", "severity", "deployment"]
+        table = outcomes.assign(
+            setting=outcomes.apply(setting_label, axis=1),
+            gap=outcomes["gap"] * 100,
+            **{c: outcomes[c].astype(object).where(outcomes[c].notna(), "-") for c in text},
+        )
         st.dataframe(
             table[
                 [
@@ -146,21 +151,33 @@ if results:
                 "benchmark_id": st.column_config.NumberColumn("benchmark", width=70),
                 "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
                 "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f"),
-                "gap": st.column_config.NumberColumn("gap", format="percent"),
+                "gap": st.column_config.NumberColumn("gap", format="%+.1f%%"),
                 "is_alert": st.column_config.CheckboxColumn("alert"),
             },
         )
         new_alerts = outcomes[outcomes["is_alert"]]  # the verdict's row of each benchmark
         st.markdown("**New alerts**")
-        if new_alerts.empty:
-            st.success("No alert: the measurements agree with the predictions within their thresholds and bands.")
+        compared = outcomes[outcomes["gap"].notna()]
+        unpredicted = outcomes["benchmark_id"].nunique() - compared["benchmark_id"].nunique()
+        if unpredicted:
+            st.info(
+                f"{unpredicted} new benchmark(s) got no prediction, so nothing to compare: a no-speculation "
+                "baseline, or a drafter without acceptance data or a deployment without a cost profile (set one on "
+                "the **Settings** page)."
+            )
+        if new_alerts.empty and not compared.empty:
+            st.success(
+                f"No alert: the {compared['benchmark_id'].nunique()} benchmark(s) with a prediction agree with it "
+                "within its threshold and error band."
+            )
         for row in new_alerts.to_dict("records"):
             severity = row["severity"] or "none"
             st.page_link(
                 "views/alerts.py",
                 icon=SEVERITY_ICONS[severity],
                 label=(
-                    f"Alert #{int(row['alert_id'])} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
+        if new_alerts.empty:
+            st.success("No alert: the measurements agree with the predictions within their thresholds and bands.")
                     f"{setting_label(row)}, gap {gap_text(row['gap'])} against {md(row['source'])}"
                 ),
                 query_params={"alert": str(int(row["alert_id"]))},

@@ -39,6 +39,7 @@ def _registry() -> list[Format]:
         specforge_bench,
         specforge_log,
         specforge_tracker,
+        speculators_log,
         vllm_log,
         vllm_serve,
     )
@@ -47,7 +48,7 @@ def _registry() -> list[Format]:
     # More specific detectors first: a vLLM result also has SGLang-like keys, a SpecBundle file is JSON.
     for module in (specbundle, specforge_bench, vllm_serve, sglang_serving, sglang_batch):
         formats.extend(module.FORMATS)
-    for module in (specforge_tracker, specforge_log, vllm_log, sglang_log):
+    for module in (specforge_tracker, speculators_log, specforge_log, vllm_log, sglang_log):
         formats.extend(module.FORMATS)
     return formats
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from specdash.ingest.formats import Located
 from specdash.ingest.jsontext import LinedDict
 from specdash.ingest.problems import Problem, field_first
-from specdash.ingest.records import BenchmarkRecord, DeploymentRecord, RunRecord
+from specdash.ingest.records import OWN_HEAD_ALGORITHMS, BenchmarkRecord, DeploymentRecord, RunRecord
 from specdash.ingest.store import LinkOptions
 
 # Per-request lists a benchmark may carry (one value per prompt); kept out of the stored raw record.
@@ -137,6 +137,16 @@ def no_per_request(path: str, line: int | None) -> Problem:
         "per-request decode cannot be told: no median TPOT or ITL, "
         "and no concurrency to divide the aggregate output_throughput by",
     )
+
+
+def drafter_of(algorithm: str | None, drafter: str | None, model: str | None) -> str | None:
+    """The drafter a speculative benchmark names; None for MTP/NEXTN served from the target's own head
+    (no draft model, or the target itself as SGLang fills it in)."""
+    if algorithm is None:
+        return None
+    if algorithm in OWN_HEAD_ALGORITHMS and (not drafter or drafter == model):
+        return None
+    return drafter
 
 
 def algorithm_name(value: str | None) -> str | None:

@@ -2,6 +2,8 @@
 
 - `bench_one_batch_server` (`--result-filename`): one batch of `batch_size` requests; `output_throughput`
   is aggregate; `acc_length` is the server's average accept length, -1 (or absent) when unknown.
+- `bench_one_batch` (`--result-filename`): one batch through the model runner alone (no server, no
+  speculation); `median_decode_throughput` is batch size / the median decode step latency;
 - `bench_offline_throughput` (`--result-filename`): every prompt at once through the engine; aggregate
   throughput only, no speculation settings.
 
@@ -39,6 +41,15 @@ class OneBatchResult(EngineModel):
     acc_length: float | None = None  # -1 when the server did not say
 
 
+class OneBatchOfflineResult(EngineModel):
+    run_name: str | None = None
+    batch_size: Annotated[int, Field(ge=1)]
+    input_len: Annotated[int, Field(ge=0)] | None = None
+    output_len: Annotated[int, Field(ge=1)] | None = None
+    median_decode_latency: Annotated[float, Field(gt=0)] | None = None
+    median_decode_throughput: Annotated[float, Field(gt=0)]
+
+
 class OfflineResult(EngineModel):
     backend: str | None = None
     successful_requests: Annotated[int, Field(ge=1)]
@@ -56,6 +67,13 @@ def detect_one_batch(head: str, filename: str) -> bool:
     first = _first_line(head)
     return first.startswith("{") and all(
         key in first for key in ('"batch_size"', '"input_len"', '"output_len"', '"output_throughput"')
+    )
+
+
+def detect_one_batch_offline(head: str, filename: str) -> bool:
+    first = _first_line(head)
+    return first.startswith("{") and all(
+        key in first for key in ('"batch_size"', '"input_len"', '"median_decode_throughput"')
     )
 
 
@@ -128,6 +146,31 @@ def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
         )
 
 
+def parse_one_batch_offline(stream: TextIO, path: str, link=None) -> Iterator:
+    """`python -m sglang.bench_one_batch --result-filename`: the model runner alone, no server, no
+    speculation; each decode step runs the whole batch, so per request = 1 / the median step latency."""
+    for item in _records(stream, path, OneBatchOfflineResult, link):
+        if isinstance(item, Problem):
+            yield item
+            continue
+        line, data, result, deployment = item
+        dataset = f"random {result.input_len}/{result.output_len}" if result.input_len is not None else None
+        yield from benchmark(
+            path,
+            line,
+            deployment=deployment,
+            engine="sglang",
+            concurrency=result.batch_size,
+            concurrency_source="file",
+            dataset=dataset,
+            num_prompts=result.batch_size,
+            decode_tps=result.median_decode_throughput / result.batch_size,
+            output_throughput=result.median_decode_throughput,
+            label=result.run_name or None,
+            raw=safe_raw(data),
+        )
+
+
 def parse_offline(stream: TextIO, path: str, link=None) -> Iterator:
     for item in _records(stream, path, OfflineResult, link):
         if isinstance(item, Problem):
@@ -156,6 +199,12 @@ FORMATS = [
         "SGLang bench_one_batch_server JSONL (--result-filename); acc_length -1 = unknown",
         detect_one_batch,
         parse_one_batch,
+    ),
+    Format(
+        "sglang-one-batch-offline",
+        "SGLang bench_one_batch JSONL (--result-filename): one batch through the model runner, no server",
+        detect_one_batch_offline,
+        parse_one_batch_offline,
     ),
     Format(
         "sglang-offline",

@@ -15,6 +15,7 @@ from specdash.ingest.formats.common import (
     benchmark,
     choose_deployment,
     deployment_name,
+    drafter_of,
     missing_deployment,
 )
 from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals
@@ -43,8 +44,6 @@ ARG_KEYS = (
     "speculative_eagle_topk",
     "speculative_num_draft_tokens",
 )
-# Algorithms whose "drafter" is the target's own multi-token-prediction head.
-OWN_HEAD = {"MTP", "NEXTN"}
 INT_ARGS = {"tp_size", "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"}
 
 
@@ -151,9 +150,7 @@ def _benchmark(path, link, server: Server, index, starts, level: Level, server_l
     if algorithm is None and level.accept_length is not None:
         algorithm = SPECULATION_UNKNOWN
     speculative = algorithm is not None
-    drafter = args.get("speculative_draft_model_path") if speculative else None
-    if algorithm in OWN_HEAD and (drafter is None or drafter == model):
-        drafter = None  # the target's own MTP/NEXTN head: no drafter to link
+    drafter = drafter_of(algorithm, args.get("speculative_draft_model_path"), model)
     start = f"start {index + 1} of {starts} (line {server.line}), " if starts > 1 else ""
     yield from benchmark(
         path,

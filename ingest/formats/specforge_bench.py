@@ -8,8 +8,13 @@
   {"label", "batch_size", "algorithm", "steps", "topk", "draft_tokens"} or null, "task": {"name", ...},
   "metrics": {"throughput_tokens_per_second", "accept_length", "latency_seconds", ...}}]}.
 
+- `benchmarks/bench_model_speedup.py`: JSONL, one object per configuration and benchmark: {"batch_size",
+  "steps", "topk", "num_draft_tokens", "acc_length", "duration", "throughput", "completion_tokens",
+  "benchmark"}; steps 0 is the target alone.
+
 Throughput is aggregate over the batch; per-request decode tok/s is throughput / batch size."""
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, TextIO
@@ -22,10 +27,11 @@ from specdash.ingest.formats.common import (
     benchmark,
     choose_deployment,
     missing_deployment,
+    safe_raw,
     validate,
 )
-from specdash.ingest.jsontext import JSONPositionError, LinedDict, iter_values_with_lines
-from specdash.ingest.lines import MAX_DOCUMENT_CHARS, read_document
+from specdash.ingest.jsontext import LENIENT_DECODER, JSONPositionError, LinedDict, iter_values_with_lines
+from specdash.ingest.lines import MAX_DOCUMENT_CHARS, TooLong, bounded_lines, read_document
 from specdash.ingest.problems import Problem
 
 PositiveF = Annotated[float, Field(gt=0)]
@@ -190,9 +196,64 @@ def parse_report(stream: TextIO, path: str, link=None) -> Iterator:
         )
 
 
+class SpeedupRecord(EngineModel):
+    batch_size: Annotated[int, Field(ge=1)]
+    steps: Count
+    topk: Count
+    num_draft_tokens: Count
+    acc_length: Annotated[float, Field(ge=1)] | None = None
+    duration: PositiveF | None = None
+    throughput: PositiveF
+    completion_tokens: Count | None = None
+    benchmark: str | None = None
+
+
+SPEEDUP_KEYS = ('"batch_size"', '"steps"', '"num_draft_tokens"', '"acc_length"', '"throughput"',
+                '"completion_tokens"', '"benchmark"')
+
+
+def detect_model_speedup(head: str, filename: str) -> bool:
+    first = head.lstrip().split("\n", 1)[0]
+    return first.startswith("{") and all(key in first for key in SPEEDUP_KEYS)
+
+
+def parse_model_speedup(stream: TextIO, path: str, link=None) -> Iterator:
+    """`benchmarks/bench_model_speedup.py --output x.jsonl`: a server launched per configuration with
+    `--max-running-requests batch_size`, the prompts sent batch_size at a time; throughput = completion
+    tokens / duration over the whole run (aggregate, prefill and waits included). steps 0 = no speculation;
+    the drafter is the script's --speculative-draft-model-path, which the file does not hold."""
+    deployment = choose_deployment(link)
+    for number, text in bounded_lines(stream):
+        if isinstance(text, TooLong):
+            yield Problem(path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse")
+            continue
+        if not text.strip():
+            continue
+        try:
+            data = LENIENT_DECODER.decode(text)
+        except json.JSONDecodeError as exc:
+            yield Problem(path, number, None, f"invalid JSON: {exc.msg}", "parse")
+            continue
+        result = validate(SpeedupRecord, data, path, number)
+        if isinstance(result, list):
+            yield from result
+            continue
+        if deployment is None:
+            yield missing_deployment(path, number)
+            continue
+        spec = _speculation(result.steps, result.topk, result.num_draft_tokens, result.acc_length)
+        yield from benchmark(
+            path, number, deployment=deployment, engine="sglang", concurrency=result.batch_size,
+            concurrency_source="file", dataset=result.benchmark, decode_tps=result.throughput / result.batch_size,
+            output_throughput=result.throughput, raw=safe_raw(data), **spec,
+        )
+
+
 FORMATS = [
     Format("specforge-bench-eagle3", "SpecForge benchmarks/bench_eagle3.py results (one indented JSON object)",
            detect_bench_eagle3, parse_bench_eagle3),
+    Format("specforge-model-speedup", "SpecForge benchmarks/bench_model_speedup.py results (JSONL, one per config)",
+           detect_model_speedup, parse_model_speedup),
     Format("specforge-benchmark", "SpecForge `specforge benchmark` JSON report (runs with config, task, metrics)",
            detect_report, parse_report),
 ]

@@ -28,6 +28,7 @@ from specdash.ingest.formats.common import (
     benchmark,
     choose_deployment,
     deployment_name,
+    drafter_of,
     missing_deployment,
 )
 from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals
@@ -60,8 +61,6 @@ KEY_VALUE = re.compile(r"(\w+)=(?:'([^']*)'|([^,\s]+))")
 NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
 NAMESPACE = re.compile(r"\bargs: Namespace\((.*)\)\s*$")
 START_MARKERS = ("vLLM API server version", "non-default args:", "args: Namespace(", "with config:")
-# Methods whose "drafter" is the target's own multi-token-prediction head, not a separate model.
-OWN_HEAD = {"MTP", "NEXTN"}
 
 
 def detect(head: str, filename: str) -> bool:
@@ -293,9 +292,7 @@ def _benchmark(path, link, server: Server, index: int, starts: int, level: Level
     algorithm = algorithm_name(config.get("method")) or (SPECULATION_UNKNOWN if speculating else None)
     k = config.get("spec_tokens") or (len(survival) if survival else None)
     speculative = algorithm is not None
-    drafter = config.get("draft_model") if speculative else None
-    if algorithm in OWN_HEAD and (drafter is None or drafter == model):
-        drafter = None  # the target's own head: no drafter to link
+    drafter = drafter_of(algorithm, config.get("draft_model"), model)
     intervals = level.summary(server_left)
     start = f"start {index + 1} of {starts} (line {server.line}), " if starts > 1 else ""
     yield from benchmark(
