@@ -176,8 +176,7 @@ if results:
                 "views/alerts.py",
                 icon=SEVERITY_ICONS[severity],
                 label=(
-        if new_alerts.empty:
-            st.success("No alert: the measurements agree with the predictions within their thresholds and bands.")
+                    f"Alert #{int(row['alert_id'])} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
                     f"{setting_label(row)}, gap {gap_text(row['gap'])} against {md(row['source'])}"
                 ),
                 query_params={"alert": str(int(row["alert_id"]))},
