@@ -1,12 +1,36 @@
 """Depth advisories on the pages (Overview, Checkpoints) and the webhook field of Settings: cached reads,
 writes through state.write, and the drawing shared by the pages."""
 
+from datetime import timedelta
+
 import streamlit as st
 
 from specdash.app import state
 from specdash.app.text import md
 from specdash.db import advisories
-from specdash.db.models import GAP_STATUSES
+from specdash.db.models import GAP_STATUSES, utcnow
+
+LIVE_SECONDS = 5  # how often a page looks for new lines while a log is being followed
+LIVE_WINDOW = timedelta(minutes=10)  # a followed file read this recently: a follower is running
+
+
+def keep_fresh(url: str) -> None:
+    """Drop cached reads when another process (a follower, a CLI ingest) wrote since the last rerun; while
+    a log is being followed, look again every LIVE_SECONDS so curves and advice follow the run."""
+    stamp = state._read(url, advisories.live_stamp)
+    known = st.session_state.get("live_stamp")
+    if known is not None and known != stamp:
+        state.clear_caches()
+    st.session_state["live_stamp"] = stamp
+    if state._read(url, advisories.following_since, utcnow() - LIVE_WINDOW):
+        _watch(url, stamp)
+
+
+@st.fragment(run_every=LIVE_SECONDS)
+def _watch(url: str, stamp: tuple) -> None:
+    st.caption(f":material/sensors: Following live logs: this page looks for new data every {LIVE_SECONDS} s.")
+    if state._read(url, advisories.live_stamp) != stamp:
+        st.rerun(scope="app")
 
 
 @st.cache_data(show_spinner=False)

@@ -394,3 +394,23 @@ def save_advice_settings(session: Session, min_gain: float) -> AdvisorySummary:
     except ValueError as exc:
         raise AdvisoryChangeError(str(exc)) from None
     return refresh_advisories(session)
+
+
+def live_stamp(session: Session) -> tuple:
+    """What changes whenever a followed file, an advisory or an ingested file does: the dashboard compares
+    it between reruns to know its cached reads are stale (another process wrote)."""
+    from specdash.db.live_models import FollowedFile
+    from specdash.db.models import IngestedFile
+
+    return (
+        session.scalar(select(func.max(FollowedFile.updated_at))),
+        session.scalar(select(func.max(Advisory.updated_at))),
+        session.scalar(select(func.max(IngestedFile.id))),
+    )
+
+
+def following_since(session: Session, since) -> bool:
+    """Whether some followed file was read after `since` (a follower is probably running)."""
+    from specdash.db.live_models import FollowedFile
+
+    return session.scalar(select(func.count()).select_from(FollowedFile).where(FollowedFile.updated_at >= since)) > 0

@@ -255,3 +255,28 @@ def test_upgrade_from_the_previous_revision_keeps_data_and_adds_advisories(tmp_p
         summary = refresh_advisories(session)
         assert summary.advised == 1
         assert session.scalar(select(func.count()).select_from(Advisory)) == 1
+
+
+def test_dashboard_sees_what_another_writer_stored(monkeypatch, ttt3, tmp_path):
+    from specdash.app.text import unmd
+    from specdash.ingest.follow import Follower
+    from tests.test_app import run_page
+    from tests.test_follow import ARGS, step_line
+
+    url = str(ttt3.url)
+    at = run_page(monkeypatch, url, "views/checkpoints.py")
+    assert any(
+        unmd(w.value).startswith("**Advisory #1** (open), run **k25-ttt3**: trained 3 deep")
+        for w in at.warning
+    )
+    assert not any("Following live logs" in c.value for c in at.caption)
+    # a follower (another process, as far as the page's caches know) reads a log of the run's that settles
+    # its curve past the first minutes: the advice no longer holds
+    log = tmp_path / "train.log"
+    log.write_text(ARGS + step_line(CURVE_MIN_STEPS) + step_line(CURVE_MIN_STEPS + 50))
+    Follower(ttt3, [str(log)]).poll()
+    at.run()
+    assert not at.exception
+    assert any(unmd(i.value).startswith("**Advisory #1** (resolved, no longer holds)") for i in at.info)
+    assert not at.warning
+    assert any("Following live logs" in c.value for c in at.caption)

@@ -19,6 +19,7 @@ url = state.db_url()
 url_state = urlstate.UrlState("checkpoints")
 st.title("Checkpoints")
 st.caption("Which checkpoint is better, and does it do what the cost model says?")
+advisory_panel.keep_fresh(url)
 
 runs = state.runs_frame(url)  # runs without checkpoints too: a run in training has its curves and advice
 if runs.empty:

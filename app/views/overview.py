@@ -17,6 +17,7 @@ st.title("Overview")
 st.caption(
     "Predicted vs measured decode throughput of speculative-decoding drafters, and the gaps between them."
 )
+advisory_panel.keep_fresh(url)
 
 counts = state.counts(url)
 by_severity = state.open_alert_counts(url)
