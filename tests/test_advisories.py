@@ -274,7 +274,9 @@ def test_dashboard_sees_what_another_writer_stored(monkeypatch, ttt3, tmp_path):
     # its curve past the first minutes: the advice no longer holds
     log = tmp_path / "train.log"
     log.write_text(ARGS + step_line(CURVE_MIN_STEPS) + step_line(CURVE_MIN_STEPS + 50))
-    Follower(ttt3, [str(log)]).poll()
+    follower = Follower(ttt3, [str(log)])
+    follower.poll()
+    follower.close()  # it keeps the log open across polls; closed here, not whenever the collector runs
     at.run()
     assert not at.exception
     assert any(unmd(i.value).startswith("**Advisory #1** (resolved, no longer holds)") for i in at.info)

@@ -87,7 +87,13 @@ if rows:
                 "against": r["source"],
                 "status": r["status"] + (" (muted)" if r["muted"] else ""),
                 "deployment": r["deployment"],
-                "diagnosis": r["code"] or "-",
+                # the leading diagnosis (what groups and mutes use) first, then the others
+                "diagnoses": ", ".join(
+                    [r["code"], *(d["code"] for d in r["diagnoses"] if d["code"] != r["code"])]
+                    if r["code"]
+                    else [d["code"] for d in r["diagnoses"]]
+                )
+                or "-",
             }
             for r in rows
         ]
@@ -245,13 +251,13 @@ with left:
         st.plotly_chart(waterfall_figure(alert), width="stretch", key=f"alerts_waterfall_{aid}")
     st.markdown("**Every prediction source** (analysis; the verdict is against the marked one)")
     st.dataframe(
-        alert["analysis"],
+        alert["analysis"].assign(gap=alert["analysis"]["gap"] * 100),  # percent points, as every gap shown
         hide_index=True,
         width="stretch",
         key=f"alerts_sources_{aid}",
         column_config={
             "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f"),
-            "gap": st.column_config.NumberColumn(format="percent"),
+            "gap": st.column_config.NumberColumn(format="%+.1f%%"),
             "verdict": st.column_config.CheckboxColumn("judges"),
         },
     )
