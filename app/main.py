@@ -11,6 +11,7 @@ pages = [
     st.Page(f"{VIEWS}/overview.py", title="Overview", icon=":material/dashboard:", default=True),
     st.Page(f"{VIEWS}/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:"),
     st.Page(f"{VIEWS}/checkpoints.py", title="Checkpoints", icon=":material/timeline:"),
+    st.Page(f"{VIEWS}/runs.py", title="Runs", icon=":material/folder_open:"),
     st.Page(f"{VIEWS}/upload.py", title="Upload", icon=":material/upload_file:"),
     st.Page(f"{VIEWS}/alerts.py", title="Alerts", icon=":material/notification_important:"),
     st.Page(f"{VIEWS}/whatif.py", title="What-if", icon=":material/tune:"),

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from specdash.config import resolve_db_url
 from specdash.db import alerts, checkpoint_queries, profiles, queries
 from specdash.db import leaderboard as leaderboard_queries
+from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
 from specdash.db.calibration import calibrate_all
 from specdash.db.checkpoint_queries import SpeculationSetting
@@ -148,6 +149,27 @@ def top_alerts(url: str, limit: int) -> list[dict]:
     return rows
 
 
+# --- Runs ------------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def runs_table(url: str, search: str, include_archived: bool) -> pd.DataFrame:
+    return _read(url, run_store.runs_table, search, include_archived)
+
+
+@st.cache_data(show_spinner=False)
+def run_removal(url: str, run_ids: tuple[int, ...]):
+    return _read(url, run_store.run_removal, list(run_ids))
+
+
+@st.cache_data(show_spinner=False)
+def ingested_files(url: str) -> pd.DataFrame:
+    return _read(url, run_store.ingested_files)
+
+
+@st.cache_data(show_spinner=False)
+def file_removal(url: str, file_id: int):
+    return _read(url, run_store.file_removal, file_id)
+
+
 # --- Leaderboard -----------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def leaderboard_choices(url: str) -> dict:
@@ -199,6 +221,11 @@ def runs_frame(url: str) -> pd.DataFrame:
 @st.cache_data(show_spinner=False)
 def deployments_frame(url: str) -> pd.DataFrame:
     return _read(url, queries.deployments_frame)
+
+
+@st.cache_data(show_spinner=False)
+def effective_profile(url: str, deployment_id: int) -> dict:
+    return _read(url, profiles.effective_profile, deployment_id)
 
 
 @st.cache_data(show_spinner=False)

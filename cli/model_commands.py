@@ -112,6 +112,11 @@ def _cell(key: str, value) -> str:
     return f"{value:.2f}"
 
 
+def _free_name(report, name: str) -> str:
+    drafter = name.removeprefix("draft_step_ms:")
+    return name if drafter == name else f"draft_step_ms[{report.drafter_names.get(drafter, drafter)}]"
+
+
 def _report_lines(report) -> list[str]:
     p, fit = report.params, report.fit
     excluded = ", ".join(f"{reason}: {n}" for reason, n in sorted(report.exclusions.items()))
@@ -121,10 +126,14 @@ def _report_lines(report) -> list[str]:
         f"  draft_step_ms {p.draft_step_ms:.3f}  draft_branch_ms {p.draft_branch_ms:.3f}  "
         f"round_overhead_ms {p.round_overhead_ms:.3f}  verify_growth {p.verify_growth:.4f}  "
         f"acc_to_acceptance {p.acc_to_acceptance:.3f}",
-        f"  free: {', '.join(fit.free)}",
+        *(["  draft_step_ms by drafter: " + ", ".join(f"{name} {ms:.3f}" for name, ms in
+                                                       sorted(report.draft_step_ms_by_name().items()))]
+          if len(p.draft_step_ms_by_drafter) > 1 else []),
+        f"  free: {', '.join(_free_name(report, name) for name in fit.free)}",
         f"  |predicted - measured| / measured tok/s: median {fit.median_abs_rel_error:.1%}, "
         f"p90 {fit.p90_abs_rel_error:.1%}; {fit.cross_validation}: median "
-        f"{fit.loo_median_abs_rel_error:.1%}, p90 {fit.loo_p90_abs_rel_error:.1%}",
+        f"{fit.loo_median_abs_rel_error:.1%}, p90 {fit.loo_p90_abs_rel_error:.1%}; "
+        f"error band {report.error_band:.1%}",
     ]
     return lines
 
@@ -137,7 +146,8 @@ def _report_json(report) -> dict:
         "n_benchmarks": report.n_benchmarks,
         "excluded": report.excluded,
         "exclusions": report.exclusions,
-        "params": vars(report.params),
+        "params": {**vars(report.params), "draft_step_ms_by_drafter": report.draft_step_ms_by_name()},
+        "error_band": report.error_band,
         "free": list(fit.free),
         "median_abs_rel_error": fit.median_abs_rel_error,
         "p90_abs_rel_error": fit.p90_abs_rel_error,

@@ -4,8 +4,15 @@ Works on plain observations (one per benchmark); the store builds them. The mode
 section 3 with one verify growth b for compute and collectives alike (throughput alone cannot tell them
 apart: both multiply T_base (N - 1)) and a tree term for drafting with topk > 1:
 
-    T_round = T_base (1 + b (N - 1)) + K (t_draft_step + t_branch (topk - 1)) + t_round_overhead
+    T_round = T_base (1 + b g (N - 1)) + K (t_draft_step[drafter] + t_branch (topk - 1)) + t_round_overhead
     tau     = measured accept length, or the chain of the training rates scaled by acc_to_acceptance
+
+Deployment-level costs (b, t_over, t_branch) are shared by every drafter benchmarked on the deployment; the
+draft step cost is one per drafter, pulled toward that drafter's prior (its family's published cost) with a
+strength that a handful of benchmarks outweighs, so a drafter with few points never gets a wild value.
+g is each observation's verify-growth shape from the target's architecture at its load and setting
+(costmodel/priors.py, 1 when unknown): b is the growth per extra token where g = 1, and g carries the fit to
+other loads.
 """
 
 from collections.abc import Sequence
@@ -24,6 +31,15 @@ LOSS_SCALE = 0.05
 # A weak pull toward the starting (theory) values: it settles what the benchmarks cannot separate (with
 # chain settings only, K draft steps and K extra verified tokens always come together).
 PRIOR_WEIGHT = 0.005
+# The pull of each drafter's draft cost toward its prior: a 0.1-baseline-step departure weighs like one
+# benchmark 5 % off, so one drafter's few benchmarks move it only as far as they agree.
+DRAFTER_PRIOR_WEIGHT = 0.05
+# Each dataset's rounds may run a few % off the rest (its one measured baseline is noisy, its contexts
+# longer): a factor per dataset with at least DATASET_MIN_OBSERVATIONS benchmarks, pulled toward 1 as hard
+# as a drafter's cost is toward its prior. A dataset never benchmarked on the deployment gets 1.
+DATASET_PRIOR_WEIGHT = 0.05
+DATASET_MIN_OBSERVATIONS = 3
+DATASET_SCALE_BOUNDS = (0.5, 2.0)
 MIN_OBSERVATIONS = 4
 # Above this many benchmarks, leave-one-out (one refit per benchmark) gives way to k-fold.
 LOO_MAX_OBSERVATIONS = 300
@@ -47,6 +63,9 @@ class CalibrationObservation:
     measured_accept_length: float | None = None
     training_rates: tuple[float, ...] | None = None  # conditional acc_i of the drafter, when known
     label: str = ""
+    drafter: str = ""  # which drafter (run) was benchmarked; each gets its own draft step cost
+    growth_shape: float = 1.0  # g: the architecture's verify growth at this load and setting, relative
+    dataset: str = ""
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.topk < 1 or self.draft_tokens < 2:
@@ -64,6 +83,13 @@ class FittedParams:
     round_overhead_ms: float = 0.0
     verify_growth: float = 0.0
     acc_to_acceptance: float = 1.0
+    # drafter -> its own draft step ms; drafters not in it (and predictions for new ones) use draft_step_ms
+    draft_step_ms_by_drafter: tuple[tuple[str, float], ...] = ()
+    # dataset -> factor on its whole round (1 for datasets not in it)
+    round_scale_by_dataset: tuple[tuple[str, float], ...] = ()
+
+    def draft_step_for(self, drafter: str) -> float:
+        return dict(self.draft_step_ms_by_drafter).get(drafter, self.draft_step_ms)
 
     def cost_params(self, baseline_tps: float, comm_fraction: float = 0.0) -> CostParams:
         return CostParams(
@@ -77,7 +103,10 @@ class FittedParams:
         )
 
 
-PARAM_NAMES = tuple(f.name for f in fields(FittedParams))
+PARAM_NAMES = tuple(f.name for f in fields(FittedParams)
+                    if f.name not in ("draft_step_ms_by_drafter", "round_scale_by_dataset"))
+DRAFTER_PREFIX = "draft_step_ms:"
+DATASET_PREFIX = "round_scale:"
 
 
 def abs_error_quantiles(errors: Sequence[float]) -> tuple[float, float]:
@@ -123,6 +152,10 @@ class _Arrays:
         self.steps = np.array([o.steps for o in obs], dtype=float)
         self.branches = np.array([o.topk - 1 for o in obs], dtype=float)
         self.extra_verified = np.array([o.draft_tokens - 1 for o in obs], dtype=float)
+        self.shape = np.array([o.growth_shape for o in obs], dtype=float)
+        self.drafter_names = sorted({o.drafter for o in obs})
+        self.drafter_index = np.array([self.drafter_names.index(o.drafter) for o in obs], dtype=int)
+        self.datasets = np.array([o.dataset for o in obs], dtype=object)
         self.measured_tps = np.array([o.measured_tps for o in obs], dtype=float)
         self.base_step_ms = np.array([1000.0 / o.baseline_tps for o in obs], dtype=float)
         self.measured_tau = np.array([o.measured_accept_length or np.nan for o in obs], dtype=float)
@@ -143,16 +176,31 @@ class _Arrays:
         for name, value in vars(self).items():
             sub.__dict__[name] = value[keep] if isinstance(value, np.ndarray) else value
         sub.n = int(np.count_nonzero(keep))
+        # drafters left without benchmarks drop out of the fit (their prior alone would set them)
+        present = sorted({self.drafter_names[i] for i in sub.drafter_index})
+        sub.drafter_index = np.array([present.index(self.drafter_names[i]) for i in sub.drafter_index], dtype=int)
+        sub.drafter_names = present
         return sub
+
+    def draft_steps(self, p: FittedParams) -> np.ndarray:
+        per = np.array([p.draft_step_for(name) for name in self.drafter_names], dtype=float)
+        return per[self.drafter_index] if self.n else np.zeros(0)
 
     def predicted_tau(self, acc_to_acceptance: float) -> np.ndarray:
         accepted = 1.0 - (1.0 - np.minimum(1.0, self.rates * acc_to_acceptance)) ** self.width
         return 1.0 + (np.cumprod(accepted, axis=1) * self.in_depth).sum(axis=1)
 
+    def dataset_scales(self, p: FittedParams) -> np.ndarray | float:
+        if not p.round_scale_by_dataset:
+            return 1.0
+        scales = dict(p.round_scale_by_dataset)
+        return np.array([scales.get(d, 1.0) for d in self.datasets], dtype=float)
+
     def round_ms(self, p: FittedParams) -> np.ndarray:
-        return (self.base_step_ms * (1.0 + p.verify_growth * self.extra_verified)
-                + self.steps * (p.draft_step_ms + p.draft_branch_ms * self.branches)
-                + p.round_overhead_ms)
+        return self.dataset_scales(p) * (
+            self.base_step_ms * (1.0 + p.verify_growth * self.shape * self.extra_verified)
+            + self.steps * (self.draft_steps(p) + p.draft_branch_ms * self.branches)
+            + p.round_overhead_ms)
 
     def predicted_tps(self, p: FittedParams) -> np.ndarray:
         """What a prediction would say: tau from training rates when known, else the measured tau."""
@@ -169,13 +217,51 @@ class _Arrays:
         return np.concatenate([tps_error, tau_rates[both] / self.measured_tau[both] - 1.0])
 
 
+def _drafter_param(arrays: _Arrays, name: str) -> str:
+    """A drafter's draft-cost parameter: plain `draft_step_ms` when the benchmarks name no drafters."""
+    return "draft_step_ms" if len(arrays.drafter_names) == 1 else DRAFTER_PREFIX + name
+
+
 def _free_parameters(arrays: _Arrays) -> tuple[str, ...]:
-    free = ["draft_step_ms", "round_overhead_ms", "verify_growth"]
+    free = [_drafter_param(arrays, name) for name in arrays.drafter_names]
     if arrays.branches.any():
-        free.insert(1, "draft_branch_ms")
+        free.append("draft_branch_ms")
+    free += ["round_overhead_ms", "verify_growth"]
     if arrays.has_rates.any():
         free.append("acc_to_acceptance")
+    names, counts = np.unique(arrays.datasets.astype(str), return_counts=True)
+    if len(names) > 1:
+        free += [DATASET_PREFIX + n for n, c in zip(names, counts, strict=True) if c >= DATASET_MIN_OBSERVATIONS]
     return tuple(free)
+
+
+def _value(p: FittedParams, name: str) -> float:
+    if name.startswith(DRAFTER_PREFIX):
+        return p.draft_step_for(name[len(DRAFTER_PREFIX):])
+    if name.startswith(DATASET_PREFIX):
+        return dict(p.round_scale_by_dataset).get(name[len(DATASET_PREFIX):], 1.0)
+    return getattr(p, name)
+
+
+def _assemble(prior: FittedParams, values: dict[str, float]) -> FittedParams:
+    """FittedParams from fitted values; drafters fitted get their own draft cost (the others keep their
+    prior's), and the shared draft_step_ms, used for drafters never benchmarked here, is their median."""
+    drafters = dict(prior.draft_step_ms_by_drafter)
+    scales = dict(prior.round_scale_by_dataset)
+    plain = {}
+    for name, value in values.items():
+        if name.startswith(DRAFTER_PREFIX):
+            drafters[name[len(DRAFTER_PREFIX):]] = value
+        elif name.startswith(DATASET_PREFIX):
+            scales[name[len(DATASET_PREFIX):]] = value
+        else:
+            plain[name] = value
+    fitted = [v for n, v in values.items() if n.startswith(DRAFTER_PREFIX)]
+    if fitted and "draft_step_ms" not in plain:
+        plain["draft_step_ms"] = float(np.median(fitted))
+    base = {n: getattr(prior, n) for n in PARAM_NAMES} | plain
+    return FittedParams(**base, draft_step_ms_by_drafter=tuple(sorted(drafters.items())),
+                        round_scale_by_dataset=tuple(sorted(scales.items())))
 
 
 def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: FittedParams) -> FittedParams:
@@ -186,20 +272,31 @@ def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: Fit
     # natural size of each parameter, for the prior's pull and the solver's steps
     scale = {"draft_step_ms": 0.1 * base_ms, "draft_branch_ms": 0.1 * base_ms,
              "round_overhead_ms": 0.1 * base_ms, "verify_growth": 0.1, "acc_to_acceptance": 0.1}
-    lower = np.array([ACC_FACTOR_BOUNDS[0] if n == "acc_to_acceptance" else 0.0 for n in free])
-    upper = np.array([ACC_FACTOR_BOUNDS[1] if n == "acc_to_acceptance" else np.inf for n in free])
-    prior_x = np.array([getattr(prior, n) for n in free])
-    x_scale = np.array([scale[n] for n in free])
-    fixed = {n: getattr(prior, n) for n in PARAM_NAMES if n not in free}
+
+    scale["round_scale"] = 0.1
+
+    def kind(name: str) -> str:
+        if name.startswith(DRAFTER_PREFIX):
+            return "draft_step_ms"
+        return "round_scale" if name.startswith(DATASET_PREFIX) else name
+
+    bounds = {"acc_to_acceptance": ACC_FACTOR_BOUNDS, "round_scale": DATASET_SCALE_BOUNDS}
+    lower = np.array([bounds.get(kind(n), (0.0, np.inf))[0] for n in free])
+    upper = np.array([bounds.get(kind(n), (0.0, np.inf))[1] for n in free])
+    prior_x = np.array([_value(prior, n) for n in free])
+    x_scale = np.array([scale[kind(n)] for n in free])
+    weight = np.array([DATASET_PRIOR_WEIGHT if kind(n) == "round_scale"
+                       else DRAFTER_PRIOR_WEIGHT if kind(n) == "draft_step_ms" and n != "draft_step_ms"
+                       else PRIOR_WEIGHT for n in free])
 
     def params(x: np.ndarray) -> FittedParams:
-        return FittedParams(**fixed, **dict(zip(free, (float(v) for v in x), strict=True)))
+        return _assemble(prior, dict(zip(free, (float(v) for v in x), strict=True)))
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([arrays.residuals(params(x)), PRIOR_WEIGHT * (x - prior_x) / x_scale])
+        return np.concatenate([arrays.residuals(params(x)), weight * (x - prior_x) / x_scale])
 
     # the solver stalls on a starting point at a bound: start just inside
-    x0 = np.clip([getattr(start, n) for n in free], lower + 0.01 * x_scale, upper - 0.01 * x_scale)
+    x0 = np.clip([_value(start, n) for n in free], lower + 0.01 * x_scale, upper - 0.01 * x_scale)
     result = least_squares(residuals, x0, bounds=(lower, upper), loss=LOSS, f_scale=LOSS_SCALE,
                            x_scale=x_scale)
     return params(result.x)
@@ -211,11 +308,12 @@ def _linear_start(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...]) -
     from scipy.optimize import nnls
 
     columns = {
-        "verify_growth": arrays.base_step_ms * arrays.extra_verified,
-        "draft_step_ms": arrays.steps,
+        "verify_growth": arrays.base_step_ms * arrays.shape * arrays.extra_verified,
         "draft_branch_ms": arrays.steps * arrays.branches,
         "round_overhead_ms": np.ones(arrays.n),
     }
+    for index, name in enumerate(arrays.drafter_names):
+        columns[_drafter_param(arrays, name)] = np.where(arrays.drafter_index == index, arrays.steps, 0.0)
     names = [n for n in free if n in columns]
     known = arrays.has_tau
     if np.count_nonzero(known) < len(names):
@@ -223,9 +321,7 @@ def _linear_start(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...]) -
     design = np.column_stack([columns[n][known] for n in names])
     target = 1000.0 * arrays.measured_tau[known] / arrays.measured_tps[known] - arrays.base_step_ms[known]
     solution, _ = nnls(design, target)
-    values = {n: getattr(prior, n) for n in PARAM_NAMES}
-    values.update(zip(names, (float(v) for v in solution), strict=True))
-    return FittedParams(**values)
+    return _assemble(prior, dict(zip(names, (float(v) for v in solution), strict=True)))
 
 
 def fit_calibration(
@@ -237,10 +333,12 @@ def fit_calibration(
     prior = prior or FittedParams()
     arrays = _Arrays(observations)
     free = _free_parameters(arrays)
-    if arrays.n < max(MIN_OBSERVATIONS, len(free) + 1):
+    # the datasets' factors are pulled to 1 and need no benchmarks of their own beyond the minimum
+    core = [n for n in free if not n.startswith(DATASET_PREFIX)]
+    if arrays.n < max(MIN_OBSERVATIONS, len(core) + 1):
         raise NotEnoughObservations(
-            f"{arrays.n} benchmark(s) for {len(free)} free parameter(s); need at least "
-            f"{max(MIN_OBSERVATIONS, len(free) + 1)}"
+            f"{arrays.n} benchmark(s) for {len(core)} free parameter(s); need at least "
+            f"{max(MIN_OBSERVATIONS, len(core) + 1)}"
         )
     params = _fit(arrays, prior, free, _linear_start(arrays, prior, free))
     errors = arrays.predicted_tps(params) / arrays.measured_tps - 1.0

@@ -11,9 +11,9 @@ import math
 from collections.abc import Sequence
 
 BAND_COVERAGE = 0.9
-# The round-time priors against published measurements (bench/published_corpus.py): 90 % of the
+# The round-time priors against published measurements (bench/costmodel_accuracy.py): 90 % of the
 # uncalibrated |measured / predicted - 1| lie within this, accept length measured.
-PRIOR_ROUND_BAND = 0.22
+PRIOR_ROUND_BAND = 0.12
 # Training accuracy -> serving acceptance adds its own spread (accept length predicted from acc_i):
 # published drafters serve at 0.85-1.05x their training accept length (EAGLE-3 paper, SpecForge docs).
 PRIOR_ACCEPTANCE_BAND = 0.12

@@ -22,7 +22,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.parameters import cost_params, ensure_theory_set, load_baselines
+from specdash.db.parameters import cost_params, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.settings import get_setting, set_setting
 
 ADVISOR = "specdash"  # who the history names when the advice itself changes
@@ -202,7 +202,9 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
             scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
             for concurrency, baseline_tps in loads:
                 advice = advise_depth(
-                    cost_params(pset, baseline_tps), scaled, run.ttt_length, min_gain=min_gain
+                    # the profile's costs, the priors for what it leaves unstated, at this load
+                    cost_params(pset, baseline_tps, deployment_facts(deployment), concurrency=concurrency),
+                    scaled, run.ttt_length, min_gain=min_gain
                 )
                 label = (
                     deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"

@@ -1,6 +1,7 @@
 """Store-side calibration: a deployment's trusted benchmarks become observations, the cost model fits
 them, and the result is saved as a new calibrated parameter set (never an overwrite)."""
 
+import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -19,9 +20,23 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel import calibration as fitting
+from specdash.costmodel.priors import (
+    DEFAULT_FAMILY,
+    GROWTH_REFERENCE,
+    DeploymentFacts,
+    drafter_family,
+    growth_shape,
+)
 from specdash.costmodel.uncertainty import error_band
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, PositionAcceptance, Run
-from specdash.db.parameters import Baselines, fitted_params, load_baselines, next_version
+from specdash.db.parameters import (
+    Baselines,
+    cost_params,
+    deployment_facts,
+    fitted_params,
+    load_baselines,
+    next_version,
+)
 from specdash.db.refresh import benchmark_steps
 
 
@@ -35,6 +50,14 @@ class CalibrationReport:
     baseline_tps: float | None  # the profile's; predictions use the measured baseline when there is one
     benchmark_ids: tuple[int, ...]
     exclusions: dict[str, int] = field(default_factory=dict)  # reason -> benchmarks left out
+    drafter_names: dict[str, str] = field(default_factory=dict)  # drafter key (run id) -> run name
+
+    def draft_step_ms_by_name(self) -> dict[str, float]:
+        return {self.drafter_names.get(k, k): v for k, v in self.params.draft_step_ms_by_drafter}
+
+    @property
+    def error_band(self) -> float:
+        return error_band(self.fit.cv_errors)
 
     @property
     def params(self) -> FittedParams:
@@ -78,6 +101,9 @@ class _Screened:
     observations: list[CalibrationObservation] = field(default_factory=list)
     benchmark_ids: list[int] = field(default_factory=list)
     exclusions: Counter = field(default_factory=Counter)
+    families: dict[str, str] = field(default_factory=dict)  # drafter (run id) -> drafter family
+    names: dict[str, str] = field(default_factory=dict)  # drafter (run id) -> run name
+    concurrencies: list[int] = field(default_factory=list)
 
 
 def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None:
@@ -92,13 +118,34 @@ def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None
 def _profile_as_set(deployment: Deployment) -> ParameterSet:
     """The deployment's profile as an unsaved theory set (before refresh has created one)."""
     return ParameterSet(
-        comm_fraction=deployment.comm_fraction or 0.0,
-        draft_step_ms=deployment.draft_step_ms or 0.0,
-        round_overhead_ms=deployment.round_overhead_ms or 0.0,
-        verify_growth_compute=deployment.verify_growth_compute or 0.0,
-        verify_growth_comm=deployment.verify_growth_comm or 0.0,
+        comm_fraction=deployment.comm_fraction,
+        draft_step_ms=deployment.draft_step_ms,
+        round_overhead_ms=deployment.round_overhead_ms,
+        verify_growth_compute=deployment.verify_growth_compute,
+        verify_growth_comm=deployment.verify_growth_comm,
         draft_branch_ms=0.0,
         acc_to_acceptance=1.0,
+    )
+
+
+def _prior(pset: ParameterSet, facts: DeploymentFacts, screened: _Screened) -> FittedParams:
+    """Where the fit starts and what it is pulled toward: the profile's stated costs, the published priors
+    for the rest (at the median load and baseline of the benchmarks), a draft cost per drafter by family."""
+    if not screened.observations:
+        return fitted_params(pset)
+    base_tps = float(statistics.median(o.baseline_tps for o in screened.observations))
+    concurrency = int(statistics.median(screened.concurrencies))
+    per_drafter = {}
+    for drafter, family in screened.families.items():
+        per_drafter[drafter] = cost_params(pset, base_tps, facts, family, concurrency).draft_step_ms
+    shared = cost_params(pset, base_tps, facts, DEFAULT_FAMILY, *GROWTH_REFERENCE)
+    return FittedParams(
+        draft_step_ms=float(statistics.median(per_drafter.values())),
+        draft_branch_ms=pset.draft_branch_ms or 0.0,
+        round_overhead_ms=cost_params(pset, base_tps, facts, DEFAULT_FAMILY, concurrency).round_overhead_ms,
+        verify_growth=shared.verify_growth,
+        acc_to_acceptance=pset.acc_to_acceptance or 1.0,
+        draft_step_ms_by_drafter=tuple(sorted(per_drafter.items())),
     )
 
 
@@ -115,7 +162,8 @@ def _rates_by_checkpoint(session: Session, checkpoint_ids: set[int]) -> dict[int
 
 
 def _screen(
-    session: Session, deployment: Deployment, baselines: Baselines, profile_baseline: float | None
+    session: Session, deployment: Deployment, baselines: Baselines, profile_baseline: float | None,
+    facts: DeploymentFacts,
 ) -> _Screened:
     """Trusted benchmarks as observations; the rest counted by why they were left out."""
     # plain columns, not ORM objects: a deployment may hold tens of thousands of benchmarks
@@ -124,7 +172,7 @@ def _screen(
                Benchmark.topk, Benchmark.num_draft_tokens, Benchmark.concurrency, Benchmark.dataset,
                Benchmark.decode_tps, Benchmark.accept_length, Benchmark.draft_hidden_size,
                Benchmark.superseded_by_id, Run.speculative_algorithm.label("drafter_algorithm"),
-               Run.hidden_size.label("drafter_hidden_size"))
+               Run.hidden_size.label("drafter_hidden_size"), Run.id.label("run_id"), Run.name.label("run_name"))
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .outerjoin(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.deployment_id == deployment.id, Benchmark.speculative_algorithm.is_not(None))
@@ -142,7 +190,10 @@ def _screen(
             draft_hidden_size=bench.draft_hidden_size,
             drafter_hidden_size=bench.drafter_hidden_size,
         ))
-        baseline = baselines.lookup(deployment.id, bench.concurrency, bench.dataset) or profile_baseline
+        baseline = (baselines.lookup(deployment.id, bench.concurrency, bench.dataset)
+                    # interpolated between measured loads, never extrapolated: a fit rests on measurements
+                    or baselines.at_load(deployment.id, bench.concurrency, bench.dataset, facts, extrapolate=False)
+                    or profile_baseline)
         trained = rates.get(bench.checkpoint_id) if bench.checkpoint_id else None
         # rates past the trained depth are extrapolated: they would bias the acc-to-acceptance factor
         if trained and steps and min(steps, verified_tokens(steps, topk, bench.num_draft_tokens) - 1) > len(trained):
@@ -158,17 +209,25 @@ def _screen(
         elif not bench.accept_length and not trained:
             out.exclusions["no accept length"] += 1
         else:
+            draft_tokens = verified_tokens(steps, topk, bench.num_draft_tokens)
+            drafter = str(bench.run_id or "")
+            out.families[drafter] = drafter_family(bench.drafter_algorithm, bench.speculative_algorithm)
+            out.names[drafter] = bench.run_name or drafter
             out.observations.append(CalibrationObservation(
                 steps=steps,
                 topk=topk,
-                draft_tokens=verified_tokens(steps, topk, bench.num_draft_tokens),
+                draft_tokens=draft_tokens,
                 measured_tps=bench.decode_tps,
                 baseline_tps=baseline,
                 measured_accept_length=bench.accept_length or None,
                 training_rates=trained,
                 label=f"benchmark {bench.id}",
+                drafter=drafter,
+                growth_shape=growth_shape(facts, bench.concurrency, draft_tokens),
+                dataset=bench.dataset or "",
             ))
             out.benchmark_ids.append(bench.id)
+            out.concurrencies.append(bench.concurrency)
     return out
 
 
@@ -185,8 +244,9 @@ def calibrate_all(
     for deployment in session.scalars(query):
         theory = _theory_set(session, deployment)
         profile_baseline = theory.baseline_tps if theory else deployment.baseline_tps
-        screened = _screen(session, deployment, baselines, profile_baseline)
-        prior = fitted_params(theory or _profile_as_set(deployment))
+        facts = deployment_facts(deployment)
+        screened = _screen(session, deployment, baselines, profile_baseline, facts)
+        prior = _prior(theory or _profile_as_set(deployment), facts, screened)
         try:
             fit = fit_calibration(screened.observations, prior)
         except NotEnoughObservations as exc:
@@ -198,10 +258,11 @@ def calibrate_all(
             deployment_name=deployment.name,
             fit=fit,
             base_parameter_set_id=theory.id if theory else None,
-            comm_fraction=theory.comm_fraction if theory else deployment.comm_fraction or 0.0,
+            comm_fraction=cost_params(theory or _profile_as_set(deployment), 100.0, facts).comm_fraction,
             baseline_tps=profile_baseline,
             benchmark_ids=tuple(screened.benchmark_ids),
             exclusions=dict(screened.exclusions),
+            drafter_names=dict(screened.names),
         ))
     return reports, skipped
 
@@ -225,6 +286,11 @@ def fit_summary(report: CalibrationReport) -> dict:
         "loo_p90_abs_rel_error": fit.loo_p90_abs_rel_error,
         "cross_validation": fit.cross_validation,
         "error_band": error_band(fit.cv_errors),
+        # each drafter's own draft step ms (run id -> ms); the verify growth is stated at bs 1 / 4 tokens and
+        # carried to other loads and settings by the target architecture's shape
+        "draft_step_ms_by_drafter": dict(fit.params.draft_step_ms_by_drafter),
+        "growth_shape": "architecture",
+        "round_scale_by_dataset": dict(fit.params.round_scale_by_dataset),
         "loss": fitting.LOSS,
         "loss_scale": fitting.LOSS_SCALE,
         "prior_weight": fitting.PRIOR_WEIGHT,

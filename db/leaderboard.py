@@ -96,7 +96,11 @@ def _benchmarks(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(Benchmark.speculative_algorithm.is_not(None), Benchmark.superseded_by_id.is_(None))
+        .where(
+            Benchmark.speculative_algorithm.is_not(None),
+            Benchmark.superseded_by_id.is_(None),
+            Run.archived_at.is_(None),  # archived runs compete no more
+        )
     )
     if flt.deployment_id is not None:
         query = query.where(Benchmark.deployment_id == flt.deployment_id)

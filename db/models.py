@@ -60,11 +60,17 @@ class Deployment(Base):
     target_hidden_size: Mapped[int | None]
     # Cost profile (DESIGN.md section 3); the no-speculation benchmark overrides baseline_tps when present.
     baseline_tps: Mapped[float | None] = mapped_column(Float)
-    comm_fraction: Mapped[float] = mapped_column(Float, default=0.0)
-    draft_step_ms: Mapped[float] = mapped_column(Float, default=0.0)
-    round_overhead_ms: Mapped[float] = mapped_column(Float, default=0.0)
-    verify_growth_compute: Mapped[float] = mapped_column(Float, default=0.0)
-    verify_growth_comm: Mapped[float] = mapped_column(Float, default=0.0)
+    # None: not stated, the published prior applies (costmodel/priors.py)
+    comm_fraction: Mapped[float | None] = mapped_column(Float)
+    draft_step_ms: Mapped[float | None] = mapped_column(Float)
+    round_overhead_ms: Mapped[float | None] = mapped_column(Float)
+    verify_growth_compute: Mapped[float | None] = mapped_column(Float)
+    verify_growth_comm: Mapped[float | None] = mapped_column(Float)
+    # The target's architecture (config.json and model card); None: looked up by target_model's name
+    target_num_experts: Mapped[int | None]
+    target_experts_per_token: Mapped[int | None]
+    target_active_params_b: Mapped[float | None] = mapped_column(Float)
+    target_total_params_b: Mapped[float | None] = mapped_column(Float)
     gap_threshold: Mapped[float | None] = mapped_column(Float)  # None: the global setting
     notes: Mapped[str | None] = mapped_column(Text)
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -84,11 +90,12 @@ class ParameterSet(Base):
     version: Mapped[int]
     source: Mapped[str] = mapped_column(String(40))  # theory | calibrated
     baseline_tps: Mapped[float | None] = mapped_column(Float)
-    comm_fraction: Mapped[float] = mapped_column(Float)
-    draft_step_ms: Mapped[float] = mapped_column(Float)
-    round_overhead_ms: Mapped[float] = mapped_column(Float)
-    verify_growth_compute: Mapped[float] = mapped_column(Float)
-    verify_growth_comm: Mapped[float] = mapped_column(Float)
+    # None: the prior at each prediction's load and setting (a theory set of a profile that states none)
+    comm_fraction: Mapped[float | None] = mapped_column(Float)
+    draft_step_ms: Mapped[float | None] = mapped_column(Float)
+    round_overhead_ms: Mapped[float | None] = mapped_column(Float)
+    verify_growth_compute: Mapped[float | None] = mapped_column(Float)
+    verify_growth_comm: Mapped[float | None] = mapped_column(Float)
     # extra drafting ms per step for each candidate beyond the first (topk > 1); calibrated, 0 in theory
     draft_branch_ms: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     acc_to_acceptance: Mapped[float] = mapped_column(Float, default=1.0)
@@ -120,6 +127,8 @@ class Run(Base):
     notes: Mapped[str | None] = mapped_column(Text)
     is_demo: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    tags: Mapped[list[Any] | None]  # labels set on the dashboard ("baseline", "ttt-sweep", ...)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime)  # hidden from pickers, kept
 
     checkpoints: Mapped[list["Checkpoint"]] = relationship(back_populates="run")
 

@@ -10,6 +10,15 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import CostParams
+from specdash.costmodel.load import baseline_at_load
+from specdash.costmodel.priors import (
+    DEFAULT_FAMILY,
+    DeploymentFacts,
+    TargetArchitecture,
+    architecture_for,
+    growth_shape,
+    resolve_costs,
+)
 from specdash.db.models import Benchmark, Deployment, ParameterSet
 
 if TYPE_CHECKING:
@@ -63,16 +72,54 @@ def ensure_theory_set(session: Session, deployment: Deployment) -> ParameterSet:
     return pset
 
 
-def cost_params(pset: ParameterSet, baseline_tps: float) -> CostParams:
-    return CostParams(
-        baseline_tps=baseline_tps,
-        comm_fraction=pset.comm_fraction,
-        draft_step_ms=pset.draft_step_ms,
-        round_overhead_ms=pset.round_overhead_ms,
-        verify_growth_compute=pset.verify_growth_compute,
-        verify_growth_comm=pset.verify_growth_comm,
-        draft_branch_ms=pset.draft_branch_ms or 0.0,
-    )
+def deployment_facts(deployment) -> DeploymentFacts:
+    """What the priors know of a deployment (a Deployment or a row with its columns): GPU, TP size,
+    interconnect, and the target's architecture as stated, else looked up by the target model's name."""
+    experts = getattr(deployment, "target_num_experts", None)
+    active = getattr(deployment, "target_active_params_b", None)
+    if experts or active:
+        architecture = TargetArchitecture(getattr(deployment, "target_total_params_b", None), active, experts,
+                                          getattr(deployment, "target_experts_per_token", None))
+    else:
+        architecture = architecture_for(deployment.target_model)
+    return DeploymentFacts(deployment.gpu, deployment.tp_size, deployment.interconnect, architecture)
+
+
+def cost_params(
+    pset: ParameterSet,
+    baseline_tps: float,
+    facts: DeploymentFacts | None = None,
+    family: str = DEFAULT_FAMILY,
+    concurrency: int = 1,
+    draft_tokens: int = 4,
+    drafter: str | None = None,
+    dataset: str | None = None,
+) -> CostParams:
+    """The set's costs for one drafter (of `family`) at one load and setting: stated values, the priors for
+    the ones it leaves unstated; a calibrated set's own draft cost for the drafter when it fitted one, its
+    verify growth carried from the reference load by the architecture's shape, and its factor on the
+    dataset's rounds when it fitted one."""
+    facts = facts or DeploymentFacts()
+    stated = {name: getattr(pset, name) for name in PROFILE_FIELDS[1:]}
+    stated["draft_branch_ms"] = pset.draft_branch_ms or 0.0
+    fit = pset.fit or {}
+    if drafter is not None and str(drafter) in (fit.get("draft_step_ms_by_drafter") or {}):
+        stated["draft_step_ms"] = fit["draft_step_ms_by_drafter"][str(drafter)]
+    if fit.get("growth_shape") == "architecture" and pset.verify_growth_compute is not None:
+        shape = growth_shape(facts, concurrency, draft_tokens)
+        stated["verify_growth_compute"] = pset.verify_growth_compute * shape
+        stated["verify_growth_comm"] = (pset.verify_growth_comm or 0.0) * shape
+    params = resolve_costs(stated, facts, baseline_tps, family, concurrency, draft_tokens)
+    scale = (fit.get("round_scale_by_dataset") or {}).get(dataset or "")
+    if scale and scale != 1.0:
+        # the fit's factor on this dataset's whole round: every part of it scales
+        params = CostParams(baseline_tps=params.baseline_tps / scale, comm_fraction=params.comm_fraction,
+                            draft_step_ms=params.draft_step_ms * scale,
+                            round_overhead_ms=params.round_overhead_ms * scale,
+                            verify_growth_compute=params.verify_growth_compute,
+                            verify_growth_comm=params.verify_growth_comm,
+                            draft_branch_ms=params.draft_branch_ms * scale)
+    return params
 
 
 def fitted_params(pset: ParameterSet) -> "FittedParams":
@@ -80,10 +127,11 @@ def fitted_params(pset: ParameterSet) -> "FittedParams":
     from specdash.costmodel.calibration import FittedParams
 
     return FittedParams(
-        draft_step_ms=pset.draft_step_ms,
+        draft_step_ms=pset.draft_step_ms or 0.0,
         draft_branch_ms=pset.draft_branch_ms or 0.0,
-        round_overhead_ms=pset.round_overhead_ms,
-        verify_growth=cost_params(pset, 1.0).verify_growth,
+        round_overhead_ms=pset.round_overhead_ms or 0.0,
+        verify_growth=(pset.verify_growth_compute or 0.0) * (1 - (pset.comm_fraction or 0.0))
+        + (pset.verify_growth_comm or 0.0) * (pset.comm_fraction or 0.0),
         acc_to_acceptance=pset.acc_to_acceptance,
     )
 
@@ -114,6 +162,23 @@ class Baselines:
     def lookup(self, deployment_id: int, concurrency: int, dataset: str | None) -> float | None:
         own = self.by_dataset.get((deployment_id, concurrency, dataset or ""))
         return own if own is not None else self.by_concurrency.get((deployment_id, concurrency))
+
+    def at_load(self, deployment_id: int, concurrency: int, dataset: str | None, facts: DeploymentFacts,
+                comm_fraction: float = 0.0, extrapolate: bool = True) -> float | None:
+        """The measured baseline at this load, else one interpolated between (or, with `extrapolate`,
+        extrapolated from) the deployment's measured load levels: the dataset's own levels first, then all
+        of the deployment's."""
+        measured = self.lookup(deployment_id, concurrency, dataset)
+        if measured is not None:
+            return measured
+        for levels in (
+            {c: tps for (d, c, ds), tps in self.by_dataset.items() if d == deployment_id and ds == (dataset or "")},
+            {c: tps for (d, c), tps in self.by_concurrency.items() if d == deployment_id},
+        ):
+            found = baseline_at_load(levels, concurrency, facts, comm_fraction)
+            if found is not None and (extrapolate or found.rule != "extrapolated"):
+                return found.baseline_tps
+        return None
 
 
 def load_baselines(session: Session, deployment_id: int | None = None) -> Baselines:

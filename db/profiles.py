@@ -6,10 +6,17 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.priors import DEFAULT_FAMILY
 from specdash.db.calibration import CalibrationReport, apply_calibration
 from specdash.db.models import Benchmark, Deployment, ParameterSet
 from specdash.db.parameters import PROFILE_FIELDS as COST_FIELDS
-from specdash.db.parameters import ensure_theory_set, next_version
+from specdash.db.parameters import (
+    cost_params,
+    deployment_facts,
+    ensure_theory_set,
+    load_baselines,
+    next_version,
+)
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.db.settings import set_gap_threshold
 from specdash.ingest.records import DeploymentRecord
@@ -298,3 +305,33 @@ def parameter_sets_frame(session: Session) -> pd.DataFrame:
         "created_at",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 4) -> dict:
+    """The costs the cost model uses for the deployment at batch 1 and `draft_tokens` verified tokens,
+    as the What-if starts from them: the active calibrated set when there is one, else the profile with the
+    published priors for every cost it does not state (`source` says which)."""
+    deployment = session.get(Deployment, deployment_id)
+    if deployment is None:
+        raise ProfileError(f"deployment: no deployment with id {deployment_id}")
+    sets = session.scalars(
+        select(ParameterSet).where(ParameterSet.deployment_id == deployment_id, ParameterSet.is_active.is_(True))
+    ).all()
+    calibrated = [s for s in sets if s.source == "calibrated"]
+    # the profile as it stands (an unsaved theory set: reading writes nothing)
+    pset = max(calibrated, key=lambda s: s.version) if calibrated else ParameterSet(
+        draft_branch_ms=0.0, acc_to_acceptance=1.0, **{name: getattr(deployment, name) for name in COST_FIELDS})
+    baseline = load_baselines(session, deployment_id).lookup(deployment_id, 1, None) or deployment.baseline_tps
+    baseline = baseline or 100.0
+    params = cost_params(pset, baseline, deployment_facts(deployment), DEFAULT_FAMILY, 1, draft_tokens)
+    stated = [name for name in COST_FIELDS[1:] if getattr(deployment, name) is not None]
+    return {
+        "baseline_tps": baseline,
+        "comm_fraction": params.comm_fraction,
+        "draft_step_ms": params.draft_step_ms,
+        "round_overhead_ms": params.round_overhead_ms,
+        "verify_growth_compute": params.verify_growth_compute,
+        "verify_growth_comm": params.verify_growth_comm,
+        "source": f"calibrated v{pset.version}" if calibrated else
+        ("profile" if len(stated) == len(COST_FIELDS) - 1 else "profile + published priors"),
+    }

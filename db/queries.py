@@ -228,7 +228,8 @@ def _frame(result) -> pd.DataFrame:
     return pd.DataFrame.from_records(result.all(), columns=list(result.keys()))
 
 
-def runs_frame(session: Session) -> pd.DataFrame:
+def runs_frame(session: Session, include_archived: bool = False) -> pd.DataFrame:
+    """Runs with their number of checkpoints; archived runs (Runs page) left out unless asked for."""
     checkpoints = (
         select(Checkpoint.run_id, func.count().label("checkpoints"))
         .group_by(Checkpoint.run_id)
@@ -248,6 +249,8 @@ def runs_frame(session: Session) -> pd.DataFrame:
         .outerjoin(checkpoints, checkpoints.c.run_id == Run.id)
         .order_by(Run.name)
     )
+    if not include_archived:
+        query = query.where(Run.archived_at.is_(None))
     return pd.DataFrame(session.execute(query).mappings().all())
 
 

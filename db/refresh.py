@@ -28,6 +28,7 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel.diagnoses import worst_severity
+from specdash.costmodel.priors import DeploymentFacts, drafter_family
 from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.models import (
     BUILTIN_SOURCES,
@@ -42,7 +43,14 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.parameters import Baselines, cost_params, ensure_theory_set, fit_error_band, load_baselines
+from specdash.db.parameters import (
+    Baselines,
+    cost_params,
+    deployment_facts,
+    ensure_theory_set,
+    fit_error_band,
+    load_baselines,
+)
 from specdash.db.settings import applicable_threshold, get_gap_threshold
 from specdash.db.verdicts import Candidate, acceptance_references, write_verdicts
 
@@ -163,6 +171,7 @@ class _Drafter:
     speculative_algorithm: str | None
     hidden_size: int | None
     ttt_length: int | None
+    run_id: int
     rates: tuple[float, ...]
 
 
@@ -178,7 +187,7 @@ def _drafters(session: Session, checkpoint_ids: list[int] | None) -> dict[int, _
         rates[checkpoint_id].append(rate)
     for checkpoint_id, *run in _select_in(
         session,
-        select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length)
+        select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length, Run.id)
         .join(Run, Checkpoint.run_id == Run.id),
         Checkpoint.id, checkpoint_ids,
     ):
@@ -234,11 +243,11 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     checkpoint_ids = None if everything else sorted({key.checkpoint_id for key in groups})
     drafters = _drafters(session, checkpoint_ids)
     now = utcnow()
-    # drafters without training metrics: their own other benchmarks say what accept length to expect
+    # drafters without training metrics: their own earlier benchmarks say what accept length to expect
     untrained = sorted(cid for cid in {key.checkpoint_id for key in groups} if not drafters[cid].rates)
     references = acceptance_references(session, untrained, benchmark_steps)
     if not everything and untrained:
-        # a new benchmark can become the reference of earlier ones of its drafter: judge them again
+        # a benchmark measured before stored ones (a backfill) changes their references: judge them again
         known = {b.id for b in benches}
         for bench in _select_in(session, select(*BENCHMARK_COLUMNS).where(
                 Benchmark.speculative_algorithm.is_not(None)), Benchmark.checkpoint_id, untrained):
@@ -247,16 +256,10 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                 groups[_prediction_key(bench, steps)].append(bench)
                 known.add(bench.id)
     psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
-    params_cache: dict[tuple[int, float], CostParams] = {}
 
-    def params_for(pset_id: int, baseline_tps: float) -> CostParams:
-        params = params_cache.get((pset_id, baseline_tps))
-        if params is None:
-            params = params_cache[(pset_id, baseline_tps)] = cost_params(psets[pset_id], baseline_tps)
-        return params
-
+    facts = {deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()}
     predictions = _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines,
-                                       now, summary, references, params_for)
+                                       now, summary, facts, references)
     bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
     # diagnoses are compared as the JSON text stored, not decoded row by row
     gap_columns = [type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
@@ -276,7 +279,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         threshold = applicable_threshold(deployment.gap_threshold, global_threshold)
         for bench in groups[key]:
             reference = references.get(bench.id)
-            for prediction_id, pred, result, source in preds:
+            for prediction_id, pred, result, source, params in preds:
                 measured_tau = bench.accept_length
                 tau_source, tau_text = pred.accept_length_source, ""
                 if result is None:  # external: only its tok/s and perhaps tau and round time are known
@@ -287,8 +290,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     if reference is not None:  # this benchmark's own reference (the prediction has its key's)
                         tau_source, tau_text = "history", reference.text
                         if reference.accept_length != result.accept_length:
-                            result = throughput(params_for(pred.parameter_set_id, pred.baseline_tps),
-                                                reference.accept_length, steps, draft_tokens, key.topk)
+                            result = throughput(params, reference.accept_length, steps, draft_tokens, key.topk)
                     else:
                         tau_source = "measured"
                 elif tau_source == "training":
@@ -353,8 +355,8 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
 
 
 def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines: Baselines, now,
-                         summary: RefreshSummary, references, params_for,
-                         ) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str]]]:
+                         summary: RefreshSummary, facts: dict[int, DeploymentFacts], references,
+                         ) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
     # key -> source -> (prediction id, its stored values)
@@ -364,23 +366,31 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                           Prediction.checkpoint_id, checkpoint_ids):
         existing[_key_of(row)][row.source] = Stored(row.id, PredictionValues(*(getattr(row, n) for n in PREDICTION_VALUES)))
 
-    # parameter sets as plain tuples; CostParams built once per (set, baseline) by params_for
+    # parameter sets as plain tuples, and CostParams built once per (set, baseline)
+    psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
     plans = defaultdict(list, {
-        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit)) for p in sets]
+        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit), p.comm_fraction)
+                        for p in sets]
         for deployment_id, sets in sets_by_deployment.items()
     })
+    params_cache: dict[tuple, CostParams] = {}
     # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
     tau_cache: dict[tuple, object] = {}
-    computed: dict[tuple, list[tuple[str, PredictionValues, Throughput]]] = {}
+    computed: dict[tuple, list[tuple[str, PredictionValues, Throughput, CostParams]]] = {}
     new_rows, changed_rows = [], []
     for key, group in groups.items():
         checkpoint_id, deployment_id, steps, topk, draft_tokens, concurrency, dataset = key
-        rates = drafters[checkpoint_id].rates
+        drafter = drafters[checkpoint_id]
+        rates = drafter.rates
+        family = drafter_family(drafter.speculative_algorithm, group[0].speculative_algorithm)
         measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
         measured_taus = [b.accept_length for b in group if b.accept_length]
         results = []
-        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band in plans[deployment_id]:
-            baseline_tps = measured_baseline or profile_baseline
+        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band, comm_fraction in plans[deployment_id]:
+            # at a load without a no-speculation benchmark: interpolated between the measured loads
+            baseline_tps = (measured_baseline or baselines.at_load(deployment_id, concurrency, dataset,
+                                                                   facts[deployment_id], comm_fraction or 0.0)
+                            or profile_baseline)
             if not baseline_tps:
                 continue
             if rates:
@@ -399,7 +409,13 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                 tau_source = "measured"
             else:
                 continue
-            result = throughput(params_for(pset_id, baseline_tps), accept_length, steps, draft_tokens, topk)
+            params_key = (pset_id, baseline_tps, family, concurrency, draft_tokens, drafter.run_id, dataset)
+            params = params_cache.get(params_key)
+            if params is None:
+                params = params_cache[params_key] = cost_params(
+                    psets[pset_id], baseline_tps, facts[deployment_id], family, concurrency, draft_tokens,
+                    drafter.run_id, dataset)
+            result = throughput(params, accept_length, steps, draft_tokens, topk)
             round_ = result.round
             values = PredictionValues(
                 parameter_set_id=pset_id, predicted_tps=result.tps, accept_length=accept_length,
@@ -417,7 +433,7 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
             elif values != stored.values:
                 # created_at says when these numbers were computed: unchanged ones keep theirs
                 changed_rows.append(dict(id=stored.id, created_at=now, **values._asdict()))
-            results.append((source, values, result))
+            results.append((source, values, result, params))
             summary.predictions += 1
         computed[key] = results
     if new_rows:
@@ -430,12 +446,13 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
     if changed_rows:
         _update_by_id(session, Prediction, changed_rows)
 
-    out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str]]] = {}
+    out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]] = {}
     for key, group in groups.items():
         stored = existing[key]
-        preds = [(stored[source].id, values, result, source) for source, values, result in computed[key]]
+        preds = [(stored[source].id, values, result, source, params)
+                 for source, values, result, params in computed[key]]
         if len(stored) > len(preds):
-            preds += [(row.id, row.values, None, source) for source, row in stored.items()
+            preds += [(row.id, row.values, None, source, None) for source, row in stored.items()
                       if source not in BUILTIN_SOURCES]
         if preds:
             out[key] = preds

@@ -153,6 +153,12 @@ class Follower:
         for tracked in self.tracked.values():
             tracked.close()
 
+    def __enter__(self) -> "Follower":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     # --- the loop --------------------------------------------------------------------------------------
     def poll(self) -> list[FollowEvent]:
         if self.discover is not None:

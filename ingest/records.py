@@ -86,11 +86,18 @@ class DeploymentRecord(Record):
     target_model: Text200 | None = None
     target_hidden_size: Count | None = None
     baseline_tps: RequestTps | None = None
-    comm_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    draft_step_ms: CostMs = 0.0
-    round_overhead_ms: CostMs = 0.0
-    verify_growth_compute: Annotated[float, Field(ge=0, le=100)] = 0.0
-    verify_growth_comm: Annotated[float, Field(ge=0, le=100)] = 0.0
+    # cost profile; a cost not given is not stated, and the published prior applies (costmodel/priors.py)
+    comm_fraction: Annotated[float, Field(ge=0, lt=1)] | None = None
+    draft_step_ms: CostMs | None = None
+    round_overhead_ms: CostMs | None = None
+    verify_growth_compute: Annotated[float, Field(ge=0, le=100)] | None = None
+    verify_growth_comm: Annotated[float, Field(ge=0, le=100)] | None = None
+    # the target's architecture, from its config.json (num_experts / num_local_experts / n_routed_experts,
+    # num_experts_per_tok) and model card; not given: looked up by target_model
+    target_num_experts: Count | None = None
+    target_experts_per_token: Count | None = None
+    target_active_params_b: Annotated[float, Field(gt=0, le=100_000)] | None = None
+    target_total_params_b: Annotated[float, Field(gt=0, le=100_000)] | None = None
     gap_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
     notes: Note | None = None
     is_demo: bool = False

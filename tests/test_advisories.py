@@ -31,6 +31,10 @@ DEPLOYMENT = {
     "baseline_tps": 90.0,
     "comm_fraction": 0.5,
     "draft_step_ms": 1.93 / 3,
+    # the story's profile states no overhead and no verify growth (else the published priors would apply)
+    "round_overhead_ms": 0.0,
+    "verify_growth_compute": 0.0,
+    "verify_growth_comm": 0.0,
 }
 
 
@@ -201,7 +205,9 @@ def test_cli_lists_and_changes_advisories(invoke, demo_url):
     listed = invoke(demo_url, "advisories", "--format", "json")
     assert listed.exit_code == 0
     rows = json.loads(listed.output)
-    assert {r["run"] for r in rows} == {RUN_KILLED} and len(rows) == 2
+    # on PCIe only: the NVLink profile leaves verify growth to the priors, and a Kimi-class MoE verifying
+    # more tokens reads many more experts, so deeper drafts do not pay there
+    assert {r["run"] for r in rows} == {RUN_KILLED} and [r["deployment"] for r in rows] == [PCIE]
     changed = invoke(
         demo_url,
         "advisories",
@@ -259,9 +265,8 @@ def test_upgrade_from_the_previous_revision_keeps_data_and_adds_advisories(tmp_p
 
 def test_dashboard_sees_what_another_writer_stored(monkeypatch, ttt3, tmp_path):
     from specdash.app.text import unmd
-    from specdash.ingest.follow import Follower
     from tests.test_app import run_page
-    from tests.test_follow import ARGS, step_line
+    from tests.test_follow import ARGS, poll_once, step_line
 
     url = str(ttt3.url)
     at = run_page(monkeypatch, url, "views/checkpoints.py")
@@ -274,9 +279,7 @@ def test_dashboard_sees_what_another_writer_stored(monkeypatch, ttt3, tmp_path):
     # its curve past the first minutes: the advice no longer holds
     log = tmp_path / "train.log"
     log.write_text(ARGS + step_line(CURVE_MIN_STEPS) + step_line(CURVE_MIN_STEPS + 50))
-    follower = Follower(ttt3, [str(log)])
-    follower.poll()
-    follower.close()  # it keeps the log open across polls; closed here, not whenever the collector runs
+    poll_once(ttt3, [str(log)])
     at.run()
     assert not at.exception
     assert any(unmd(i.value).startswith("**Advisory #1** (resolved, no longer holds)") for i in at.info)

@@ -16,6 +16,7 @@ PAGES = [
     "views/overview.py",
     "views/leaderboard.py",
     "views/checkpoints.py",
+    "views/runs.py",
     "views/upload.py",
     "views/alerts.py",
     "views/whatif.py",

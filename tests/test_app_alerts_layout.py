@@ -6,7 +6,7 @@ import re
 from tests.test_app import run_page, table_with
 
 SB_DRAFTER = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"
-SB_DEPLOYMENT = "SpecBundle: Qwen3-30B-A3B-Instruct-2507, bs 8"
+SB_DEPLOYMENT = "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
 
 
 def test_filters_come_from_the_url_and_go_back_to_it(monkeypatch, real_url):

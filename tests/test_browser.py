@@ -44,6 +44,7 @@ PAGES = [
     ("", "overview", "Latest checkpoint per run"),
     ("leaderboard", "leaderboard", "Select a row to open it"),
     ("checkpoints", "checkpoints", "Acceptance per draft position"),
+    ("runs", "runs", "Ingested files"),
     ("upload", "upload", "Benchmark results, training logs"),
     ("alerts", "alerts", "Investigation"),
     ("whatif", "whatif", "Best at"),

@@ -155,9 +155,12 @@ def test_demo_calibration_excludes_the_invalid_benchmark(demo_url):
     assert [r.deployment_name for r in reports] == [PCIE]
     report = reports[0]
     assert report.n_benchmarks == 9 and report.exclusions == {"critical diagnosis": 1}
-    assert report.fit.free == ("draft_step_ms", "round_overhead_ms", "verify_growth", "acc_to_acceptance")
+    # one draft cost per drafter benchmarked on the deployment (the 10k run's rerun, the TTT-5 run's eight)
+    drafters = [name for name in report.fit.free if name.startswith("draft_step_ms:")]
+    assert len(drafters) == 2
+    assert report.fit.free[2:] == ("round_overhead_ms", "verify_growth", "acc_to_acceptance")
     # the demo follows the theory profile up to a few % of noise: the fit lands near it
-    assert report.params.draft_step_ms == pytest.approx(1.93 / 3, abs=0.1)
+    assert all(d == pytest.approx(1.93 / 3, abs=0.1) for _, d in report.params.draft_step_ms_by_drafter)
     assert report.params.acc_to_acceptance == pytest.approx(1.0, abs=0.03)
     assert report.loo_median_abs_rel_error < 0.04
     assert [(s.deployment_name, s.reason) for s in skipped] == [
@@ -184,8 +187,9 @@ def test_applied_calibration_is_a_new_version_and_refresh_predicts_with_it(demo_
         story = session.execute(
             select(Gap, Prediction.source).join(Prediction).where(Gap.measured_tps == 82.3)).all()
         assert sorted(source for _, source in story) == ["calibrated", "theory"]
-        for gap, _ in story:
-            assert gap.gap == pytest.approx(0.49, abs=0.01)
+        for gap, source in story:
+            # calibrated: the 10k drafter's own draft cost, fitted to its one trusted rerun and pulled to its prior
+            assert gap.gap == pytest.approx(0.49, abs=0.01 if source == "theory" else 0.02)
             assert gap.diagnoses[0]["code"] == "algorithm_mismatch"
 
 
@@ -241,12 +245,15 @@ def test_specbundle_ingested_then_calibrated_in_the_store(engine, specbundle_fit
         reports, skipped = calibrate_all(session)
         assert skipped == [] and len(reports) == 10
         assert all(r.exclusions == {} for r in reports)
-        # the store builds the same observations as the few lines above: the same fits come out
-        by_name = {r.deployment_name.removeprefix("SpecBundle: ").replace(", bs ", " bs"): r for r in reports}
-        for name, fit in specbundle_fits.items():
-            assert by_name[name].loo_median_abs_rel_error == pytest.approx(fit.loo_median_abs_rel_error, abs=1e-6)
+        # one deployment per target; each drafter its own draft cost, shared overhead and verify growth, with
+        # the priors as the pull: better than the pooled fit of the few lines above
         all_loo = np.abs(np.concatenate([r.fit.cv_errors for r in reports]))
-        assert len(all_loo) == 440 and np.median(all_loo) <= 0.06
+        pooled = np.abs(np.concatenate([f.cv_errors for f in specbundle_fits.values()]))
+        assert len(all_loo) == 440 and np.median(all_loo) < np.median(pooled)
+        # the goals: leave-one-out median <= 3 %, p90 <= 10 % (a factor per dataset absorbs each dataset's
+        # one measured baseline's error; measured 1.9 % / 6.3 %)
+        assert np.median(all_loo) <= 0.03 and np.percentile(all_loo, 90) <= 0.10
+        assert {r.deployment_name for r in reports} == {f"SpecBundle: {t}" for t in json.loads(SPECBUNDLE.read_text())}
         for report in reports:
             apply_calibration(session, report)
         summary = refresh(session)

@@ -107,7 +107,9 @@ def test_calibrate_shows_the_fit_without_saving(invoke, demo_url):
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert lines[0] == "8x RTX PRO 6000, TP8, PCIe: 9 benchmark(s) fitted, 1 excluded (critical diagnosis: 1)"
-    assert "leave-one-out: median" in lines[3]
+    assert lines[2].startswith("  draft_step_ms by drafter: k25-eagle3-100k-ttt5 0.6")
+    assert lines[3].startswith("  free: draft_step_ms[k25-eagle3-10k], draft_step_ms[k25-eagle3-100k-ttt5]")
+    assert "leave-one-out: median" in lines[4] and "error band" in lines[4]
     assert "8x H200, TP8, NVLink: skipped: 3 benchmark(s) for 4 free parameter(s); need at least 5" in lines
     assert lines[-1] == "(not saved: pass --apply to store these as calibrated parameter sets)"
     with reading(make_engine(demo_url)) as session:
@@ -131,7 +133,10 @@ def test_calibrate_json(invoke, demo_url):
     (fitted,) = out["calibrated"]
     assert fitted["deployment"] == "8x RTX PRO 6000, TP8, PCIe" and fitted["n_benchmarks"] == 9
     assert set(fitted["params"]) == {"draft_step_ms", "draft_branch_ms", "round_overhead_ms", "verify_growth",
-                                     "acc_to_acceptance"}
+                                     "acc_to_acceptance", "draft_step_ms_by_drafter", "round_scale_by_dataset"}
+    # each drafter benchmarked on the deployment has its own draft cost, named by its run
+    assert set(fitted["params"]["draft_step_ms_by_drafter"]) == {"k25-eagle3-10k", "k25-eagle3-100k-ttt5"}
+    assert fitted["error_band"] >= 0.02
     assert 0 < fitted["loo_median_abs_rel_error"] < 0.04
     assert [s["deployment"] for s in out["skipped"]] == ["8x H200, TP8, NVLink"]
 

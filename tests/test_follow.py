@@ -58,6 +58,26 @@ def _followers_closed(monkeypatch):
         follower.close()
 
 
+def poll_once(engine, paths, **options) -> list:
+    """One poll of a follower that is closed afterwards (as a restarted process would be)."""
+    with Follower(engine, paths, **options) as follower:
+        return follower.poll()
+
+
+@pytest.fixture
+def followers():
+    """Followers made by a test, closed when it ends: Follower(...) -> follow(...)."""
+    made = []
+
+    def make(*args, **options) -> Follower:
+        made.append(Follower(*args, **options))
+        return made[-1]
+
+    yield make
+    for follower in made:
+        follower.close()
+
+
 @pytest.fixture
 def log(tmp_path) -> Path:
     path = tmp_path / "train.log"
@@ -65,8 +85,8 @@ def log(tmp_path) -> Path:
     return path
 
 
-def test_lines_are_read_as_they_arrive_and_a_partial_line_waits(engine, log):
-    follower = Follower(engine, [str(log)])
+def test_lines_are_read_as_they_arrive_and_a_partial_line_waits(engine, log, followers):
+    follower = followers(engine, [str(log)])
     follower.poll()
     with log.open("a") as out:
         out.write(step_line(50) + step_line(100) + step_line(150)[:40])  # the third line is being written
@@ -85,13 +105,13 @@ def test_lines_are_read_as_they_arrive_and_a_partial_line_waits(engine, log):
     assert (run.name, run.ttt_length, run.target_model) == ("k25-ttt3", 3, "Kimi-K2.5")
 
 
-def test_a_new_follower_resumes_at_the_stored_offset(engine, log):
+def test_a_new_follower_resumes_at_the_stored_offset(engine, log, followers):
     with log.open("a") as out:
         out.write(step_line(50) + step_line(100))
-    Follower(engine, [str(log)]).poll()
+    poll_once(engine, [str(log)])
     with log.open("a") as out:
         out.write(step_line(150))
-    restarted = Follower(engine, [str(log)])
+    restarted = followers(engine, [str(log)])
     [event] = restarted.poll()
     assert event.lines == 1  # only the new line: the run name and args came back from the store
     assert points(engine) == 3 * KEYS
@@ -99,10 +119,10 @@ def test_a_new_follower_resumes_at_the_stored_offset(engine, log):
         assert session.scalars(select(Run.name)).all() == ["k25-ttt3"]
 
 
-def test_truncation_reads_the_file_again_from_the_start(engine, log):
+def test_truncation_reads_the_file_again_from_the_start(engine, log, followers):
     with log.open("a") as out:
         out.write(step_line(50) + step_line(100))
-    follower = Follower(engine, [str(log)])
+    follower = followers(engine, [str(log)])
     follower.poll()
     log.write_text(step_line(200))  # truncated and rewritten (copytruncate)
     [event] = follower.poll()
@@ -112,10 +132,10 @@ def test_truncation_reads_the_file_again_from_the_start(engine, log):
         assert session.scalars(select(Run.name)).all() == ["k25-ttt3"]
 
 
-def test_rotation_finishes_the_old_file_then_reads_the_new_one(engine, log):
+def test_rotation_finishes_the_old_file_then_reads_the_new_one(engine, log, followers):
     with log.open("a") as out:
         out.write(step_line(50))
-    follower = Follower(engine, [str(log)])
+    follower = followers(engine, [str(log)])
     follower.poll()
     with log.open("a") as out:
         out.write(step_line(100))  # written just before rotation, not yet read
@@ -128,8 +148,8 @@ def test_rotation_finishes_the_old_file_then_reads_the_new_one(engine, log):
     assert row.inode == log.stat().st_ino and row.offset_bytes == log.stat().st_size
 
 
-def test_a_line_longer_than_a_chunk_is_skipped_with_a_problem(engine, log):
-    follower = Follower(engine, [str(log)], max_chunk_bytes=256)
+def test_a_line_longer_than_a_chunk_is_skipped_with_a_problem(engine, log, followers):
+    follower = followers(engine, [str(log)], max_chunk_bytes=256)
     follower.poll()
     with log.open("a") as out:
         out.write("x" * 1000 + "\n" + step_line(50))
@@ -140,7 +160,7 @@ def test_a_line_longer_than_a_chunk_is_skipped_with_a_problem(engine, log):
     assert points(engine) == KEYS
 
 
-def test_server_log_is_ingested_when_it_settles_and_a_longer_version_supersedes(engine, tmp_path):
+def test_server_log_is_ingested_when_it_settles_and_a_longer_version_supersedes(engine, tmp_path, followers):
     lines = (FIXTURES / "sglang" / "server_0.5.9.log").read_text().splitlines(keepends=True)
     decode = [i for i, line in enumerate(lines) if "Decode batch" in line]
     path = tmp_path / "server.log"
@@ -149,7 +169,7 @@ def test_server_log_is_ingested_when_it_settles_and_a_longer_version_supersedes(
     assert ingest_bytes(
         engine, "d.json", json.dumps({"specdash": 1, "deployments": [deployment]}).encode()
     ).ok
-    follower = Follower(engine, [str(path)], settle_seconds=0.0)
+    follower = followers(engine, [str(path)], settle_seconds=0.0)
     assert follower.poll() == []  # first look: not known to be settled yet
     [event] = follower.poll()
     assert event.result.status == "loaded"
@@ -167,14 +187,14 @@ def test_server_log_is_ingested_when_it_settles_and_a_longer_version_supersedes(
     assert follower.poll() == []  # unchanged since: nothing again
 
 
-def test_watched_directory_picks_up_new_files(engine, tmp_path):
+def test_watched_directory_picks_up_new_files(engine, tmp_path, followers):
     root = tmp_path / "logs"
     root.mkdir()
 
     def discover():
         return sorted(str(p) for p in root.iterdir() if p.suffix == ".log")
 
-    follower = Follower(engine, discover=discover)
+    follower = followers(engine, discover=discover)
     assert follower.poll() == []
     (root / "train.log").write_text(ARGS + step_line(50))
     [event] = follower.poll()

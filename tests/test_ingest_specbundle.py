@@ -57,7 +57,7 @@ def test_batch_size_1_rows_field_by_field(bundle):
     rows = benchmarks(engine, dataset="gsm8k", num_steps=3, topk=1, concurrency=1)
     by_drafter = {b.checkpoint.run.name: b for b in rows}
     official = by_drafter["lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B"]
-    assert official.deployment.name == "SpecBundle: Llama-3.1-8B-Instruct, bs 1"
+    assert official.deployment.name == "SpecBundle: Llama-3.1-8B-Instruct"
     assert (official.speculative_algorithm, official.num_draft_tokens) == ("EAGLE3", 4)
     assert official.output_throughput == 228.64232714994796 and official.decode_tps == 228.64232714994796
     assert official.accept_length == 1.7165139181419709 and official.checkpoint.name == "published"
@@ -71,7 +71,7 @@ def test_batch_size_8_decode_is_per_request(bundle):
     engine, _ = bundle
     (row,) = [b for b in benchmarks(engine, dataset="mtbench", num_steps=7, topk=1, concurrency=8)
               if b.checkpoint and b.checkpoint.run.name == "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B"]
-    assert row.deployment.name == "SpecBundle: Llama-3.3-70B-Instruct, bs 8"
+    assert row.deployment.name == "SpecBundle: Llama-3.3-70B-Instruct"
     assert row.output_throughput == 1425.2993761886291
     assert row.decode_tps == pytest.approx(1425.2993761886291 / 8)
     assert row.accept_length == 3.8789368991048736 and row.num_draft_tokens == 8

@@ -10,11 +10,10 @@ from specdash.db.engine import reading, transaction
 from specdash.db.live_models import FollowedFile, Notification
 from specdash.db.models import MetricPoint
 from specdash.demo import DEMO_FILE_NAME, RUN_KILLED, demo_bytes
-from specdash.ingest.follow import Follower
 from specdash.ingest.pipeline import ingest_bytes
 from specdash.notify import prime, queue_notifications
 from tests.test_advisories import DEPLOYMENT
-from tests.test_follow import ARGS, KEYS, step_line
+from tests.test_follow import ARGS, KEYS, poll_once, step_line
 from tests.test_postgres import pg_engine, pg_url, pytestmark  # noqa: F401 (fixtures and the skip mark)
 
 
@@ -38,10 +37,10 @@ def test_follow_and_notify_on_postgres(pg_engine, tmp_path):  # noqa: F811
     def queue(session):
         queue_notifications(session, url)
 
-    Follower(pg_engine, [str(log)], in_transaction=queue).poll()
+    poll_once(pg_engine, [str(log)], in_transaction=queue)
     with log.open("a") as out:
         out.write(step_line(30))
-    Follower(pg_engine, [str(log)], in_transaction=queue).poll()  # a restarted follower
+    poll_once(pg_engine, [str(log)], in_transaction=queue)  # a restarted follower
     with reading(pg_engine) as session:
         assert session.scalar(select(func.count()).select_from(MetricPoint)) == 3 * KEYS
         assert session.scalar(select(FollowedFile.offset_bytes)) == log.stat().st_size

@@ -1,4 +1,4 @@
-"""Revision 0006 moves each gap's status, note and history to its benchmark's alert: an investigation under
+"""Revision 0008 moves each gap's status, note and history to its benchmark's alert: an investigation under
 way before the upgrade is still under way after it, with every history entry."""
 
 import sqlite3
@@ -14,12 +14,12 @@ from tests.test_migrations import _fill_at
 
 
 def _before(demo_url, tmp_path):
-    """The demo data in a database at revision 0005 (the one before 0006), with investigations on its gaps."""
+    """The demo data in a database at revision 0007 (the one before 0008), with investigations on its gaps."""
     source = tmp_path / "head.db"
     with sqlite3.connect(demo_url.removeprefix("sqlite:///")) as src, sqlite3.connect(source) as dst:
         src.backup(dst)
-    path = tmp_path / "at-0005.db"
-    _fill_at("0005", source, path)
+    path = tmp_path / "at-0007.db"
+    _fill_at("0007", source, path)
     with sqlite3.connect(path) as con:
         gaps = {(b, s): g for g, b, s in con.execute(
             "SELECT g.id, g.benchmark_id, p.source FROM gap g JOIN prediction p ON p.id = g.prediction_id")}
@@ -78,7 +78,7 @@ def test_downgrade_gives_every_gap_its_benchmarks_status(demo_url, tmp_path):
     path = _before(demo_url, tmp_path)
     engine = make_engine(sqlite_url(path))
     upgrade(engine)
-    downgrade(engine, "0005")
+    downgrade(engine, "0007")
     engine.dispose()
     with sqlite3.connect(path) as con:
         statuses = dict(con.execute(

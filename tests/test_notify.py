@@ -70,10 +70,11 @@ def test_what_is_open_at_start_is_not_sent(engine, demo_url):
         skipped = prime(session, "http://127.0.0.1:9/hook")
         assert queue_notifications(session, "http://127.0.0.1:9/hook") == 0
     # the demo's 4 open alerts (one per benchmark: the EAGLE-flag one and three beyond their trained depth)
-    # and its 2 advisories
+    # and its advisory (on PCIe: the NVLink profile's prior verify growth for a MoE target makes deeper
+    # drafts not pay there)
     with reading(demo) as session:
         kinds = session.execute(select(Notification.kind, func.count()).group_by(Notification.kind)).all()
-    assert skipped == 6 and dict(kinds) == {"alert": 4, "advisory": 2}
+    assert skipped == 5 and dict(kinds) == {"alert": 4, "advisory": 1}
 
 
 def test_failed_after_the_last_attempt_and_the_url_is_not_stored(engine):

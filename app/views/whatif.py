@@ -120,16 +120,16 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
             index=profile_names.index(default),
             key=f"whatif_profile_{side}",
         )
-        profile = deployments[deployments["name"] == name].iloc[0]
+        row = deployments[deployments["name"] == name].iloc[0]
+        # the costs the model uses: calibrated, else the profile with published priors for what it leaves out
+        profile = state.effective_profile(url, int(row["id"]))
+        st.caption(f"Starting from: {profile['source']}.")
         scope = f"{side}_{name}"  # a new profile starts from its own numbers
-        known_baseline = (
-            profile["baseline_tps"] if profile["baseline_tps"] == profile["baseline_tps"] else None
-        )
         baseline_tps = st.number_input(
             "Baseline decode tok/s (no speculation)",
             1.0,
             100_000.0,
-            float(known_baseline or 100.0),
+            float(profile["baseline_tps"]),
             key=f"whatif_baseline_{scope}",
         )
         sliders = st.columns(3)
@@ -137,7 +137,7 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
             "All-reduce share of a step",
             0.0,
             0.95,
-            float(profile["comm_fraction"] or 0.0),
+            float(profile["comm_fraction"]),
             0.01,
             key=f"whatif_comm_{scope}",
         )
@@ -145,7 +145,7 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
             "Draft ms per step",
             0.0,
             5.0,
-            float(profile["draft_step_ms"] or 0.0),
+            float(profile["draft_step_ms"]),
             0.01,
             key=f"whatif_draft_{scope}",
         )
@@ -153,7 +153,7 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
             "Verify compute growth per extra token",
             0.0,
             0.2,
-            float(profile["verify_growth_compute"] or 0.0),
+            min(0.2, float(profile["verify_growth_compute"])),
             0.005,
             key=f"whatif_growth_{scope}",
             help="share by which the compute of a verify forward grows per extra verified token; the "
@@ -163,9 +163,9 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
             baseline_tps=baseline_tps,
             comm_fraction=comm_fraction,
             draft_step_ms=draft_step_ms,
-            round_overhead_ms=float(profile["round_overhead_ms"] or 0.0),
+            round_overhead_ms=float(profile["round_overhead_ms"]),
             verify_growth_compute=growth,
-            verify_growth_comm=float(profile["verify_growth_comm"] or 0.0),
+            verify_growth_comm=float(profile["verify_growth_comm"]),
         )
         points = depth_sweep(params, rates, max_steps, topk)
         sweeps.append((side, column, name, baseline_tps, points, optimal_depth(points)))

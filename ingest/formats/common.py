@@ -149,6 +149,19 @@ def drafter_of(algorithm: str | None, drafter: str | None, model: str | None) ->
     return drafter
 
 
+# Files that write about logs rather than being one: documents and source code.
+PROSE_OR_SOURCE = (".md", ".markdown", ".rst", ".adoc", ".html", ".htm", ".ipynb", ".py", ".sh", ".tex")
+
+
+def prose_or_source(filename: str) -> bool:
+    return filename.lower().endswith(PROSE_OR_SOURCE)
+
+
+def clean_path(text: str) -> bool:
+    """A path as a program prints it, not one quoted in prose or markup."""
+    return bool(text) and not any(mark in text for mark in "`'\"<>|*") and not text.endswith((",", ".", ";", ")"))
+
+
 def algorithm_name(value: str | None) -> str | None:
     if value is None or not str(value).strip() or str(value).strip().upper() == "NONE":
         return None

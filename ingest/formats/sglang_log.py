@@ -17,6 +17,7 @@ from specdash.ingest.formats.common import (
     deployment_name,
     drafter_of,
     missing_deployment,
+    prose_or_source,
 )
 from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
@@ -48,7 +49,16 @@ INT_ARGS = {"tp_size", "speculative_num_steps", "speculative_eagle_topk", "specu
 
 
 def detect(head: str, filename: str) -> bool:
-    return bool(DECODE.search(head)) or "server_args=ServerArgs(" in head
+    """Positive evidence: a whole Decode batch line, or the start-up ServerArgs line."""
+    if prose_or_source(filename):
+        return False
+    for line in head.splitlines()[:5000]:
+        # the record follows the logger's "[time TP0] " prefix (or starts the line), not a quote
+        if ("] Decode batch" in line or line.startswith("Decode batch")) and RUNNING.search(line):
+            return bool(GEN_TPS.search(line))
+        if re.search(r"(?:^|\] )server_args=ServerArgs\(model_path=", line):
+            return True
+    return False
 
 
 def server_args(text: str) -> dict:

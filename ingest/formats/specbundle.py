@@ -3,8 +3,8 @@
 Shape: {target model: {benchmark: {"benchmark_name", "results": [{"batch_size", "steps", "topk",
 "num_draft_tokens", "metrics": [{"Name", "output_throughput", "accept_length"}]}]}}}.
 
-Stored as: one deployment per (target model, batch size) named "SpecBundle: <model>, bs <n>" (the file
-does not give the TP size); rows named like "Wihtout EAGLE3" [sic] are no-speculation baselines; every
+Stored as: one deployment per target model named "SpecBundle: <model>", spanning its batch sizes as load
+levels (the file does not give the TP size); rows named like "Wihtout EAGLE3" [sic] are no-speculation baselines; every
 other row is an EAGLE3 drafter named by its repository, stored as a run of that name with one
 checkpoint "published". `dataset` is the benchmark name, `concurrency` the batch size,
 `output_throughput` the aggregate tok/s as published, and per-request decode tok/s is
@@ -101,7 +101,7 @@ def _result(path, link, model, dataset, raw, prefix, deployments, runs) -> Itera
     if isinstance(result, list):
         yield from result
         return
-    deployment = choose_deployment(link, f"SpecBundle: {model}, bs {result.batch_size}")
+    deployment = choose_deployment(link, f"SpecBundle: {model}")
     if deployment not in deployments:
         deployments.add(deployment)
         yield Located(raw.line, deployment_record(

@@ -21,7 +21,7 @@ from pathlib import PurePath
 from typing import TextIO
 
 from specdash.ingest.formats import Format, Located
-from specdash.ingest.formats.common import model_short_name, run_record
+from specdash.ingest.formats.common import clean_path, model_short_name, prose_or_source, run_record
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.links import parse_checkpoint_name, path_parts, run_from_parents
 from specdash.ingest.metric_points import MAX_KEY_CHARS
@@ -33,7 +33,6 @@ HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [
 
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan"
 STEP_DICT = re.compile(r"\bstep (\d+): (\{.*\})\s*$")
-STEP_DICT_START = re.compile(r"\bstep \d+: \{'")
 EPOCH_LINE = re.compile(rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 EVAL_STEP = re.compile(rf"\bEval - Step (\d+) \[[^\]]*\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 SAVED = re.compile(r"Saved model configuration to (\S+)")
@@ -42,10 +41,24 @@ MAX_LITERAL_CHARS = 200_000
 BATCH_STEPS = 2000  # logged steps handed to the store at a time
 
 
+def _evidence(line: str) -> bool:
+    """A whole log line of this format, not a mention of one: the record runs to the end of the line."""
+    if "step " in line and (match := STEP_DICT.search(line)):
+        found = _pairs(match[2])
+        return found is not None and any(key.startswith(("train/", "eval/", "test/")) for key in found[0])
+    if "position" in line and (match := EPOCH_LINE.search(line) or EVAL_STEP.search(line)):
+        return not line[match.end():].strip()
+    if "Saved model configuration to" in line and (match := SAVED.search(line)):
+        return clean_path(match[1]) and not line[match.end():].strip()
+    return bool(ARG.match(line.strip())) and "\u00b7\u00b7" in line
+
+
 def detect(head: str, filename: str) -> bool:
-    return bool(STEP_DICT_START.search(head) or EPOCH_LINE.search(head) or EVAL_STEP.search(head)) or (
-        "\u3010args\u3011" in head or "Saved model configuration to" in head
-    )
+    if prose_or_source(filename):
+        return False
+    if not ("step " in head or "position" in head or "Saved model configuration" in head or "\u00b7" in head):
+        return False
+    return any(_evidence(strip_ansi(line)) for line in head.splitlines()[:5000])
 
 
 _KEY_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}  # quoted keys as split from a line -> names
@@ -203,9 +216,11 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
                 log.last_step, log.epoch_newer = found, False
             yield from log.metrics(number, int(match[1]), *found)
         elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
-            yield from _position_line(log, number, match)
+            if not text[match.end():].strip():  # the record ends the line; a quote in prose does not
+                yield from _position_line(log, number, match)
         elif "Saved model configuration to" in text and (match := SAVED.search(strip_ansi(text))):
-            yield from log.checkpoint(number, match[1])
+            if clean_path(match[1]):  # not a path quoted in prose (`/ckpt/x`,)
+                yield from log.checkpoint(number, match[1])
         elif "\u00b7" in text and (match := ARG.match(strip_ansi(text).strip())):
             log.args.setdefault(match[1], match[2].strip())
     yield from log.flush()

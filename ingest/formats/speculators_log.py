@@ -21,7 +21,7 @@ from pathlib import PurePath
 from typing import TextIO
 
 from specdash.ingest.formats import Format, Located
-from specdash.ingest.formats.common import run_record
+from specdash.ingest.formats.common import prose_or_source, run_record
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.links import path_parts, run_from_parents
 from specdash.ingest.metric_points import MAX_KEY_CHARS
@@ -42,9 +42,10 @@ MAX_BLOCK_CHARS = 200_000
 
 
 def detect(head: str, filename: str) -> bool:
-    return bool(METRIC_KEY.search(head)) and bool(
-        BLOCK_START.search(head.split("\n", 1)[0]) or "INFO" in head
-    )
+    """Positive evidence: a log record (time or blank column, level) whose message holds training pairs."""
+    if prose_or_source(filename) or not METRIC_KEY.search(head):
+        return False
+    return any(BLOCK_START.match(line) and METRIC_KEY.search(line) for line in head.splitlines()[:5000])
 
 
 def _blocks(stream: TextIO, path: str) -> Iterator[tuple[int, str] | Problem]:

@@ -30,6 +30,7 @@ from specdash.ingest.formats.common import (
     deployment_name,
     drafter_of,
     missing_deployment,
+    prose_or_source,
 )
 from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
@@ -60,20 +61,21 @@ VERSION = re.compile(r"LLM engine \(v([\w.+\-]+)\)|vLLM API server version ([\w.
 KEY_VALUE = re.compile(r"(\w+)=(?:'([^']*)'|([^,\s]+))")
 NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
 NAMESPACE = re.compile(r"\bargs: Namespace\((.*)\)\s*$")
+# A line as the logger wrote it: the record follows the logger's "] " (or starts the line), not a quote.
+LOGGED = re.compile(
+    r"(?:^|\] )(?:(?:Engine \d+: )?Avg prompt throughput: \d|SpecDecoding metrics: \w|Speculative metrics: \w"
+    r"|vLLM API server version \d|Initializing an? (?:V1 )?LLM engine \(v)",
+    re.MULTILINE,
+)
 START_MARKERS = ("vLLM API server version", "non-default args:", "args: Namespace(", "with config:")
 
 
 def detect(head: str, filename: str) -> bool:
-    return any(
-        marker in head
-        for marker in (
-            "SpecDecoding metrics:",
-            "Speculative metrics:",
-            "Avg generation throughput:",
-            "vLLM API server version",
-            "LLM engine (v",
-        )
-    )
+    """Positive evidence: a whole throughput, speculative-decoding or start-up line of vLLM's."""
+    if prose_or_source(filename):
+        return False
+    text = strip_ansi(head) if "\x1b" in head else head
+    return bool(LOGGED.search(text))
 
 
 def _int(value) -> int | None:

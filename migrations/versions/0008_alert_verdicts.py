@@ -4,8 +4,8 @@ Status and note move from each source's gap to the benchmark's alert, and gap_ev
 A benchmark whose gaps had different statuses keeps the one changed last (an investigated gap wins over
 an untouched open one); every history entry is kept, on the benchmark's alert.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0008"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

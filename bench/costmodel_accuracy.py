@@ -1,0 +1,240 @@
+"""How well the cost model holds on published measurements: the checked-in corpus of public results
+(tests/fixtures/published/corpus.json) and SpecBundle's data.json (tests/fixtures/real/).
+
+    .venv/bin/python -m bench.costmodel_accuracy [--json]
+
+Reports: uncalibrated (priors only) median |error| on the corpus, all rows and held out (rows the priors
+were not read from); the priors' 90 % band and its coverage; calibrated leave-one-dataset-out; SpecBundle
+leave-one-out; and a fit at one load predicting another."""
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from specdash.costmodel.calibration import (
+    CalibrationObservation,
+    FittedParams,
+    NotEnoughObservations,
+    fit_calibration,
+    predict_observations,
+)
+from specdash.costmodel.priors import (
+    DEFAULT_FAMILY,
+    GROWTH_REFERENCE,
+    DeploymentFacts,
+    architecture_for,
+    drafter_family,
+    growth_shape,
+    resolve_costs,
+)
+from specdash.costmodel.throughput import throughput
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "tests" / "fixtures" / "published" / "corpus.json"
+SPECBUNDLE = REPO / "tests" / "fixtures" / "real" / "specbundle-data.json"
+# A setting the corpus does not publish: used only where a fit absorbs it (one setting per group)
+ASSUMED_SETTING = (3, 1, 4)
+
+
+def _facts(row: dict) -> DeploymentFacts:
+    return DeploymentFacts(row.get("gpu"), row.get("tp_size"), row.get("interconnect"),
+                           architecture_for(row.get("target")))
+
+
+def uncalibrated_error(row: dict) -> float:
+    """predicted / measured speedup - 1 with priors only and the measured accept length."""
+    steps, topk, n = row["steps"], row["topk"], row["draft_tokens"]
+    # speedups are ratios: any baseline works, 100 tok/s here
+    params = resolve_costs({}, _facts(row), 100.0, row["family"], row["concurrency"], n)
+    predicted = throughput(params, row["accept_length"], steps, n, topk).speedup
+    return predicted / row["speedup"] - 1.0
+
+
+def _quantiles(errors) -> dict:
+    values = np.abs(np.asarray(errors, dtype=float))
+    return {"n": int(len(values)), "median": float(np.median(values)), "p90": float(np.percentile(values, 90))}
+
+
+def corpus_uncalibrated(rows: list[dict]) -> dict:
+    known = [r for r in rows if r["steps"] is not None]
+    errors = [uncalibrated_error(r) for r in known]
+    held = [e for e, r in zip(errors, known, strict=True) if not r["prior_source"]]
+    from specdash.costmodel.uncertainty import PRIOR_ROUND_BAND
+
+    within = np.mean([abs(e) <= PRIOR_ROUND_BAND for e in held])
+    rounds = [r["accept_length"] / r["speedup"] for r in known]
+    return {
+        "all": _quantiles(errors),
+        "held_out": _quantiles(held),
+        "signed_median": float(np.median(errors)),
+        "prior_band": PRIOR_ROUND_BAND,
+        "held_out_within_band": float(within),
+        "measured_round_in_baseline_steps": {"median": float(np.median(rounds)),
+                                             "p10": float(np.percentile(rounds, 10)),
+                                             "p90": float(np.percentile(rounds, 90))},
+        "sources": len({r["source"] for r in rows}),
+        "rows": len(rows),
+        "rows_with_setting": len(known),
+    }
+
+
+def _observation(row: dict, facts: DeploymentFacts, baseline_tps: float) -> CalibrationObservation:
+    steps, topk, n = (row["steps"], row["topk"], row["draft_tokens"]) if row["steps"] else ASSUMED_SETTING
+    return CalibrationObservation(
+        steps=steps, topk=topk, draft_tokens=n, measured_tps=row["speedup"] * baseline_tps,
+        baseline_tps=baseline_tps, measured_accept_length=row["accept_length"], label=row["dataset"],
+        drafter=row["drafter"], growth_shape=growth_shape(facts, row["concurrency"], n), dataset=row["dataset"])
+
+
+def _prior(observations, facts: DeploymentFacts, families: dict[str, str], concurrency: int) -> FittedParams:
+    """The priors as the fit's starting point and pull, as the store builds them (db/calibration.py)."""
+    base = statistics.median(o.baseline_tps for o in observations)
+    per = {d: resolve_costs({}, facts, base, f, concurrency).draft_step_ms for d, f in families.items()}
+    reference = resolve_costs({}, facts, base, DEFAULT_FAMILY, *GROWTH_REFERENCE)
+    return FittedParams(
+        draft_step_ms=statistics.median(per.values()),
+        round_overhead_ms=resolve_costs({}, facts, base, DEFAULT_FAMILY, concurrency).round_overhead_ms,
+        verify_growth=reference.verify_growth, draft_step_ms_by_drafter=tuple(sorted(per.items())))
+
+
+def leave_one_dataset_out(groups: dict[str, list[tuple[CalibrationObservation, str]]], facts_of, families_of,
+                          concurrency_of) -> dict:
+    """Each dataset of a deployment predicted by a fit to its other datasets."""
+    errors, per_group = [], {}
+    for name, items in groups.items():
+        datasets = sorted({ds for _, ds in items})
+        if len(datasets) < 2:
+            continue
+        mine = []
+        for held in datasets:
+            train = [o for o, ds in items if ds != held]
+            test = [o for o, ds in items if ds == held]
+            prior = _prior(train, facts_of(name), families_of(name), concurrency_of(name))
+            try:
+                fit = fit_calibration(train, prior)
+            except NotEnoughObservations:
+                break
+            predicted = predict_observations(fit.params, test)
+            mine += [p / o.measured_tps - 1 for p, o in zip(predicted, test, strict=True)]
+        else:
+            per_group[name] = float(np.median(np.abs(mine)))
+            errors += mine
+    return {**_quantiles(errors), "groups": per_group} if errors else {"n": 0}
+
+
+def specbundle_observations():
+    data = json.loads(SPECBUNDLE.read_text())
+    groups = defaultdict(list)
+    for target, benchmarks in data.items():
+        facts = DeploymentFacts(architecture=architecture_for(target))
+        for dataset, bench in benchmarks.items():
+            for result in bench["results"]:
+                batch = result["batch_size"]
+                rows = {m["Name"]: m for m in result["metrics"]}
+                baseline = rows.pop("Wihtout EAGLE3")["output_throughput"] / batch
+                for drafter, m in rows.items():
+                    n = result["num_draft_tokens"]
+                    groups[target].append((CalibrationObservation(
+                        steps=result["steps"], topk=result["topk"], draft_tokens=n,
+                        measured_tps=m["output_throughput"] / batch, baseline_tps=baseline,
+                        measured_accept_length=m["accept_length"], label=f"{dataset} {drafter}", drafter=drafter,
+                        growth_shape=growth_shape(facts, batch, n), dataset=dataset), dataset, batch))
+    return groups
+
+
+def specbundle(groups) -> dict:
+    all_cv, per = [], {}
+    for target, items in groups.items():
+        observations = [o for o, _, _ in items]
+        facts = DeploymentFacts(architecture=architecture_for(target))
+        families = {o.drafter: drafter_family(o.drafter, "EAGLE3") for o in observations}
+        fit = fit_calibration(observations, _prior(observations, facts, families, items[0][2]))
+        per[target] = {"loo_median": fit.loo_median_abs_rel_error, "loo_p90": fit.loo_p90_abs_rel_error,
+                       "n": fit.n_observations}
+        all_cv += list(fit.cv_errors)
+    lodo = leave_one_dataset_out(
+        {t: [(o, ds) for o, ds, _ in items] for t, items in groups.items()},
+        lambda t: DeploymentFacts(architecture=architecture_for(t)),
+        lambda t: {o.drafter: "eagle3" for o, _, _ in groups[t]},
+        lambda t: groups[t][0][2])
+    return {"leave_one_out": _quantiles(all_cv), "per_target": per, "leave_one_dataset_out": lodo}
+
+
+def corpus_calibrated(rows: list[dict]) -> dict:
+    groups, facts, families, concurrency = defaultdict(list), {}, defaultdict(dict), {}
+    for row in rows:
+        if row["concurrency"] != 1:
+            continue
+        name = row["group"]
+        facts[name] = _facts(row)
+        families[name][row["drafter"]] = row["family"]
+        concurrency[name] = 1
+        groups[name].append((_observation(row, facts[name], 100.0), row["dataset"]))
+    return leave_one_dataset_out(groups, facts.get, families.get, concurrency.get)
+
+
+def load_transfer(rows: list[dict]) -> dict:
+    """Fit each group at concurrency 1, predict its rows at the other load it publishes."""
+    out = {}
+    by_group = defaultdict(list)
+    for row in rows:
+        by_group[row["group"]].append(row)
+    for name, items in by_group.items():
+        loads = sorted({r["concurrency"] for r in items})
+        if len(loads) < 2 or loads[0] != 1:
+            continue
+        facts = _facts(items[0])
+        low = [_observation(r, facts, r.get("baseline_tps") or 100.0) for r in items if r["concurrency"] == 1]
+        fit = fit_calibration(low, _prior(low, facts, {r["drafter"]: r["family"] for r in items}, 1))
+        for load in loads[1:]:
+            high_rows = [r for r in items if r["concurrency"] == load]
+            # per-request tok/s: the published aggregate over the concurrent requests
+            high = [_observation(r, facts, r["baseline_tps"] / load) for r in high_rows]
+            predicted = predict_observations(fit.params, high)
+            errors = [p / o.measured_tps - 1 for p, o in zip(predicted, high, strict=True)]
+            out[f"{name}: 1 -> {load}"] = _quantiles(errors)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = json.loads(CORPUS.read_text())["rows"]
+    report = {
+        "corpus_uncalibrated": corpus_uncalibrated(rows),
+        "corpus_calibrated_leave_one_dataset_out": corpus_calibrated(rows),
+        "corpus_load_transfer": load_transfer(rows),
+        "specbundle": specbundle(specbundle_observations()),
+    }
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    u = report["corpus_uncalibrated"]
+    print(f"corpus: {u['rows']} rows from {u['sources']} sources, {u['rows_with_setting']} with a published setting")
+    print(f"  measured round: median {u['measured_round_in_baseline_steps']['median']:.2f} baseline steps "
+          f"(p10 {u['measured_round_in_baseline_steps']['p10']:.2f}, p90 {u['measured_round_in_baseline_steps']['p90']:.2f})")
+    print(f"  uncalibrated median |error|: all {u['all']['median']:.1%} (n={u['all']['n']}, p90 {u['all']['p90']:.1%}); "
+          f"held out {u['held_out']['median']:.1%} (n={u['held_out']['n']}, p90 {u['held_out']['p90']:.1%}); "
+          f"signed median {u['signed_median']:+.1%}")
+    print(f"  prior band {u['prior_band']:.0%}: covers {u['held_out_within_band']:.0%} of held-out rows")
+    c = report["corpus_calibrated_leave_one_dataset_out"]
+    if c.get("n"):
+        print(f"  calibrated leave-one-dataset-out: median {c['median']:.1%}, p90 {c['p90']:.1%} (n={c['n']}, "
+              f"{len(c['groups'])} deployments)")
+    for name, q in report["corpus_load_transfer"].items():
+        print(f"  fit at one load, predict another: {name}: median {q['median']:.1%}, p90 {q['p90']:.1%} (n={q['n']})")
+    s = report["specbundle"]
+    print(f"specbundle: leave-one-out median {s['leave_one_out']['median']:.1%}, p90 {s['leave_one_out']['p90']:.1%} "
+          f"(n={s['leave_one_out']['n']}); leave-one-dataset-out median {s['leave_one_dataset_out']['median']:.1%}, "
+          f"p90 {s['leave_one_dataset_out']['p90']:.1%}")
+    for target, q in s["per_target"].items():
+        print(f"  {target:40} n={q['n']:3}  LOO median {q['loo_median']:.1%}  p90 {q['loo_p90']:.1%}")
+
+
+if __name__ == "__main__":
+    main()

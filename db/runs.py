@@ -1,0 +1,256 @@
+"""Run management from the dashboard: runs listed by target model with tags and a search, archiving, and
+deleting a run or an ingested file (undoing an ingest) with the rows it would remove counted first."""
+
+from dataclasses import dataclass
+
+import pandas as pd
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.orm import Session
+
+from specdash.db.live_models import Advisory
+from specdash.db.models import (
+    Benchmark,
+    Checkpoint,
+    Gap,
+    IngestedFile,
+    MetricPoint,
+    PositionAcceptance,
+    Prediction,
+    Run,
+    utcnow,
+)
+from specdash.db.refresh import RefreshSummary, refresh
+
+MAX_TAG = 40
+
+
+class RunChangeError(ValueError):
+    """A run or file that is not there, or a bad tag."""
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What a delete would remove, table by table (cascades included), before it is done."""
+
+    what: str
+    rows: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.rows.values())
+
+
+def runs_table(session: Session, search: str = "", include_archived: bool = False) -> pd.DataFrame:
+    """Runs grouped by target model (runs without one last), with checkpoints, benchmarks, tags and
+    whether archived; `search` matches the run name, target, framework or a tag (case-insensitive)."""
+    checkpoints = (
+        select(Checkpoint.run_id, func.count().label("checkpoints")).group_by(Checkpoint.run_id).subquery()
+    )
+    benchmarks = (
+        select(Checkpoint.run_id, func.count(Benchmark.id).label("benchmarks"))
+        .join(Benchmark, Benchmark.checkpoint_id == Checkpoint.id)
+        .group_by(Checkpoint.run_id)
+        .subquery()
+    )
+    query = (
+        select(
+            Run.id,
+            Run.name,
+            Run.target_model,
+            Run.framework,
+            Run.status,
+            Run.ttt_length,
+            Run.tags,
+            Run.archived_at,
+            Run.created_at,
+            func.coalesce(checkpoints.c.checkpoints, 0).label("checkpoints"),
+            func.coalesce(benchmarks.c.benchmarks, 0).label("benchmarks"),
+        )
+        .outerjoin(checkpoints, checkpoints.c.run_id == Run.id)
+        .outerjoin(benchmarks, benchmarks.c.run_id == Run.id)
+        .order_by(Run.target_model.is_(None), Run.target_model, Run.name)
+    )
+    if not include_archived:
+        query = query.where(Run.archived_at.is_(None))
+    columns = [
+        "id",
+        "name",
+        "target_model",
+        "framework",
+        "status",
+        "ttt_length",
+        "tags",
+        "archived_at",
+        "created_at",
+        "checkpoints",
+        "benchmarks",
+    ]
+    frame = pd.DataFrame(session.execute(query).mappings().all(), columns=columns)
+    frame["tags"] = frame["tags"].map(lambda tags: list(tags or []))
+    words = search.strip().lower().split()
+    if words and not frame.empty:
+        text = (
+            frame["name"].fillna("")
+            + " "
+            + frame["target_model"].fillna("")
+            + " "
+            + frame["framework"].fillna("")
+            + " "
+            + frame["tags"].map(" ".join)
+        ).str.lower()
+        frame = frame[[all(w in t for w in words) for t in text]]
+    return frame.reset_index(drop=True)
+
+
+def _run(session: Session, run_id: int) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise RunChangeError(f"run: no run with id {run_id}")
+    return run
+
+
+def set_tags(session: Session, run_id: int, tags: list[str]) -> list[str]:
+    """Replace the run's tags: trimmed, lower-case, each once, in the order given."""
+    clean: list[str] = []
+    for tag in tags:
+        tag = str(tag).strip().lower()
+        if not tag:
+            continue
+        if len(tag) > MAX_TAG:
+            raise RunChangeError(f"tags: {tag[:20]!r}... is longer than {MAX_TAG} characters")
+        if tag not in clean:
+            clean.append(tag)
+    _run(session, run_id).tags = clean or None
+    return clean
+
+
+def set_archived(session: Session, run_ids: list[int], archived: bool) -> int:
+    """Archive runs (hidden from the pickers and the leaderboard, nothing deleted) or bring them back."""
+    count = 0
+    for run_id in run_ids:
+        run = _run(session, run_id)
+        run.archived_at = (run.archived_at or utcnow()) if archived else None
+        count += 1
+    return count
+
+
+def archived_run_ids(session: Session) -> list[int]:
+    return list(session.scalars(select(Run.id).where(Run.archived_at.is_not(None))))
+
+
+def _count(session: Session, model, *where) -> int:
+    return session.scalar(select(func.count()).select_from(model).where(*where)) or 0
+
+
+def run_removal(session: Session, run_ids: list[int]) -> Removal:
+    """Every row deleting these runs removes: their checkpoints and what hangs on them (benchmarks, their
+    gaps and alerts, predictions, per-position acceptance) and their training metrics."""
+    runs = session.scalars(select(Run).where(Run.id.in_(run_ids))).all()
+    if len(runs) != len(set(run_ids)):
+        raise RunChangeError("run: some of these runs are not stored")
+    checkpoint_ids = select(Checkpoint.id).where(Checkpoint.run_id.in_(run_ids))
+    benchmark_ids = select(Benchmark.id).where(Benchmark.checkpoint_id.in_(checkpoint_ids))
+    prediction_ids = select(Prediction.id).where(Prediction.checkpoint_id.in_(checkpoint_ids))
+    rows = {
+        "runs": len(runs),
+        "checkpoints": _count(session, Checkpoint, Checkpoint.run_id.in_(run_ids)),
+        "benchmarks": _count(session, Benchmark, Benchmark.id.in_(benchmark_ids)),
+        "predictions": _count(session, Prediction, Prediction.id.in_(prediction_ids)),
+        "gaps and alerts": _count(
+            session, Gap, or_(Gap.benchmark_id.in_(benchmark_ids), Gap.prediction_id.in_(prediction_ids))
+        ),
+        "per-position acceptance": _count(
+            session, PositionAcceptance, PositionAcceptance.checkpoint_id.in_(checkpoint_ids)
+        ),
+        "metric points": _count(session, MetricPoint, MetricPoint.run_id.in_(run_ids)),
+        "depth advisories": _count(session, Advisory, Advisory.run_id.in_(run_ids)),
+    }
+    names = ", ".join(sorted(r.name for r in runs))
+    return Removal(what=f"run(s) {names}", rows=rows)
+
+
+def delete_runs(session: Session, run_ids: list[int]) -> Removal:
+    """Delete the runs and everything that hangs on them (the database's cascades); returns what went."""
+    removal = run_removal(session, run_ids)
+    checkpoint_ids = select(Checkpoint.id).where(Checkpoint.run_id.in_(run_ids))
+    # children first, so the same rows go on SQLite and PostgreSQL whatever the cascade settings
+    benchmark_ids = select(Benchmark.id).where(Benchmark.checkpoint_id.in_(checkpoint_ids))
+    prediction_ids = select(Prediction.id).where(Prediction.checkpoint_id.in_(checkpoint_ids))
+    session.execute(
+        delete(Gap).where(or_(Gap.benchmark_id.in_(benchmark_ids), Gap.prediction_id.in_(prediction_ids)))
+    )
+    session.execute(
+        Benchmark.__table__.update()
+        .where(Benchmark.superseded_by_id.in_(benchmark_ids))
+        .values(superseded_by_id=None)
+    )
+    session.execute(delete(Benchmark).where(Benchmark.id.in_(benchmark_ids)))
+    session.execute(delete(Prediction).where(Prediction.id.in_(prediction_ids)))
+    session.execute(delete(PositionAcceptance).where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids)))
+    session.execute(delete(MetricPoint).where(MetricPoint.run_id.in_(run_ids)))
+    session.execute(delete(Checkpoint).where(Checkpoint.run_id.in_(run_ids)))
+    session.execute(delete(Run).where(Run.id.in_(run_ids)))
+    session.expire_all()
+    return removal
+
+
+def ingested_files(session: Session) -> pd.DataFrame:
+    """Every ingested file, newest first, with how many of its benchmarks are still stored."""
+    stored = (
+        select(Benchmark.ingested_file_id, func.count().label("benchmarks"))
+        .group_by(Benchmark.ingested_file_id)
+        .subquery()
+    )
+    query = (
+        select(
+            IngestedFile.id,
+            IngestedFile.path,
+            IngestedFile.format,
+            IngestedFile.records,
+            IngestedFile.size_bytes,
+            IngestedFile.ingested_at,
+            func.coalesce(stored.c.benchmarks, 0).label("benchmarks"),
+        )
+        .outerjoin(stored, stored.c.ingested_file_id == IngestedFile.id)
+        .order_by(IngestedFile.ingested_at.desc(), IngestedFile.id.desc())
+    )
+    columns = ["id", "path", "format", "records", "size_bytes", "ingested_at", "benchmarks"]
+    return pd.DataFrame(session.execute(query).mappings().all(), columns=columns)
+
+
+def file_removal(session: Session, file_id: int) -> Removal:
+    """What undoing an ingest removes: the file's benchmarks and their gaps, and the file's record (so it
+    can be ingested again). Runs, checkpoints and metrics it created stay (delete the run for those)."""
+    stored = session.get(IngestedFile, file_id)
+    if stored is None:
+        raise RunChangeError(f"file: no ingested file with id {file_id}")
+    benchmark_ids = select(Benchmark.id).where(Benchmark.ingested_file_id == file_id)
+    rows = {
+        "ingested files": 1,
+        "benchmarks": _count(session, Benchmark, Benchmark.ingested_file_id == file_id),
+        "gaps and alerts": _count(session, Gap, Gap.benchmark_id.in_(benchmark_ids)),
+    }
+    return Removal(what=f"file {stored.path}", rows=rows)
+
+
+def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, RefreshSummary]:
+    """Undo an ingest: delete the file's benchmarks (their gaps with them) and its record; then refresh the
+    deployments it touched, since a removed no-speculation baseline changes their predictions."""
+    removal = file_removal(session, file_id)
+    benchmark_ids = select(Benchmark.id).where(Benchmark.ingested_file_id == file_id)
+    deployments = set(
+        session.scalars(
+            select(Benchmark.deployment_id).where(Benchmark.ingested_file_id == file_id).distinct()
+        )
+    )
+    session.execute(delete(Gap).where(Gap.benchmark_id.in_(benchmark_ids)))
+    session.execute(
+        Benchmark.__table__.update()
+        .where(Benchmark.superseded_by_id.in_(benchmark_ids))
+        .values(superseded_by_id=None)
+    )
+    session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == file_id))
+    session.execute(delete(IngestedFile).where(IngestedFile.id == file_id))
+    session.expire_all()
+    remaining = list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id.in_(deployments))))
+    return removal, refresh(session, remaining) if remaining else RefreshSummary()
