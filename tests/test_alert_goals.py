@@ -29,7 +29,7 @@ def drafter_rows() -> list[dict]:
                         continue
                     rows.append(
                         dict(
-                            deployment=f"SpecBundle: {model}, bs {result['batch_size']}",
+                            deployment=f"SpecBundle: {model}",  # one deployment per target, loads within
                             run=metric["Name"].strip(),
                             concurrency=result["batch_size"],
                             dataset=bench["benchmark_name"],

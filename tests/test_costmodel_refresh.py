@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Deployment, Gap, Prediction
+from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.refresh import refresh
 from specdash.ingest.pipeline import ingest_bytes
 
@@ -55,13 +56,12 @@ def test_a_gap_that_grows_past_the_threshold_is_a_new_alert(demo_url):
         session.scalars(select(Deployment).where(Deployment.name == PCIE)).one().draft_step_ms = 0.0
         summary = refresh(session)
     # without drafting cost every PCIe prediction rises by 10-25 %: past the 10 % threshold, but only a gap
-    # beyond theory's own error band makes a new alert: hypot(22 %, 12 %) = 25.1 %, the priors' round-time
-    # spread with the training-to-serving acceptance spread (tau comes from training acc_i here)
+    # beyond theory's own error band makes a new alert: the priors' spread for a tau from training acc_i
     with reading(engine) as session:
         judged = session.execute(select(Alert.benchmark_id, Alert.is_alert, Gap.gap, Prediction.error_band)
                                  .join(Gap, Alert.gap_id == Gap.id).join(Prediction)
                                  .where(Prediction.source == "theory")).all()
-    assert {round(row.error_band, 3) for row in judged} == {0.251}
+    assert {row.error_band for row in judged} == {prior_error_band("training")}
     past_band = {row.benchmark_id for row in judged if abs(row.gap) > row.error_band and row.benchmark_id not in (3, 12, 15)}
     assert summary.new_alerts == len(past_band) >= 1
     assert past_band <= {row.benchmark_id for row in judged if row.is_alert}

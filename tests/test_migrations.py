@@ -149,14 +149,21 @@ def test_data_survives_upgrade_from(revision, filled_head, tmp_path):
         check_schema(engine)
     upgrade(engine)
     check_schema(engine)
+    # rows written before 0007 held 0 for an unstated cost, which 0007 turns into NULL
+    before_0007 = revision_history().index(revision) < revision_history().index("0007")
+
+    def stored(table, columns):
+        found = _rows(path, table, columns)
+        return _as_before_0007(table, columns, found) if before_0007 else found
+
     for table, (columns, rows) in written.items():
-        assert _as_before_0007(table, columns, _rows(path, table, columns)) == rows, table
+        assert stored(table, columns) == rows, table
 
     # One step down and back up again keeps the rows too.
     downgrade(engine, "-1")
     upgrade(engine)
     for table, (columns, rows) in written.items():
-        assert _as_before_0007(table, columns, _rows(path, table, columns)) == rows, table
+        assert stored(table, columns) == rows, table
     engine.dispose()
 
 
