@@ -15,7 +15,7 @@ from specdash.labels import gap_text, setting_label
 JSON_FIELDS = (
     "benchmark_id", "gap_id", "run", "checkpoint", "deployment", "source", "speculative_algorithm",
     "num_steps", "topk", "num_draft_tokens", "concurrency", "dataset", "measured_tps", "predicted_tps",
-    "gap", "measured_accept_length", "predicted_accept_length", "measured_round_ms", "predicted_round_ms",
+    "error_band", "gap", "measured_accept_length", "predicted_accept_length", "measured_round_ms", "predicted_round_ms",
     "acceptance_factor", "round_factor", "unexplained_ms", "severity", "status", "note", "diagnoses",
 )
 threshold_option = click.option(

@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 
 from specdash.costmodel.throughput import CostParams
 
@@ -81,6 +82,7 @@ _FAMILY_PATTERNS = (
 )
 
 
+@cache  # called once per benchmark group in a refresh, with a handful of distinct names
 def drafter_family(*names: str | None) -> str:
     """The family of a drafter from its speculative algorithm (EAGLE3, NEXTN, ngram, ...) and/or name;
     unknown ones are treated as EAGLE-3, the most common drafter specdash sees."""

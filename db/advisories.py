@@ -68,9 +68,10 @@ def target_deployments(session: Session, run: Run) -> list[Deployment]:
             .order_by(Deployment.name)
         )
     )
-    if named or not run.target_model:
+    target = run.target_model or (run.config or {}).get("target_model_path")  # the log, else the trainer config
+    if named or not isinstance(target, str) or not target:
         return named
-    want = _short(run.target_model)
+    want = _short(target)
     return [
         d
         for d in session.scalars(select(Deployment).order_by(Deployment.name))

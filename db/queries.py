@@ -91,6 +91,7 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
             Benchmark.accept_length.label("measured_accept_length"),
             Prediction.accept_length.label("predicted_accept_length"),
             Prediction.extrapolated,
+            Prediction.error_band,
             Gap.measured_round_ms,
             Gap.predicted_round_ms,
             Gap.acceptance_factor,

@@ -409,7 +409,11 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                 tau_source = "measured"
             else:
                 continue
-            params_key = (pset_id, baseline_tps, family, concurrency, draft_tokens, drafter.run_id, dataset)
+            # a set's costs differ by drafter and dataset only when its fit has per-drafter or per-dataset values
+            fit = psets[pset_id].fit or {}
+            params_key = (pset_id, baseline_tps, family, concurrency, draft_tokens,
+                          drafter.run_id if fit.get("draft_step_ms_by_drafter") else None,
+                          dataset if fit.get("round_scale_by_dataset") else None)
             params = params_cache.get(params_key)
             if params is None:
                 params = params_cache[params_key] = cost_params(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import IntegrityError
 
 from specdash.db.engine import transaction
 from specdash.db.live_models import FollowedFile
@@ -92,6 +93,10 @@ def _fingerprint(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class _Moved(Exception):
+    """The stored offset moved under this follower: another one follows the same file."""
+
+
 class _Tracked:
     """In-memory state of one followed path; the store's FollowedFile row is the durable copy."""
 
@@ -101,6 +106,7 @@ class _Tracked:
         self.handle = None
         self.identity: tuple[int, int] | None = None  # (device, inode) of the file being read
         self.offset = 0
+        self.stored_offset = 0  # the offset the store held when this follower last read or wrote it
         self.lines = 0
         self.fingerprint: str | None = None
         self.fingerprint_bytes = 0
@@ -202,6 +208,7 @@ class Follower:
             row = session.scalar(select(FollowedFile).where(FollowedFile.path == tracked.path))
             if row is not None:
                 tracked.offset, tracked.lines = row.offset_bytes, row.lines
+                tracked.stored_offset = row.offset_bytes
                 tracked.fingerprint, tracked.fingerprint_bytes = row.fingerprint, row.fingerprint_bytes
                 tracked.state = dict(row.state or {})
                 tracked.identity = (row.device, row.inode) if row.inode is not None else None
@@ -364,8 +371,14 @@ class Follower:
                 self._save(session, tracked, offset, tracked.lines + lines, log)
                 if self.in_transaction is not None:
                     self.in_transaction(session)
+        except (_Moved, IntegrityError):  # IntegrityError: both inserted the file's first row at once
+            tracked.close()
+            tracked.loaded = False  # read the offset and state the other follower stored
+            event.notes.append("another follower read these lines first; resuming after it")
+            return
         except Exception:
             tracked.log = None  # the parser saw lines that did not commit: rebuild it from the store
+            tracked.loaded = False
             raise
         tracked.offset, tracked.lines = offset, tracked.lines + lines
         event.lines += lines
@@ -377,6 +390,8 @@ class Follower:
 
     def _save(self, session, tracked: _Tracked, offset: int, lines: int, log: TrainingLog | None) -> None:
         row = session.scalar(select(FollowedFile).where(FollowedFile.path == tracked.path))
+        if row is not None and log is not None and row.offset_bytes != tracked.stored_offset:
+            raise _Moved  # another follower of the same file got here first: take its place, not these lines
         if row is None:
             row = FollowedFile(path=tracked.path)
             session.add(row)
@@ -390,6 +405,7 @@ class Follower:
         row.format = tracked.fmt.name if tracked.fmt else None
         row.device, row.inode = tracked.identity or (None, None)
         row.offset_bytes, row.lines = offset, lines
+        tracked.stored_offset = offset  # a transaction that fails makes the follower read the store again
         row.fingerprint, row.fingerprint_bytes = tracked.fingerprint, tracked.fingerprint_bytes
         row.state = state
         row.updated_at = utcnow()

@@ -5,9 +5,9 @@ import json
 import pytest
 from sqlalchemy import select
 
+from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Deployment, Gap, Prediction
-from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.refresh import refresh
 from specdash.ingest.pipeline import ingest_bytes
 

@@ -1,5 +1,6 @@
 """Error bands: every stored prediction carries one, from held-out residuals or the prior's spread."""
 
+import json
 import math
 
 import pytest
@@ -95,3 +96,11 @@ def test_predictions_survive_the_upgrade_that_adds_the_band(tmp_path):
     downgrade(engine, "0001")
     with engine.connect() as connection:
         assert connection.execute(text("SELECT predicted_tps FROM prediction")).scalar() == 150.0
+
+
+def test_gaps_json_carries_each_predictions_band(invoke, demo_url):
+    rows = json.loads(invoke(demo_url, "gaps", "--status", "all", "--threshold", "0", "--format", "json").output)
+    theory = [r for r in rows if r["source"] == "theory"]
+    # the demo's theory predictions use training accuracies: the prior band with the acceptance spread
+    assert theory and all(r["error_band"] == pytest.approx(prior_error_band("training")) for r in theory)
+    assert all(r["error_band"] is None for r in rows if r["source"] not in ("theory", "calibrated"))

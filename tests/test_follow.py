@@ -199,3 +199,20 @@ def test_watched_directory_picks_up_new_files(engine, tmp_path, followers):
     (root / "train.log").write_text(ARGS + step_line(50))
     [event] = follower.poll()
     assert event.lines == 5 and points(engine) == KEYS
+
+
+def test_two_followers_of_one_file_store_each_line_once(engine, log, followers):
+    first, second = followers(engine, [str(log)]), followers(engine, [str(log)])
+    first.poll()
+    second.poll()
+    with log.open("a") as out:
+        out.write(step_line(50) + step_line(100))
+    first.poll()
+    [event] = second.poll()  # it had the old offset: it gives way and reads on from the stored one
+    assert "another follower read these lines first; resuming after it" in event.notes
+    with log.open("a") as out:
+        out.write(step_line(150))
+    second.poll()
+    first.poll()
+    assert points(engine) == 3 * KEYS
+    assert followed(engine).lines == 4 + 3 and followed(engine).offset_bytes == log.stat().st_size

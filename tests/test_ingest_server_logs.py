@@ -5,9 +5,12 @@ Every expected number is worked out here from the lines of the fixture it reads.
 import statistics
 
 import pytest
+from sqlalchemy import select
 
+from specdash.db.engine import reading
+from specdash.db.models import Prediction
 from specdash.ingest.pipeline import describe
-from tests.ingest_support import VLLM, benchmarks, load
+from tests.ingest_support import SGLANG, VLLM, benchmarks, load
 
 DRAFTER = "/data/drafters/llama31-eagle3/epoch_3"
 
@@ -79,12 +82,13 @@ def test_a_concurrency_sweep_is_one_benchmark_per_load_level(engine):
     assert mid.decode_tps == pytest.approx((288.1 + 289.9) / 2 / 2)
     assert mid.output_throughput == pytest.approx((288.1 + 289.9) / 2)
     assert mid.raw["intervals"]["left_out"] == {"prefill": 3, "off-level": 1}
-    # c=4: five of six intervals ran a prefill, so they are kept (only one is prefill-free)
-    at_four = [301.5, 520.3, 515.8, 522.1, 531.0, 518.4]
-    assert high.output_throughput == pytest.approx(statistics.median(at_four))
-    assert high.decode_tps == pytest.approx(statistics.median(at_four) / 4)
-    assert high.raw["intervals"]["prefill_kept"] == 5
-    assert high.raw["intervals"]["left_out"] == {"tail": 1}
+    # c=4: five of six intervals ran a prefill, too many to leave out; the ones with the least prefill are
+    # used: prompt tok/s 1203.3, 810.0, 790.2, 802.5, 0.0, 799.9 have a lower quartile (inclusive) of
+    # 790.2 + 0.25 * (799.9 - 790.2); at or below it: 0.0 (531.0 tok/s) and 790.2 (515.8 tok/s)
+    assert high.output_throughput == pytest.approx((531.0 + 515.8) / 2)
+    assert high.decode_tps == pytest.approx((531.0 + 515.8) / 2 / 4)
+    assert high.raw["intervals"]["prefill_kept"] == 1
+    assert high.raw["intervals"]["left_out"] == {"tail": 1, "more-prefill": 4}
     # not in any benchmark: the test request before the sweep (brief: one busy interval and its tail),
     # the ramp-down interval at 3 running, and two idle lines
     assert high.raw["intervals"]["server_left_out"] == {"brief": 2, "ramp": 1, "idle": 2}
@@ -108,3 +112,77 @@ def test_log_figures_are_within_a_quarter_of_what_the_client_measured(engine):
     for c in (1, 2, 4):
         assert abs(logs[c].decode_tps / clients[c].decode_tps - 1) < 0.25
         assert abs(logs[c].accept_length / clients[c].accept_length - 1) < 0.25
+
+
+def test_an_sglang_sweep_is_one_benchmark_per_load_level(engine):
+    load(engine, SGLANG / "server_concurrency_sweep.log")
+    one, two, four = benchmarks(engine)
+    assert [b.concurrency for b in (one, two, four)] == [1, 2, 4]
+    assert {b.drafter_path for b in (one, two, four)} == {"/ckpt/llama31-eagle3-sharegpt/epoch_2"}
+    # c=1: 11 Decode batch lines; the 3 that follow a Prefill batch line (60.4, 118.3, 120.1) are left out
+    at_one = [139.5, 140.2, 141.0, 139.8, 140.6, 138.9, 140.9, 139.4]
+    assert one.decode_tps == pytest.approx(statistics.median(at_one))
+    assert one.accept_length == pytest.approx(
+        statistics.median([2.91, 2.88, 2.95, 2.90, 2.93, 2.87, 2.92, 2.89])
+    )
+    assert one.raw["intervals"]["left_out"] == {"prefill": 3}
+    # c=2: 8 lines at 2 running, 3 after a prefill; the single line at 1 running before c=4 is a ramp
+    at_two = [262.0, 259.8, 261.2, 258.9, 260.5]
+    assert two.output_throughput == pytest.approx(statistics.median(at_two))
+    assert two.decode_tps == pytest.approx(statistics.median(at_two) / 2)
+    # c=4: 4 of 8 prefill-free; the ramp-down at 3, 2 and 1 running is in no benchmark
+    at_four = [470.1, 468.8, 472.3, 469.5]
+    assert four.decode_tps == pytest.approx(statistics.median(at_four) / 4)
+    assert four.accept_length == pytest.approx(statistics.median([2.80, 2.79, 2.81, 2.78]))
+    assert four.raw["intervals"]["server_left_out"] == {"ramp": 4}
+
+
+def test_sglang_log_figures_are_within_a_quarter_of_the_clients(engine):
+    load(engine, SGLANG / "server_concurrency_sweep.log")
+    load(engine, SGLANG / "bench_serving_sweep.jsonl")
+    logs = {b.concurrency: b for b in benchmarks(engine, source_format="sglang-log")}
+    clients = {b.concurrency: b for b in benchmarks(engine, source_format="sglang-bench-serving")}
+    # client per request: 1000 / median TPOT of 7.25, 7.81 and 8.62 ms
+    assert [clients[c].decode_tps for c in (1, 2, 4)] == pytest.approx(
+        [1000 / 7.25, 1000 / 7.81, 1000 / 8.62]
+    )
+    for c in (1, 2, 4):
+        assert abs(logs[c].decode_tps / clients[c].decode_tps - 1) < 0.25
+        assert logs[c].deployment.name == clients[c].deployment.name == "Llama-3.1-8B-Instruct, TP1, sglang"
+
+
+def test_intervals_past_the_cap_are_counted_and_left_out(engine, monkeypatch):
+    from specdash.ingest.formats import logsummary
+
+    monkeypatch.setattr(logsummary, "MAX_INTERVALS", 5)  # each start keeps its first five intervals
+    load(engine, VLLM / "pipeline_six_servers.log")
+    rows = benchmarks(engine)
+    assert len(rows) == 6
+    # five intervals kept per start (three prefill-free, two with a prefill); the tail and the idle line
+    # past the cap are counted, not read
+    assert {b.raw["intervals"]["server_left_out"]["cap"] for b in rows} == {2}
+    assert rows[0].decode_tps == pytest.approx(statistics.median([93.4, 94.1, 93.8]))
+
+
+def test_specdash_ingest_on_a_pipeline_of_servers_and_loads(invoke, db_url, engine):
+    """Two server starts in one log: EAGLE3 at 1, 2 and 4 running (the sweep), then the target alone at
+    1 and 4 running; each speculative benchmark is predicted against the baseline at its own load."""
+    result = invoke(db_url, "ingest", str(VLLM / "pipeline_servers_and_loads.log"))
+    assert result.exit_code == 0, result.output
+    assert "5 record(s) as vllm-log; created 5 benchmark(s)" in result.output
+    rows = benchmarks(engine)
+    assert [(b.speculative_algorithm, b.concurrency) for b in rows] == [
+        ("EAGLE3", 1),
+        ("EAGLE3", 2),
+        ("EAGLE3", 4),
+        (None, 1),
+        (None, 4),
+    ]
+    # the baseline start: two of six intervals ran a prefill at each level, four prefill-free remain
+    assert rows[3].decode_tps == pytest.approx(statistics.median([96.2, 95.8, 96.5, 95.1]))
+    assert rows[4].decode_tps == pytest.approx(statistics.median([371.2, 369.9, 372.4, 370.6]) / 4)
+    assert rows[3].label == "server log, start 2 of 2 (line 59), 1 running"
+    with reading(engine) as session:
+        baselines = dict(session.execute(select(Prediction.concurrency, Prediction.baseline_tps)).all())
+    assert baselines[1] == pytest.approx(rows[3].decode_tps)
+    assert baselines[4] == pytest.approx(rows[4].decode_tps)

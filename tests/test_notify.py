@@ -115,3 +115,31 @@ def test_ingest_goes_on_while_the_webhook_hangs(engine):
             hook.hold.set()
             sender.stop(drain_seconds=2)
         assert [s for _, s, _ in statuses(engine)] == ["sent", "sent"]
+
+
+def test_a_new_alert_is_queued_with_its_numbers(demo_url):
+    from specdash.db.engine import make_engine
+    from tests.conftest import FIXTURES
+
+    demo = make_engine(demo_url)
+    url = "http://127.0.0.1:9/hook"
+    with transaction(demo) as session:
+        prime(session, url)
+    rerun = FIXTURES / "dashboard" / "deep_rerun.json"
+    assert ingest_bytes(demo, rerun.name, rerun.read_bytes()).ok  # 11 steps on a TTT-5 drafter: 118.4 tok/s
+    with transaction(demo) as session:
+        assert queue_notifications(session, url) >= 1
+        rows = session.execute(
+            select(Notification.kind, Notification.payload).where(Notification.status == "pending")
+        ).all()
+    assert {kind for kind, _ in rows} == {"alert"}
+    texts = [payload["text"] for _, payload in rows]
+    assert all(
+        t.startswith(
+            "specdash alert: k25-eagle3-100k-ttt5/epoch_5 on 8x RTX PRO 6000, TP8, PCIe measured "
+            "118.4 tok/s against "
+        )
+        for t in texts
+    )
+    assert any("beyond_trained_depth" in t for t in texts)
+    demo.dispose()

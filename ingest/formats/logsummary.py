@@ -14,8 +14,9 @@ including any prefill and idle time in between). Rules, applied per server start
 - at a held level only intervals at exactly that count are used (others lost or waited for a request);
 - intervals in which a prefill ran are left out when at least two, and a third, of the level's are free
   of prefill (low load: the prefill belongs to a request's time to first token, not to its decode);
-  otherwise every interval has prefills in it, as every decode step of the client's requests had, and
-  they are kept.
+  otherwise (prefills in most intervals) the intervals with the least prefill, at or below the level's
+  lower quartile of prefill tokens, are used: they come nearest to the decode-only speed a client's TPOT
+  measures, as every request of the level was decoding in them.
 
 The aggregate tok/s is the sum over ranks of each rank's median; per request it is aggregate / running
 count (varying levels: the median per interval of tok/s / running)."""
@@ -24,7 +25,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-MAX_INTERVALS = 500_000  # per server start; beyond it the rest is counted and left out
+MAX_INTERVALS = 200_000  # per server start (23 days of vLLM lines); the rest is counted and left out
 HOLD = 2  # intervals at one running count that make it a held level
 SAME_LEVEL = 0.25  # relative difference of running counts still the same level
 BRIEF = 0.15  # share of the largest level's request-intervals below which a level is brief
@@ -38,6 +39,7 @@ REASONS = {
     "brief": "a brief load level (too few requests to be a benchmark)",
     "off-level": "running count off the level's (a request finished or waited inside it)",
     "prefill": "a prefill ran inside it",
+    "more-prefill": "more prefill than the level's least-prefill quarter",
     "cap": f"over {MAX_INTERVALS:,} intervals in one server start",
 }
 
@@ -50,6 +52,7 @@ SHORT = {
     "brief": "in a brief load level",
     "off-level": "off the level's running count",
     "prefill": "with a prefill in them",
+    "more-prefill": "with more prefill than the least-prefill quarter",
     "cap": "over the interval cap",
 }
 
@@ -61,6 +64,7 @@ def _counts(counts: Counter) -> str:
 
 
 class Interval:
+    # prefill: how much prefill ran inside the interval (vLLM prompt tokens/s, SGLang new tokens); 0: none
     __slots__ = ("line", "rank", "running", "gen_tps", "prefill", "accept", "spec", "total")
 
     def __init__(
@@ -69,7 +73,7 @@ class Interval:
         rank: str,
         running: int,
         gen_tps: float,
-        prefill: bool = False,
+        prefill: float = 0.0,
         accept: float | None = None,
         spec: object = None,
     ):
@@ -85,7 +89,7 @@ class Level:
     intervals: list[Interval] = field(default_factory=list)  # every interval of the level, in order
     used: list[Interval] = field(default_factory=list)
     left_out: Counter = field(default_factory=Counter)
-    prefill_kept: int = 0  # used intervals with a prefill in them (kept: no prefill-free ones to use)
+    prefill_kept: int = 0  # used intervals with a prefill in them (too few prefill-free ones to use)
     output_throughput: float = 0.0
     decode_tps: float = 0.0
     decode_tps_p10: float = 0.0
@@ -268,6 +272,12 @@ def _measure(level: Level) -> bool:
     if len(clean) < len(used) and len(clean) >= HOLD and len(clean) >= CLEAN_SHARE * len(used):
         level.left_out["prefill"] += len(used) - len(clean)
         used = clean
+    elif len(clean) < len(used) and len(used) > HOLD:
+        cut = statistics.quantiles([i.prefill for i in used], n=4, method="inclusive")[0]
+        least = [i for i in used if i.prefill <= cut]
+        if HOLD <= len(least) < len(used):
+            level.left_out["more-prefill"] += len(used) - len(least)
+            used = least
     level.prefill_kept = sum(1 for i in used if i.prefill)
     level.used = used
     totals = [i.total for i in busy]

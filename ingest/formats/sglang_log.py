@@ -32,6 +32,7 @@ RANKS = re.compile(r"\b((?:DP|ATTN_DP|PP)\d+)\b")
 RUNNING = re.compile(r"#running-req: (\d+)")
 GEN_TPS = re.compile(r"gen throughput \(token/s\): (\d+(?:\.\d+)?)")
 ACCEPT = re.compile(r"accept len: (\d+(?:\.\d+)?)")
+NEW_TOKENS = re.compile(r"#new-token: (\d+)")
 PREFILL = re.compile(r"Prefill batch(?: \[\d+\])?[.,] ")
 SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)")
 ARG_KEYS = (
@@ -93,7 +94,7 @@ class Server:
         self.line = line
         self.args: dict = {}
         self.intervals = ServerIntervals()
-        self.prefill: set[str] = set()
+        self.prefill: dict[str, float] = {}  # new tokens prefilled per rank since its last Decode batch line
 
 
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
@@ -121,13 +122,15 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                     rank,
                     int(running[1]),
                     float(gen[1]),
-                    prefill=rank in server.prefill,
+                    prefill=server.prefill.pop(rank, 0.0),
                     accept=accept_length if accept_length and accept_length >= 1 else None,
                 )
             )
-            server.prefill.discard(rank)
         elif "Prefill batch" in text and PREFILL.search(text):
-            server.prefill.add(_rank_of(strip_ansi(text)))
+            line = strip_ansi(text)
+            rank = _rank_of(line)
+            new_tokens = NEW_TOKENS.search(line)
+            server.prefill[rank] = server.prefill.get(rank, 0.0) + (float(new_tokens[1]) if new_tokens else 1.0)
         elif "server_args=ServerArgs(" in text:
             match = SERVER_ARGS.search(strip_ansi(text))
             if server.intervals.intervals:  # a new start once the previous one has measured something

@@ -251,7 +251,7 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
         server = servers[-1]
         if "throughput" in text and (match := THROUGHPUT.search(strip_ansi(text))):
             server.intervals.add(
-                Interval(number, match[1] or "0", int(match[4]), float(match[3]), prefill=float(match[2]) > 0)
+                Interval(number, match[1] or "0", int(match[4]), float(match[3]), prefill=float(match[2]))
             )
         elif "SpecDecoding metrics:" in text:
             server.spec_v1(strip_ansi(text))
