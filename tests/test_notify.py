@@ -136,7 +136,7 @@ def test_a_new_alert_is_queued_with_its_numbers(demo_url):
     texts = [payload["text"] for _, payload in rows]
     assert all(
         t.startswith(
-            "specdash alert: k25-eagle3-100k-ttt5/epoch_5 on 8x RTX PRO 6000, TP8, PCIe measured "
+            "specdash alert #16 (warning): k25-eagle3-100k-ttt5/epoch_5 on 8x RTX PRO 6000, TP8, PCIe measured "
             "118.4 tok/s against "
         )
         for t in texts
