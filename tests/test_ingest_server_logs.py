@@ -186,3 +186,13 @@ def test_specdash_ingest_on_a_pipeline_of_servers_and_loads(invoke, db_url, engi
         baselines = dict(session.execute(select(Prediction.concurrency, Prediction.baseline_tps)).all())
     assert baselines[1] == pytest.approx(rows[3].decode_tps)
     assert baselines[4] == pytest.approx(rows[4].decode_tps)
+
+
+def test_the_upload_preview_shows_what_each_benchmark_used(engine):
+    from specdash.app import uploads
+    from specdash.ingest.pipeline import preview_bytes
+
+    data = (VLLM / "server_concurrency_sweep.log").read_bytes()
+    frame = uploads.links_frame(preview_bytes(engine, "server.log", data))
+    assert frame["line"].tolist() == [10, 26, 42]
+    assert frame["notes"].iloc[1].startswith("4 interval(s) used at 2 running; left out 3 with a prefill in them")

@@ -84,9 +84,9 @@ if rows:
                 "setting": setting_label(r),
                 "measured": r["measured_tps"],
                 "predicted": r["predicted_tps"],
+                "deployment": r["deployment"],
                 "against": r["source"],
                 "status": r["status"] + (" (muted)" if r["muted"] else ""),
-                "deployment": r["deployment"],
                 # the leading diagnosis (what groups and mutes use) first, then the others
                 "diagnoses": ", ".join(
                     [r["code"], *(d["code"] for d in r["diagnoses"] if d["code"] != r["code"])]
@@ -111,14 +111,14 @@ if rows:
             "gap": st.column_config.NumberColumn(format="%+.1f%%", width=65),
             # long drafter and deployment names are cut in the cell (the full name shows on hover), so the
             # numbers stay on screen
-            "run": st.column_config.TextColumn(width=190),
-            "checkpoint": st.column_config.TextColumn(width=90),
-            "setting": st.column_config.TextColumn(width=105),
-            "measured": st.column_config.NumberColumn("measured tok/s", format="%.1f", width=100),
-            "predicted": st.column_config.NumberColumn("predicted tok/s", format="%.1f", width=100),
-            "against": st.column_config.TextColumn(width=80),
-            "status": st.column_config.TextColumn(width=90),
-            "deployment": st.column_config.TextColumn(width=190),
+            "run": st.column_config.TextColumn(width=160),
+            "checkpoint": st.column_config.TextColumn(width=80),
+            "setting": st.column_config.TextColumn(width=100),
+            "measured": st.column_config.NumberColumn(format="%.1f", width=75, help="tok/s per request"),
+            "predicted": st.column_config.NumberColumn(format="%.1f", width=75, help="tok/s per request"),
+            "deployment": st.column_config.TextColumn(width=160),
+            "against": st.column_config.TextColumn(width=75),
+            "status": st.column_config.TextColumn(width=85),
         },
     )
     first, last = (page - 1) * PAGE_ROWS + 1, (page - 1) * PAGE_ROWS + len(rows)

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from specdash.app import state, uploads
-from specdash.app.text import SEVERITY_ICONS, md
+from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.pipeline import describe, ingest_bytes
 from specdash.ingest.problems import format_report
@@ -124,7 +124,8 @@ if results:
         text = ["run", "checkpoint", "dataset", "source", "severity", "deployment"]
         table = outcomes.assign(
             setting=outcomes.apply(setting_label, axis=1),
-            gap=outcomes["gap"] * 100,
+            gap=outcomes["gap"].map(gap_text),
+            predicted_tps=outcomes["predicted_tps"].map(number_text),
             **{c: outcomes[c].astype(object).where(outcomes[c].notna(), "-") for c in text},
         )
         st.dataframe(
@@ -150,8 +151,8 @@ if results:
             column_config={
                 "benchmark_id": st.column_config.NumberColumn("benchmark", width=70),
                 "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
-                "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f"),
-                "gap": st.column_config.NumberColumn("gap", format="%+.1f%%"),
+                "predicted_tps": st.column_config.TextColumn("predicted tok/s"),
+                "gap": st.column_config.TextColumn("gap"),
                 "is_alert": st.column_config.CheckboxColumn("alert"),
             },
         )
