@@ -195,4 +195,36 @@ def test_the_upload_preview_shows_what_each_benchmark_used(engine):
     data = (VLLM / "server_concurrency_sweep.log").read_bytes()
     frame = uploads.links_frame(preview_bytes(engine, "server.log", data))
     assert frame["line"].tolist() == [10, 26, 42]
-    assert frame["notes"].iloc[1].startswith("4 interval(s) used at 2 running; left out 3 with a prefill in them")
+    assert (
+        frame["notes"]
+        .iloc[1]
+        .startswith("4 interval(s) used at 2 running; left out 3 with a prefill in them")
+    )
+
+
+def test_a_request_rate_run_is_one_level_at_its_median_running_count(engine):
+    from specdash.ingest.pipeline import ingest_bytes
+    from specdash.ingest.store import LinkOptions
+
+    # Poisson arrivals: the running count never holds; every interval ran prefills
+    prompts = [900, 850, 1200, 700, 1000, 950, 800]
+    gens = [1390.0, 1500.0, 1401.0, 1530.0, 1420.0, 1480.0, 1330.0]
+    running = [37, 41, 39, 45, 40, 43, 38]
+    lines = [
+        f"INFO 12-01 10:00:{10 * i:02d} [loggers.py:123] Engine 000: Avg prompt throughput: {p:.1f} tokens/s, "
+        f"Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%"
+        for i, (p, g, r) in enumerate(zip(prompts, gens, running, strict=True))
+    ]
+    result = ingest_bytes(
+        engine, "rate.log", ("\n".join(lines) + "\n").encode(), link=LinkOptions(deployment="d")
+    )
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    (bench,) = benchmarks(engine)
+    assert (bench.concurrency, bench.concurrency_source) == (40, "log")  # median of 37..45
+    assert bench.raw["intervals"]["varying_load"] is True
+    # least prefill: at or below the lower quartile of prompt tok/s, 800 + 0.5 * (850 - 800):
+    # 700 (1530 tok/s at 45 running) and 800 (1330 tok/s at 38 running)
+    assert bench.output_throughput == pytest.approx((1530 + 1330) / 2)
+    assert bench.decode_tps == pytest.approx((1530 / 45 + 1330 / 38) / 2)
+    assert bench.raw["intervals"]["left_out"] == {"more-prefill": 5}
