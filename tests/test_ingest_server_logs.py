@@ -228,3 +228,49 @@ def test_a_request_rate_run_is_one_level_at_its_median_running_count(engine):
     assert bench.output_throughput == pytest.approx((1530 + 1330) / 2)
     assert bench.decode_tps == pytest.approx((1530 / 45 + 1330 / 38) / 2)
     assert bench.raw["intervals"]["left_out"] == {"more-prefill": 5}
+
+
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        (
+            "(APIServer pid=7) INFO 12-01 08:00:00 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-8B', "
+            "'tensor_parallel_size': 2, 'quantization': 'fp8', 'speculative_config': {'method': 'eagle3', "
+            "'model': '/ckpt/q/epoch_1', 'num_speculative_tokens': 3}}",
+            {
+                "model": "Qwen/Qwen3-8B",
+                "tp_size": 2,
+                "quantization": "fp8",
+                "method": "eagle3",
+                "draft_model": "/ckpt/q/epoch_1",
+                "spec_tokens": 3,
+            },
+        ),
+        (
+            "INFO 05-02 09:00:01 [api_server.py:1043] args: Namespace(host=None, model='Qwen/Qwen3-8B', "
+            "tensor_parallel_size=2, speculative_config={'method': 'eagle3', 'model': '/ckpt/q/epoch_1', "
+            "'num_speculative_tokens': 3}, quantization=None)",
+            {
+                "model": "Qwen/Qwen3-8B",
+                "tp_size": 2,
+                "method": "eagle3",
+                "draft_model": "/ckpt/q/epoch_1",
+                "spec_tokens": 3,
+            },
+        ),
+        (
+            "INFO 11-04 16:20:01 api_server.py:529] args: Namespace(model='meta-llama/Meta-Llama-3-70B-Instruct', "
+            "speculative_model='ibm-fms/llama3-70b-accelerator', num_speculative_tokens=5, tensor_parallel_size=4)",
+            {
+                "model": "meta-llama/Meta-Llama-3-70B-Instruct",
+                "tp_size": 4,
+                "draft_model": "ibm-fms/llama3-70b-accelerator",
+                "spec_tokens": 5,
+            },
+        ),
+    ],
+)
+def test_server_start_arguments_in_every_wording(line, expected):
+    from specdash.ingest.formats.vllm_log import _namespace, _non_default_args
+
+    assert (_non_default_args(line) if "non-default" in line else _namespace(line)) == expected
