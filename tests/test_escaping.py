@@ -35,10 +35,10 @@ def test_markdown_escaping_round_trips_every_hostile_name():
 
 def test_the_alert_header_shows_the_name_as_text(monkeypatch, demo_url):
     rename_story_run(demo_url, MARKUP)
-    at = run_page(monkeypatch, demo_url, "views/alerts.py", {"alert": "1"})
+    at = run_page(monkeypatch, demo_url, "views/alerts.py", {"alert": "3"})
     assert not at.exception
     header = at.subheader[0].value
-    assert unmd(header) == f"Alert #1: {MARKUP} / epoch_3"
+    assert unmd(header) == f"Alert #3: {MARKUP} / epoch_3"
     assert not set(re.sub(r"\\.", "", header)) & set("[]()<>$*`")  # every markup character escaped
 
 

@@ -12,11 +12,11 @@ from specdash.app.text import unmd
 from specdash.cli import serve_command
 from specdash.cli.main import cli
 from specdash.db.engine import make_engine, reading, transaction
-from specdash.db.models import GapEvent
+from specdash.db.models import AlertEvent
 from tests.ingest_support import content
 from tests.test_app import run_page
 
-STORY_GAP = 1
+STORY_GAP = 3  # the story's alert (the EAGLE-flag benchmark against theory)
 
 
 def served(monkeypatch, *args: str) -> tuple[dict, list[str], str]:
@@ -52,8 +52,8 @@ def test_read_only_dashboard_saves_nothing(monkeypatch, demo_url):
     before = content(make_engine(demo_url))
     at = run_page(monkeypatch, demo_url, "views/alerts.py", {"alert": str(STORY_GAP)})
     at.text_input(key="alerts_who").input("mallory")
-    at.selectbox(key="alerts_new_status").select("dismissed")
-    at.button[0].click().run()
+    at.selectbox(key=f"alerts_new_status_{STORY_GAP}").select("dismissed")
+    next(b for b in at.button if b.label == "Save status").click().run()
     assert not at.exception
     assert identity.READ_ONLY_MESSAGE in [w.value for w in at.warning]
     upload = run_page(monkeypatch, demo_url, "views/upload.py")
@@ -75,11 +75,11 @@ def test_the_proxy_header_names_the_writer_in_the_history(monkeypatch, demo_url,
     at = run_page(monkeypatch, demo_url, "views/alerts.py", {"alert": str(STORY_GAP)})
     assert not [t for t in at.text_input if t.key == "alerts_who"]  # no name to type
     assert any(unmd(c.value).startswith("Signed in as **ana@example.com**") for c in at.caption)
-    at.selectbox(key="alerts_new_status").select("explained")
-    at.button[0].click().run()
+    at.selectbox(key=f"alerts_new_status_{STORY_GAP}").select("explained")
+    next(b for b in at.button if b.label == "Save status").click().run()
     assert not at.exception
     with reading(make_engine(demo_url)) as session:
-        event = session.scalars(select(GapEvent)).one()
+        event = session.scalars(select(AlertEvent)).one()
     assert (event.who, event.to_status) == ("ana@example.com", "explained")
 
 
@@ -87,8 +87,8 @@ def test_without_the_header_a_write_is_refused(monkeypatch, demo_url, proxy):
     before = content(make_engine(demo_url))
     at = run_page(monkeypatch, demo_url, "views/alerts.py", {"alert": str(STORY_GAP)})
     assert any("did not come with the request" in w.value for w in at.warning)
-    at.selectbox(key="alerts_new_status").select("dismissed")
-    at.button[0].click().run()
+    at.selectbox(key=f"alerts_new_status_{STORY_GAP}").select("dismissed")
+    next(b for b in at.button if b.label == "Save status").click().run()
     assert content(make_engine(demo_url)) == before
 
 
