@@ -161,6 +161,9 @@ def _namespace(line: str) -> dict:
     if match is None:
         return {}
     values = {key: quoted if quoted else bare for key, quoted, bare in KEY_VALUE.findall(match[1])}
+    # --speculative-config parsed from JSON shows as a dict repr: {'method': 'eagle3', ...}
+    if spec := re.search(r"\bspeculative_config=(\{[^{}]*\})", match[1]):
+        values["speculative_config"] = spec[1]
     return _args(values)
 
 
