@@ -26,7 +26,7 @@ from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 
 NAME = "sglang-log"
-HELP = "SGLang server log: 'Decode batch' lines (0.5.2 and 0.5.9+ wording) summarised into a benchmark"
+HELP = "SGLang server log: 'Decode batch' lines (0.5.2 and 0.5.9+ wording), a benchmark per start and load"
 
 DECODE = re.compile(r"Decode batch(?: \[\d+\])?[.,] ")
 RANKS = re.compile(r"\b((?:DP|ATTN_DP|PP)\d+)\b")
