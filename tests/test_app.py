@@ -61,7 +61,7 @@ def test_uninitialised_database_shows_the_fix(monkeypatch, tmp_path):
 
 def test_overview_shows_counts_alerts_and_latest_checkpoints(monkeypatch, demo_url):
     at = run_page(monkeypatch, demo_url)
-    assert [m.value for m in at.metric] == ["3", "6", "15", "2", "2", "1"]
+    assert [m.value for m in at.metric] == ["3", "6", "15", "2", "4", "1"]  # open alerts: one per benchmark
     errors = [unmd(e.value) for e in at.error]
     assert any("k25-eagle3-10k / epoch_3" in e and "gap +48.9%" in e for e in errors)
     assert any("ran EAGLE but the drafter is EAGLE3" in e for e in errors)

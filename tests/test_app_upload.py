@@ -86,9 +86,9 @@ def test_sglang_upload_creates_the_benchmark_and_shows_its_gap(monkeypatch, demo
     assert outcome["is_alert"].tolist() == [True] and float(outcome["gap"].iloc[0].rstrip("%")) > 25
     links = at.get("page_link")
     assert len(links) == 1 and unmd(links[0].label).startswith(
-        "Alert #17 (warning): k25-eagle3-100k-ttt5 / epoch_5"
+        "Alert #16 (warning): k25-eagle3-100k-ttt5 / epoch_5"
     )
-    assert links[0].proto.query_string == "alert=17"
+    assert links[0].proto.query_string == "alert=16"
     assert not at.file_uploader[0].value  # an empty uploader: the same files are not saved twice by accident
     with reading(make_engine(demo_url)) as session:
         assert session.scalar(select(func.count()).select_from(Deployment)) == 2  # the override created none

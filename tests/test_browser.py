@@ -24,6 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from specdash.cli.main import cli
+from specdash.db.alerts import change_status
+from specdash.db.engine import make_engine, transaction
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.browser
@@ -202,15 +204,21 @@ def test_pages_upload_and_alert_in_chromium(served, browser):
     page.get_by_text("deep_rerun.json: 1 record(s) as specdash").wait_for(timeout=PAGE_WAIT_MS)
     settle(page)
     screenshot(page, shots / "upload-saved.png")
-    link = page.get_by_role("link", name="Alert #17 (warning)")
+    link = page.get_by_role("link", name="Alert #16 (warning)")
     link.click()
-    page.get_by_text("Alert #17: k25-eagle3-100k-ttt5 / epoch_5").wait_for(timeout=PAGE_WAIT_MS)
+    page.get_by_text("Alert #16: k25-eagle3-100k-ttt5 / epoch_5").wait_for(timeout=PAGE_WAIT_MS)
     settle(page)
-    assert "alert=17" in page.url
+    assert "alert=16" in page.url
     cells = page.locator('[data-testid="stDataFrame"] [role="gridcell"]').all_inner_texts()
     assert "EAGLE3 11/1/12" in cells, cells
     assert page.get_by_text("positions 6..11 are extrapolated").count() == 1
     screenshot(page, shots / "alerts-new.png")
+
+    # live: a status change written by another process shows on the open page, without a reload
+    with transaction(make_engine(f"sqlite:///{folder / 'specdash.db'}")) as session:
+        change_status(session, 16, "explained", "cli", "deep rerun checked from the terminal")
+    page.get_by_text("Current note: deep rerun checked from the terminal").wait_for(timeout=PAGE_WAIT_MS)
+    assert "alert=16" in page.url  # the same page, rerun by its store watcher
 
     assert not errors, errors
     assert {p.name for p in shots.iterdir()} >= {f"{name}.png" for _, name, _ in PAGES}

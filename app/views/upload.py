@@ -156,7 +156,7 @@ if results:
                 "is_alert": st.column_config.CheckboxColumn("alert"),
             },
         )
-        new_alerts = outcomes[outcomes["is_alert"]]
+        new_alerts = outcomes[outcomes["is_alert"]]  # the verdict's row of each benchmark
         st.markdown("**New alerts**")
         compared = outcomes[outcomes["gap"].notna()]
         unpredicted = outcomes["benchmark_id"].nunique() - compared["benchmark_id"].nunique()
@@ -168,8 +168,8 @@ if results:
             )
         if new_alerts.empty and not compared.empty:
             st.success(
-                f"No gap at or above the threshold: the {compared['benchmark_id'].nunique()} benchmark(s) with a "
-                "prediction agree with it."
+                f"No alert: the {compared['benchmark_id'].nunique()} benchmark(s) with a prediction agree with it "
+                "within its threshold and error band."
             )
         for row in new_alerts.to_dict("records"):
             severity = row["severity"] or "none"
@@ -177,8 +177,8 @@ if results:
                 "views/alerts.py",
                 icon=SEVERITY_ICONS[severity],
                 label=(
-                    f"Alert #{int(row['gap_id'])} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
+                    f"Alert #{int(row['alert_id'])} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
                     f"{setting_label(row)}, gap {gap_text(row['gap'])} against {md(row['source'])}"
                 ),
-                query_params={"alert": str(int(row["gap_id"]))},
+                query_params={"alert": str(int(row["alert_id"]))},
             )
