@@ -3,7 +3,9 @@
 
 Versions differ: old ones have no `server_info`; newer ones nest the server's arguments in it (under
 `decode` with PD disaggregation); `request_rate` is the bare token `Infinity` for "all at once";
-`accept_length` is null without speculation and otherwise the server's cumulative average."""
+`accept_length` is null without speculation and otherwise the server's cumulative average. Versions
+before 0.5.2 have no TPOT and no concurrency: per-request decode and concurrency are derived
+(common.client_load) and the fields used noted."""
 
 import json
 import math
@@ -33,7 +35,7 @@ from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN, NonNegFloat, PositiveFloat
 
 NAME = "sglang-bench-serving"
-HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23"
+HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23 and older"
 
 
 

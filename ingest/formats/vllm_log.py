@@ -38,7 +38,7 @@ from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 
 NAME = "vllm-log"
-HELP = "vLLM server log: throughput and 'SpecDecoding metrics' / V0 'Speculative metrics' lines"
+HELP = "vLLM server log: throughput and SpecDecoding / V0 Speculative metrics lines, a benchmark per start and load"
 
 NUMBER = r"(\d+(?:\.\d+)?)"
 THROUGHPUT = re.compile(
