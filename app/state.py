@@ -72,6 +72,44 @@ def clear_caches() -> None:
     st.cache_data.clear()
 
 
+# How often an open page asks the store whether another process wrote to it.
+LIVE_SECONDS = 3
+
+
+@st.cache_resource(show_spinner=False)
+def _seen_versions() -> dict[str, tuple]:
+    """The store version each database's cached results were read at (one per server process)."""
+    return {}
+
+
+def sync_with_store(url: str) -> bool:
+    """Drop every cached query result when the store changed since they were read (a CLI ingest, another
+    browser's status change); True when it had. One cheap query (queries.store_version) per call."""
+    version = _read(url, queries.store_version)
+    seen = _seen_versions()
+    if seen.get(url) != version:
+        if url in seen:
+            st.cache_data.clear()
+        seen[url] = version
+    key = f"store_version {url}"
+    mine = st.session_state.get(key)
+    st.session_state[key] = version
+    return mine is not None and mine != version
+
+
+@st.fragment(run_every=LIVE_SECONDS)
+def _watch_store(url: str) -> None:
+    if sync_with_store(url):
+        st.rerun()
+
+
+def follow_store(url: str) -> None:
+    """Keep the page showing what is stored: checked now, then every LIVE_SECONDS while the page is open;
+    a change reruns the whole page (widgets keep their state)."""
+    sync_with_store(url)
+    _watch_store(url)
+
+
 # --- Overview ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def counts(url: str) -> dict:
@@ -302,18 +340,28 @@ def alert_page(url: str, filters: AlertFilters, offset: int, limit: int) -> tupl
 
 
 @st.cache_data(show_spinner=False)
+def alert_groups(url: str, filters: AlertFilters, by: str) -> pd.DataFrame:
+    return _read(url, alerts.alert_groups, filters, by)
+
+
+@st.cache_data(show_spinner=False)
+def mutes(url: str) -> pd.DataFrame:
+    return _read(url, alerts.mutes_frame)
+
+
+@st.cache_data(show_spinner=False)
 def alert_choices(url: str) -> dict[str, list[str]]:
     return _read(url, alerts.alert_choices)
 
 
 @st.cache_data(show_spinner=False)
-def alert_detail(url: str, gap_id: int) -> dict | None:
-    return _read(url, alerts.alert_detail, gap_id)
+def alert_detail(url: str, alert_id: int) -> dict | None:
+    return _read(url, alerts.alert_detail, alert_id)
 
 
 @st.cache_data(show_spinner=False)
-def alert_history(url: str, gap_id: int) -> pd.DataFrame:
-    return _read(url, alerts.alert_history, gap_id)
+def alert_history(url: str, alert_id: int) -> pd.DataFrame:
+    return _read(url, alerts.alert_history, alert_id)
 
 
 @st.cache_data(show_spinner=False)

@@ -66,13 +66,13 @@ _WORD_SEPARATORS = re.compile(r"([-_:,/ ]+)")
 def _frequent_words(names: list[str]) -> set[str]:
     """Words found in at least half of several names (`SGLang`, `EAGLE3`, `Instruct`, `SpecBundle`); short
     words and numbers are kept (`bs 8`, `TP8`)."""
-    if len(names) < 4:
+    if len(names) < 2:
         return set()
     counts: dict[str, int] = {}
     for name in names:
         for word in set(_WORD_SEPARATORS.split(name.lower())[::2]):
             counts[word] = counts.get(word, 0) + 1
-    return {w for w, n in counts.items() if len(w) >= 3 and not w.isdigit() and n * 2 >= len(names)}
+    return {w for w, n in counts.items() if len(w) >= 3 and not w.isdigit() and n >= max(2, len(names) / 2)}
 
 
 def _without(name: str, words: set[str]) -> str:

@@ -47,10 +47,12 @@ def links_frame(preview: Preview) -> pd.DataFrame:
                 "run": link.run,
                 "checkpoint": link.checkpoint,
                 "matched": "already stored" if link.duplicate else link.how,
+                # a log's benchmark: intervals used and left out; a client's: fields a figure was derived from
+                "notes": link.intervals or link.derived or "",
             }
             for link in preview.links
         ],
-        columns=["line", "deployment", "run", "checkpoint", "matched"],
+        columns=["line", "deployment", "run", "checkpoint", "matched", "notes"],
     )
 
 

@@ -15,7 +15,7 @@ from bench import data
 from bench.data import REPO, fresh_db
 from bench.measure import median_of
 from specdash.db.engine import make_engine, transaction
-from specdash.db.models import Benchmark, GapEvent, MetricKey, MetricPoint
+from specdash.db.models import Alert, AlertEvent, Benchmark, MetricKey, MetricPoint
 from specdash.db.refresh import refresh
 
 # Refresh a few checkpoints at a time: each call then only compares against those checkpoints' predictions.
@@ -60,17 +60,18 @@ def refresh_in_chunks(engine, checkpoints: int) -> None:
 
 def add_alert_history(engine, events: int) -> None:
     with transaction(engine) as session:
+        alert_ids = list(session.scalars(select(Alert.benchmark_id).order_by(Alert.benchmark_id).limit(events)))
         session.execute(
-            insert(GapEvent),
+            insert(AlertEvent),
             [
                 {
-                    "gap_id": gap_id,
+                    "benchmark_id": alert_id,
                     "who": "bench",
                     "from_status": "open",
                     "to_status": "investigating",
                     "note": "looking into it",
                 }
-                for gap_id in range(1, events + 1)
+                for alert_id in alert_ids[:events]
             ],
         )
 

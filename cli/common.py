@@ -35,7 +35,9 @@ def _lock_notice(message: str) -> None:
 
 def make_cli_engine(ctx: click.Context) -> Engine:
     """The engine of a command: a write that waits for another writer's lock says so on stderr."""
-    return make_engine(db_url(ctx), on_lock_wait=_lock_notice)
+    engine = make_engine(db_url(ctx), on_lock_wait=_lock_notice)
+    ctx.call_on_close(engine.dispose)  # the command's connections close with it (in-process runs too)
+    return engine
 
 
 def open_db(ctx: click.Context, check: bool = True) -> Engine:

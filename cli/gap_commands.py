@@ -108,24 +108,29 @@ def gaps(ctx: click.Context, threshold, status, source, fmt) -> None:
 
 
 @click.command()
-@threshold_option
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="Only alerts whose gap is at least this share (an invalid benchmark always counts).")
 @db_option
 @click.pass_context
 def check(ctx: click.Context, threshold) -> None:
-    """Exit 1 when any open alert is at or above the threshold (for CI pipelines), else 0.
+    """Exit 1 when any open alert is raised (for CI pipelines), else 0. Muted diagnoses do not count.
 
     \b
     Example:
       specdash ingest bench.jsonl && specdash check --threshold 0.15
     """
+    from specdash.cli.alert_commands import _table as alert_table
+    from specdash.costmodel.diagnoses import CONFIGURATION_CODES
+    from specdash.db.alerts import AlertFilters, alert_page
+
     engine = open_db(ctx)
     with reading(engine) as session:
-        from specdash.db.queries import gap_rows
-
-        rows = gap_rows(session, threshold=threshold, status="open")
+        rows, _ = alert_page(session, AlertFilters(statuses=("open",)), 0, 1_000_000, count=False)
+    if threshold is not None:
+        rows = [r for r in rows if r["code"] in CONFIGURATION_CODES or abs(r["gap"] or 0) >= threshold]
     if not rows:
-        click.echo("ok: no open alerts above the threshold")
+        click.echo("ok: no open alerts")
         return
-    click.echo(_table(rows))
+    click.echo(alert_table(rows))
     click.echo(f"\n{len(rows)} open alert(s)", err=True)
     ctx.exit(1)

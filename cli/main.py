@@ -19,6 +19,8 @@ COMMANDS = {
     "predict": "gap_commands:predict",
     "gaps": "gap_commands:gaps",
     "check": "gap_commands:check",
+    "alerts": "alert_commands:alerts",
+    "alert": "alert_commands:alert",
     "advisories": "advisory_commands:advisories",
     "watch": "follow_commands:watch",
     "model": "model_commands:model",

@@ -14,7 +14,16 @@ from specdash.costmodel.acceptance import (
     tree_shape,
 )
 from specdash.costmodel.depth import DepthPoint, depth_sweep, optimal_depth
-from specdash.costmodel.diagnoses import RULES, Diagnosis, GapContext, diagnose, has_critical
+from specdash.costmodel.diagnoses import (
+    CONFIGURATION_CODES,
+    RULES,
+    Diagnosis,
+    GapContext,
+    Verdict,
+    diagnose,
+    has_critical,
+    judge,
+)
 from specdash.costmodel.gaps import GapDecomposition, decompose, measured_round_ms
 from specdash.costmodel.throughput import (
     CostParams,
@@ -45,6 +54,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "CONFIGURATION_CODES",
     "EXTRAPOLATION_DECAY",
     "RULES",
     "AcceptLength",
@@ -59,6 +69,7 @@ __all__ = [
     "NotEnoughObservations",
     "RoundTime",
     "Throughput",
+    "Verdict",
     "conditional_from_survival",
     "decompose",
     "depth_sweep",
@@ -66,6 +77,7 @@ __all__ = [
     "extend_rates",
     "fit_calibration",
     "has_critical",
+    "judge",
     "measured_round_ms",
     "optimal_depth",
     "predict_accept_length",

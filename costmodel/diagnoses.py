@@ -1,4 +1,5 @@
-"""Rules that name the likely causes of a gap between predicted and measured throughput.
+"""Rules that name the likely causes of a gap between predicted and measured throughput, and the verdict
+that says whether a benchmark is an alert.
 
 Each rule is a plain function of a GapContext returning a Diagnosis or None; add one to RULES to extend."""
 
@@ -43,6 +44,10 @@ class GapContext:
     baseline_measured: bool = False
     deployment: str = ""
     concurrency: int = 1
+    # where the predicted accept length came from: training (acc_i), history (the drafter's other
+    # benchmarks), external, or measured (nothing predicts it: the benchmark's own tau stands in)
+    accept_length_source: str | None = None
+    acceptance_reference: str = ""  # what the predicted accept length is, in words
 
 
 # Names engines use for the same algorithm (SGLang runs NEXTN as EAGLE).
@@ -111,6 +116,8 @@ def round_overhead(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
     if d is None or d.gap < ctx.threshold or d.round_factor is None or d.acceptance_factor is None:
         return None
+    if ctx.accept_length_source == "measured":
+        return None  # acceptance is not predicted: acceptance_unknown says so instead
     if abs(1.0 - d.round_factor) <= abs(1.0 - d.acceptance_factor):
         return None  # acceptance explains more of the gap than round time
     acceptance = (
@@ -131,11 +138,33 @@ def acceptance_shortfall(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
     if d is None or d.acceptance_factor is None or d.acceptance_factor >= 1.0 - ACCEPTANCE_TOLERANCE:
         return None
+    expected = "predicted"
+    if ctx.accept_length_source == "history":
+        expected = "expected"
+        against = f"the drafter accepts less here than {ctx.acceptance_reference or 'in its earlier benchmarks'}"
+    else:
+        against = "the drafter accepts less here than in training" + (
+            f" ({ctx.acceptance_reference})" if ctx.acceptance_reference else ""
+        )
     return Diagnosis(
         "acceptance_shortfall",
         "warning",
         f"accept length {d.measured_accept_length:.2f} measured vs {d.predicted_accept_length:.2f} "
-        f"predicted ({d.acceptance_factor:.2f}x): the drafter accepts less here than in training",
+        f"{expected} ({d.acceptance_factor:.2f}x): {against}",
+    )
+
+
+def acceptance_unknown(ctx: GapContext) -> Diagnosis | None:
+    d = ctx.decomposition
+    if d is None or ctx.accept_length_source != "measured" or abs(d.gap) < ctx.threshold:
+        return None
+    return Diagnosis(
+        "acceptance_unknown",
+        "warning",
+        f"nothing predicts this drafter's accept length here (no training metrics, no other benchmark of it "
+        f"on this dataset and setting), so a drop in acceptance cannot be told from a slower round: at the "
+        f"measured accept length {d.measured_accept_length:.2f} the round takes {d.measured_round_ms:.1f} ms "
+        f"instead of {d.predicted_round_ms:.1f} ms",
     )
 
 
@@ -170,11 +199,30 @@ RULES: list[Callable[[GapContext], Diagnosis | None]] = [
     slower_than_baseline,
     round_overhead,
     acceptance_shortfall,
+    acceptance_unknown,
     faster_than_predicted,
     no_baseline,
 ]
 # A rule's name is the code of the diagnosis it gives (a test holds every rule to it).
 DIAGNOSIS_CODES = tuple(rule.__name__ for rule in RULES)
+
+# Diagnoses that make a benchmark invalid or out of the drafter's range, whatever its gap: always an alert.
+CONFIGURATION_CODES = ("algorithm_mismatch", "hidden_size_mismatch", "beyond_trained_depth")
+# Which diagnosis leads an alert (and is what a mute matches): a cause before a symptom.
+LEAD_ORDER = (
+    *CONFIGURATION_CODES,
+    "acceptance_shortfall",
+    "round_overhead",
+    "acceptance_unknown",
+    "slower_than_baseline",
+    "faster_than_predicted",
+    "no_baseline",
+)
+# How far past its limit a gap is, in multiples of the limit, for each severity (below the first: info).
+EXCESS_WARNING = 1.5
+EXCESS_CRITICAL = 3.0
+# An accept length this far below the drafter's own history is an alert whatever the throughput gap.
+HISTORY_SHORTFALL = ACCEPTANCE_TOLERANCE
 
 
 def diagnose(ctx: GapContext, rules=None) -> list[Diagnosis]:
@@ -185,6 +233,69 @@ def diagnose(ctx: GapContext, rules=None) -> list[Diagnosis]:
 
 def worst_severity(diagnoses: list[Diagnosis]) -> str | None:
     return min((d.severity for d in diagnoses), key=SEVERITY_ORDER.__getitem__, default=None)
+
+
+def _worst(*severities: str | None) -> str | None:
+    return min((s for s in severities if s), key=SEVERITY_ORDER.__getitem__, default=None)
+
+
+@dataclass(slots=True)
+class Verdict:
+    """Whether a benchmark is an alert against the prediction it is judged on, how severe, and why."""
+
+    is_alert: bool
+    severity: str | None
+    code: str | None  # the leading diagnosis
+    reason: str
+
+
+def _excess_severity(excess: float) -> str:
+    if excess >= EXCESS_CRITICAL:
+        return "critical"
+    return "warning" if excess >= EXCESS_WARNING else "info"
+
+
+def judge(
+    gap: float,
+    threshold: float,
+    band: float | None,
+    diagnoses: list[Diagnosis],
+    acceptance_factor: float | None = None,
+    accept_length_source: str | None = None,
+) -> Verdict:
+    """The alert rule. A gap is an anomaly when |gap| is at or above the user's threshold and beyond the
+    prediction's own error band (relative |measured/predicted - 1| the model expects; None: unknown);
+    its severity grows with |gap| / max(threshold, band): info below 1.5x, warning below 3x, critical
+    beyond (a faster-than-predicted gap stays info: nothing is wrong with the benchmark). An accept
+    length more than 5 % below the drafter's own history is an anomaly too (warning past 1.5x that).
+    A configuration diagnosis makes an alert whatever the gap."""
+    size = abs(gap)
+    limit = max(threshold, band or 0.0)
+    excess = size / limit if limit > 0 else float("inf")
+    band_text = f" and the prediction's error band ±{band:.0%}" if band else ""
+    gap_alert = size >= threshold and (band is None or size > band)
+    parts, severity = [], None
+    if gap_alert:
+        gap_severity = "info" if gap < 0 else _excess_severity(excess)
+        severity = gap_severity
+        parts.append(f"gap {gap:+.1%} exceeds the threshold {threshold:.0%}{band_text} ({excess:.1f}x)")
+    shortfall = 1.0 - acceptance_factor if acceptance_factor is not None else 0.0
+    if accept_length_source == "history" and shortfall > HISTORY_SHORTFALL:
+        severity = _worst(severity, "warning" if shortfall >= EXCESS_WARNING * HISTORY_SHORTFALL else "info")
+        parts.append(f"accept length {shortfall:.0%} below the drafter's history")
+    configuration = [d for d in diagnoses if d.code in CONFIGURATION_CODES]
+    if configuration:
+        severity = _worst(severity, *(d.severity for d in configuration))
+        parts.insert(0, f"{configuration[0].code}: an invalid or out-of-range benchmark alerts whatever its gap")
+    codes = {d.code for d in diagnoses}
+    lead = next((code for code in LEAD_ORDER if code in codes), None)
+    if parts:
+        return Verdict(True, severity, lead, "; ".join(parts))
+    if size < threshold:
+        why = f"gap {gap:+.1%} is within the threshold {threshold:.0%}"
+    else:
+        why = f"gap {gap:+.1%} is past the threshold {threshold:.0%} but within the prediction's error band ±{band:.0%}"
+    return Verdict(False, None, lead, why)
 
 
 def has_critical(diagnoses: list[Diagnosis]) -> bool:

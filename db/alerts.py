@@ -1,12 +1,13 @@
-"""Alerts (gaps at or above their threshold) and their investigation: filtered pages of alerts, one alert in
-full, status changes with a note and who/when history, and linking a benchmark that supersedes an invalid
-one."""
+"""Alerts and their investigation. An alert is one benchmark's verdict (db/verdicts.py): its id is the
+benchmark's id, its status and note are the investigation's whatever prediction judges it. Filtered pages
+and groups of alerts, one alert in full with every source's gap as analysis, status changes one at a time
+or by group with who/when history, muted diagnoses per deployment, and superseding reruns."""
 
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Text, case, cast, func, select
+from sqlalchemy import and_, case, exists, func, select, true
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import DIAGNOSIS_CODES, SEVERITY_ORDER
@@ -14,25 +15,27 @@ from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
 from specdash.db.models import (
     ACTIVE_STATUSES,
     GAP_STATUSES,
+    Alert,
+    AlertEvent,
+    AlertMute,
     Benchmark,
     Checkpoint,
     Deployment,
     Gap,
-    GapEvent,
     Prediction,
     Run,
     utcnow,
 )
-from specdash.db.queries import gap_select
-from specdash.db.settings import get_gap_threshold, is_alert, is_alert_sql, threshold_sql
+from specdash.db.settings import get_gap_threshold, threshold_sql
 
-# An alert's severity is its worst diagnosis; "none" for an alert no rule explains.
+# An alert's severity is its verdict's; "none" for an alert without one.
 SEVERITIES = (*DIAGNOSIS_SEVERITIES, "none")
 __all__ = ["DIAGNOSIS_CODES", "SEVERITIES"]  # the filters' choices, defined by the cost model's rules
+GROUPINGS = ("deployment", "run", "diagnosis")
 
 
 class AlertChangeError(ValueError):
-    """A status change or link that cannot be made; the message says why."""
+    """A status change, mute or link that cannot be made; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -41,22 +44,86 @@ class AlertFilters:
 
     statuses: tuple[str, ...] = ACTIVE_STATUSES
     severities: tuple[str, ...] = ()
-    source: str | None = None
+    source: str | None = None  # the prediction the verdict is against
     deployment: str | None = None
     run: str | None = None
     diagnosis: str | None = None  # a diagnosis code such as algorithm_mismatch
-    threshold: float | None = None  # None: each deployment's own, else the global one
+    raised: bool | None = True  # True: alerts only; False: benchmarks that are not alerts; None: both
+    muted: bool | None = False  # False: muted alerts left out; True: only them; None: both
+
+
+def muted_clause():
+    """SQL: the alert's leading diagnosis is muted on its benchmark's deployment."""
+    return exists().where(
+        AlertMute.deployment_id == Benchmark.deployment_id,
+        AlertMute.diagnosis == Alert.code,
+        AlertMute.lifted_at.is_(None),
+    )
+
+
+def alert_select(global_threshold: float):
+    """Every benchmark's verdict with its run, checkpoint, deployment and the gap it is judged on."""
+    return (
+        select(
+            Alert.benchmark_id.label("alert_id"),
+            Alert.benchmark_id,
+            Alert.gap_id,
+            Run.name.label("run"),
+            Checkpoint.name.label("checkpoint"),
+            Deployment.name.label("deployment"),
+            Prediction.source,
+            Prediction.parameter_set_id,
+            Benchmark.speculative_algorithm,
+            Benchmark.num_steps,
+            Benchmark.topk,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+            Benchmark.dataset,
+            Benchmark.label,
+            Gap.measured_tps,
+            Gap.predicted_tps,
+            Gap.gap,
+            Benchmark.accept_length.label("measured_accept_length"),
+            Prediction.accept_length.label("predicted_accept_length"),
+            Prediction.extrapolated,
+            Gap.measured_round_ms,
+            Gap.predicted_round_ms,
+            Gap.acceptance_factor,
+            Gap.round_factor,
+            Gap.unexplained_ms,
+            Alert.severity,
+            Alert.status,
+            Alert.note,
+            Alert.is_alert,
+            Alert.code,
+            Alert.reason,
+            muted_clause().label("muted"),
+            Gap.diagnoses,
+            threshold_sql(global_threshold).label("threshold"),
+        )
+        .select_from(Alert)
+        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
+        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Deployment, Benchmark.deployment_id == Deployment.id)
+        .outerjoin(Gap, Alert.gap_id == Gap.id)
+        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
+    )
 
 
 def _filtered(session: Session, filters: AlertFilters):
-    query = gap_select(filters.threshold, get_gap_threshold(session))
+    query = alert_select(get_gap_threshold(session))
+    if filters.raised is not None:
+        query = query.where(Alert.is_alert.is_(filters.raised))
+    if filters.muted is not None:
+        query = query.where(muted_clause() if filters.muted else ~muted_clause())
     if filters.statuses:
-        query = query.where(Gap.status.in_(filters.statuses))
+        query = query.where(Alert.status.in_(filters.statuses))
     if filters.severities:
         named = [s for s in filters.severities if s != "none"]
-        condition = Gap.severity.in_(named)
+        condition = Alert.severity.in_(named)
         if "none" in filters.severities:
-            condition = condition | Gap.severity.is_(None)
+            condition = condition | Alert.severity.is_(None)
         query = query.where(condition)
     if filters.source:
         query = query.where(Prediction.source == filters.source)
@@ -65,9 +132,19 @@ def _filtered(session: Session, filters: AlertFilters):
     if filters.run:
         query = query.where(Run.name == filters.run)
     if filters.diagnosis:
-        # Codes are plain identifiers stored quoted in the JSON list; a text match works on every backend.
-        query = query.where(cast(Gap.diagnoses, Text).like(f'%"{filters.diagnosis}"%'))
+        query = query.where(Alert.code == filters.diagnosis)
     return query
+
+
+def _rows(session: Session, query) -> list[dict]:
+    rows = [dict(row) for row in session.execute(query).mappings()]
+    for row in rows:
+        row["muted"] = bool(row["muted"])
+        row["diagnoses"] = row["diagnoses"] or []  # none while the verdict's gap is gone
+    return rows
+
+
+SEVERITY_RANK = case(SEVERITY_ORDER, value=Alert.severity, else_=len(SEVERITY_ORDER))
 
 
 def alert_page(
@@ -77,42 +154,65 @@ def alert_page(
     gap, and how many match in all (None with count=False: a top-N view need not count them all)."""
     query = _filtered(session, filters)
     total = (session.scalar(select(func.count()).select_from(query.subquery())) or 0) if count else None
-    severity_rank = case(SEVERITY_ORDER, value=Gap.severity, else_=len(SEVERITY_ORDER))
-    rows = session.execute(
-        query.order_by(severity_rank, func.abs(Gap.gap).desc(), Gap.id).offset(offset).limit(limit)
-    )
-    return [dict(row) for row in rows.mappings()], total
+    ordered = query.order_by(SEVERITY_RANK, func.abs(func.coalesce(Gap.gap, 0)).desc(), Alert.benchmark_id)
+    return _rows(session, ordered.offset(offset).limit(limit)), total
+
+
+def alert_ids(session: Session, filters: AlertFilters) -> list[int]:
+    """Every alert id matching the filters (what a group action changes)."""
+    query = _filtered(session, filters).with_only_columns(Alert.benchmark_id).order_by(Alert.benchmark_id)
+    return list(session.scalars(query))
+
+
+def alert_groups(session: Session, filters: AlertFilters, by: str) -> pd.DataFrame:
+    """Alerts matching the filters counted per deployment, run or leading diagnosis, with how many of each
+    severity: the triage view."""
+    if by not in GROUPINGS:
+        raise AlertChangeError(f"group by one of {', '.join(GROUPINGS)}, not {by!r}")
+    column = {"deployment": Deployment.name, "run": Run.name, "diagnosis": Alert.code}[by]
+    query = _filtered(session, filters).with_only_columns(
+        column.label("group"),
+        func.count().label("alerts"),
+        *(func.sum(case((Alert.severity == name, 1), else_=0)).label(name)
+          for name in ("critical", "warning", "info")),
+    ).group_by(column).order_by(func.count().desc(), column)
+    frame = pd.DataFrame(session.execute(query).mappings().all(),
+                         columns=["group", "alerts", "critical", "warning", "info"])
+    frame["group"] = frame["group"].fillna("(none)")
+    return frame
 
 
 def alert_choices(session: Session) -> dict[str, list[str]]:
-    """Values the alert filters can take: prediction sources, deployments and runs that have gaps."""
+    """Values the alert filters can take: prediction sources, deployments and runs that have verdicts."""
     base = (
         select(Prediction.source, Deployment.name.label("deployment"), Run.name.label("run"))
-        .select_from(Gap)
-        .join(Prediction, Gap.prediction_id == Prediction.id)
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
+        .select_from(Alert)
+        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Gap, Alert.gap_id == Gap.id)
+        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
         .distinct()
         .subquery()
     )
     return {
-        name: sorted(session.scalars(select(base.c[name]).distinct()))
+        name: sorted(v for v in session.scalars(select(base.c[name]).distinct()) if v is not None)
         for name in ("source", "deployment", "run")
     }
 
 
-def alert_detail(session: Session, gap_id: int) -> dict[str, Any] | None:
-    """Everything the Alerts page shows about one gap: the gap row (as in gap_rows), the benchmark, the
-    prediction's round-time parts, what supersedes or is superseded by the benchmark, and the history."""
-    query = gap_select(0.0, get_gap_threshold(session)).where(Gap.id == gap_id)
-    row = session.execute(query).mappings().first()
-    if row is None:
+def alert_detail(session: Session, alert_id: int) -> dict[str, Any] | None:
+    """Everything the Alerts page shows about one alert: its verdict (as in alert_page), the benchmark,
+    the judging prediction's round-time parts, every source's gap (analysis), what supersedes or is
+    superseded by the benchmark, and the active mute that hides it, if any."""
+    rows = _rows(session, alert_select(get_gap_threshold(session)).where(Alert.benchmark_id == alert_id))
+    if not rows:
         return None
-    detail = dict(row)
-    gap = session.get(Gap, gap_id)
-    bench, pred = gap.benchmark, gap.prediction
+    detail = rows[0]
+    bench = session.get(Benchmark, alert_id)
+    alert = session.get(Alert, alert_id)
+    pred = alert.gap.prediction if alert.gap is not None else None
     detail.update(
         drafter_path=bench.drafter_path,
         draft_hidden_size=bench.draft_hidden_size,
@@ -125,24 +225,52 @@ def alert_detail(session: Session, gap_id: int) -> dict[str, Any] | None:
                 select(Benchmark.id).where(Benchmark.superseded_by_id == bench.id).order_by(Benchmark.id)
             )
         ),
-        baseline_tps=pred.baseline_tps,
-        compute_ms=pred.compute_ms,
-        comm_ms=pred.comm_ms,
-        draft_ms=pred.draft_ms,
-        overhead_ms=pred.overhead_ms,
-        accept_length_source=pred.accept_length_source,
-        approximation=pred.approximation,
-        is_alert=is_alert(gap.gap, row["threshold"]),
+        deployment_id=bench.deployment_id,
+        baseline_tps=pred.baseline_tps if pred else None,
+        compute_ms=pred.compute_ms if pred else None,
+        comm_ms=pred.comm_ms if pred else None,
+        draft_ms=pred.draft_ms if pred else None,
+        overhead_ms=pred.overhead_ms if pred else None,
+        accept_length_source=pred.accept_length_source if pred else None,
+        approximation=pred.approximation if pred else None,
+        analysis=source_gaps(session, alert_id),
+        mute=active_mute(session, bench.deployment_id, alert.code) if alert.code else None,
     )
     return detail
 
 
-def alert_history(session: Session, gap_id: int) -> pd.DataFrame:
+def source_gaps(session: Session, benchmark_id: int) -> pd.DataFrame:
+    """The benchmark against every prediction source (the verdict's is marked): analysis, not alerts."""
+    query = (
+        select(
+            Gap.id.label("gap_id"),
+            Prediction.source,
+            Gap.predicted_tps,
+            Gap.gap,
+            Prediction.accept_length.label("predicted_accept_length"),
+            Gap.severity,
+            Gap.diagnoses,
+            (Alert.gap_id == Gap.id).label("verdict"),
+        )
+        .join(Prediction, Gap.prediction_id == Prediction.id)
+        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
+        .where(Gap.benchmark_id == benchmark_id)
+        .order_by(Prediction.source)
+    )
+    frame = pd.DataFrame(session.execute(query).mappings().all(),
+                         columns=["gap_id", "source", "predicted_tps", "gap", "predicted_accept_length",
+                                  "severity", "diagnoses", "verdict"])
+    frame["verdict"] = frame["verdict"].fillna(False).astype(bool)
+    frame["diagnoses"] = [", ".join(d["code"] for d in ds) for ds in frame["diagnoses"]]
+    return frame
+
+
+def alert_history(session: Session, alert_id: int) -> pd.DataFrame:
     """Who changed the alert's status or note, and when, oldest first."""
     query = (
-        select(GapEvent.at, GapEvent.who, GapEvent.from_status, GapEvent.to_status, GapEvent.note)
-        .where(GapEvent.gap_id == gap_id)
-        .order_by(GapEvent.id)
+        select(AlertEvent.at, AlertEvent.who, AlertEvent.from_status, AlertEvent.to_status, AlertEvent.note)
+        .where(AlertEvent.benchmark_id == alert_id)
+        .order_by(AlertEvent.id)
     )
     return pd.DataFrame(
         session.execute(query).mappings().all(), columns=["at", "who", "from_status", "to_status", "note"]
@@ -156,26 +284,127 @@ def _check_who(who: str | None) -> str:
     return who
 
 
-def change_status(session: Session, gap_id: int, status: str, who: str, note: str | None = None) -> GapEvent:
-    """Set an alert's status (and note) and record the change; the same status with a new note records the
-    note. Writes in the caller's transaction."""
+def _check_status(status: str) -> None:
     if status not in GAP_STATUSES:
         raise AlertChangeError(f"status must be one of {', '.join(GAP_STATUSES)}, not {status!r}")
+
+
+def _record(session: Session, alert: Alert, status: str, who: str, note: str | None) -> AlertEvent:
+    event = AlertEvent(benchmark_id=alert.benchmark_id, who=who, from_status=alert.status, to_status=status,
+                       note=note, at=utcnow())
+    alert.status = status
+    if note is not None:
+        alert.note = note
+    alert.updated_at = event.at
+    session.add(event)
+    return event
+
+
+def change_status(session: Session, alert_id: int, status: str, who: str, note: str | None = None) -> AlertEvent:
+    """Set an alert's status (and note) and record the change; the same status with a new note records the
+    note. Writes in the caller's transaction."""
+    _check_status(status)
     who = _check_who(who)
     note = (note or "").strip() or None
-    gap = session.get(Gap, gap_id)
-    if gap is None:
-        raise AlertChangeError(f"no alert with id {gap_id}")
-    if status == gap.status and note is None:
-        raise AlertChangeError(f"the alert is already {status}; add a note to record something")
-    event = GapEvent(gap_id=gap.id, who=who, from_status=gap.status, to_status=status, note=note, at=utcnow())
-    gap.status = status
-    if note is not None:
-        gap.note = note
-    gap.updated_at = event.at
-    session.add(event)
+    alert = session.get(Alert, alert_id)
+    if alert is None:
+        raise AlertChangeError(f"no alert with id {alert_id}")
+    if status == alert.status and note is None:
+        raise AlertChangeError(f"alert #{alert_id} is already {status}; add a note to record something")
+    event = _record(session, alert, status, who, note)
     session.flush()
     return event
+
+
+def change_status_many(
+    session: Session, alert_ids: list[int], status: str, who: str, note: str | None = None
+) -> list[AlertEvent]:
+    """The same status change for a group of alerts (each gets its own history entry); alerts already in
+    that status are left alone unless a note is given."""
+    _check_status(status)
+    who = _check_who(who)
+    note = (note or "").strip() or None
+    if not alert_ids:
+        raise AlertChangeError("no alert in this group")
+    events = []
+    for start in range(0, len(alert_ids), 5000):
+        chunk = alert_ids[start : start + 5000]
+        for alert in session.scalars(select(Alert).where(Alert.benchmark_id.in_(chunk))):
+            if alert.status != status or note is not None:
+                events.append(_record(session, alert, status, who, note))
+    session.flush()
+    return events
+
+
+def change_group(
+    session: Session, filters: AlertFilters, status: str, who: str, note: str | None = None
+) -> list[AlertEvent]:
+    """Every alert the filters select (a triage group) moves to `status`."""
+    return change_status_many(session, alert_ids(session, filters), status, who, note)
+
+
+def active_mute(session: Session, deployment_id: int, diagnosis: str) -> dict | None:
+    mute = session.scalars(
+        select(AlertMute).where(AlertMute.deployment_id == deployment_id, AlertMute.diagnosis == diagnosis,
+                                AlertMute.lifted_at.is_(None)).order_by(AlertMute.id)
+    ).first()
+    if mute is None:
+        return None
+    return {"id": mute.id, "diagnosis": mute.diagnosis, "reason": mute.reason, "who": mute.who,
+            "created_at": mute.created_at}
+
+
+def mute_diagnosis(session: Session, deployment: str, diagnosis: str, reason: str, who: str) -> AlertMute:
+    """Hide alerts led by `diagnosis` on a deployment (a known, accepted cause), saying why; reversible with
+    lift_mute. The alerts keep their verdicts and reappear when the mute is lifted."""
+    who = _check_who(who)
+    reason = (reason or "").strip()
+    if not reason:
+        raise AlertChangeError("say why: a mute is shown with its reason")
+    if diagnosis not in DIAGNOSIS_CODES:
+        raise AlertChangeError(f"diagnosis must be one of {', '.join(DIAGNOSIS_CODES)}, not {diagnosis!r}")
+    deployment_id = session.scalar(select(Deployment.id).where(Deployment.name == deployment))
+    if deployment_id is None:
+        raise AlertChangeError(f"no deployment named {deployment!r}")
+    if active_mute(session, deployment_id, diagnosis) is not None:
+        raise AlertChangeError(f"{diagnosis} is already muted on {deployment}")
+    mute = AlertMute(deployment_id=deployment_id, diagnosis=diagnosis, reason=reason, who=who, created_at=utcnow())
+    session.add(mute)
+    session.flush()
+    return mute
+
+
+def lift_mute(session: Session, mute_id: int, who: str) -> AlertMute:
+    who = _check_who(who)
+    mute = session.get(AlertMute, mute_id)
+    if mute is None or mute.lifted_at is not None:
+        raise AlertChangeError(f"no active mute with id {mute_id}")
+    mute.lifted_at, mute.lifted_by = utcnow(), who
+    session.flush()
+    return mute
+
+
+def mutes_frame(session: Session, active_only: bool = True) -> pd.DataFrame:
+    """Muted diagnoses per deployment, with who, why, when, and how many alerts each hides now."""
+    hidden = (
+        select(func.count())
+        .select_from(Alert)
+        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
+        .where(Benchmark.deployment_id == AlertMute.deployment_id, Alert.code == AlertMute.diagnosis,
+               Alert.is_alert.is_(True))
+        .scalar_subquery()
+    )
+    query = (
+        select(AlertMute.id, Deployment.name.label("deployment"), AlertMute.diagnosis, AlertMute.reason,
+               AlertMute.who, AlertMute.created_at, AlertMute.lifted_at, AlertMute.lifted_by,
+               hidden.label("alerts"))
+        .join(Deployment, AlertMute.deployment_id == Deployment.id)
+        .where(AlertMute.lifted_at.is_(None) if active_only else true())
+        .order_by(AlertMute.id)
+    )
+    return pd.DataFrame(session.execute(query).mappings().all(),
+                        columns=["id", "deployment", "diagnosis", "reason", "who", "created_at", "lifted_at",
+                                 "lifted_by", "alerts"])
 
 
 def supersede_candidates(session: Session, benchmark_id: int) -> pd.DataFrame:
@@ -230,12 +459,11 @@ def link_superseding(
     who: str,
     note: str | None = None,
     status: str = "resolved",
-) -> list[GapEvent]:
-    """Mark `benchmark_id` as superseded by `superseding_id` (a valid rerun of an invalid benchmark); every
-    gap of the superseded benchmark moves to `status` with a history entry naming the rerun."""
+) -> list[AlertEvent]:
+    """Mark `benchmark_id` as superseded by `superseding_id` (a valid rerun of an invalid benchmark); its
+    alert moves to `status` with a history entry naming the rerun."""
     who = _check_who(who)
-    if status not in GAP_STATUSES:
-        raise AlertChangeError(f"status must be one of {', '.join(GAP_STATUSES)}, not {status!r}")
+    _check_status(status)
     old, new = session.get(Benchmark, benchmark_id), session.get(Benchmark, superseding_id)
     if old is None or new is None:
         raise AlertChangeError(f"no benchmark with id {superseding_id if old else benchmark_id}")
@@ -257,24 +485,17 @@ def link_superseding(
         earlier.superseded_by_id = new.id
     reason = f"superseded by benchmark {new.id}" + (f" ({new.label})" if new.label else "")
     text = f"{reason}: {note.strip()}" if note and note.strip() else reason
-    events = []
-    for gap in session.scalars(select(Gap).where(Gap.benchmark_id == old.id).order_by(Gap.id)):
-        event = GapEvent(
-            gap_id=gap.id, who=who, from_status=gap.status, to_status=status, note=text, at=utcnow()
-        )
-        gap.status, gap.note, gap.updated_at = status, text, event.at
-        session.add(event)
-        events.append(event)
+    alert = session.get(Alert, old.id)
+    events = [_record(session, alert, status, who, text)] if alert is not None else []
     session.flush()
     return events
 
 
 def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFrame:
     """What became of some benchmarks (e.g. those an upload created): each with its prediction from every
-    source, the gap, and whether that gap is an alert."""
+    source and the gap; the row of the prediction that judges it says whether it is an alert and why."""
     if not benchmark_ids:
         return pd.DataFrame()
-    limit = threshold_sql(get_gap_threshold(session))
     query = (
         select(
             Benchmark.id.label("benchmark_id"),
@@ -294,8 +515,11 @@ def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFra
             Prediction.accept_length.label("predicted_accept_length"),
             Gap.id.label("gap_id"),
             Gap.gap,
-            is_alert_sql(limit).label("is_alert"),
-            Gap.severity,
+            Alert.benchmark_id.label("alert_id"),
+            (Alert.gap_id == Gap.id).label("verdict"),
+            and_(Alert.gap_id == Gap.id, Alert.is_alert).label("is_alert"),
+            case((Alert.gap_id == Gap.id, Alert.severity), else_=Gap.severity).label("severity"),
+            case((Alert.gap_id == Gap.id, Alert.reason), else_=None).label("reason"),
             Gap.diagnoses,
         )
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
@@ -303,9 +527,11 @@ def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFra
         .outerjoin(Run, Checkpoint.run_id == Run.id)
         .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
         .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
+        .outerjoin(Alert, Alert.benchmark_id == Benchmark.id)
         .where(Benchmark.id.in_(benchmark_ids))
         .order_by(Benchmark.id, Prediction.source)
     )
     frame = pd.DataFrame(session.execute(query).mappings().all())
     frame["is_alert"] = frame["is_alert"].fillna(False).astype(bool)
+    frame["verdict"] = frame["verdict"].fillna(False).astype(bool)
     return frame

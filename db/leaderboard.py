@@ -7,9 +7,8 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.db.models import Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
+from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from specdash.db.parameters import load_baselines
-from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 
 SETTING = ["speculative_algorithm", "num_steps", "topk", "num_draft_tokens"]
 ENTRY = ["checkpoint_id", "deployment_id", "concurrency"]
@@ -113,16 +112,17 @@ def _benchmarks(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
 
 
 def _predictions(session: Session, flt: LeaderboardFilter, benchmark_ids: list[int]) -> pd.DataFrame:
-    threshold = threshold_sql(get_gap_threshold(session))
     query = (
         select(
             Gap.benchmark_id,
             Prediction.predicted_tps,
             Prediction.baseline_tps.label("prediction_baseline_tps"),
             Prediction.error_band,
-            ((Gap.status == "open") & is_alert_sql(threshold)).label("open_alert"),
+            # the benchmark's verdict is a raised, open alert (whichever source judges it)
+            func.coalesce((Alert.status == "open") & Alert.is_alert, False).label("open_alert"),
         )
         .join(Prediction, Gap.prediction_id == Prediction.id)
+        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
         .join(Benchmark, Gap.benchmark_id == Benchmark.id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
         .where(Prediction.source == flt.source)

@@ -319,27 +319,64 @@ class Gap(Base):
     unexplained_ms: Mapped[float | None] = mapped_column(Float)
     diagnoses: Mapped[list[Any]] = mapped_column(JSON, default=list)
     severity: Mapped[str | None] = mapped_column(String(20))  # worst diagnosis: critical | warning | info
-    status: Mapped[str] = mapped_column(String(20), default="open", index=True)
-    note: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     benchmark: Mapped[Benchmark] = relationship()
     prediction: Mapped[Prediction] = relationship()
-    events: Mapped[list["GapEvent"]] = relationship(order_by="GapEvent.id", cascade="all, delete-orphan")
 
 
-class GapEvent(Base):
-    """Who changed an alert's status or note, and when."""
+class Alert(Base):
+    """One benchmark's verdict and its investigation: the gap it is judged on (the best prediction that
+    covers it), whether that is an alert, why, and the status and note people give it. Its id is the
+    benchmark's id, so the dashboard, the CLI and the benchmark tables name it alike."""
 
-    __tablename__ = "gap_event"
+    __tablename__ = "alert"
+
+    benchmark_id: Mapped[int] = mapped_column(
+        ForeignKey("benchmark.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    gap_id: Mapped[int | None] = mapped_column(ForeignKey("gap.id", ondelete="SET NULL"), index=True)
+    is_alert: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    severity: Mapped[str | None] = mapped_column(String(20))  # of the verdict: critical | warning | info
+    code: Mapped[str | None] = mapped_column(String(60))  # the leading diagnosis (what a mute matches)
+    reason: Mapped[str | None] = mapped_column(Text)  # why the benchmark is, or is not, an alert
+    status: Mapped[str] = mapped_column(String(20), default="open", index=True)
+    note: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+
+    benchmark: Mapped[Benchmark] = relationship()
+    gap: Mapped[Gap | None] = relationship()
+    events: Mapped[list["AlertEvent"]] = relationship(order_by="AlertEvent.id", cascade="all, delete-orphan")
+
+
+class AlertEvent(Base):
+    """Who (or which refresh) changed an alert's status or note, and when."""
+
+    __tablename__ = "alert_event"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    gap_id: Mapped[int] = mapped_column(ForeignKey("gap.id", ondelete="CASCADE"), index=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("alert.benchmark_id", ondelete="CASCADE"), index=True)
     at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     who: Mapped[str | None] = mapped_column(String(200))
     from_status: Mapped[str | None] = mapped_column(String(20))
     to_status: Mapped[str] = mapped_column(String(20))
     note: Mapped[str | None] = mapped_column(Text)
+
+
+class AlertMute(Base):
+    """A diagnosis muted on a deployment, with who and why; lifting it keeps the row (lifted_at)."""
+
+    __tablename__ = "alert_mute"
+    __table_args__ = (Index(None, "deployment_id", "diagnosis"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    deployment_id: Mapped[int] = mapped_column(ForeignKey("deployment.id", ondelete="CASCADE"))
+    diagnosis: Mapped[str] = mapped_column(String(60))
+    reason: Mapped[str] = mapped_column(Text)
+    who: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    lifted_at: Mapped[datetime | None] = mapped_column(DateTime)
+    lifted_by: Mapped[str | None] = mapped_column(String(200))
 
 
 class Setting(Base):

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from specdash.db.models import (
     BUILTIN_SOURCES,
+    Alert,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -33,6 +34,30 @@ def counts(session: Session) -> dict[str, int]:
     }
 
 
+def store_version(session: Session) -> tuple:
+    """A cheap fingerprint of what is stored (maxima of indexed columns and tiny tables): it changes with
+    every ingest, refresh, calibration, status change, mute and setting, whoever wrote them."""
+    from specdash.db.models import AlertEvent, AlertMute, IngestedFile, ParameterSet, Setting
+
+    row = session.execute(
+        select(
+            select(func.max(IngestedFile.id)).scalar_subquery(),
+            select(func.max(Benchmark.id)).scalar_subquery(),
+            select(func.count()).select_from(Benchmark).scalar_subquery(),
+            select(func.max(Alert.updated_at)).scalar_subquery(),
+            select(func.max(AlertEvent.id)).scalar_subquery(),
+            select(func.max(ParameterSet.id)).scalar_subquery(),
+            select(func.count()).select_from(ParameterSet).where(ParameterSet.is_active.is_(True)).scalar_subquery(),
+            select(func.count()).select_from(AlertMute).scalar_subquery(),
+            select(func.count()).select_from(AlertMute).where(AlertMute.lifted_at.is_(None)).scalar_subquery(),
+            select(func.max(Run.id)).scalar_subquery(),
+            select(func.max(Deployment.id)).scalar_subquery(),
+        )
+    ).one()
+    settings = tuple(session.execute(select(Setting.key, Setting.value).order_by(Setting.key)).all())
+    return (*row, settings)
+
+
 def is_empty(session: Session) -> bool:
     return not session.scalar(select(func.count()).select_from(Run)) and not session.scalar(
         select(func.count()).select_from(Benchmark)
@@ -40,8 +65,9 @@ def is_empty(session: Session) -> bool:
 
 
 def gap_select(threshold: float | None, global_threshold: float) -> Select:
-    """Gaps with their run, checkpoint, deployment and prediction, at or above `threshold` (None: each
-    deployment's own threshold, else the global one)."""
+    """Gaps (every prediction source: analysis) with their run, checkpoint, deployment and prediction, at or
+    above `threshold` (None: each deployment's own threshold, else the global one), with the status of the
+    benchmark's alert (alert_id is the benchmark id) and whether this gap is the one it is judged on."""
     limit = threshold if threshold is not None else threshold_sql(global_threshold)
     return (
         select(
@@ -72,12 +98,16 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
             Gap.round_factor,
             Gap.unexplained_ms,
             Gap.severity,
-            Gap.status,
-            Gap.note,
+            func.coalesce(Alert.status, "open").label("status"),
+            Alert.note,
             Gap.diagnoses,
             threshold_sql(global_threshold).label("threshold"),
+            Alert.benchmark_id.label("alert_id"),
+            func.coalesce(Alert.gap_id == Gap.id, False).label("verdict"),
+            func.coalesce(Alert.is_alert, False).label("is_alert"),
         )
         .join(Benchmark, Gap.benchmark_id == Benchmark.id)
+        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
         .join(Prediction, Gap.prediction_id == Prediction.id)
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)
@@ -95,7 +125,7 @@ def gap_rows(
     """Gaps at or above the threshold (each deployment's own, else the global one), largest first."""
     query = gap_select(threshold, get_gap_threshold(session))
     if status != "all":
-        query = query.where(Gap.status == status)
+        query = query.where(func.coalesce(Alert.status, "open") == status)
     if source:
         query = query.where(Prediction.source == source)
     query = query.order_by(func.abs(Gap.gap).desc(), Gap.id)
@@ -103,13 +133,14 @@ def gap_rows(
 
 
 def open_alert_counts(session: Session) -> dict[str, int]:
-    """Open alerts (gaps at or above their threshold) by severity; "none" for alerts without a diagnosis."""
+    """Open alerts (raised verdicts, muted ones left out) by severity; "none" for one without a severity."""
+    from specdash.db.alerts import muted_clause
+
     query = (
-        select(Gap.severity, func.count())
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(Gap.status == "open", is_alert_sql(threshold_sql(get_gap_threshold(session))))
-        .group_by(Gap.severity)
+        select(Alert.severity, func.count())
+        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
+        .where(Alert.status == "open", Alert.is_alert.is_(True), ~muted_clause())
+        .group_by(Alert.severity)
     )
     return {severity or "none": n for severity, n in session.execute(query)}
 
@@ -139,10 +170,11 @@ def _parity_select(source: str) -> Select:
             Gap.measured_tps,
             Gap.predicted_tps,
             Gap.gap,
-            Gap.status,
+            func.coalesce(Alert.status, "open").label("status"),
             Gap.severity,
         )
         .join(Benchmark, Gap.benchmark_id == Benchmark.id)
+        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
         .join(Prediction, Gap.prediction_id == Prediction.id)
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)

@@ -1,8 +1,8 @@
-"""Recompute cost-model predictions and gaps (alerts) for stored benchmarks.
+"""Recompute cost-model predictions, gaps and each benchmark's verdict (db/verdicts.py) for stored benchmarks.
 
 Reads what the cost model needs from the store as plain rows, calls costmodel/, and writes back in bulk
-(one executemany per kind of change) only the predictions and gaps whose numbers changed; the status
-and note of an existing alert are kept. No ORM object per benchmark: tens of thousands take seconds."""
+(one executemany per kind of change) only the predictions, gaps and verdicts whose numbers changed; the
+status and note of an existing alert are kept. No ORM object per benchmark: tens of thousands take seconds."""
 
 import gc
 import json
@@ -32,6 +32,7 @@ from specdash.costmodel.priors import DeploymentFacts, drafter_family
 from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.models import (
     BUILTIN_SOURCES,
+    Alert,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -50,7 +51,8 @@ from specdash.db.parameters import (
     fit_error_band,
     load_baselines,
 )
-from specdash.db.settings import applicable_threshold, get_gap_threshold, is_alert
+from specdash.db.settings import applicable_threshold, get_gap_threshold
+from specdash.db.verdicts import Candidate, acceptance_references, write_verdicts
 
 CHUNK = 5000  # ids per IN (...) list, well under SQLite's bound-parameter limit
 
@@ -241,10 +243,23 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     checkpoint_ids = None if everything else sorted({key.checkpoint_id for key in groups})
     drafters = _drafters(session, checkpoint_ids)
     now = utcnow()
+    # drafters without training metrics: their own earlier benchmarks say what accept length to expect
+    untrained = sorted(cid for cid in {key.checkpoint_id for key in groups} if not drafters[cid].rates)
+    references = acceptance_references(session, untrained, benchmark_steps)
+    if not everything and untrained:
+        # a benchmark measured before stored ones (a backfill) changes their references: judge them again
+        known = {b.id for b in benches}
+        for bench in _select_in(session, select(*BENCHMARK_COLUMNS).where(
+                Benchmark.speculative_algorithm.is_not(None)), Benchmark.checkpoint_id, untrained):
+            steps = benchmark_steps(bench)
+            if bench.id not in known and steps is not None:
+                groups[_prediction_key(bench, steps)].append(bench)
+                known.add(bench.id)
+    psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
 
     facts = {deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()}
     predictions = _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines,
-                                       now, summary, facts)
+                                       now, summary, facts, references)
     bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
     # diagnoses are compared as the JSON text stored, not decoded row by row
     gap_columns = [type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
@@ -255,6 +270,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                               Gap.benchmark_id, bench_ids)
     }
     new_gaps, changed_gaps = [], []
+    candidates: dict[int, list[Candidate]] = defaultdict(list)
     for key, preds in predictions.items():
         deployment = deployments[key.deployment_id]
         drafter = drafters[key.checkpoint_id]
@@ -262,12 +278,23 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         measured_baseline = baselines.lookup(key.deployment_id, concurrency, dataset)
         threshold = applicable_threshold(deployment.gap_threshold, global_threshold)
         for bench in groups[key]:
-            for prediction_id, pred, result in preds:
+            reference = references.get(bench.id)
+            for prediction_id, pred, result, source, params in preds:
                 measured_tau = bench.accept_length
+                tau_source, tau_text = pred.accept_length_source, ""
                 if result is None:  # external: only its tok/s and perhaps tau and round time are known
                     result = _external_throughput(pred, bench)
                     if pred.accept_length is None:
                         measured_tau = None  # no predicted tau to split the gap against
+                elif tau_source in ("history", "measured"):
+                    if reference is not None:  # this benchmark's own reference (the prediction has its key's)
+                        tau_source, tau_text = "history", reference.text
+                        if reference.accept_length != result.accept_length:
+                            result = throughput(params, reference.accept_length, steps, draft_tokens, key.topk)
+                    else:
+                        tau_source = "measured"
+                elif tau_source == "training":
+                    tau_text = f"tau {pred.accept_length:.2f} from its training acc_i"
                 decomposition = decompose(result, bench.decode_tps, measured_tau)
                 diagnoses = diagnose(GapContext(
                     decomposition=decomposition,
@@ -283,6 +310,15 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     baseline_measured=measured_baseline is not None,
                     deployment=deployment.name,
                     concurrency=concurrency,
+                    accept_length_source=tau_source,
+                    acceptance_reference=tau_text,
+                ))
+                pset = psets.get(pred.parameter_set_id)
+                candidates[bench.id].append(Candidate(
+                    source=source, prediction_id=prediction_id, gap=decomposition.gap,
+                    threshold=threshold, band=pred.error_band, diagnoses=diagnoses,
+                    acceptance_factor=decomposition.acceptance_factor, accept_length_source=tau_source,
+                    version=pset.version if pset is not None else None,
                 ))
                 values = dict(
                     gap=decomposition.gap,
@@ -296,27 +332,31 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     diagnoses=[d.as_dict() for d in diagnoses],
                     severity=worst_severity(diagnoses),
                 )
-                alert = is_alert(decomposition.gap, threshold)
                 existing = existing_gaps.get((bench.id, prediction_id))
                 compared = GapValues(**dict(values, diagnoses=json.dumps(values["diagnoses"])))
                 if existing is None:
-                    new_gaps.append(dict(benchmark_id=bench.id, prediction_id=prediction_id, status="open",
-                                         note=None, updated_at=now, **values))
-                    summary.new_alerts += alert
+                    new_gaps.append(dict(benchmark_id=bench.id, prediction_id=prediction_id, updated_at=now,
+                                         **values))
                 elif existing.values != compared:  # rewrite only what changed
-                    changed_gaps.append(dict(id=existing.id, **values))
-                    summary.new_alerts += alert and not is_alert(existing.values.gap, threshold)
+                    changed_gaps.append(dict(id=existing.id, updated_at=now, **values))
                 summary.gaps += 1
     if new_gaps:
         _insert(session, Gap, new_gaps)
     if changed_gaps:
         _update_by_id(session, Gap, changed_gaps)
-    _expire(session, (Prediction, Gap))
+    gap_ids = {pair: stored.id for pair, stored in existing_gaps.items()}
+    if new_gaps:
+        for row in _select_in(session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id), Gap.benchmark_id,
+                              sorted({row["benchmark_id"] for row in new_gaps})):
+            gap_ids[(row.benchmark_id, row.prediction_id)] = row.id
+    summary.new_alerts = write_verdicts(session, candidates, gap_ids, now)
+    _expire(session, (Prediction, Gap, Alert))
     return summary
 
 
 def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines: Baselines, now,
-                         summary: RefreshSummary, facts: dict[int, DeploymentFacts]) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]]:
+                         summary: RefreshSummary, facts: dict[int, DeploymentFacts], references,
+                         ) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
     # key -> source -> (prediction id, its stored values)
@@ -336,7 +376,7 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
     params_cache: dict[tuple, CostParams] = {}
     # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
     tau_cache: dict[tuple, object] = {}
-    computed: dict[tuple, list[tuple[str, PredictionValues, Throughput]]] = {}
+    computed: dict[tuple, list[tuple[str, PredictionValues, Throughput, CostParams]]] = {}
     new_rows, changed_rows = [], []
     for key, group in groups.items():
         checkpoint_id, deployment_id, steps, topk, draft_tokens, concurrency, dataset = key
@@ -361,6 +401,9 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                                                                      acc_to_acceptance)
                 accept_length, extrapolated, approximation = tau.accept_length, tau.extrapolated, tau.approximation
                 tau_source = "training"
+            elif (latest := references.get(max(b.id for b in group))) is not None:
+                accept_length, extrapolated, approximation = latest.accept_length, False, None
+                tau_source = "history"
             elif measured_taus:
                 accept_length, extrapolated, approximation = statistics.fmean(measured_taus), False, None
                 tau_source = "measured"
@@ -394,7 +437,7 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
             elif values != stored.values:
                 # created_at says when these numbers were computed: unchanged ones keep theirs
                 changed_rows.append(dict(id=stored.id, created_at=now, **values._asdict()))
-            results.append((source, values, result))
+            results.append((source, values, result, params))
             summary.predictions += 1
         computed[key] = results
     if new_rows:
@@ -407,12 +450,13 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
     if changed_rows:
         _update_by_id(session, Prediction, changed_rows)
 
-    out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None]]] = {}
+    out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]] = {}
     for key, group in groups.items():
         stored = existing[key]
-        preds = [(stored[source].id, values, result) for source, values, result in computed[key]]
+        preds = [(stored[source].id, values, result, source, params)
+                 for source, values, result, params in computed[key]]
         if len(stored) > len(preds):
-            preds += [(row.id, row.values, None) for source, row in stored.items()
+            preds += [(row.id, row.values, None, source, None) for source, row in stored.items()
                       if source not in BUILTIN_SOURCES]
         if preds:
             out[key] = preds

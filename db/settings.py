@@ -31,18 +31,15 @@ def applicable_threshold(deployment_threshold: float | None, global_threshold: f
     return deployment_threshold if deployment_threshold is not None else global_threshold
 
 
-def is_alert(gap: float, threshold: float) -> bool:
-    """A gap is an alert when its size reaches the threshold, either way (slower or faster)."""
-    return abs(gap) >= threshold
-
-
 def threshold_sql(global_threshold: float):
     """applicable_threshold() as an SQL expression over Deployment.gap_threshold."""
     return func.coalesce(Deployment.gap_threshold, global_threshold)
 
 
 def is_alert_sql(threshold):
-    """is_alert() as an SQL condition on Gap.gap against a threshold (a number or threshold_sql())."""
+    """SQL: a gap's size reaches the threshold (a number or threshold_sql()), either way. This lists gaps
+    for analysis; whether a benchmark is an alert is its verdict (costmodel.diagnoses.judge, stored on
+    Alert.is_alert), which also weighs the prediction's error band and the configuration."""
     return func.abs(Gap.gap) >= threshold
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, aliased
 
 from specdash.db.models import (
+    Alert,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -108,9 +109,11 @@ def _gaps(run: str | None) -> Select:
             Gap.id, Gap.benchmark_id, Run.name.label("run"), bench_checkpoint.name.label("checkpoint"),
             Deployment.name.label("deployment"), Prediction.source, Gap.gap, Gap.measured_tps, Gap.predicted_tps,
             Gap.measured_round_ms, Gap.predicted_round_ms, Gap.acceptance_factor, Gap.round_factor,
-            Gap.unexplained_ms, Gap.severity, Gap.status, Gap.note, Gap.diagnoses,
+            Gap.unexplained_ms, Gap.severity, Alert.status, Alert.note, Gap.diagnoses,
+            (Alert.gap_id == Gap.id).label("verdict"), Alert.is_alert,
         )
         .join(Benchmark, Gap.benchmark_id == Benchmark.id)
+        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
         .join(Prediction, Gap.prediction_id == Prediction.id)
         .join(bench_checkpoint, Benchmark.checkpoint_id == bench_checkpoint.id)
         .join(Run, bench_checkpoint.run_id == Run.id)

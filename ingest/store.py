@@ -321,11 +321,12 @@ class Store:
         if isinstance(derived, dict) and (
             record.concurrency_source not in (None, "file", "log")
             or derived.get("decode_tps") != "1000 / median_tpot_ms"
+            or derived.get("version")
         ):
             link.derived = (
                 f"decode_tps {record.decode_tps:.4g} from {derived.get('decode_tps')}, concurrency "
                 f"{record.concurrency} from {derived.get('concurrency')}"
-            )
+            ) + (f" ({derived['version']})" if derived.get("version") else "")
         if checkpoint is not None:
             link.run, link.checkpoint = checkpoint.run.name, checkpoint.name
         self.summary.links.append(link)

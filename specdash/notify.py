@@ -47,9 +47,9 @@ def set_webhook_url(session: Session, url: str | None) -> None:
 def alert_text(row: dict) -> str:
     codes = ", ".join(d["code"] for d in row.get("diagnoses") or []) or "no diagnosis"
     return (
-        f"specdash alert: {row['run']}/{row['checkpoint']} on {row['deployment']} measured "
-        f"{row['measured_tps']:.1f} tok/s against {row['predicted_tps']:.1f} predicted ({row['source']}), "
-        f"gap {row['gap']:+.0%}; {codes}"
+        f"specdash alert #{row['alert_id']} ({row['severity'] or 'none'}): {row['run']}/{row['checkpoint']} on "
+        f"{row['deployment']} measured {row['measured_tps']:.1f} tok/s against {row['predicted_tps']:.1f} "
+        f"predicted ({row['source']}), gap {row['gap']:+.0%}; {codes}"
     )
 
 
@@ -65,9 +65,11 @@ def slack_payload(text: str) -> dict:
 def _candidates(session: Session) -> list[tuple[str, int, str]]:
     """Open alerts and advisories that hold now: (kind, id, text)."""
     from specdash.db.advisories import advisory_rows
-    from specdash.db.queries import gap_rows
+    from specdash.db.alerts import AlertFilters, alert_page
 
-    out = [("alert", row["gap_id"], alert_text(row)) for row in gap_rows(session, status="open")]
+    # raised, unmuted, open verdicts: one per benchmark, with the dashboard's alert id
+    rows, _ = alert_page(session, AlertFilters(statuses=("open",)), 0, 1_000_000, count=False)
+    out = [("alert", row["alert_id"], alert_text(row)) for row in rows]
     out += [
         ("advisory", row["id"], advisory_text(row))
         for row in advisory_rows(session, statuses=("open",), active_only=True)

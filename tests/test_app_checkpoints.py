@@ -44,7 +44,7 @@ def test_the_default_dataset_is_one_dataset_not_a_mean_over_baselines_that_diffe
     assert not at.exception
     dataset = at.selectbox(key="checkpoints_dataset")
     assert dataset.value != "all datasets" and "all datasets" in dataset.options
-    table = table_with(at, "measured_tps_std")
+    table = table_with(at, "measured_tps")
     assert table["n"].tolist() == [1]  # one benchmark: no spread from mixing datasets
     assert at.query_params["dataset"] == dataset.value
 
@@ -62,7 +62,7 @@ def test_url_state_survives_a_new_session(monkeypatch, real_url):
     assert (
         again.selectbox(key="checkpoints_setting").value == first.selectbox(key="checkpoints_setting").value
     )
-    assert table_with(again, "measured_tps_std").equals(table_with(first, "measured_tps_std"))
+    assert table_with(again, "measured_tps").equals(table_with(first, "measured_tps"))
 
 
 def test_training_view_in_the_url(monkeypatch, demo_url):

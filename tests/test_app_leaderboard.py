@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from specdash.app.leaderboard_charts import entry_labels, leaderboard_figure
+from specdash.app.text import abbreviate
 from specdash.db.engine import make_engine, reading
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard
 from specdash.db.models import Deployment
@@ -145,7 +146,7 @@ def test_leaderboard_page_links_a_row_to_its_overlay_and_alerts(monkeypatch, rea
     assert overlay.selectbox(key="checkpoints_deployment").value == LLAMA8B_DEPLOYMENT
     assert overlay.selectbox(key="checkpoints_dataset").value == "gsm8k"
     assert overlay.selectbox(key="checkpoints_setting").value.num_steps == top["num_steps"]
-    table = table_with(overlay, "measured_tps_std")
+    table = table_with(overlay, "measured_tps")
     baseline = next(
         r for r in specbundle_rows() if r["model"] == LLAMA8B and r["benchmark"] == "gsm8k" and r["baseline"]
     )
@@ -158,3 +159,17 @@ def test_leaderboard_empty_state_names_the_next_step(monkeypatch, db_url):
     at = run_page(monkeypatch, db_url, "views/leaderboard.py")
     assert not at.exception
     assert "Upload" in at.info[0].value
+
+
+def test_two_drafters_for_one_target_lose_the_words_they_share():
+    labels = abbreviate(
+        ["lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge", "lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B"],
+        30,
+    )
+    assert list(labels.values()) == ["Llama-3.1-8B-SpecForge", "LLaMA3.1-8B"]
+    assert abbreviate(
+        ["SpecBundle: Kimi-K2-Instruct, bs 8", "SpecBundle: Llama-3.1-8B-Instruct, bs 1"], 24
+    ) == {
+        "SpecBundle: Kimi-K2-Instruct, bs 8": "Kimi-K2, bs 8",
+        "SpecBundle: Llama-3.1-8B-Instruct, bs 1": "Llama-3.1-8B, bs 1",
+    }

@@ -122,3 +122,15 @@ def test_whatif_on_a_drafter_without_training_metrics(monkeypatch, real_url):
     assert any(n.startswith("Measured-derived acceptance") and "τ" in n for n in notes), notes
     assert len(verdicts(at)) == 2
     assert any("deepest measured 7" in str(c.proto.spec) for c in at.get("plotly_chart"))
+
+
+def test_whatif_state_is_in_the_url(monkeypatch, real_url):
+    at = run_page(monkeypatch, real_url, "views/whatif.py")
+    at.selectbox(key="whatif_run").select(SB_DRAFTER).run()
+    at.slider(key="whatif_max_steps").set_value(10).run()
+    params = {k: at.query_params[k] for k in at.query_params}
+    assert params["run"] == SB_DRAFTER and params["depth"] == "10" and params["left"] == PCIE
+    again = run_page(monkeypatch, real_url, "views/whatif.py", query=params)
+    assert again.selectbox(key="whatif_run").value == SB_DRAFTER
+    assert again.slider(key="whatif_max_steps").value == 10
+    assert verdicts(again) == verdicts(at)

@@ -2,9 +2,13 @@
 Chromium through Python Playwright: every page renders, a benchmark uploaded through the page's file input
 becomes an alert on the Alerts page, and each page is saved as a screenshot.
 
-With SPECDASH_SCREENSHOTS=DIR the Overview, Checkpoints and Alerts screenshots are also copied to DIR
-(the README's pictures: `SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/test_browser.py`)."""
+A second test serves the demo with the real SpecBundle results and an applied calibration and drives every
+page in the light and the dark theme (What-if on a drafter without training metrics, the Leaderboard's link
+to the Checkpoints overlay, a profile edit). With SPECDASH_SCREENSHOTS=DIR its Overview, Leaderboard,
+Checkpoints, Alerts and What-if screenshots (and the dark Leaderboard) are copied to DIR: the README's
+pictures, `SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/test_browser.py`."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -14,11 +18,14 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
 
 from specdash.cli.main import cli
+from specdash.db.alerts import change_status
+from specdash.db.engine import make_engine, transaction
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.browser
@@ -37,6 +44,7 @@ SERVER_START_S = 40
 PAGE_WAIT_MS = 30_000
 WIDTH = 1400
 UPLOAD = FIXTURES / "dashboard" / "deep_rerun.json"
+SPECBUNDLE = FIXTURES / "real" / "specbundle-data.json"
 # (url path, file name, text that only shows once the page has rendered its content)
 PAGES = [
     ("", "overview", "Latest checkpoint per run"),
@@ -48,7 +56,6 @@ PAGES = [
     ("whatif", "whatif", "Best at"),
     ("settings", "settings", "Deployment profiles"),
 ]
-README_PICTURES = ("overview", "checkpoints", "alerts")
 
 
 def free_port() -> int:
@@ -71,18 +78,17 @@ def wait_until_served(base: str, server: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"specdash serve did not answer within {SERVER_START_S} s:\n{log.read_text()}")
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """Base URL of a dashboard serving a fresh demo database; the server is always stopped."""
+@contextlib.contextmanager
+def serving(folder: Path, commands: list[list[str]]):
+    """Base URL of `specdash serve` on a fresh database prepared by `commands`; the server always stops."""
     if not CHROMIUM.exists():
         pytest.fail(
             f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium; "
             ".ci/run does) to run the browser test"
         )
-    folder = tmp_path_factory.mktemp("browser")
     url = f"sqlite:///{folder / 'specdash.db'}"
     runner = CliRunner()
-    for command in (["init"], ["demo"]):
+    for command in commands:
         result = runner.invoke(cli, ["--db", url, *command], catch_exceptions=False)
         assert result.exit_code == 0, result.output
     port = free_port()
@@ -109,7 +115,7 @@ def served(tmp_path_factory):
     try:
         base = f"http://127.0.0.1:{port}"
         wait_until_served(base, server, log)
-        yield base, folder
+        yield base
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -117,6 +123,23 @@ def served(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """Base URL of a dashboard serving a fresh demo database."""
+    folder = tmp_path_factory.mktemp("browser")
+    with serving(folder, [["init"], ["demo"]]) as base:
+        yield base, folder
+
+
+@pytest.fixture(scope="module")
+def served_real(tmp_path_factory):
+    """The demo, the real SpecBundle results and an applied calibration of every deployment."""
+    folder = tmp_path_factory.mktemp("browser-real")
+    commands = [["init"], ["demo"], ["ingest", str(SPECBUNDLE)], ["calibrate", "--apply"]]
+    with serving(folder, commands) as base:
+        yield base, folder
 
 
 @pytest.fixture(scope="module")
@@ -181,20 +204,101 @@ def test_pages_upload_and_alert_in_chromium(served, browser):
     page.get_by_text("deep_rerun.json: 1 record(s) as specdash").wait_for(timeout=PAGE_WAIT_MS)
     settle(page)
     screenshot(page, shots / "upload-saved.png")
-    link = page.get_by_role("link", name="Alert #17 (warning)")
+    link = page.get_by_role("link", name="Alert #16 (warning)")
     link.click()
-    page.get_by_text("Alert #17: k25-eagle3-100k-ttt5 / epoch_5").wait_for(timeout=PAGE_WAIT_MS)
+    page.get_by_text("Alert #16: k25-eagle3-100k-ttt5 / epoch_5").wait_for(timeout=PAGE_WAIT_MS)
     settle(page)
-    assert "alert=17" in page.url
+    assert "alert=16" in page.url
     cells = page.locator('[data-testid="stDataFrame"] [role="gridcell"]').all_inner_texts()
     assert "EAGLE3 11/1/12" in cells, cells
     assert page.get_by_text("positions 6..11 are extrapolated").count() == 1
     screenshot(page, shots / "alerts-new.png")
 
+    # live: a status change written by another process shows on the open page, without a reload
+    with transaction(make_engine(f"sqlite:///{folder / 'specdash.db'}")) as session:
+        change_status(session, 16, "explained", "cli", "deep rerun checked from the terminal")
+    page.get_by_text("Current note: deep rerun checked from the terminal").wait_for(timeout=PAGE_WAIT_MS)
+    assert "alert=16" in page.url  # the same page, rerun by its store watcher
+
     assert not errors, errors
     assert {p.name for p in shots.iterdir()} >= {f"{name}.png" for _, name, _ in PAGES}
+
+
+# --- the demo with the real SpecBundle results, in the light and the dark theme --------------------------
+SB_DRAFTER = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"
+SB_DEPLOYMENT = "SpecBundle: Llama-3.1-8B-Instruct"
+PCIE = "8x RTX PRO 6000, TP8, PCIe"
+REAL_PAGES = [
+    ("", "overview", "Latest checkpoint per run"),
+    ("leaderboard", "leaderboard", "Select a row to open it"),
+    ("checkpoints", "checkpoints", "Acceptance per draft position"),
+    (f"checkpoints?run={quote(SB_DRAFTER)}", "checkpoints-specbundle", "Acceptance per draft position"),
+    ("runs", "runs", "Ingested files"),
+    ("upload", "upload", "Benchmark results, training logs"),
+    (f"alerts?run={quote(SB_DRAFTER)}", "alerts", "Investigation"),
+    (f"whatif?run={quote(SB_DRAFTER)}", "whatif", "Best at"),
+    ("settings", "settings", "Deployment profiles"),
+]
+README_REAL = ("overview", "leaderboard", "checkpoints", "alerts", "whatif")
+README_DARK = ("leaderboard",)
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick an option of the Streamlit selectbox labelled `label`."""
+    box = page.get_by_label(label, exact=True)
+    box.click()
+    box.fill(option)  # the selectbox filters its options as one types
+    page.keyboard.press("Enter")
+    settle(page)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_real_data_pages_in_both_themes(served_real, browser, theme):
+    base, folder = served_real
+    shots = folder / f"screenshots-{theme}"
+    shots.mkdir(exist_ok=True)
+    context = browser.new_context(viewport={"width": WIDTH, "height": 900}, color_scheme=theme)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    for path, name, ready_text in REAL_PAGES:
+        open_page(page, base, path, ready_text)
+        if name in ("overview", "leaderboard", "checkpoints", "checkpoints-specbundle", "whatif"):
+            page.locator('[data-testid="stPlotlyChart"] svg.main-svg').first.wait_for(timeout=PAGE_WAIT_MS)
+        screenshot(page, shots / f"{name}.png")
+
+    # What-if on a drafter without training metrics: measured-derived acceptance, no KeyError
+    open_page(page, base, f"whatif?run={quote(SB_DRAFTER)}", "Best at")
+    assert page.get_by_text("Measured-derived acceptance").count() == 1
+    # the Leaderboard's overlay link opens the Checkpoints page on that entry
+    open_page(page, base, f"leaderboard?deployment={quote(SB_DEPLOYMENT)}", "Select a row to open it")
+    page.get_by_role("link", name="Overlay: predicted vs measured on the Checkpoints page").click()
+    page.get_by_text("Acceptance per draft position").wait_for(timeout=PAGE_WAIT_MS)
+    settle(page)
+    assert "checkpoints?" in page.url and "setting=EAGLE3" in page.url
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+    if theme == "light":  # a profile edit keeps what was not edited (the blank form wiped it)
+        open_page(page, base, "settings", "Deployment profiles")
+        choose(page, "Edit", PCIE)
+        gpu = page.get_by_label("GPU", exact=True)
+        assert gpu.input_value() == "RTX PRO 6000 Blackwell"
+        overhead = page.get_by_label("Overhead ms per round", exact=True)
+        overhead.fill("1.5")
+        page.get_by_role("button", name="Save profile").click()
+        settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        choose(page, "Edit", PCIE)
+        assert page.get_by_label("GPU", exact=True).input_value() == "RTX PRO 6000 Blackwell"
+        assert page.get_by_label("Overhead ms per round", exact=True).input_value() == "1.50"
+        screenshot(page, shots / "settings-edited.png")
+
+    context.close()
+    assert not errors, errors
     target = os.environ.get("SPECDASH_SCREENSHOTS")
     if target:
         Path(target).mkdir(parents=True, exist_ok=True)
-        for name in README_PICTURES:
-            shutil.copy(shots / f"{name}.png", Path(target) / f"{name}.png")
+        for name in README_REAL if theme == "light" else README_DARK:
+            shutil.copy(
+                shots / f"{name}.png", Path(target) / f"{name}{'' if theme == 'light' else '-dark'}.png"
+            )

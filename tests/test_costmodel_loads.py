@@ -12,7 +12,7 @@ from specdash.costmodel.calibration import CalibrationObservation, FittedParams,
 from specdash.costmodel.priors import TargetArchitecture, verify_growth
 from specdash.costmodel.uncertainty import PRIOR_ROUND_BAND
 from specdash.db.engine import make_engine, reading
-from specdash.db.models import Deployment, Gap, Prediction
+from specdash.db.models import Alert, Deployment, Prediction
 from specdash.db.schema import upgrade
 from specdash.ingest.pipeline import ingest_bytes
 
@@ -142,8 +142,9 @@ def test_specbundle_deployments_per_batch_size_merge_on_upgrade(tmp_path):
         predictions = session.execute(select(Prediction.deployment_id, Prediction.concurrency,
                                              Prediction.parameter_set_id).order_by(Prediction.id)).all()
         assert [tuple(p) for p in predictions] == [(1, 1, 1), (1, 8, None)]  # recomputed at the next refresh
-        assert [(g.status, g.note) for g in session.scalars(select(Gap).order_by(Gap.id))] == [
-            ("investigating", "checking bs 1"), ("investigating", "checking bs 8")]
+        # the investigations (the benchmarks' alerts since 0008) survive the merge
+        assert [(a.benchmark_id, a.status, a.note) for a in session.scalars(select(Alert).order_by(Alert.benchmark_id))] == [
+            (1, "investigating", "checking bs 1"), (2, "investigating", "checking bs 8")]
         lab = session.get(Deployment, 3)
         story = session.get(Deployment, 4)
         # stated nothing: the priors; stated something: its numbers, zeros included

@@ -14,7 +14,7 @@ from specdash.costmodel import (
     has_critical,
     throughput,
 )
-from specdash.costmodel.diagnoses import DIAGNOSIS_CODES, worst_severity
+from specdash.costmodel.diagnoses import DIAGNOSIS_CODES, judge, worst_severity
 
 STORY = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3)
 
@@ -58,6 +58,10 @@ RULE_CASES = [
         ("slower_than_baseline", dict(measured_tps=82.3), dict(measured_tps=91.0)),
         ("round_overhead", dict(measured_tps=82.3), dict(measured_tps=82.3, measured_tau=1.1)),
         ("acceptance_shortfall", dict(measured_tps=120.0, measured_tau=1.6), dict(measured_tau=2.05)),
+        ("acceptance_unknown", dict(measured_tps=82.3, accept_length_source="measured"),
+         dict(measured_tps=82.3, accept_length_source="history")),
+        ("round_overhead", dict(measured_tps=82.3, accept_length_source="history"),
+         dict(measured_tps=82.3, accept_length_source="measured")),  # nothing predicts tau: not the round
         ("faster_than_predicted", dict(measured_tps=200.0), dict(measured_tps=170.0)),
         ("no_baseline", dict(baseline_measured=False), dict(baseline_measured=True)),
 ]
@@ -145,5 +149,58 @@ def test_diagnoses_come_most_severe_first_and_rules_are_pluggable():
 def test_every_rule_has_a_stable_code_named_after_it():
     assert [rule.__name__ for rule in RULES] == [
         "algorithm_mismatch", "hidden_size_mismatch", "beyond_trained_depth", "slower_than_baseline",
-        "round_overhead", "acceptance_shortfall", "faster_than_predicted", "no_baseline",
+        "round_overhead", "acceptance_shortfall", "acceptance_unknown", "faster_than_predicted", "no_baseline",
     ]
+
+
+# --- the verdict: is a benchmark an alert, how severe, and why ------------------------------------------
+def verdict(gap, threshold=0.10, band=None, codes_=(), factor=None, source=None):
+    diagnoses = [Diagnosis(code, "critical" if code.endswith("mismatch") else "warning", "") for code in codes_]
+    return judge(gap, threshold, band, diagnoses, factor, source)
+
+
+@pytest.mark.parametrize(
+    "gap,band,raised,severity",
+    [
+        (0.09, None, False, None),  # under the threshold
+        (0.10, None, True, "info"),  # at the threshold, no band: 1.0x
+        (0.15, 0.22, False, None),  # past the threshold, inside the model's own band
+        (0.30, 0.22, True, "info"),  # 0.30 / 0.22 = 1.36x
+        (0.40, 0.22, True, "warning"),  # 1.8x
+        (0.70, 0.22, True, "critical"),  # 3.2x
+        (-0.70, 0.22, True, "info"),  # faster than predicted stays info
+    ],
+)
+def test_a_gap_must_beat_threshold_and_band(gap, band, raised, severity):
+    v = verdict(gap, band=band)
+    assert (v.is_alert, v.severity) == (raised, severity)
+
+
+def test_the_verdict_says_why():
+    assert verdict(0.15, band=0.22).reason == (
+        "gap +15.0% is past the threshold 10% but within the prediction's error band ±22%"
+    )
+    assert verdict(0.40, band=0.22).reason == (
+        "gap +40.0% exceeds the threshold 10% and the prediction's error band ±22% (1.8x)"
+    )
+
+
+def test_configuration_diagnoses_alert_whatever_the_gap():
+    v = verdict(0.02, band=0.22, codes_=("algorithm_mismatch", "round_overhead"))
+    assert (v.is_alert, v.severity, v.code) == (True, "critical", "algorithm_mismatch")
+    v = verdict(0.0, codes_=("beyond_trained_depth",))
+    assert (v.is_alert, v.severity) == (True, "warning")
+
+
+def test_acceptance_below_the_drafters_history_alerts_within_the_band():
+    # 10 % below its own earlier benchmarks: gap 10 % is inside the 22 % band, the shortfall is not
+    v = verdict(0.10, band=0.22, codes_=("acceptance_shortfall",), factor=0.90, source="history")
+    assert (v.is_alert, v.severity, v.code) == (True, "warning", "acceptance_shortfall")
+    # a training-based tau is too rough to alert on by itself
+    assert not verdict(0.10, band=0.22, codes_=("acceptance_shortfall",), factor=0.90, source="training").is_alert
+    # 4 % below history is noise
+    assert not verdict(0.04, band=0.22, factor=0.96, source="history").is_alert
+
+
+def test_a_cause_leads_before_a_symptom():
+    assert verdict(0.6, codes_=("slower_than_baseline", "round_overhead")).code == "round_overhead"

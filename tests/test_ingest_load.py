@@ -74,3 +74,20 @@ def test_no_per_request_speed_and_no_concurrency_is_refused(engine):
         "and no concurrency to divide the aggregate output_throughput by"
     ]
     assert benchmarks(engine) == []
+
+
+def test_a_version_outside_the_known_range_is_read_with_a_note(engine):
+    record = (
+        b'{"backend": "sglang", "dataset_name": "random", "request_rate": 2.0, "max_concurrency": null, '
+        b'"server_info": {"model_path": "/models/Llama-3.1-8B-Instruct", "tp_size": 1, "version": "0.4.3.post2"}, '
+        b'"output_throughput": 980.0, "median_itl_ms": 12.5, "completed": 600, "duration": 300.2}\n'
+    )
+    result = ingest_bytes(engine, "old.jsonl", record)
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    (bench,) = benchmarks(engine)
+    # 1000 / 12.5 = 80 tok/s per request; 980 / 80 = 12.25 in flight
+    assert (bench.decode_tps, bench.concurrency) == (80.0, 12)
+    assert bench.raw["specdash_derived"]["version"] == (
+        "0.4.3.post2 is outside the versions known (0.5.2 to 0.5.23): read from the fields it has"
+    )
+    assert "(0.4.3.post2 is outside the versions known" in describe(result)

@@ -186,3 +186,91 @@ def test_specdash_ingest_on_a_pipeline_of_servers_and_loads(invoke, db_url, engi
         baselines = dict(session.execute(select(Prediction.concurrency, Prediction.baseline_tps)).all())
     assert baselines[1] == pytest.approx(rows[3].decode_tps)
     assert baselines[4] == pytest.approx(rows[4].decode_tps)
+
+
+def test_the_upload_preview_shows_what_each_benchmark_used(engine):
+    from specdash.app import uploads
+    from specdash.ingest.pipeline import preview_bytes
+
+    data = (VLLM / "server_concurrency_sweep.log").read_bytes()
+    frame = uploads.links_frame(preview_bytes(engine, "server.log", data))
+    assert frame["line"].tolist() == [10, 26, 42]
+    assert (
+        frame["notes"]
+        .iloc[1]
+        .startswith("4 interval(s) used at 2 running; left out 3 with a prefill in them")
+    )
+
+
+def test_a_request_rate_run_is_one_level_at_its_median_running_count(engine):
+    from specdash.ingest.pipeline import ingest_bytes
+    from specdash.ingest.store import LinkOptions
+
+    # Poisson arrivals: the running count never holds; every interval ran prefills
+    prompts = [900, 850, 1200, 700, 1000, 950, 800]
+    gens = [1390.0, 1500.0, 1401.0, 1530.0, 1420.0, 1480.0, 1330.0]
+    running = [37, 41, 39, 45, 40, 43, 38]
+    lines = [
+        f"INFO 12-01 10:00:{10 * i:02d} [loggers.py:123] Engine 000: Avg prompt throughput: {p:.1f} tokens/s, "
+        f"Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%"
+        for i, (p, g, r) in enumerate(zip(prompts, gens, running, strict=True))
+    ]
+    result = ingest_bytes(
+        engine, "rate.log", ("\n".join(lines) + "\n").encode(), link=LinkOptions(deployment="d")
+    )
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    (bench,) = benchmarks(engine)
+    assert (bench.concurrency, bench.concurrency_source) == (40, "log")  # median of 37..45
+    assert bench.raw["intervals"]["varying_load"] is True
+    # least prefill: at or below the lower quartile of prompt tok/s, 800 + 0.5 * (850 - 800):
+    # 700 (1530 tok/s at 45 running) and 800 (1330 tok/s at 38 running)
+    assert bench.output_throughput == pytest.approx((1530 + 1330) / 2)
+    assert bench.decode_tps == pytest.approx((1530 / 45 + 1330 / 38) / 2)
+    assert bench.raw["intervals"]["left_out"] == {"more-prefill": 5}
+
+
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        (
+            "(APIServer pid=7) INFO 12-01 08:00:00 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-8B', "
+            "'tensor_parallel_size': 2, 'quantization': 'fp8', 'speculative_config': {'method': 'eagle3', "
+            "'model': '/ckpt/q/epoch_1', 'num_speculative_tokens': 3}}",
+            {
+                "model": "Qwen/Qwen3-8B",
+                "tp_size": 2,
+                "quantization": "fp8",
+                "method": "eagle3",
+                "draft_model": "/ckpt/q/epoch_1",
+                "spec_tokens": 3,
+            },
+        ),
+        (
+            "INFO 05-02 09:00:01 [api_server.py:1043] args: Namespace(host=None, model='Qwen/Qwen3-8B', "
+            "tensor_parallel_size=2, speculative_config={'method': 'eagle3', 'model': '/ckpt/q/epoch_1', "
+            "'num_speculative_tokens': 3}, quantization=None)",
+            {
+                "model": "Qwen/Qwen3-8B",
+                "tp_size": 2,
+                "method": "eagle3",
+                "draft_model": "/ckpt/q/epoch_1",
+                "spec_tokens": 3,
+            },
+        ),
+        (
+            "INFO 11-04 16:20:01 api_server.py:529] args: Namespace(model='meta-llama/Meta-Llama-3-70B-Instruct', "
+            "speculative_model='ibm-fms/llama3-70b-accelerator', num_speculative_tokens=5, tensor_parallel_size=4)",
+            {
+                "model": "meta-llama/Meta-Llama-3-70B-Instruct",
+                "tp_size": 4,
+                "draft_model": "ibm-fms/llama3-70b-accelerator",
+                "spec_tokens": 5,
+            },
+        ),
+    ],
+)
+def test_server_start_arguments_in_every_wording(line, expected):
+    from specdash.ingest.formats.vllm_log import _namespace, _non_default_args
+
+    assert (_non_default_args(line) if "non-default" in line else _namespace(line)) == expected

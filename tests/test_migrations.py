@@ -96,6 +96,11 @@ def filled_head(tmp_path_factory) -> Path:
     return path
 
 
+# Required columns a later revision moved elsewhere (gap.status became the benchmark's alert in 0008): what
+# rows copied back to an older revision hold in them.
+DROPPED_LATER = {"gap": {"status": "open"}}
+
+
 # Unstated profile costs: NULL since revision 0007, 0 (the ingest default) before; 0007 maps one to the other.
 UNSTATED_COSTS = {table: ("comm_fraction", "draft_step_ms", "round_overhead_ms", "verify_growth_compute",
                           "verify_growth_comm") for table in ("deployment", "parameter_set")}
@@ -121,8 +126,13 @@ def _fill_at(revision: str, source: Path, target: Path) -> dict[str, set[tuple]]
             rows = _rows(source, table, shared) if shared else set()
             if revision_history().index(revision) < revision_history().index("0007"):
                 rows = _as_before_0007(table, shared, rows)
-            marks = ", ".join("?" for _ in shared)
-            con.executemany(f"INSERT INTO {table} ({', '.join(shared)}) VALUES ({marks})", rows)
+            fill = {c: v for c, v in DROPPED_LATER.get(table, {}).items() if c in columns}
+            names = [*shared, *fill]
+            if not shared:  # a table the head no longer has (gap_event became alert_event in 0008)
+                continue
+            marks = ", ".join("?" for _ in names)
+            con.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})",
+                            [(*row, *fill.values()) for row in rows])
             written[table] = (shared, rows)
     return written
 
@@ -139,14 +149,21 @@ def test_data_survives_upgrade_from(revision, filled_head, tmp_path):
         check_schema(engine)
     upgrade(engine)
     check_schema(engine)
+    # rows written before 0007 held 0 for an unstated cost, which 0007 turns into NULL
+    before_0007 = revision_history().index(revision) < revision_history().index("0007")
+
+    def stored(table, columns):
+        found = _rows(path, table, columns)
+        return _as_before_0007(table, columns, found) if before_0007 else found
+
     for table, (columns, rows) in written.items():
-        assert _as_before_0007(table, columns, _rows(path, table, columns)) == rows, table
+        assert stored(table, columns) == rows, table
 
     # One step down and back up again keeps the rows too.
     downgrade(engine, "-1")
     upgrade(engine)
     for table, (columns, rows) in written.items():
-        assert _as_before_0007(table, columns, _rows(path, table, columns)) == rows, table
+        assert stored(table, columns) == rows, table
     engine.dispose()
 
 

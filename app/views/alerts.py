@@ -1,6 +1,8 @@
-"""Alerts: every gap at or above its threshold, filtered and paged; one alert in full (diagnoses, the
-waterfall from predicted to measured, the benchmark) with its investigation: status, note, who/when history,
-and the benchmark that supersedes an invalid one. `?alert=ID` opens an alert."""
+"""Alerts: one verdict per benchmark (its id is the benchmark's), judged against the best prediction that
+covers it; filtered, paged and grouped for triage (a group's status at once, a diagnosis muted on a
+deployment); one alert in full (why it is or is not an alert, diagnoses, the waterfall, every source's gap)
+with its investigation: status, note, who/when history, and the benchmark that supersedes an invalid one.
+`?alert=ID` opens an alert."""
 
 import pandas as pd
 import streamlit as st
@@ -9,18 +11,24 @@ from specdash.app import state, urlstate
 from specdash.app.alert_charts import waterfall_figure
 from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db import alerts
-from specdash.db.alerts import DIAGNOSIS_CODES, SEVERITIES, AlertChangeError, AlertFilters
+from specdash.db.alerts import DIAGNOSIS_CODES, GROUPINGS, SEVERITIES, AlertChangeError, AlertFilters
 from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES
+from specdash.db.verdicts import VERDICT_ORDER
 from specdash.labels import gap_text, setting_label
 
 PAGE_ROWS = 50
 ANY = "any"
+SHOW = {"alerts": True, "benchmarks that are not alerts": False, "every benchmark": None}
 
 url = state.db_url()
+state.follow_store(url)
 st.title("Alerts")
 st.caption(
-    f"Every gap between measured and predicted tok/s at or above its threshold (the deployment's own, else "
-    f"the global {state.gap_threshold(url):.0%}). gap = 1 - measured / predicted: positive is slower."
+    "One verdict per benchmark, against the best prediction that covers it ("
+    + ", else ".join(VERDICT_ORDER)
+    + "). A gap is an alert when it exceeds both its threshold (the deployment's own, else the global "
+    f"{state.gap_threshold(url):.0%}) and the prediction's own error band; an invalid or out-of-range "
+    "benchmark always is. gap = 1 - measured / predicted: positive is slower."
 )
 
 choices = state.alert_choices(url)
@@ -33,14 +41,16 @@ url_state.restore("alerts_diagnosis", "diagnosis", DIAGNOSIS_CODES)
 url_state.restore("alerts_source", "source", choices["source"])
 url_state.restore("alerts_deployment", "deployment", choices["deployment"])
 url_state.restore("alerts_run", "run", choices["run"])
-row1 = st.columns(3)
+row1 = st.columns(4)
 statuses = row1[0].multiselect("Status", GAP_STATUSES, key="alerts_status")
 severities = row1[1].multiselect("Severity", SEVERITIES, key="alerts_severity")
-diagnosis = row1[2].selectbox("Diagnosis", [ANY, *DIAGNOSIS_CODES], key="alerts_diagnosis")
-row2 = st.columns(3)
-source = row2[0].selectbox("Prediction source", [ANY, *choices["source"]], key="alerts_source")
+diagnosis = row1[2].selectbox("Leading diagnosis", [ANY, *DIAGNOSIS_CODES], key="alerts_diagnosis")
+show = row1[3].selectbox("Show", list(SHOW), key="alerts_show")
+row2 = st.columns(4)
+source = row2[0].selectbox("Judged against", [ANY, *choices["source"]], key="alerts_source")
 deployment = row2[1].selectbox("Deployment", [ANY, *choices["deployment"]], key="alerts_deployment")
 run = row2[2].selectbox("Run", [ANY, *choices["run"]], key="alerts_run")
+show_muted = row2[3].toggle("Muted ones too", key="alerts_muted")
 url_state.publish("status", statuses, list(ACTIVE_STATUSES))
 url_state.publish("severity", severities)
 for param, value in (("diagnosis", diagnosis), ("source", source), ("deployment", deployment), ("run", run)):
@@ -52,6 +62,8 @@ filters = AlertFilters(
     deployment=None if deployment == ANY else deployment,
     run=None if run == ANY else run,
     diagnosis=None if diagnosis == ANY else diagnosis,
+    raised=SHOW[show],
+    muted=None if show_muted else False,
 )
 
 _, total = state.alert_page(url, filters, 0, 1)
@@ -64,18 +76,24 @@ if rows:
     table = pd.DataFrame(
         [
             {
-                "id": r["gap_id"],
-                "severity": r["severity"] or "none",
-                "gap": r["gap"] * 100,
+                "id": r["alert_id"],
+                "severity": (r["severity"] or "none") if r["is_alert"] else "-",
+                "gap": None if r["gap"] is None else r["gap"] * 100,
                 "run": r["run"],
                 "checkpoint": r["checkpoint"],
                 "setting": setting_label(r),
                 "measured": r["measured_tps"],
                 "predicted": r["predicted_tps"],
-                "source": r["source"],
-                "status": r["status"],
                 "deployment": r["deployment"],
-                "diagnoses": ", ".join(d["code"] for d in r["diagnoses"]),
+                "against": r["source"],
+                "status": r["status"] + (" (muted)" if r["muted"] else ""),
+                # the leading diagnosis (what groups and mutes use) first, then the others
+                "diagnoses": ", ".join(
+                    [r["code"], *(d["code"] for d in r["diagnoses"] if d["code"] != r["code"])]
+                    if r["code"]
+                    else [d["code"] for d in r["diagnoses"]]
+                )
+                or "-",
             }
             for r in rows
         ]
@@ -93,19 +111,20 @@ if rows:
             "gap": st.column_config.NumberColumn(format="%+.1f%%", width=65),
             # long drafter and deployment names are cut in the cell (the full name shows on hover), so the
             # numbers stay on screen
-            "run": st.column_config.TextColumn(width=190),
-            "checkpoint": st.column_config.TextColumn(width=90),
-            "setting": st.column_config.TextColumn(width=105),
-            "measured": st.column_config.NumberColumn("measured tok/s", format="%.1f", width=100),
-            "predicted": st.column_config.NumberColumn("predicted tok/s", format="%.1f", width=100),
-            "source": st.column_config.TextColumn(width=80),
-            "status": st.column_config.TextColumn(width=90),
-            "deployment": st.column_config.TextColumn(width=190),
+            "run": st.column_config.TextColumn(width=160),
+            "checkpoint": st.column_config.TextColumn(width=80),
+            "setting": st.column_config.TextColumn(width=100),
+            "measured": st.column_config.NumberColumn(format="%.1f", width=75, help="tok/s per request"),
+            "predicted": st.column_config.NumberColumn(format="%.1f", width=75, help="tok/s per request"),
+            "deployment": st.column_config.TextColumn(width=160),
+            "against": st.column_config.TextColumn(width=75),
+            "status": st.column_config.TextColumn(width=85),
         },
     )
     first, last = (page - 1) * PAGE_ROWS + 1, (page - 1) * PAGE_ROWS + len(rows)
     st.caption(
-        f"{total} alert(s) match; {first}-{last} shown, the most severe first, then the largest gap. Select a row to investigate it."
+        f"{total} match; {first}-{last} shown, the most severe first, then the largest gap. "
+        "Select a row to investigate it."
     )
     if event.selection.rows:
         selected_id = int(table.iloc[event.selection.rows[0]]["id"])
@@ -113,11 +132,61 @@ if rows:
 else:
     st.success("No alert matches these filters.")
 
+who = st.text_input(
+    "Your name (recorded in the history)",
+    value=st.session_state.get("investigator", ""),
+    key="alerts_who",
+)
+st.session_state["investigator"] = who
+
+with st.expander("Triage: groups of alerts, muted diagnoses"):
+    by = st.radio("Group by", GROUPINGS, horizontal=True, key="alerts_group_by")
+    groups = state.alert_groups(url, filters, by)
+    if groups.empty:
+        st.caption("Nothing to group.")
+    else:
+        st.dataframe(groups, hide_index=True, width="stretch", key="alerts_groups")
+        with st.form("alerts_group_form"):
+            cols = st.columns([2, 1, 3])
+            group = cols[0].selectbox(f"Every alert of this {by}", groups["group"].tolist(), key="alerts_group")
+            group_status = cols[1].selectbox("becomes", GAP_STATUSES, key="alerts_group_status")
+            group_note = cols[2].text_input("Note", key="alerts_group_note")
+            if st.form_submit_button("Change the group", icon=":material/done_all:"):
+                field = {"deployment": "deployment", "run": "run", "diagnosis": "diagnosis"}[by]
+                chosen = dict(vars(filters)) | {field: None if group == "(none)" else group}
+                try:
+                    events = state.write(alerts.change_group, AlertFilters(**chosen), group_status, who, group_note)
+                except AlertChangeError as exc:
+                    st.error(str(exc))
+                else:
+                    st.toast(f"{len(events)} alert(s) are {group_status}.")
+                    st.rerun()
+    mutes = state.mutes(url)
+    st.markdown("**Muted diagnoses**")
+    if mutes.empty:
+        st.caption("None: every alert is shown.")
+    else:
+        st.dataframe(mutes, hide_index=True, width="stretch", key="alerts_mutes")
+        lift = st.selectbox(
+            "Lift a mute",
+            mutes["id"].tolist(),
+            format_func=lambda i: f"#{i}: {mutes.set_index('id').loc[i, 'diagnosis']} on "
+            f"{mutes.set_index('id').loc[i, 'deployment']}",
+            key="alerts_lift",
+        )
+        if st.button("Lift it", key="alerts_lift_button", icon=":material/notifications_active:"):
+            try:
+                state.write(alerts.lift_mute, lift, who)
+            except AlertChangeError as exc:
+                st.error(str(exc))
+            else:
+                st.rerun()
+
 asked = st.query_params.get("alert")
 if asked is not None and selected_id is None:
     selected_id = int(asked) if asked.isdigit() else None
 if selected_id is None and rows:
-    selected_id = rows[0]["gap_id"]
+    selected_id = rows[0]["alert_id"]
 if selected_id is None:
     st.stop()
 
@@ -127,17 +196,25 @@ if alert is None:
     st.stop()
 
 st.divider()
+aid = alert["alert_id"]
 severity = alert["severity"] or "none"
-st.subheader(f"Alert #{alert['gap_id']}: {md(alert['run'])} / {md(alert['checkpoint'])}")
+st.subheader(f"Alert #{aid}: {md(alert['run'])} / {md(alert['checkpoint'])}")
 facts = [f"on **{md(alert['deployment'])}**", setting_label(alert), f"concurrency {alert['concurrency']}"]
 if alert["dataset"]:
     facts.append(f"dataset {md(alert['dataset'])}")
 facts.append(f"against the **{md(alert['source'])}** prediction")
 st.markdown(
     ", ".join(facts)
-    + f"  \n{SEVERITY_ICONS[severity]} {severity} · status **{alert['status']}**"
-    + ("" if alert["is_alert"] else " · now below its threshold")
+    + (f"  \n{SEVERITY_ICONS[severity]} {severity}" if alert["is_alert"] else "  \nnot an alert")
+    + f" · status **{alert['status']}**"
 )
+st.caption(f"Why: {md(alert['reason'] or 'not judged yet: run specdash predict')}")
+if alert["mute"]:
+    m = alert["mute"]
+    st.info(
+        f"Muted: {md(m['diagnosis'])} on {md(alert['deployment'])} by {md(m['who'])}: {md(m['reason'])}",
+        icon=":material/notifications_off:",
+    )
 if alert["superseded_by_id"]:
     st.info(
         f"This benchmark is superseded by benchmark #{alert['superseded_by_id']}.", icon=":material/redo:"
@@ -147,7 +224,7 @@ cols = st.columns(5)
 cols[0].metric("Measured", f"{alert['measured_tps']:.1f} tok/s")
 cols[1].metric("Predicted", f"{alert['predicted_tps']:.1f} tok/s")
 cols[2].metric("Gap", gap_text(alert["gap"]))
-if alert["measured_round_ms"] is not None:
+if alert["measured_round_ms"] is not None and alert["predicted_round_ms"] is not None:
     cols[3].metric(
         "Round",
         f"{alert['measured_round_ms']:.1f} ms",
@@ -170,7 +247,20 @@ with left:
         box = {"critical": st.error, "warning": st.warning}.get(d["severity"], st.info)
         box(f"**{d['code']}**: {md(d['message'])}", icon=SEVERITY_ICONS.get(d["severity"]))
     st.markdown("**From predicted to measured**")
-    st.plotly_chart(waterfall_figure(alert), width="stretch", key="alerts_waterfall")
+    if alert["gap_id"] is not None:
+        st.plotly_chart(waterfall_figure(alert), width="stretch", key=f"alerts_waterfall_{aid}")
+    st.markdown("**Every prediction source** (analysis; the verdict is against the marked one)")
+    st.dataframe(
+        alert["analysis"].assign(gap=alert["analysis"]["gap"] * 100),  # percent points, as every gap shown
+        hide_index=True,
+        width="stretch",
+        key=f"alerts_sources_{aid}",
+        column_config={
+            "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f"),
+            "gap": st.column_config.NumberColumn(format="%+.1f%%"),
+            "verdict": st.column_config.CheckboxColumn("judges"),
+        },
+    )
     with st.expander("Benchmark and prediction"):
         st.dataframe(
             pd.DataFrame(
@@ -184,7 +274,7 @@ with left:
                     ("hidden states fed to the drafter", number_text(alert["draft_hidden_size"], 0)),
                     (
                         "predicted round",
-                        f"{alert['predicted_round_ms']:.2f} ms = verify compute {alert['compute_ms'] or 0:.2f} "
+                        f"{alert['predicted_round_ms'] or 0:.2f} ms = verify compute {alert['compute_ms'] or 0:.2f} "
                         f"+ all-reduce {alert['comm_ms'] or 0:.2f} + draft {alert['draft_ms'] or 0:.2f} "
                         f"+ overhead {alert['overhead_ms'] or 0:.2f}",
                     ),
@@ -197,33 +287,41 @@ with left:
             ).astype(str),
             hide_index=True,
             width="stretch",
-            key="alerts_facts",
+            key=f"alerts_facts_{aid}",
         )
 
 with right:
     st.markdown("**Investigation**")
-    who = st.text_input(
-        "Your name (recorded in the history)",
-        value=st.session_state.get("investigator", ""),
-        key="alerts_who",
-    )
-    st.session_state["investigator"] = who
-    with st.form(f"alerts_status_form_{alert['gap_id']}"):
+    # every widget of the form is keyed by the alert: another alert's edits never carry over
+    with st.form(f"alerts_status_form_{aid}"):
         status = st.selectbox(
-            "Status", GAP_STATUSES, index=GAP_STATUSES.index(alert["status"]), key="alerts_new_status"
+            "Status", GAP_STATUSES, index=GAP_STATUSES.index(alert["status"]), key=f"alerts_new_status_{aid}"
         )
-        note = st.text_area("Note", placeholder="What you found, what you did", key="alerts_note")
+        note = st.text_area("Note", placeholder="What you found, what you did", key=f"alerts_note_{aid}")
         if st.form_submit_button("Save status", type="primary", icon=":material/save:"):
             try:
-                state.write(alerts.change_status, alert["gap_id"], status, who, note)
+                state.write(alerts.change_status, aid, status, who, note)
             except AlertChangeError as exc:
                 st.error(str(exc))
             else:
-                st.toast(f"Alert #{alert['gap_id']} is {status}.")
+                st.toast(f"Alert #{aid} is {status}.")
                 st.rerun()
+    if alert["code"] and not alert["mute"]:
+        with st.form(f"alerts_mute_form_{aid}"):
+            why = st.text_input(
+                f"Mute {alert['code']} on this deployment because", key=f"alerts_mute_reason_{aid}"
+            )
+            if st.form_submit_button("Mute", icon=":material/notifications_off:"):
+                try:
+                    state.write(alerts.mute_diagnosis, alert["deployment"], alert["code"], why, who)
+                except AlertChangeError as exc:
+                    st.error(str(exc))
+                else:
+                    st.toast(f"{alert['code']} is muted on {alert['deployment']}.")
+                    st.rerun()
     if alert["note"]:
         st.caption(f"Current note: {md(alert['note'])}")
-    history = state.alert_history(url, alert["gap_id"])
+    history = state.alert_history(url, aid)
     st.markdown("**History**")
     if history.empty:
         st.caption("No changes yet.")
@@ -232,7 +330,7 @@ with right:
             history,
             hide_index=True,
             width="stretch",
-            key="alerts_history",
+            key=f"alerts_history_{aid}",
             column_config={"at": st.column_config.DatetimeColumn("when (UTC)", format="YYYY-MM-DD HH:mm")},
         )
 
@@ -248,11 +346,11 @@ with right:
             f"{c['deployment']}" + (f" ({c['label']})" if c["label"] else "")
             for c in candidates.to_dict("records")
         }
-        with st.form(f"alerts_supersede_form_{alert['gap_id']}"):
+        with st.form(f"alerts_supersede_form_{aid}"):
             rerun = st.selectbox(
-                "Valid rerun of this benchmark", list(options), format_func=options.get, key="alerts_rerun"
+                "Valid rerun of this benchmark", list(options), format_func=options.get, key=f"alerts_rerun_{aid}"
             )
-            reason = st.text_input("Why the first run is invalid", key="alerts_rerun_note")
+            reason = st.text_input("Why the first run is invalid", key=f"alerts_rerun_note_{aid}")
             if st.form_submit_button("Link rerun and resolve", icon=":material/link:"):
                 try:
                     state.write(alerts.link_superseding, alert["benchmark_id"], rerun, who, reason)

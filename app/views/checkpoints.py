@@ -221,19 +221,33 @@ if comparison is None or comparison.empty:
     st.info("No benchmarks for this selection.")
 else:
     table = comparison_table(comparison)
+    # what the page shows: numbers rounded, `-` where there is none (never `None`); the CSV keeps them whole
     shown = table.assign(**{c: table[c] * 100 for c in table.columns if c.startswith("gap_")})
-    config = {
-        c: st.column_config.NumberColumn(c.replace("_", " "), format="%.2f")
-        for c in table.columns
-        if c.startswith(("measured_", "predicted_"))
-    }
-    config.update(
-        {
-            c: st.column_config.NumberColumn(f"gap ({c.removeprefix('gap_')})", format="%+.1f%%")
-            for c in table.columns
-            if c.startswith("gap_")
-        }
-    )
+    shown = shown.dropna(axis=1, how="all")  # e.g. no spread when every checkpoint was measured once
+
+    def title(column: str) -> str:
+        for prefix, name in (
+            ("predicted_tps_", "predicted ({})"),
+            ("gap_", "gap ({})"),
+            ("predicted_accept_length_", "τ ({})"),
+        ):
+            if column.startswith(prefix):
+                return name.format(column.removeprefix(prefix))
+        return {
+            "measured_tps": "measured tok/s",
+            "measured_tps_std": "± std",
+            "measured_accept_length": "τ measured",
+            "measured_accept_length_std": "τ ± std",
+        }.get(column, column)
+
+    config = {}
+    for column in shown.columns:
+        if column.startswith("gap_"):
+            config[column] = st.column_config.NumberColumn(title(column), format="%+.1f%%")
+        elif column.startswith(("measured_", "predicted_")):
+            digits = "%.1f" if "_tps" in column else "%.2f"
+            config[column] = st.column_config.NumberColumn(title(column), format=digits)
+    config["run"] = st.column_config.TextColumn(width=220)
     st.dataframe(shown, hide_index=True, width="stretch", key="checkpoints_table", column_config=config)
     st.caption(
         f"Measured on {md(deployment_name)} at {md(setting.label)}. gap = 1 - measured / predicted: positive is "

@@ -6,9 +6,9 @@ import streamlit as st
 
 from specdash.app import state, urlstate
 from specdash.app.leaderboard_charts import leaderboard_figure
-from specdash.app.text import md
+from specdash.app.text import md, number_text
 from specdash.db.leaderboard import LeaderboardFilter
-from specdash.labels import setting_label
+from specdash.labels import gap_text, setting_label
 
 EVERY_DEPLOYMENT = "every deployment"
 EVERY_LOAD = "every load"
@@ -34,7 +34,7 @@ if not choices["deployments"]:
 
 deployment_names = {name: i for i, name in choices["deployments"]}
 sources = state.prediction_sources(url) or ["theory"]
-row = st.columns([3, 1, 2, 1, 2])
+row = st.columns([3, 1.5, 2, 1.4, 2])
 url_state.restore("leaderboard_deployment", "deployment", [EVERY_DEPLOYMENT, *deployment_names])
 deployment = row[0].selectbox(
     "Deployment", [EVERY_DEPLOYMENT, *deployment_names], key="leaderboard_deployment"
@@ -44,14 +44,18 @@ loads = sorted({c for i, levels in choices["loads"].items() if deployment_id in 
 load_options = [EVERY_LOAD, *loads] if len(loads) > 1 else loads
 url_state.restore("leaderboard_load", "load", load_options, parse=lambda v: v if v == EVERY_LOAD else int(v))
 load = row[1].selectbox(
-    "Load (concurrency)",
+    "Load",
     load_options,
     key="leaderboard_load",
-    help="concurrent requests: speedup falls as the batch grows, so entries compete at one load",
+    help="concurrency (requests decoded together): speedup falls as the batch grows, so entries compete at one "
+    "load",
 )
 url_state.restore("leaderboard_dataset", "dataset", [ACROSS, *choices["datasets"]])
 dataset = row[2].selectbox("Dataset", [ACROSS, *choices["datasets"]], key="leaderboard_dataset")
 url_state.restore("leaderboard_source", "source", sources)
+if st.session_state.get("leaderboard_source") not in sources:
+    # a calibrated prediction, once there is one, is the model's best word
+    st.session_state["leaderboard_source"] = "calibrated" if "calibrated" in sources else sources[0]
 source = row[3].selectbox("Prediction", sources, key="leaderboard_source")
 url_state.restore("leaderboard_rank_by", "rank", list(RANK_BY))
 rank_by = row[4].radio(
@@ -60,7 +64,7 @@ rank_by = row[4].radio(
 url_state.publish("deployment", deployment, EVERY_DEPLOYMENT)
 url_state.publish("load", load, EVERY_LOAD)
 url_state.publish("dataset", dataset, ACROSS)
-url_state.publish("source", source, "theory")
+url_state.publish("source", source)
 url_state.publish("rank", rank_by, "measured")
 
 flt = LeaderboardFilter(
@@ -84,7 +88,15 @@ st.caption(
     + (" Across datasets: the mean of the per-dataset speedups." if flt.dataset is None else "")
 )
 
-table = board.assign(setting=board.apply(setting_label, axis=1), gap=board["gap"] * 100)
+# shown as text: a checkpoint without a prediction from this source reads `-`, never `None`
+table = board.assign(
+    setting=board.apply(setting_label, axis=1),
+    measured_speedup=board["measured_speedup"].map(lambda v: number_text(v, 2, "×")),
+    predicted_speedup=board["predicted_speedup"].map(lambda v: number_text(v, 2, "×")),
+    gap=board["gap"].map(gap_text),
+    measured_tps=board["measured_tps"].map(number_text),
+    predicted_tps=board["predicted_tps"].map(number_text),
+)
 columns = ["rank", "run", "checkpoint", "setting", "measured_speedup", "predicted_speedup", "gap"]
 columns += [
     "measured_tps",
@@ -105,13 +117,13 @@ event = st.dataframe(
     column_config={
         "rank": st.column_config.NumberColumn(width=50),
         "run": st.column_config.TextColumn(width="medium"),
-        "checkpoint": st.column_config.TextColumn(width="small"),
-        "setting": st.column_config.TextColumn("best setting", width="small"),
-        "measured_speedup": st.column_config.NumberColumn("measured", format="%.2f×", width=80),
-        "predicted_speedup": st.column_config.NumberColumn("predicted", format="%.2f×", width=80),
-        "gap": st.column_config.NumberColumn("gap", format="%+.1f%%", width=70),
-        "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f", width=100),
-        "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f", width=100),
+        "checkpoint": st.column_config.TextColumn(width=90),
+        "setting": st.column_config.TextColumn("best setting", width=110),
+        "measured_speedup": st.column_config.TextColumn("measured", width=80),
+        "predicted_speedup": st.column_config.TextColumn("predicted", width=80),
+        "gap": st.column_config.TextColumn("gap", width=70),
+        "measured_tps": st.column_config.TextColumn("measured tok/s", width=100),
+        "predicted_tps": st.column_config.TextColumn("predicted tok/s", width=100),
         "datasets": st.column_config.NumberColumn(width=70),
         "benchmarks": st.column_config.NumberColumn(width=85),
         "open_alerts": st.column_config.NumberColumn("open alerts", width=80),

@@ -12,6 +12,7 @@ ALERTS_SHOWN = 5
 DIAGNOSES_SHOWN = 2
 
 url = state.db_url()
+state.follow_store(url)
 st.title("Overview")
 st.caption(
     "Predicted vs measured decode throughput of speculative-decoding drafters, and the gaps between them."
@@ -81,7 +82,7 @@ with right:
         )
     alerts = state.top_alerts(url, ALERTS_SHOWN)
     if not alerts:
-        st.success(f"No open gap at or above the threshold ({threshold:.0%}).")
+        st.success(f"No open alert: every gap is within its threshold ({threshold:.0%}) or error band.")
     for row in alerts:
         severity = row["severity"] or "none"
         box = {"critical": st.error, "warning": st.warning}.get(severity, st.info)
@@ -90,15 +91,16 @@ with right:
             f"measured {row['measured_tps']:.1f} tok/s vs {md(row['source'])} {row['predicted_tps']:.1f} "
             f"(gap {gap_text(row['gap'])})"
         ]
+        lines.append(f"- why: {md(row['reason'])}")
         lines += [f"- {md(d['message'])}" for d in row["diagnoses"][:DIAGNOSES_SHOWN]]
         if len(row["diagnoses"]) > DIAGNOSES_SHOWN:
             lines.append(f"- and {len(row['diagnoses']) - DIAGNOSES_SHOWN} more")
         box("\n".join(lines), icon=SEVERITY_ICONS[severity])
         st.page_link(
             "views/alerts.py",
-            label=f"Investigate alert #{row['gap_id']}",
+            label=f"Investigate alert #{row['alert_id']}",
             icon=":material/search:",
-            query_params={"alert": str(row["gap_id"])},
+            query_params={"alert": str(row["alert_id"])},
         )
     more = sum(by_severity.values()) - len(alerts)
     if more > 0:

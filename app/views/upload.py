@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from specdash.app import state, uploads
-from specdash.app.text import SEVERITY_ICONS, md
+from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.pipeline import describe, ingest_bytes
 from specdash.ingest.problems import format_report
@@ -124,7 +124,8 @@ if results:
         text = ["run", "checkpoint", "dataset", "source", "severity", "deployment"]
         table = outcomes.assign(
             setting=outcomes.apply(setting_label, axis=1),
-            gap=outcomes["gap"] * 100,
+            gap=outcomes["gap"].map(gap_text),
+            predicted_tps=outcomes["predicted_tps"].map(number_text),
             **{c: outcomes[c].astype(object).where(outcomes[c].notna(), "-") for c in text},
         )
         st.dataframe(
@@ -150,12 +151,12 @@ if results:
             column_config={
                 "benchmark_id": st.column_config.NumberColumn("benchmark", width=70),
                 "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
-                "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f"),
-                "gap": st.column_config.NumberColumn("gap", format="%+.1f%%"),
+                "predicted_tps": st.column_config.TextColumn("predicted tok/s"),
+                "gap": st.column_config.TextColumn("gap"),
                 "is_alert": st.column_config.CheckboxColumn("alert"),
             },
         )
-        new_alerts = outcomes[outcomes["is_alert"]]
+        new_alerts = outcomes[outcomes["is_alert"]]  # the verdict's row of each benchmark
         st.markdown("**New alerts**")
         compared = outcomes[outcomes["gap"].notna()]
         unpredicted = outcomes["benchmark_id"].nunique() - compared["benchmark_id"].nunique()
@@ -167,8 +168,8 @@ if results:
             )
         if new_alerts.empty and not compared.empty:
             st.success(
-                f"No gap at or above the threshold: the {compared['benchmark_id'].nunique()} benchmark(s) with a "
-                "prediction agree with it."
+                f"No alert: the {compared['benchmark_id'].nunique()} benchmark(s) with a prediction agree with it "
+                "within its threshold and error band."
             )
         for row in new_alerts.to_dict("records"):
             severity = row["severity"] or "none"
@@ -176,8 +177,8 @@ if results:
                 "views/alerts.py",
                 icon=SEVERITY_ICONS[severity],
                 label=(
-                    f"Alert #{int(row['gap_id'])} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
+                    f"Alert #{int(row['alert_id'])} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
                     f"{setting_label(row)}, gap {gap_text(row['gap'])} against {md(row['source'])}"
                 ),
-                query_params={"alert": str(int(row["gap_id"]))},
+                query_params={"alert": str(int(row["alert_id"]))},
             )

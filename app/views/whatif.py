@@ -4,7 +4,7 @@ adjustable with sliders. Nothing is saved."""
 
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import state, urlstate
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
 
@@ -29,28 +29,38 @@ if runs.empty or deployments.empty:
     )
     st.stop()
 
+url_state = urlstate.UrlState("whatif")
 pick = st.columns([2, 2, 1, 1])
-default_run = runs.sort_values(["checkpoints", "name"], ascending=[False, True])["name"].iloc[0]
-run_name = pick[0].selectbox(
-    "Run", runs["name"].tolist(), index=runs["name"].tolist().index(default_run), key="whatif_run"
-)
+run_names = runs["name"].tolist()
+url_state.restore("whatif_run", "run", run_names)
+if st.session_state.get("whatif_run") not in run_names:
+    st.session_state["whatif_run"] = runs.sort_values(["checkpoints", "name"], ascending=[False, True])[
+        "name"
+    ].iloc[0]
+run_name = pick[0].selectbox("Run", run_names, key="whatif_run")
+url_state.publish("run", run_name)
 run = runs[runs["name"] == run_name].iloc[0]
 checkpoints = state.checkpoints_frame(url, (int(run["id"]),))
 names = dict(zip(checkpoints["id"].astype(int), checkpoints["name"], strict=True))
+checkpoint_key = f"whatif_checkpoint_{run_name}"
+url_state.restore(checkpoint_key, "ckpt", list(names), parse=int)
+if st.session_state.get(checkpoint_key) not in names:
+    st.session_state[checkpoint_key] = list(names)[-1]
 checkpoint_id = pick[1].selectbox(
-    "Checkpoint (its acceptance curve)",
-    list(names),
-    index=len(names) - 1,
-    format_func=names.get,
-    key=f"whatif_checkpoint_{run_name}",
+    "Checkpoint (its acceptance curve)", list(names), format_func=names.get, key=checkpoint_key
 )
+url_state.publish("ckpt", checkpoint_id)
+url_state.restore("whatif_max_steps", "depth", range(1, 25), parse=int)
 max_steps = pick[2].slider("Deepest draft K", 1, 24, 16, key="whatif_max_steps")
+url_state.publish("depth", max_steps, 16)
+url_state.restore("whatif_topk", "topk", (1, 2, 4), parse=int)
 topk = pick[3].selectbox(
     "Top-k",
     (1, 2, 4),
     key="whatif_topk",
     help="candidates per draft step; above 1 the draft is a tree (an approximation)",
 )
+url_state.publish("topk", topk, 1)
 
 TRAINING, MEASURED = "training accuracy (acc_i)", "measured in benchmarks"
 ALL_DATASETS = "all datasets"
@@ -114,12 +124,11 @@ columns = st.columns(2, gap="large")
 sweeps = []
 for side, column, default in zip(SIDES, columns, defaults, strict=True):
     with column:
-        name = st.selectbox(
-            "Deployment profile",
-            profile_names,
-            index=profile_names.index(default),
-            key=f"whatif_profile_{side}",
-        )
+        url_state.restore(f"whatif_profile_{side}", side, profile_names)
+        if st.session_state.get(f"whatif_profile_{side}") not in profile_names:
+            st.session_state[f"whatif_profile_{side}"] = default
+        name = st.selectbox("Deployment profile", profile_names, key=f"whatif_profile_{side}")
+        url_state.publish(side, name)
         row = deployments[deployments["name"] == name].iloc[0]
         # the costs the model uses: calibrated, else the profile with published priors for what it leaves out
         profile = state.effective_profile(url, int(row["id"]))

@@ -180,13 +180,14 @@ class ServerIntervals:
                 left["brief"] += len(level.intervals)
             else:
                 kept.append(level)
-        merged: dict[int, Level] = {}
+        merged: dict[tuple[int, bool], Level] = {}
         for level in kept:  # the same load again later (a rerun): one benchmark
-            if level.concurrency in merged and merged[level.concurrency].varying == level.varying:
-                merged[level.concurrency].intervals.extend(level.intervals)
-                merged[level.concurrency].left_out.update(level.left_out)
+            key = (level.concurrency, level.varying)
+            if key in merged:
+                merged[key].intervals.extend(level.intervals)
+                merged[key].left_out.update(level.left_out)
             else:
-                merged[level.concurrency] = level
+                merged[key] = level
         result = [level for level in merged.values() if _measure(level)]
         return sorted(result, key=lambda level: level.first_line), left
 

@@ -1,9 +1,10 @@
-"""SGLang server logs: the scheduler's periodic `Decode batch` lines, summarised into one benchmark.
+"""SGLang server logs: the scheduler's periodic `Decode batch` lines, one benchmark per server start and
+load level (see logsummary), a `Prefill batch` line marking the rank's next interval as holding a prefill.
 
 Both wordings are read: 0.5.2's `Decode batch. #running-req: 1, ..., accept len: 2.35, ...` and 0.5.9+'s
 `Decode batch, #running-req: ...` (optionally `Decode batch [1234], ...`), after a `[timestamp DP0 TP0]`
-prefix with or without milliseconds. The `server_args=ServerArgs(...)` line at start-up gives the model,
-TP size and speculation settings when present."""
+prefix with or without milliseconds. Each `server_args=ServerArgs(...)` line starts a server and gives
+its model, TP size, quantization and speculation settings."""
 
 import re
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 
 NAME = "sglang-log"
-HELP = "SGLang server log: 'Decode batch' lines (0.5.2 and 0.5.9+ wording) summarised into a benchmark"
+HELP = "SGLang server log: 'Decode batch' lines (0.5.2 and 0.5.9+ wording), a benchmark per start and load"
 
 DECODE = re.compile(r"Decode batch(?: \[\d+\])?[.,] ")
 RANKS = re.compile(r"\b((?:DP|ATTN_DP|PP)\d+)\b")

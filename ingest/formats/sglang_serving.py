@@ -3,10 +3,13 @@
 
 Versions differ: old ones have no `server_info`; newer ones nest the server's arguments in it (under
 `decode` with PD disaggregation); `request_rate` is the bare token `Infinity` for "all at once";
-`accept_length` is null without speculation and otherwise the server's cumulative average."""
+`accept_length` is null without speculation and otherwise the server's cumulative average. Versions
+before 0.5.2 have no TPOT and no concurrency: per-request decode and concurrency are derived
+(common.client_load) and the fields used noted."""
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from typing import Annotated, Any, TextIO
 
@@ -32,7 +35,7 @@ from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN, NonNegFloat, PositiveFloat
 
 NAME = "sglang-bench-serving"
-HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23"
+HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23 and older"
 
 
 
@@ -66,6 +69,20 @@ class ServingResult(EngineModel):
     p99_itl_ms: NonNegFloat | None = None
     concurrency: NonNegFloat | None = None
     accept_length: Annotated[float, Field(ge=1)] | None = None
+
+
+KNOWN_VERSIONS = ((0, 5, 2), (0, 5, 23))  # the versions whose files the fixtures hold
+
+
+def version_note(version: str | None) -> str | None:
+    """A note when the file comes from a version outside those known: read from the fields it has."""
+    numbers = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    if numbers is None:
+        return None
+    found = tuple(int(n or 0) for n in numbers.groups())
+    if KNOWN_VERSIONS[0] <= found <= KNOWN_VERSIONS[1]:
+        return None
+    return f"{version} is outside the versions known (0.5.2 to 0.5.23): read from the fields it has"
 
 
 def server_args_of(info: Any) -> dict:
@@ -140,6 +157,9 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
     if load.decode_tps is None or load.concurrency is None:
         yield no_per_request(path, line)
         return
+    derived = load.raw()
+    if (note := version_note(server.version)) is not None:
+        derived["version"] = note
     speculative = algorithm is not None
     yield from benchmark(
         path,
@@ -168,7 +188,7 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
         p99_itl_ms=result.p99_itl_ms,
         request_rate=rate,
         label=result.tag,
-        raw={**safe_raw(data), "specdash_derived": load.raw()},
+        raw={**safe_raw(data), "specdash_derived": derived},
     )
 
 

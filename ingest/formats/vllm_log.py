@@ -38,7 +38,7 @@ from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 
 NAME = "vllm-log"
-HELP = "vLLM server log: throughput and 'SpecDecoding metrics' / V0 'Speculative metrics' lines"
+HELP = "vLLM server log: throughput and SpecDecoding / V0 Speculative metrics lines, a benchmark per start and load"
 
 NUMBER = r"(\d+(?:\.\d+)?)"
 THROUGHPUT = re.compile(
@@ -161,6 +161,9 @@ def _namespace(line: str) -> dict:
     if match is None:
         return {}
     values = {key: quoted if quoted else bare for key, quoted, bare in KEY_VALUE.findall(match[1])}
+    # --speculative-config parsed from JSON shows as a dict repr: {'method': 'eagle3', ...}
+    if spec := re.search(r"\bspeculative_config=(\{[^{}]*\})", match[1]):
+        values["speculative_config"] = spec[1]
     return _args(values)
 
 
