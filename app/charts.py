@@ -8,7 +8,8 @@ from plotly.colors import qualitative
 from specdash.app.text import abbreviate, plotly_text
 from specdash.labels import setting_label
 
-RUN_COLOURS = qualitative.D3
+# D3 without its grey, which the "other runs" use
+RUN_COLOURS = [c for c in qualitative.D3 if c.upper() != "#7F7F7F"]
 OTHER_COLOUR = "#b0b0b0"
 # Past this many runs the parity legend would stop being readable: the rest share one grey colour.
 MAX_COLOURED_RUNS = 8

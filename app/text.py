@@ -31,8 +31,9 @@ def unmd(markdown: str) -> str:
 
 
 def plotly_text(value) -> str:
-    """A value from a file as literal text in a Plotly label or hover (Plotly reads a subset of HTML)."""
-    return html.escape(str(value), quote=False)
+    """A value from a file as literal text in a Plotly label or hover (Plotly reads a subset of HTML, and
+    `%{...}` in a hover template as a reference: both written as entities)."""
+    return html.escape(str(value), quote=False).replace("%", "&#37;")
 
 
 SEVERITY_ICONS = {
@@ -95,17 +96,25 @@ def abbreviate(names, width: int = LABEL_WIDTH) -> dict[str, str]:
     most of the names repeat (`SGLang`, `EAGLE3`, `Instruct`); then a name still longer than `width` keeps
     its start and end around an ellipsis."""
     unique = list(dict.fromkeys(str(n) for n in names))
-    prefix = _common_prefix(unique)
-    short = {name: name[len(prefix) :] or name for name in unique}
+    # a name that fits stays as it is (`epoch_3`, `8x H200, TP8, NVLink`); only long ones are shortened
+    long = [n for n in unique if len(n) > width]
+    short = {name: name for name in unique}
+    if long:
+        prefix = _common_prefix(long) if len(long) == len(unique) else ""
+        trial = {n: (n[len(prefix) :] or n) if n in long else n for n in unique}
+        if len(set(trial.values())) == len(trial):
+            short = trial
     for step in ("organisation", "words"):
+        if not long:
+            break
         if step == "organisation":
             trial = {
-                n: (v.split("/", 1)[1] if v.count("/") == 1 and not v.endswith("/") else v)
+                n: (v.split("/", 1)[1] if n in long and v.count("/") == 1 and not v.endswith("/") else v)
                 for n, v in short.items()
             }
         else:
-            words = _frequent_words(list(short.values()))
-            trial = {n: _without(v, words) for n, v in short.items()}
+            words = _frequent_words([short[n] for n in long])
+            trial = {n: _without(v, words) if n in long else v for n, v in short.items()}
         if len(set(trial.values())) == len(trial):
             short = trial
     labels: dict[str, str] = {}

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel import Diagnosis, judge
 from specdash.costmodel.diagnoses import _norm
-from specdash.db.models import ACTIVE_STATUSES, Alert, AlertEvent, Benchmark, Checkpoint, Gap, Prediction, Run
+from specdash.db.models import ACTIVE_STATUSES, Alert, AlertEvent, Benchmark, Checkpoint, Run
 
 # Which prediction judges a benchmark, best first: the deployment's active calibration, else an external
 # prediction (by name), else first-principles theory. The others stay visible as analysis.
@@ -146,6 +146,8 @@ def write_verdicts(
     if not candidates:
         return 0
     ids = sorted(candidates)
+    # plain alert rows (no joins: this runs over every benchmark on a full refresh); the source an alert was
+    # judged against comes from the gaps at hand
     existing = {
         row.benchmark_id: row
         for row in _select_in(
@@ -159,16 +161,12 @@ def write_verdicts(
                 Alert.reason,
                 Alert.status,
                 Alert.note,
-                Prediction.source,
-                Benchmark.superseded_by_id,
-            )
-            .join(Benchmark, Alert.benchmark_id == Benchmark.id)
-            .outerjoin(Gap, Alert.gap_id == Gap.id)
-            .outerjoin(Prediction, Gap.prediction_id == Prediction.id),
+            ),
             Alert.benchmark_id,
             ids,
         )
     }
+    source_of_gap: dict[int, str | None] = {}
     raised, new_rows, changed, events = 0, [], [], []
     for benchmark_id in ids:
         best = min(candidates[benchmark_id], key=lambda c: verdict_rank(c.source))
@@ -199,16 +197,19 @@ def write_verdicts(
         if tuple(values.values()) == (old.gap_id, old.is_alert, old.severity, old.code, old.reason):
             continue
         status, note = old.status, old.note
+        if not source_of_gap:
+            source_of_gap.update(_sources_of_gaps(candidates, gap_ids))
+        old_source = source_of_gap.get(old.gap_id)
         if old.is_alert and not verdict.is_alert and status in ACTIVE_STATUSES:
             why = (
-                f"the {best.source} prediction supersedes the {old.source} one"
-                if old.source and old.source != best.source
+                f"the {best.source} prediction supersedes the {old_source} one"
+                if old_source and old_source != best.source
                 else "its prediction changed"
             )
             status, note = "resolved", f"no longer an alert: {why}; {reason}"
         elif not old.is_alert and verdict.is_alert:
             raised += 1
-            if status == "resolved" and old.superseded_by_id is None:
+            if status == "resolved" and session.get(Benchmark, benchmark_id).superseded_by_id is None:
                 status, note = "open", f"raised again: {reason}"
         if status != old.status:
             events.append(
@@ -230,6 +231,12 @@ def write_verdicts(
     if events:
         _insert(session, AlertEvent, events)
     return raised
+
+
+def _sources_of_gaps(candidates: dict[int, list[Candidate]], gap_ids: dict[tuple[int, int], int]) -> dict:
+    """gap id -> the source of its prediction, for the gaps of the benchmarks judged."""
+    source_of_prediction = {c.prediction_id: c.source for judged in candidates.values() for c in judged}
+    return {gap_id: source_of_prediction.get(prediction_id) for (_, prediction_id), gap_id in gap_ids.items()}
 
 
 def _source_text(candidate: Candidate) -> str:

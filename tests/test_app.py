@@ -67,7 +67,8 @@ def test_overview_shows_counts_alerts_and_latest_checkpoints(monkeypatch, demo_u
     assert any("ran EAGLE but the drafter is EAGLE3" in e for e in errors)
     assert any("trained 5 deep" in unmd(w.value) for w in at.warning)
     latest = table_with(at, "best_speedup").set_index("run")
-    assert latest.loc["k25-eagle3-100k-ttt5", "best_speedup"] == pytest.approx(208.9 / 90)
+    assert latest.loc["k25-eagle3-100k-ttt5", "best_speedup"] == f"{208.9 / 90:.2f}×"
+    assert latest.loc["k25-eagle3-ttt3-smoke", "best_speedup"] == "-"  # never "None"
     assert latest.loc["k25-eagle3-100k-ttt5", "setting"] == "EAGLE3 5/1/6"
 
 

@@ -95,7 +95,7 @@ def test_labels_abbreviate_long_names_and_keep_them_apart(real_url):
     assert len(set(labels)) == len(labels)  # distinct
     assert max(map(len, labels)) <= 30 + 3 + 16 + 3 + 24
     # one SpecBundle deployment per target: "SpecBundle: Qwen3-Coder-480B-A35B-Instruct", common words dropped
-    assert "Qwen3-Coder-480B-…orge-EigenAI · Qwen3-Coder-480B-A35B" in labels
+    assert "Qwen3-Coder-480B-A35B-EigenAI · Qwen3-Coder-480B-A35B" in labels
     figure = leaderboard_figure(table, "theory")
     assert len(figure.data[0].y) == len(table)
     # the full name is in the hover
@@ -172,4 +172,11 @@ def test_two_drafters_for_one_target_lose_the_words_they_share():
     ) == {
         "SpecBundle: Kimi-K2-Instruct, bs 8": "Kimi-K2, bs 8",
         "SpecBundle: Llama-3.1-8B-Instruct, bs 1": "Llama-3.1-8B, bs 1",
+    }
+
+
+def test_names_that_fit_are_left_alone():
+    """The bug: checkpoints `epoch_1`..`epoch_5` lost their shared prefix and read `1`..`5` on the axis."""
+    assert abbreviate([f"epoch_{i}" for i in range(1, 6)], 18) == {
+        f"epoch_{i}": f"epoch_{i}" for i in range(1, 6)
     }

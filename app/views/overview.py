@@ -4,7 +4,7 @@ run's latest checkpoint stands."""
 import streamlit as st
 
 from specdash.app import advisory_panel, charts, state, urlstate
-from specdash.app.text import SEVERITY_ICONS, md
+from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db.alerts import SEVERITIES
 from specdash.labels import gap_text, setting_label
 
@@ -124,6 +124,9 @@ else:
             setting_label(r) if ok else "-" for ok, (_, r) in zip(measured, latest.iterrows(), strict=True)
         ],
         deployment=latest["deployment"].fillna("-"),
+        # text, so a run without a measurement reads `-` rather than `None`
+        best_speedup=latest["best_speedup"].map(lambda v: number_text(v, 2, "×")),
+        measured_tps=latest["measured_tps"].map(number_text),
     )[
         [
             "run",
@@ -143,13 +146,12 @@ else:
         key="overview_latest",
         column_config={
             "latest_checkpoint": "latest checkpoint",
-            "best_speedup": st.column_config.NumberColumn(
+            "best_speedup": st.column_config.TextColumn(
                 "best speedup",
-                format="%.2f×",
                 help="measured tok/s over no speculation, best benchmark of the "
                 "latest checkpoint (superseded benchmarks left out)",
             ),
-            "measured_tps": st.column_config.NumberColumn("measured tok/s", format="%.1f"),
+            "measured_tps": st.column_config.TextColumn("measured tok/s"),
             "setting": "best at",
         },
     )

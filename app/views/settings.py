@@ -5,11 +5,21 @@ import pandas as pd
 import streamlit as st
 
 from specdash.app import advisory_panel, state
-from specdash.app.text import md
+from specdash.app.text import md, number_text
 from specdash.db import profiles
 from specdash.db.profiles import ProfileError
 
 NEW = "+ new deployment"
+# decimals each parameter-set column is shown with
+SET_DIGITS = {
+    "baseline_tps": 1,
+    "comm_fraction": 2,
+    "draft_step_ms": 3,
+    "round_overhead_ms": 2,
+    "verify_growth_compute": 3,
+    "verify_growth_comm": 3,
+    "acc_to_acceptance": 3,
+}
 INTERCONNECTS = ("pcie", "nvlink", "infiniband", "ethernet", "other")
 
 url = state.db_url()
@@ -235,7 +245,7 @@ with st.form(f"settings_profile_{scope}"):
             st.error(str(exc))
         else:
             if changed:
-                st.toast(f"{deployment.name} saved ({', '.join(changed)}): {refreshed(summary)}")
+                st.toast(f"{md(deployment.name)} saved ({', '.join(changed)}): {refreshed(summary)}")
             else:
                 st.toast("Nothing changed.")
             st.rerun()
@@ -335,21 +345,30 @@ else:
     listed = sets if shown_for == ALL else sets[sets["deployment"] == shown_for]
     st.dataframe(
         listed.drop(columns=["id", "deployment_id"]).assign(
-            cv_median_error=listed["cv_median_error"] * 100, note=listed["note"].fillna("")
+            # as text, so a value the set does not hold reads `-` rather than `None`
+            **{
+                column: listed[column].map(lambda v, d=digits: number_text(v, d))
+                for column, digits in SET_DIGITS.items()
+            },
+            cv_median_error=listed["cv_median_error"]
+            .astype("float64")
+            .map(lambda v: number_text(v * 100, 1, "%")),
+            benchmarks=listed["benchmarks"].map(lambda v: number_text(v, 0)),
+            note=listed["note"].fillna(""),
         ),
         hide_index=True,
         width="stretch",
         column_config={
             "version": st.column_config.NumberColumn(format="v%d", width=60),
             "is_active": st.column_config.CheckboxColumn("active", width=60),
-            "baseline_tps": st.column_config.NumberColumn("baseline tok/s", format="%.1f"),
-            "comm_fraction": st.column_config.NumberColumn("all-reduce share", format="%.2f"),
-            "draft_step_ms": st.column_config.NumberColumn("draft ms/step", format="%.3f"),
-            "round_overhead_ms": st.column_config.NumberColumn("overhead ms/round", format="%.2f"),
-            "verify_growth_compute": st.column_config.NumberColumn("verify growth (compute)", format="%.3f"),
-            "verify_growth_comm": st.column_config.NumberColumn("verify growth (all-reduce)", format="%.3f"),
-            "acc_to_acceptance": st.column_config.NumberColumn("acc to acceptance", format="%.3f"),
-            "cv_median_error": st.column_config.NumberColumn("cross-validated median error", format="%.1f%%"),
+            "baseline_tps": "baseline tok/s",
+            "comm_fraction": "all-reduce share",
+            "draft_step_ms": "draft ms/step",
+            "round_overhead_ms": "overhead ms/round",
+            "verify_growth_compute": "verify growth (compute)",
+            "verify_growth_comm": "verify growth (all-reduce)",
+            "acc_to_acceptance": "acc to acceptance",
+            "cv_median_error": "cross-validated median error",
             "created_at": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
         },
     )
@@ -373,7 +392,7 @@ else:
             except ProfileError as exc:
                 st.error(str(exc))
             else:
-                st.toast(f"{labels[restore_id]} restored as v{pset.version}: {refreshed(summary)}")
+                st.toast(f"{md(labels[restore_id])} restored as v{pset.version}: {refreshed(summary)}")
                 st.rerun()
 
 advisory_panel.settings_section(url)
