@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import identity, state
 from specdash.app.text import md
 from specdash.db import advisories
 from specdash.db.models import GAP_STATUSES, utcnow
@@ -95,7 +95,8 @@ def show(rows: list[dict], key: str, editable: bool = False) -> None:
                         index=GAP_STATUSES.index(row["status"]),
                         key=f"{key}_status_{row['id']}",
                     )
-                    who = cols[1].text_input("Who", key=f"{key}_who_{row['id']}")
+                    with cols[1]:
+                        who = identity.who_input("Who", key=f"{key}_who_{row['id']}")
                     note = cols[2].text_input("Note", key=f"{key}_note_{row['id']}")
                     if st.form_submit_button("Save", icon=":material/save:"):
                         try:

@@ -8,6 +8,8 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine
 
+from specdash.app import identity
+from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
 from specdash.db import alerts, checkpoint_queries, profiles, queries
 from specdash.db import leaderboard as leaderboard_queries
@@ -16,6 +18,7 @@ from specdash.db.alerts import AlertFilters
 from specdash.db.calibration import calibrate_all
 from specdash.db.checkpoint_queries import SpeculationSetting
 from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.faults import explain
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
@@ -31,12 +34,12 @@ def db_url() -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def get_engine(url: str) -> Engine:
-    return make_engine(url)
+def get_engine(url: str, read_only: bool = False) -> Engine:
+    return make_engine(url, read_only=read_only)
 
 
 def engine() -> Engine:
-    return get_engine(db_url())
+    return get_engine(db_url(), identity.read_only())
 
 
 def db_label() -> str:
@@ -61,8 +64,21 @@ def _read(url: str, query: Callable, *args, **kwargs):
 def write(action: Callable, *args, **kwargs) -> Any:
     """Run `action(session, ...)` in one write transaction on the current database, then drop every cached
     query result so each page shows what was written."""
-    with transaction(engine()) as session:
-        result = action(session, *args, **kwargs)
+    if identity.read_only():
+        st.warning(identity.READ_ONLY_MESSAGE, icon=":material/lock:")
+        st.stop()
+    if identity.trusted() and not identity.signed_in_user():
+        st.warning("Changes need a signed-in user (the reverse proxy's header or the login): nothing was saved.",
+                   icon=":material/lock:")
+        st.stop()
+    try:
+        with transaction(engine()) as session:
+            result = action(session, *args, **kwargs)
+    except Exception as exc:
+        if explain(exc, db_url()) is None:
+            raise  # the page's own errors (a refused status change, a bad profile) are the page's to show
+        show_failure(exc, "Saving")
+        st.stop()
     clear_caches()
     return result
 

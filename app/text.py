@@ -31,8 +31,9 @@ def unmd(markdown: str) -> str:
 
 
 def plotly_text(value) -> str:
-    """A value from a file as literal text in a Plotly label or hover (Plotly reads a subset of HTML)."""
-    return html.escape(str(value), quote=False)
+    """A value from a file as literal text in a Plotly label or hover (Plotly reads a subset of HTML, and
+    `%{...}` in a hover template as a reference: both written as entities)."""
+    return html.escape(str(value), quote=False).replace("%", "&#37;")
 
 
 SEVERITY_ICONS = {

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from specdash.cli.common import db_option, open_db
+from specdash.cli.common import db_option, open_db, shown
 from specdash.db.engine import reading, transaction
 from specdash.db.models import GAP_STATUSES
 from specdash.labels import gap_text, setting_label
@@ -32,11 +32,11 @@ def _table(rows: list[dict]) -> str:
               "diagnosis")
     lines = [header]
     for r in rows:
-        lines.append((
+        lines.append(tuple(shown(cell) for cell in (  # names as text: no escape sequence reaches the terminal
             str(r["alert_id"]), (r["severity"] or "none") if r["is_alert"] else "-", gap_text(r["gap"]), r["run"],
             r["checkpoint"], r["deployment"], setting_label(r), r["source"] or "-",
             r["status"] + (" (muted)" if r["muted"] else ""), r["code"] or "-",
-        ))
+        )))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
                      for line in lines)
@@ -144,14 +144,14 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
         click.echo(json.dumps(out, indent=2, default=str))
         return
     verdict = f"{detail['severity'] or 'none'} alert" if detail["is_alert"] else "not an alert"
-    click.echo(f"alert #{alert_id}: {detail['run']} / {detail['checkpoint']} on {detail['deployment']}, "
-               f"{setting_label(detail)}, concurrency {detail['concurrency']}")
-    click.echo(f"  {verdict}, status {detail['status']}" + (" (muted)" if detail["muted"] else ""))
-    click.echo(f"  why: {detail['reason']}")
+    click.echo(shown(f"alert #{alert_id}: {detail['run']} / {detail['checkpoint']} on {detail['deployment']}, "
+               f"{setting_label(detail)}, concurrency {detail['concurrency']}"))
+    click.echo(shown(f"  {verdict}, status {detail['status']}" + (" (muted)" if detail["muted"] else "")))
+    click.echo(shown(f"  why: {detail['reason']}"))
     for d in detail["diagnoses"]:
-        click.echo(f"  {d['severity']:<8} {d['code']}: {d['message']}")
+        click.echo(shown(f"  {d['severity']:<8} {d['code']}: {d['message']}"))
     if detail["note"]:
-        click.echo(f"  note: {detail['note']}")
+        click.echo(shown(f"  note: {detail['note']}"))
     for event in history.to_dict("records"):
-        click.echo(f"  {event['at']:%Y-%m-%d %H:%M} {event['who']}: {event['from_status']} -> "
-                   f"{event['to_status']}" + (f" ({event['note']})" if event["note"] else ""))
+        click.echo(shown(f"  {event['at']:%Y-%m-%d %H:%M} {event['who']}: {event['from_status']} -> "
+                   f"{event['to_status']}" + (f" ({event['note']})" if event["note"] else "")))

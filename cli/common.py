@@ -8,6 +8,18 @@ from specdash.db.engine import make_engine
 from specdash.db.schema import SchemaOutOfDate, check_schema
 
 
+def shown(text: object, newlines: bool = False) -> str:
+    """Text from a file or the store as a terminal shows it: control characters (escape sequences, carriage
+    returns, bidi overrides) written out as \\x1b-style escapes, so a name cannot clear the screen or forge a
+    line. With newlines=True, line breaks between lines are kept."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    if newlines:
+        return "\n".join(shown(line) for line in text.split("\n"))
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
+
+
 def _remember_db(ctx: click.Context, _param, value: str | None) -> str | None:
     if value:
         ctx.ensure_object(dict)["db_url"] = value

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from specdash.cli.common import db_option, open_db
+from specdash.cli.common import db_option, open_db, shown
 from specdash.db.engine import reading, transaction
 from specdash.db.models import GAP_STATUSES
 from specdash.db.refresh import refresh
@@ -54,10 +54,10 @@ def _table(rows: list[dict]) -> str:
     for r in rows:
         setting = setting_label(r)
         codes = ",".join(d["code"] for d in r["diagnoses"]) or "-"
-        lines.append((
+        lines.append(tuple(shown(cell) for cell in (
             str(r["benchmark_id"]), r["run"], r["checkpoint"], r["deployment"], setting, r["source"],
             f"{r['measured_tps']:.1f}", f"{r['predicted_tps']:.1f}", gap_text(r["gap"]), r["status"], codes,
-        ))
+        )))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
                      for line in lines)
@@ -73,7 +73,7 @@ def _csv(rows: list[dict]) -> str:
     writer.writeheader()
     for row in _json_rows(rows):
         row["diagnoses"] = "; ".join(f"{d['code']} ({d['severity']}): {d['message']}" for d in row["diagnoses"])
-        writer.writerow(row)
+        writer.writerow({key: shown(value) if isinstance(value, str) else value for key, value in row.items()})
     return out.getvalue()
 
 

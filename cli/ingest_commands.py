@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from specdash.cli.common import db_option, open_db
+from specdash.cli.common import db_option, open_db, shown
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.pipeline import describe, describe_totals, ingest_path
 from specdash.ingest.problems import format_report
@@ -33,11 +33,15 @@ from specdash.ingest.store import LinkOptions
               "(default: the URL saved in Settings).")
 @click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 60), default=0.5, show_default=True,
               help="With --follow: seconds between looks at the files.")
+@click.option("--update", is_flag=True, help="Apply the file's values where they contradict stored ones "
+              "(a run's framework, a deployment's profile, an external prediction); without it each is a conflict.")
+@click.option("--replace", is_flag=True, help="Remove what an earlier ingest of this same file stored, then store "
+              "it again (to correct a wrong --deployment, --run or --checkpoint).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @db_option
 @click.pass_context
 def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, target, target_deployments, follow,
-           notify, poll_seconds, quiet) -> None:
+           notify, poll_seconds, update, replace, quiet) -> None:
     """Load files into the database, one transaction per file.
 
     A file with any invalid record writes nothing (unless --skip-invalid); a file already loaded
@@ -55,6 +59,7 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, targ
       specdash ingest results.json
       specdash ingest --deployment "8x H100, TP8, NVLink" sglang_bench.jsonl server.log
       specdash ingest --run k25-eagle3-100k-ttt5 --checkpoint epoch_5 bench.jsonl
+      specdash ingest --replace --deployment "8x L40S, TP8, PCIe" bench.jsonl   # it went to the wrong one
       specdash ingest --follow --notify https://hooks.slack.com/services/... train.log
     """
     engine = open_db(ctx)
@@ -72,11 +77,12 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, targ
     url = webhook_url(engine, notify)
     sender = start_sender(engine, url)
     try:
-        failed, results = _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url)
+        failed, results = _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url,
+                                      update=update, replace=replace)
     finally:
         stop_sender(sender)
     if len(results) > 1:
-        click.echo(describe_totals(results))
+        click.echo(shown(describe_totals(results)))
     if failed:
         # --skip-invalid loads a file's valid records: it helps only where records failed validation.
         helps = not skip_invalid and any(p.kind != "parse" for result in failed for p in result.problems)
@@ -97,7 +103,7 @@ def _check_deployments(engine, names) -> None:
         raise click.BadParameter(f"no deployment named {missing[0]!r}", param_hint="--target-deployment")
 
 
-def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url):
+def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **changes):
     show_progress = not quiet and sys.stderr.isatty()
     failed, results = [], []
     for name in paths:
@@ -107,16 +113,17 @@ def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url):
                 length=path.stat().st_size, label=path.name, file=sys.stderr, show_pos=True
             ) as bar:
                 result = ingest_path(
-                    engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link, progress=bar.update
+                    engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link, progress=bar.update,
+                    **changes,
                 )
         else:
-            result = ingest_path(engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link)
+            result = ingest_path(engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link, **changes)
         if result.problems:
-            click.echo(format_report(result.problems), err=True)
+            click.echo(format_report(result.problems), err=True)  # each problem is one line of text
         if not result.ok:
             failed.append(result)
         results.append(result)
-        click.echo(describe(result))
+        click.echo(shown(describe(result)))
         if url and result.status == "loaded":
             from specdash.db.engine import transaction
             from specdash.notify import queue_notifications

@@ -98,16 +98,24 @@ def _busy(timeout_s: float) -> StoreBusy:
 
 
 def make_engine(
-    url: str, on_lock_wait: Callable[[str], None] | None = None, lock_timeout: float | None = None
+    url: str,
+    on_lock_wait: Callable[[str], None] | None = None,
+    lock_timeout: float | None = None,
+    read_only: bool = False,
 ) -> Engine:
-    """on_lock_wait(message) is told when a write has to wait for another writer's lock."""
+    """on_lock_wait(message) is told when a write has to wait for another writer's lock; a read-only engine
+    is refused every write by the database itself (SQLite's query_only, PostgreSQL's read-only transactions)."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_connect)
+        if read_only:
+            event.listen(engine, "connect", lambda dbapi, _: dbapi.execute("PRAGMA query_only=ON"))
         event.listen(engine, "begin", partial(_sqlite_begin, notice=on_lock_wait or _log_wait,
                                               timeout_s=lock_timeout))
         return engine
     connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
+    if read_only and url.startswith("postgresql"):
+        connect_args["options"] = "-c default_transaction_read_only=on"
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, delete, select
+from sqlalchemy import update as sql_update
 from sqlalchemy.orm import Session
 
 from specdash.db.advisories import AdvisorySummary, refresh_advisories
@@ -35,6 +36,7 @@ HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
 MAX_LINKS_SHOWN = 5
 SPOOL_BATCH = 2000
+STORE_BATCH = 1000  # records stored together: one duplicate check, one multi-row INSERT of benchmarks
 IN_CHUNK = 500  # ids per IN (...): far under every backend's parameter limit
 MAX_INTERVAL_NOTES = 12
 
@@ -263,10 +265,17 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
     return size
 
 
-def _store(session: Session, fmt: Format, name: str, items, link, problems: list[Problem]) -> Store:
-    store = Store(session, link, fmt.name)
+def _store(
+    session: Session, fmt: Format, name: str, items, link, problems: list[Problem], update: bool = False
+) -> Store:
+    store = Store(session, link, fmt.name, update=update)
+    batch: list[Located] = []
     for item in items:
-        _add(store, item, name, problems)
+        batch.append(item)
+        if len(batch) >= STORE_BATCH:
+            _add_batch(store, batch, name, problems)
+            batch = []
+    _add_batch(store, batch, name, problems)
     try:
         store.finish()
     except LinkError as exc:
@@ -309,11 +318,16 @@ def ingest_source(
     skip_invalid: bool = False,
     link: LinkOptions | None = None,
     progress: Progress | None = None,
+    update: bool = False,
+    replace: bool = False,
 ) -> FileResult:
+    """update: a file's values win where they contradict stored ones (else each is a conflict, reported);
+    replace: what an earlier ingest of this same file stored is removed first, then the file is stored
+    again (to correct a wrong --deployment, --run or --checkpoint)."""
     digest = sha256_of(opener)
     with transaction(engine, write=False) as session:
         seen = _already(session, digest)
-        if seen is not None:
+        if seen is not None and not replace:
             return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
     fmt = _detect(opener, name, fmt_name)
     if isinstance(fmt, Problem):
@@ -332,9 +346,11 @@ def ingest_source(
         with file_transaction(engine, fmt.bulk_points) as session:
             # Another process may have loaded the same file while this one waited for the write lock.
             seen = _already(session, digest)
-            if seen is not None:
+            if seen is not None and not replace:
                 return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
-            store = _store(session, fmt, name, spool, link, result.problems)
+            if seen is not None:
+                result.message = _remove_ingest(session, seen)
+            store = _store(session, fmt, name, spool, link, result.problems, update=update or replace)
             summary = store.summary
             if result.problems and (not skip_invalid or summary.records == 0):
                 raise _Rollback
@@ -345,7 +361,7 @@ def ingest_source(
             session.flush()
             for chunk in _chunks(summary.benchmark_ids):
                 session.execute(
-                    update(Benchmark).where(Benchmark.id.in_(chunk)).values(ingested_file_id=ingested.id)
+                    sql_update(Benchmark).where(Benchmark.id.in_(chunk)).values(ingested_file_id=ingested.id)
                 )
             result.refresh = _refresh(session, summary)
             result.advisories = refresh_runs_advice(session, store)
@@ -356,6 +372,14 @@ def ingest_source(
     finally:
         spool.close()
     return result
+
+
+def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
+    """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record."""
+    removed = session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == ingested.id)).rowcount
+    session.delete(ingested)
+    session.flush()
+    return f"replaced the earlier ingest of {ingested.path} ({removed} benchmark(s) removed)"
 
 
 def _chunks(ids: list[int]) -> Iterator[list[int]]:
@@ -410,6 +434,12 @@ def _gap_rows(session: Session, summary: StoreSummary) -> list[dict]:
              diagnoses=[d["code"] for d in (diag or [])])
         for b, g, m, p, s, diag in rows
     ]
+
+
+def _add_batch(store: Store, batch: list[Located], name: str, problems: list[Problem]) -> None:
+    store.prefetch_keys([item.record for item in batch])  # one duplicate check for the whole batch
+    for item in batch:
+        _add(store, item, name, problems)
 
 
 def _add(store: Store, item: Located, name: str, problems: list[Problem]) -> None:
@@ -467,13 +497,9 @@ def preview_bytes(
     return preview_source(engine, name, lambda: io.BytesIO(data), fmt_name=fmt_name, link=link)
 
 
-def describe_links(links: list[BenchmarkLink]) -> str:
+def describe_links(summary: StoreSummary) -> str:
     """'run7/epoch_2 by path (2), baseline (1)': where a file's benchmarks went, most frequent first."""
-    counts = Counter(
-        link.how if link.how in ("baseline", "target's own head")
-        else f"{link.target} {link.how}" if link.run else "not linked"
-        for link in links if not link.duplicate
-    )
+    counts = Counter({kind: n for kind, n in summary.link_counts.items() if kind != "duplicate"})
     shown = [f"{what} ({n})" for what, n in counts.most_common(MAX_LINKS_SHOWN)]
     if len(counts) > MAX_LINKS_SHOWN:
         shown.append(f"{len(counts) - MAX_LINKS_SHOWN} more")
@@ -489,14 +515,18 @@ def describe(result: FileResult) -> str:
     s, r = result.store, result.refresh
     created = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.created.items())) or "nothing new"
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
+    if result.message:
+        parts.append(result.message)
     if s.metric_points:
         parts.append(f"{s.metric_points} metric point(s)")
+    if s.points_kept:
+        parts.append(f"{s.points_kept} point(s) already stored at the same run, key and step kept as they were")
     if s.derived_acceptance:
         parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:
         parts.append(f"{s.linked} benchmark(s) linked to a checkpoint, {s.unlinked} not linked")
-    if s.linked or s.unlinked or any(link.how == "target's own head" for link in s.links):
-        parts.append(f"benchmarks: {describe_links(s.links)}")
+    if s.linked or s.unlinked or s.link_counts["target's own head"]:
+        parts.append(f"benchmarks: {describe_links(s)}")
     logged = [link for link in s.links if link.intervals]
     if logged:
         shown = [f"line {link.line} ({link.label}): {link.intervals}" for link in logged[:MAX_INTERVAL_NOTES]]

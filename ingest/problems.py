@@ -7,6 +7,13 @@ from pydantic import ValidationError
 
 MAX_REPORTED = 50
 # A record-level check names its field first: "accept_length: 9 is more than ...".
+_CONTROL = re.compile(r"[^\S ]|[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match) -> str:
+    return match[0].encode("unicode_escape").decode("ascii")
+
+
 _FIELD_FIRST = re.compile(r"^([a-z_][a-z0-9_]*): (.+)$", re.S)
 
 
@@ -20,7 +27,9 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        # one line of plain text wherever it is shown: a key or name from the file cannot break or drive it
+        return text if text.isprintable() else _CONTROL.sub(_escape, text)
 
 
 def from_validation_error(

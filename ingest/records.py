@@ -4,6 +4,7 @@ Native files use exactly these fields (unknown keys are an error); engine format
 modules and produce the same records."""
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
@@ -26,6 +27,8 @@ MAX_STEPS, MAX_TOPK, MAX_DRAFT_TOKENS = 64, 64, 1024
 # Related fields: TPOT against decode tok/s within a factor, medians under p99s, survival non-increasing.
 TPOT_FACTOR = 2.0
 TOLERANCE = 1e-6
+# C0 and C1 control characters and DEL: an escape sequence in a name would drive the terminal showing it.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 Name = Annotated[str, Field(min_length=1, max_length=NAME_CHARS)]
 PathText = Annotated[str, Field(max_length=PATH_CHARS)]
@@ -52,6 +55,8 @@ class Record(BaseModel):
 
     # Fields where infinity means something (a request rate of inf: every request sent at once).
     INFINITE_OK: ClassVar[frozenset[str]] = frozenset()
+    # Free text that may hold line breaks and tabs; every other text is one line without control characters.
+    MULTILINE: ClassVar[frozenset[str]] = frozenset({"notes"})
 
     @model_validator(mode="before")
     @classmethod
@@ -70,8 +75,11 @@ class Record(BaseModel):
         if isinstance(value, float) and not math.isfinite(value):
             if not (math.isinf(value) and value > 0 and info.field_name in cls.INFINITE_OK):
                 raise ValueError("must be a finite number")
-        elif isinstance(value, str) and "\x00" in value:
-            raise ValueError("must not contain NUL characters")
+        elif isinstance(value, str):
+            if "\x00" in value:
+                raise ValueError("must not contain NUL characters")
+            if info.field_name not in cls.MULTILINE and (bad := _CONTROL.search(value)):
+                raise ValueError(f"must not contain control characters ({bad[0]!r}): names are one line of text")
         return value
 
 

@@ -5,7 +5,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import verified_tokens
@@ -17,6 +17,7 @@ from specdash.db.models import (
     PositionAcceptance,
     Prediction,
     Run,
+    utcnow,
 )
 from specdash.db.parameters import ensure_theory_set
 from specdash.ingest.links import meaningful_folder, name_from_path, parse_checkpoint_name, path_parts
@@ -33,6 +34,12 @@ from specdash.ingest.records import (
     PredictionRecord,
     RunRecord,
 )
+
+# Fields that change as a run goes on (a run in training finishes): a newer value is no conflict.
+PROGRESSING = frozenset({"status", "ended_at", "notes"})
+BENCHMARK_BATCH = 1000  # benchmarks per multi-row INSERT
+IN_CHUNK = 500  # values per IN (...): far under every backend's parameter limit
+MAX_LINKS_KEPT = 10_000  # where each benchmark went, kept to be listed; the counts cover every one
 
 
 class LinkError(ValueError):
@@ -68,6 +75,14 @@ class BenchmarkLink:
     intervals: str | None = None  # a server log's benchmark: the intervals it used and left out, and why
     derived: str | None = None  # a client benchmark: which fields gave per-request decode and concurrency
 
+    def kind(self) -> str:
+        """What a summary counts it as: 'baseline', 'run/checkpoint by path', 'not linked', 'duplicate'."""
+        if self.duplicate:
+            return "duplicate"
+        if self.how in ("baseline", "target's own head"):
+            return self.how
+        return f"{self.target} {self.how}" if self.run else "not linked"
+
     @property
     def target(self) -> str:
         return f"{self.run}/{self.checkpoint}" if self.run else "-"
@@ -81,8 +96,10 @@ class StoreSummary:
     duplicates: int = 0
     linked: int = 0
     unlinked: int = 0
-    metric_points: int = 0
-    links: list[BenchmarkLink] = field(default_factory=list)
+    metric_points: int = 0  # stored
+    points_kept: int = 0  # offered but already stored (same run, key and step): the stored value kept
+    links: list[BenchmarkLink] = field(default_factory=list)  # the first MAX_LINKS_KEPT
+    link_counts: Counter = field(default_factory=Counter)  # every benchmark, by BenchmarkLink.kind()
     benchmark_ids: list[int] = field(default_factory=list)
     derived_acceptance: int = 0  # checkpoints whose per-position acceptance came from training metrics
     acceptance_changed: int = 0  # checkpoints whose per-position acceptance was set or changed
@@ -96,8 +113,11 @@ def benchmark_record_key(record: BenchmarkRecord) -> str:
 
 
 class Store:
-    def __init__(self, session: Session, link: LinkOptions | None = None, source_format: str = "specdash"):
+    def __init__(
+        self, session: Session, link: LinkOptions | None = None, source_format: str = "specdash", update: bool = False
+    ):
         self.session = session
+        self.update = update  # apply a file's values where they contradict stored ones (else a conflict)
         self.link = link or LinkOptions()
         self.source_format = source_format
         self.summary = StoreSummary()
@@ -105,6 +125,12 @@ class Store:
         self._runs: dict[str, Run] = {}
         self._checkpoints: dict[tuple[int, str], Checkpoint] = {}
         self._new_checkpoints: list[Checkpoint] = []
+        self._pending_benchmarks: list[dict] = []
+        self._benchmark_keys: set[str] = set()  # record keys of this file's benchmarks so far
+        self._prefetched: set[str] = set()
+        self._prefetched_all: set[str] = set()
+        self._key_of: dict[int, str] = {}
+        self._placeholders: set[int] = set()  # id() of rows created on first mention, no record's values yet
         self.points = MetricPointWriter(session)
 
     # --- lookups, created on first mention ---------------------------------------------------------
@@ -114,6 +140,7 @@ class Store:
             if row is None and create:
                 row = Deployment(name=name)
                 self.session.add(row)
+                self._placeholders.add(id(row))
                 self.session.flush()
                 ensure_theory_set(self.session, row)
                 self.summary.created["deployment"] += 1
@@ -128,6 +155,7 @@ class Store:
             if row is None and create:
                 row = Run(name=name)
                 self.session.add(row)
+                self._placeholders.add(id(row))
                 self.session.flush()
                 self.summary.created["run"] += 1
             if row is None:
@@ -150,6 +178,7 @@ class Store:
                     step=parsed.step if parsed else None,
                 )
                 self.session.add(row)
+                self._placeholders.add(id(row))
                 self.session.flush()
                 self.summary.created["checkpoint"] += 1
                 self._new_checkpoints.append(row)
@@ -169,13 +198,26 @@ class Store:
         self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
 
     def _upsert(self, row, record, fields: set[str], kind: str) -> None:
-        changed = False
+        """Fill what the store does not know; a stored value the file contradicts is a conflict, reported
+        against its field unless `update` applies the file's value."""
+        changes = {}
         for name in fields:
             value = getattr(record, name)
             if name in record.model_fields_set and getattr(row, name) != value:
-                setattr(row, name, value)
-                changed = True
-        if changed:
+                changes[name] = value
+        # a row this file created on first mention holds defaults, not values anyone stated: filled freely
+        placeholder = id(row) in self._placeholders
+        self._placeholders.discard(id(row))
+        conflicts = [] if placeholder else [
+            n for n in sorted(changes) if getattr(row, n) is not None and n not in PROGRESSING
+        ]
+        if conflicts and not self.update:
+            name = conflicts[0]
+            raise LinkError(name, f"{kind} '{row.name}' is stored with {name} {getattr(row, name)!r}, the file says "
+                                  f"{changes[name]!r}; pass --update to apply the file's values")
+        for name, value in changes.items():
+            setattr(row, name, value)
+        if changes:
             self.summary.updated[kind] += 1
 
     def _add_deployment(self, record: DeploymentRecord) -> None:
@@ -185,6 +227,7 @@ class Store:
         row = self.deployment(record.name)
         fields = set(DeploymentRecord.model_fields) - {"kind", "name"}
         if not existed:
+            self._placeholders.discard(id(row))
             for name in fields:
                 setattr(row, name, getattr(record, name))
         else:
@@ -293,11 +336,12 @@ class Store:
 
     def _add_benchmark(self, record: BenchmarkRecord, line: int | None = None) -> None:
         deployment_name = self.link.deployment or record.deployment
-        key = benchmark_record_key(record)
-        if self.session.scalar(select(Benchmark.id).where(Benchmark.record_key == key)) is not None:
+        key = self._key_of.pop(id(record), None) or benchmark_record_key(record)
+        if key in self._benchmark_keys or self._stored_key(key):
             self.summary.duplicates += 1
-            self.summary.links.append(BenchmarkLink(line, deployment_name, how="duplicate", duplicate=True))
+            self._link(BenchmarkLink(line, deployment_name, how="duplicate", duplicate=True))
             return
+        self._benchmark_keys.add(key)
         deployment = self.deployment(deployment_name)
         checkpoint, how = None, "baseline"
         algorithm = record.speculative_algorithm
@@ -329,20 +373,53 @@ class Store:
             ) + (f" ({derived['version']})" if derived.get("version") else "")
         if checkpoint is not None:
             link.run, link.checkpoint = checkpoint.run.name, checkpoint.name
-        self.summary.links.append(link)
+        self._link(link)
         fields = record.model_dump(exclude={"kind", "deployment", "run", "checkpoint"})
         fields["speculative_algorithm"] = algorithm
-        row = Benchmark(
+        self._pending_benchmarks.append(dict(
             record_key=key,
             deployment_id=deployment.id,
             checkpoint_id=checkpoint.id if checkpoint else None,
             source_format=self.source_format,
+            created_at=utcnow(),
             **fields,
-        )
-        self.session.add(row)
+        ))
+        if len(self._pending_benchmarks) >= BENCHMARK_BATCH:
+            self.flush_benchmarks()
+
+    def _link(self, link: BenchmarkLink) -> None:
+        # every benchmark counts; the first MAX_LINKS_KEPT are kept to be listed (bounded memory)
+        self.summary.link_counts[link.kind()] += 1
+        if len(self.summary.links) < MAX_LINKS_KEPT:
+            self.summary.links.append(link)
+
+    def prefetch_keys(self, records) -> None:
+        """Which of these benchmarks are stored already, in one query per IN_CHUNK of them."""
+        self._key_of = {id(r): benchmark_record_key(r) for r in records if getattr(r, "kind", None) == "benchmark"}
+        keys = list(self._key_of.values())
+        self._prefetched = set()
+        for start in range(0, len(keys), IN_CHUNK):
+            chunk = keys[start : start + IN_CHUNK]
+            self._prefetched.update(
+                self.session.scalars(select(Benchmark.record_key).where(Benchmark.record_key.in_(chunk)))
+            )
+        self._prefetched_all = set(keys)
+
+    def _stored_key(self, key: str) -> bool:
+        if key in self._prefetched_all:
+            return key in self._prefetched
+        return self.session.scalar(select(Benchmark.id).where(Benchmark.record_key == key)) is not None
+
+    def flush_benchmarks(self) -> None:
+        """Insert the buffered benchmarks in one multi-row statement; their ids in the order added."""
+        rows, self._pending_benchmarks = self._pending_benchmarks, []
+        if not rows:
+            return
         self.session.flush()
-        self.summary.created["benchmark"] += 1
-        self.summary.benchmark_ids.append(row.id)
+        statement = insert(Benchmark).returning(Benchmark.id, sort_by_parameter_order=True)
+        ids = list(self.session.scalars(statement, rows))
+        self.summary.created["benchmark"] += len(ids)
+        self.summary.benchmark_ids.extend(ids)
 
     def _add_prediction(self, record: PredictionRecord) -> None:
         checkpoint = self.checkpoint(self.run(record.run), record.checkpoint)
@@ -369,6 +446,11 @@ class Store:
             self.session.add(Prediction(**key, **values))
             self.summary.created["prediction"] += 1
         elif any(getattr(row, k) != v for k, v in values.items()):
+            if not self.update:
+                name = next(k for k, v in values.items() if getattr(row, k) != v)
+                raise LinkError(name, f"prediction '{record.source}' for {record.run}/{record.checkpoint} is stored "
+                                      f"with {name} {getattr(row, name)!r}, the file says {values[name]!r}; pass "
+                                      "--update to apply the file's values")
             for k, v in values.items():
                 setattr(row, k, v)
             self.summary.updated["prediction"] += 1
@@ -389,9 +471,11 @@ class Store:
                     raise LinkError("target_deployment", str(exc)) from None
 
     def finish(self) -> StoreSummary:
+        self.flush_benchmarks()
         self._apply_targets()
         self.points.flush()
         self.summary.metric_points = self.points.written
+        self.summary.points_kept = self.points.offered - self.points.written
         self.session.flush()
         self._derive_acceptance()
         self.session.flush()

@@ -7,7 +7,7 @@ with its investigation: status, note, who/when history, and the benchmark that s
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state, urlstate
+from specdash.app import identity, state, urlstate
 from specdash.app.alert_charts import waterfall_figure
 from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db import alerts
@@ -132,10 +132,8 @@ if rows:
 else:
     st.success("No alert matches these filters.")
 
-who = st.text_input(
-    "Your name (recorded in the history)",
-    value=st.session_state.get("investigator", ""),
-    key="alerts_who",
+who = identity.who_input(
+    "Your name (recorded in the history)", key="alerts_who", value=st.session_state.get("investigator", "")
 )
 st.session_state["investigator"] = who
 

@@ -245,7 +245,7 @@ with st.form(f"settings_profile_{scope}"):
             st.error(str(exc))
         else:
             if changed:
-                st.toast(f"{deployment.name} saved ({', '.join(changed)}): {refreshed(summary)}")
+                st.toast(f"{md(deployment.name)} saved ({', '.join(changed)}): {refreshed(summary)}")
             else:
                 st.toast("Nothing changed.")
             st.rerun()
@@ -392,7 +392,7 @@ else:
             except ProfileError as exc:
                 st.error(str(exc))
             else:
-                st.toast(f"{labels[restore_id]} restored as v{pset.version}: {refreshed(summary)}")
+                st.toast(f"{md(labels[restore_id])} restored as v{pset.version}: {refreshed(summary)}")
                 st.rerun()
 
 advisory_panel.settings_section(url)

@@ -6,7 +6,8 @@ predictions and any new alerts, each with a link."""
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state, uploads
+from specdash.app import identity, state, uploads
+from specdash.app.errors import guarded
 from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.pipeline import describe, ingest_bytes
@@ -18,6 +19,9 @@ LINK_FIELDS = ("run", "checkpoint", "deployment")
 
 url = state.db_url()
 st.title("Upload")
+if identity.read_only():  # a dry run writes (and rolls back): a read-only dashboard has no upload
+    st.info(f"{identity.READ_ONLY_MESSAGE} Load files with `specdash ingest`.", icon=":material/lock:")
+    st.stop()
 limit_mb = st.get_option("server.maxUploadSize")
 st.caption(
     f"Any file `specdash ingest` reads, several at once, up to {limit_mb} MB each. Each file is ingested as a "
@@ -58,7 +62,8 @@ if files:
     checked = []
     for file, (_, row) in zip(files, links.iterrows(), strict=True):
         link = {name: given(row[name]) for name in LINK_FIELDS}
-        preview = state.preview_upload(url, file.file_id, file.name, file.getvalue(), **link)
+        with guarded(f"Checking {file.name}"):
+            preview = state.preview_upload(url, file.file_id, file.name, file.getvalue(), **link)
         checked.append((file, link, preview))
         with st.container(border=True):
             records = preview.store.records if preview.store else 0
@@ -95,7 +100,8 @@ if files:
     ):
         saved = []
         for file, link in ready:
-            result = ingest_bytes(state.engine(), file.name, file.getvalue(), link=LinkOptions(**link))
+            with guarded(f"Saving {file.name}"):
+                result = ingest_bytes(state.engine(), file.name, file.getvalue(), link=LinkOptions(**link))
             saved.append(
                 {
                     "summary": describe(result),

@@ -1,0 +1,115 @@
+"""Conflicts are reported, never silently resolved; --update applies a file's newer values; --replace corrects a
+file ingested with the wrong names; summaries count what was stored."""
+
+import json
+
+from click.testing import CliRunner
+from sqlalchemy import func, select
+
+from specdash.cli.main import cli
+from specdash.db.engine import make_engine, reading
+from specdash.db.models import Benchmark, Deployment, IngestedFile, Run
+from specdash.ingest.pipeline import describe, ingest_bytes
+from specdash.ingest.store import LinkOptions
+from tests.ingest_support import content
+
+
+def jsonl(*records: dict) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+RUN = {"kind": "run", "name": "r", "framework": "specforge", "ttt_length": 5}
+
+
+def test_a_run_stored_differently_is_a_conflict_naming_both_values(engine):
+    assert ingest_bytes(engine, "a.jsonl", jsonl(RUN)).ok
+    before = content(engine)
+    result = ingest_bytes(engine, "b.jsonl", jsonl({**RUN, "ttt_length": 7}))
+    assert result.status == "failed"
+    assert [str(p) for p in result.problems] == [
+        "b.jsonl:1: ttt_length: run 'r' is stored with ttt_length 5, the file says 7; pass --update to apply the "
+        "file's values"
+    ]
+    assert content(engine) == before
+
+
+def test_the_same_record_twice_in_one_file_with_other_values_is_a_conflict(engine):
+    result = ingest_bytes(engine, "twice.jsonl", jsonl(RUN, {**RUN, "framework": "eagle"}))
+    assert [str(p) for p in result.problems] == [
+        "twice.jsonl:2: framework: run 'r' is stored with framework 'specforge', the file says 'eagle'; pass "
+        "--update to apply the file's values"
+    ]
+
+
+def test_update_applies_the_newer_values_and_counts_them(engine):
+    ingest_bytes(engine, "a.jsonl", jsonl(RUN))
+    result = ingest_bytes(engine, "b.jsonl", jsonl({**RUN, "ttt_length": 7}), update=True)
+    assert result.status == "loaded" and result.store.updated["run"] == 1
+    with reading(engine) as session:
+        assert session.scalar(select(Run.ttt_length)) == 7
+
+
+def test_filling_what_the_store_does_not_know_is_no_conflict(engine):
+    ingest_bytes(engine, "a.jsonl", jsonl({"kind": "run", "name": "r"}))
+    result = ingest_bytes(engine, "b.jsonl", jsonl(RUN))
+    assert result.status == "loaded" and result.store.updated["run"] == 1
+
+
+def test_an_external_prediction_with_other_numbers_is_a_conflict(engine):
+    prediction = {
+        "kind": "prediction",
+        "source": "sim",
+        "speculative_algorithm": "EAGLE3",
+        "num_steps": 3,
+        "run": "r",
+        "checkpoint": "c",
+        "deployment": "d",
+        "predicted_tps": 150.0,
+    }
+    assert ingest_bytes(engine, "p1.jsonl", jsonl(prediction)).ok
+    result = ingest_bytes(engine, "p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0}))
+    assert [str(p) for p in result.problems] == [
+        "p2.jsonl:1: predicted_tps: prediction 'sim' for r/c is stored with predicted_tps 150.0, the file says "
+        "170.0; pass --update to apply the file's values"
+    ]
+    assert ingest_bytes(engine, "p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0}), update=True).ok
+
+
+def test_replace_moves_a_file_to_the_right_deployment(db_url, tmp_path):
+    bench = tmp_path / "bench.jsonl"
+    bench.write_bytes(
+        jsonl(
+            {"kind": "benchmark", "deployment": "placeholder", "decode_tps": 90.0},
+            {"kind": "benchmark", "deployment": "placeholder", "decode_tps": 91.0, "concurrency": 2},
+        )
+    )
+    runner = CliRunner()
+    first = runner.invoke(cli, ["--db", db_url, "ingest", "--deployment", "8x H100, TP8", str(bench)])
+    assert first.exit_code == 0, first.output
+    again = runner.invoke(cli, ["--db", db_url, "ingest", "--deployment", "8x L40S, TP8", str(bench)])
+    assert "skipped, already ingested" in again.output
+    fixed = runner.invoke(
+        cli, ["--db", db_url, "ingest", "--replace", "--deployment", "8x L40S, TP8", str(bench)]
+    )
+    assert fixed.exit_code == 0, fixed.output
+    assert f"replaced the earlier ingest of {bench} (2 benchmark(s) removed)" in fixed.output
+    engine = make_engine(db_url)
+    with reading(engine) as session:
+        placed = session.execute(
+            select(Deployment.name, func.count()).join(Benchmark).group_by(Deployment.name)
+        ).all()
+        files = session.scalar(select(func.count()).select_from(IngestedFile))
+    assert placed == [("8x L40S, TP8", 2)] and files == 1
+
+
+def test_summary_counts_points_already_stored_as_kept_not_stored(engine):
+    log = b"".join(
+        f"step {n * 50}: {{'train/loss': {1 - n / 10}, 'train/acc_0': 0.5}}\n".encode() for n in range(4)
+    )
+    first = ingest_bytes(engine, "train.log", log, link=LinkOptions(run="r"))
+    assert first.store.metric_points == 8 and first.store.points_kept == 0
+    # the same steps again in another file (one more step at the end): 2 stored, 8 kept
+    more = log + b"step 200: {'train/loss': 0.5, 'train/acc_0': 0.6}\n"
+    second = ingest_bytes(engine, "train-2.log", more, link=LinkOptions(run="r"))
+    assert second.store.metric_points == 2 and second.store.points_kept == 8
+    assert "8 point(s) already stored at the same run, key and step kept as they were" in describe(second)
