@@ -189,7 +189,10 @@ def load_transfer(rows: list[dict]) -> dict:
             continue
         facts = _facts(items[0])
         low = [_observation(r, facts, r.get("baseline_tps") or 100.0) for r in items if r["concurrency"] == 1]
-        fit = fit_calibration(low, _prior(low, facts, {r["drafter"]: r["family"] for r in items}, 1))
+        try:
+            fit = fit_calibration(low, _prior(low, facts, {r["drafter"]: r["family"] for r in items}, 1))
+        except NotEnoughObservations:  # too few benchmarks at concurrency 1 for the free costs
+            continue
         for load in loads[1:]:
             high_rows = [r for r in items if r["concurrency"] == load]
             # per-request tok/s: the published aggregate over the concurrent requests

@@ -7,8 +7,9 @@ import json
 import click
 
 from specdash.cli.common import db_option, open_db, shown
+from specdash.costmodel.diagnoses import ALERT_SEVERITIES
 from specdash.db.engine import reading, transaction
-from specdash.db.models import GAP_STATUSES
+from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES
 from specdash.labels import gap_text, setting_label
 
 LIST_FIELDS = (
@@ -44,8 +45,8 @@ def _table(rows: list[dict]) -> str:
 
 @click.command()
 @click.option("--status", multiple=True, type=click.Choice([*GAP_STATUSES, "all"]),
-              default=("open", "investigating"), show_default=True, help="Repeat for several.")
-@click.option("--severity", multiple=True, type=click.Choice(["critical", "warning", "info", "none"]))
+              default=ACTIVE_STATUSES, show_default=True, help="Repeat for several.")
+@click.option("--severity", multiple=True, type=click.Choice(ALERT_SEVERITIES))
 @click.option("--deployment", help="Only this deployment.")
 @click.option("--run", help="Only this run.")
 @click.option("--diagnosis", help="Only alerts led by this diagnosis code (e.g. algorithm_mismatch).")

@@ -218,8 +218,10 @@ class _Arrays:
 
 
 def _drafter_param(arrays: _Arrays, name: str) -> str:
-    """A drafter's draft-cost parameter: plain `draft_step_ms` when the benchmarks name no drafters."""
-    return "draft_step_ms" if len(arrays.drafter_names) == 1 else DRAFTER_PREFIX + name
+    """A drafter's draft-cost parameter: plain `draft_step_ms` when the benchmarks name no drafters. A
+    named drafter, even the only one, gets its own: predictions read its cost by name
+    (`FittedParams.draft_step_for`), so a fitted plain value would be shadowed by the drafter's prior."""
+    return "draft_step_ms" if len(arrays.drafter_names) == 1 and not name else DRAFTER_PREFIX + name
 
 
 def _free_parameters(arrays: _Arrays) -> tuple[str, ...]:

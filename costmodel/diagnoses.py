@@ -11,6 +11,8 @@ from specdash.costmodel.gaps import GapDecomposition
 # A diagnosis's severity, most severe first: critical means the benchmark itself is likely invalid.
 SEVERITIES = ("critical", "warning", "info")
 SEVERITY_ORDER = {severity: rank for rank, severity in enumerate(SEVERITIES)}
+# An alert's severity is its worst diagnosis's; "none" for an alert no rule explains.
+ALERT_SEVERITIES = (*SEVERITIES, "none")
 
 # Acceptance lengths within this relative tolerance count as "as predicted".
 ACCEPTANCE_TOLERANCE = 0.05

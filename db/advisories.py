@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.advisor import CURVE_MIN_STEPS, DEFAULT_MIN_GAIN, advise_depth, choose_curve
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
 from specdash.db.models import (
+    ACTIVE_STATUSES,
     GAP_STATUSES,
     Checkpoint,
     Deployment,
@@ -28,7 +29,7 @@ from specdash.db.settings import get_setting, set_setting
 ADVISOR = "specdash"  # who the history names when the advice itself changes
 MIN_GAIN_SETTING = "advisory_min_gain"
 _ACC_KEY = re.compile(r"^train/acc_(\d+)$")
-OPEN_STATUSES = ("open", "investigating")
+OPEN_STATUSES = ACTIVE_STATUSES  # advisories share the alerts' statuses
 
 
 class AdvisoryChangeError(ValueError):

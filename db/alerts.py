@@ -10,7 +10,7 @@ import pandas as pd
 from sqlalchemy import and_, case, exists, func, select, true
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.diagnoses import DIAGNOSIS_CODES, SEVERITY_ORDER
+from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
 from specdash.db.models import (
     ACTIVE_STATUSES,
@@ -29,7 +29,7 @@ from specdash.db.models import (
 from specdash.db.settings import get_gap_threshold, threshold_sql
 
 # An alert's severity is its verdict's; "none" for an alert without one.
-SEVERITIES = (*DIAGNOSIS_SEVERITIES, "none")
+SEVERITIES = ALERT_SEVERITIES
 __all__ = ["DIAGNOSIS_CODES", "SEVERITIES"]  # the filters' choices, defined by the cost model's rules
 GROUPINGS = ("deployment", "run", "diagnosis")
 
@@ -174,10 +174,10 @@ def alert_groups(session: Session, filters: AlertFilters, by: str) -> pd.DataFra
         column.label("group"),
         func.count().label("alerts"),
         *(func.sum(case((Alert.severity == name, 1), else_=0)).label(name)
-          for name in ("critical", "warning", "info")),
+          for name in DIAGNOSIS_SEVERITIES),
     ).group_by(column).order_by(func.count().desc(), column)
     frame = pd.DataFrame(session.execute(query).mappings().all(),
-                         columns=["group", "alerts", "critical", "warning", "info"])
+                         columns=["group", "alerts", *DIAGNOSIS_SEVERITIES])
     frame["group"] = frame["group"].fillna("(none)")
     return frame
 

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.measured import conditional_from_measured
 from specdash.db.models import (
+    BUILTIN_SOURCES,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -259,7 +260,7 @@ def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
     keys = ["run", "checkpoint", "step", "n", "measured_tps", "measured_tps_std"]
     table = frame.drop_duplicates(["run", "checkpoint"]).reset_index(drop=True)
     out = table[keys].copy()
-    sources = sorted(frame["source"].dropna().unique(), key=lambda s: (s not in ("theory", "calibrated"), s))
+    sources = sorted(frame["source"].dropna().unique(), key=lambda s: (s not in BUILTIN_SOURCES, s))
     by_source = {
         s: g.set_index(["run", "checkpoint"]) for s, g in frame.dropna(subset=["source"]).groupby("source")
     }

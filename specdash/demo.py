@@ -8,7 +8,7 @@ import math
 import random
 from datetime import datetime, timedelta
 
-from specdash.costmodel import extend_rates, tau_chain, throughput
+from specdash.costmodel import extend_rates, tau_chain, throughput, verified_tokens
 from specdash.costmodel.priors import DeploymentFacts, architecture_for, resolve_costs
 
 DEMO_FILE_NAME = "specdash-demo.json"
@@ -170,7 +170,7 @@ def build_document() -> dict:
 
     predictions = [
         dict(source="roofline-sim", run=RUN_TTT5, checkpoint="epoch_5", deployment=PCIE,
-             speculative_algorithm="EAGLE3", num_steps=steps, topk=1, num_draft_tokens=steps + 1,
+             speculative_algorithm="EAGLE3", num_steps=steps, topk=1, num_draft_tokens=verified_tokens(steps),
              dataset="mtbench", predicted_tps=tps, accept_length=tau)
         for steps, tps, tau in [(3, 196.0, 2.58), (5, 209.0, 2.95), (7, 197.0, 3.02)]
     ]

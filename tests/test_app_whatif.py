@@ -45,13 +45,20 @@ def test_whatif_compares_pcie_and_nvlink_on_the_latest_checkpoint(monkeypatch, d
     assert [at.selectbox(key=f"whatif_profile_{side}").value for side in ("left", "right")] == [PCIE, NVLINK]
     # PCIe states all its costs (the story's profile); NVLink states f and drafting, the priors fill the rest:
     # a Kimi-K2-class MoE (384 experts, 8 per token) verifying 4 tokens at batch 1
-    nvlink_prior = resolve_costs({"comm_fraction": 0.12, "draft_step_ms": 0.45},
-                                 DeploymentFacts("H200", 8, "nvlink", architecture_for("Kimi-K2.5")), 125.0)
+    nvlink_prior = resolve_costs(
+        {"comm_fraction": 0.12, "draft_step_ms": 0.45},
+        DeploymentFacts("H200", 8, "nvlink", architecture_for("Kimi-K2.5")),
+        125.0,
+    )
     expected = [
         CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.643),
-        CostParams(baseline_tps=125.0, comm_fraction=0.12, draft_step_ms=0.45,
-                   round_overhead_ms=nvlink_prior.round_overhead_ms,
-                   verify_growth_compute=min(0.2, nvlink_prior.verify_growth_compute)),
+        CostParams(
+            baseline_tps=125.0,
+            comm_fraction=0.12,
+            draft_step_ms=0.45,
+            round_overhead_ms=nvlink_prior.round_overhead_ms,
+            verify_growth_compute=min(0.2, nvlink_prior.verify_growth_compute),
+        ),
     ]
     bests = []
     for verdict, params in zip(verdicts(at), expected, strict=True):
@@ -62,7 +69,9 @@ def test_whatif_compares_pcie_and_nvlink_on_the_latest_checkpoint(monkeypatch, d
         )
     assert bests[0] > bests[1]  # the PCIe box wants the deeper draft
     assert [c.value for c in at.caption if c.value.startswith("Starting from")] == [
-        "Starting from: profile.", "Starting from: profile + published priors."]
+        "Starting from: profile.",
+        "Starting from: profile + published priors.",
+    ]
     assert len([d for d in at.dataframe if "break-even τ" in d.value.columns]) == 2
 
 
@@ -134,3 +143,10 @@ def test_whatif_state_is_in_the_url(monkeypatch, real_url):
     assert again.selectbox(key="whatif_run").value == SB_DRAFTER
     assert again.slider(key="whatif_max_steps").value == 10
     assert verdicts(again) == verdicts(at)
+
+
+def test_a_drafter_known_from_benchmarks_starts_on_its_own_deployment(monkeypatch, real_url):
+    at = run_page(monkeypatch, real_url, "views/whatif.py", query={"run": SB_DRAFTER})
+    assert not at.exception
+    assert at.selectbox(key="whatif_profile_left").value == "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
+    assert at.selectbox(key="whatif_profile_right").value == NVLINK

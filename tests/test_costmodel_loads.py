@@ -10,6 +10,7 @@ from sqlalchemy import select, text
 
 from specdash.costmodel.calibration import CalibrationObservation, FittedParams, fit_calibration
 from specdash.costmodel.priors import TargetArchitecture, verify_growth
+from specdash.costmodel.uncertainty import PRIOR_ROUND_BAND
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Alert, Deployment, Prediction
 from specdash.db.schema import upgrade
@@ -34,7 +35,7 @@ def test_predictions_at_a_load_without_a_baseline_interpolate_it(engine):
         (prediction,) = session.scalars(select(Prediction).where(Prediction.source == "theory")).all()
         # no baseline at batch 4: the step interpolated in log-log between batch 1 (10 ms) and 8 (12.5 ms)
         assert 1000 / prediction.baseline_tps == pytest.approx(10 ** (1 / 3) * 12.5 ** (2 / 3))
-        assert prediction.concurrency == 4 and prediction.error_band == pytest.approx(0.12)  # the priors' band, tau measured
+        assert prediction.concurrency == 4 and prediction.error_band == pytest.approx(PRIOR_ROUND_BAND)  # the priors' band, tau measured
 
 
 def _observations(truth_draft: dict[str, float], overhead: float, growth: float, shapes=(1.0,), n_each=6):

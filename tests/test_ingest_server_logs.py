@@ -274,3 +274,38 @@ def test_server_start_arguments_in_every_wording(line, expected):
     from specdash.ingest.formats.vllm_log import _namespace, _non_default_args
 
     assert (_non_default_args(line) if "non-default" in line else _namespace(line)) == expected
+
+
+def test_speculation_switching_without_a_start_line_begins_a_new_benchmark(engine):
+    """Two servers' logs pasted one after the other, the start-up lines cut off: the speculative metrics
+    stop, and so does the speculative benchmark."""
+    from specdash.ingest.pipeline import ingest_bytes
+    from specdash.ingest.store import LinkOptions
+
+    def decode(second, gen, accept=None):
+        spec = f"accept len: {accept:.2f}, accept rate: 0.70, " if accept else ""
+        return (
+            f"[2025-12-01 05:00:{second:02d} TP0] Decode batch, #running-req: 1, #token: 900, token usage: 0.00, "
+            f"{spec}cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: 0, "
+        )
+
+    lines = [
+        decode(1, 140.1, 2.81),
+        decode(2, 139.6, 2.77),
+        decode(3, 141.2, 2.85),
+        decode(4, 140.4, 2.80),
+        decode(5, 51.3),
+        decode(6, 50.8),
+        decode(7, 51.0),
+    ]
+    result = ingest_bytes(
+        engine, "pasted.log", ("\n".join(lines) + "\n").encode(), link=LinkOptions(deployment="d")
+    )
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    spec, base = benchmarks(engine)
+    assert (spec.speculative_algorithm, spec.interval_count) == ("unknown", 4)
+    assert spec.decode_tps == pytest.approx((140.1 + 140.4) / 2)
+    assert spec.accept_length == pytest.approx((2.80 + 2.81) / 2)
+    assert (base.speculative_algorithm, base.accept_length, base.interval_count) == (None, None, 3)
+    assert base.decode_tps == pytest.approx(51.0)
+    assert base.label == "server log, no speculation from line 5, 1 running"

@@ -119,6 +119,12 @@ for kind in PREFERRED:
     match = deployments[deployments["interconnect"].fillna("").str.lower() == kind]["name"].tolist()
     defaults.append(match[0] if match else None)
 defaults = [d or profile_names[min(i, len(profile_names) - 1)] for i, d in enumerate(defaults)]
+if source == MEASURED:
+    # a drafter known from its benchmarks starts on the deployment it was measured on, against the
+    # interconnect that deployment is not
+    own = state.benchmarked_deployments(url, (checkpoint_id,))
+    if not own.empty and own["name"].iloc[0] in profile_names and own["name"].iloc[0] not in defaults:
+        defaults = [own["name"].iloc[0], defaults[1]]
 
 columns = st.columns(2, gap="large")
 sweeps = []

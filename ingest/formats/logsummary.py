@@ -65,7 +65,7 @@ def _counts(counts: Counter) -> str:
 
 class Interval:
     # prefill: how much prefill ran inside the interval (vLLM prompt tokens/s, SGLang new tokens); 0: none
-    __slots__ = ("line", "rank", "running", "gen_tps", "prefill", "accept", "spec", "total")
+    __slots__ = ("line", "rank", "running", "gen_tps", "prefill", "accept", "spec", "total", "speculated")
 
     def __init__(
         self,
@@ -79,6 +79,7 @@ class Interval:
     ):
         self.line, self.rank, self.running, self.gen_tps = line, rank, running, gen_tps
         self.prefill, self.accept, self.spec = prefill, accept, spec
+        self.speculated = accept is not None  # set by the parser when speculative metrics belong to it
         self.total = running  # running count over all ranks when it was written
 
 
@@ -137,6 +138,52 @@ def _quantiles(values: list[float]) -> tuple[float, float]:
         return values[0], values[0]
     cuts = statistics.quantiles(values, n=10, method="inclusive")
     return cuts[0], cuts[-1]
+
+
+def speculation_pieces(intervals: list[Interval]) -> list[tuple[list[Interval], bool]]:
+    """The intervals split where the busy ones switch between speculating and not for at least HOLD in a
+    row (servers logged one after another with no start line between), each piece with its state."""
+    busy = [i for i in intervals if i.running > 0 and i.gen_tps > 0]
+    if not busy:
+        return [(intervals, False)]
+    cuts, state, run_start, run_length = [], busy[0].speculated, None, 0
+    for interval in busy:
+        if interval.speculated == state:
+            run_start, run_length = None, 0
+            continue
+        run_start = run_start or interval
+        run_length += 1
+        if run_length >= HOLD:
+            cuts.append(run_start.line)
+            state, run_start, run_length = interval.speculated, None, 0
+    if not cuts:
+        return [(intervals, busy[0].speculated)]
+    pieces, states, current = [], [busy[0].speculated], []
+    cut_iter = iter(cuts)
+    next_cut = next(cut_iter)
+    for interval in intervals:
+        if next_cut is not None and interval.line >= next_cut:
+            pieces.append(current)
+            current = []
+            states.append(not states[-1])
+            next_cut = next(cut_iter, None)
+        current.append(interval)
+    pieces.append(current)
+    return list(zip(pieces, states, strict=True))
+
+
+def server_pieces(server: "ServerIntervals"):
+    """(intervals, speculating, first line) per piece of a server start: one piece with speculating None
+    when the start never switches; otherwise each piece with its own state."""
+    pieces = speculation_pieces(server.intervals)
+    if len(pieces) == 1:
+        yield server, None, None
+        return
+    for number, (intervals, speculating) in enumerate(pieces):
+        piece = ServerIntervals()
+        piece.intervals = intervals
+        piece.over_cap = server.over_cap if number == 0 else 0
+        yield piece, speculating, intervals[0].line if intervals else None
 
 
 class ServerIntervals:

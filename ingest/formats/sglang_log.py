@@ -20,7 +20,7 @@ from specdash.ingest.formats.common import (
     missing_deployment,
     prose_or_source,
 )
-from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals
+from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals, server_pieces
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
@@ -141,18 +141,24 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 server.args = server_args(match[1])
     produced = False
     for index, server in enumerate(servers):
-        levels, server_left = server.intervals.levels()
-        for level in levels:
-            produced = True
-            yield from _benchmark(path, link, server, index, len(servers), level, server_left, skipped)
+        for piece, speculating, first in server_pieces(server.intervals):
+            levels, server_left = piece.levels()
+            for level in levels:
+                produced = True
+                yield from _benchmark(path, link, server, index, len(servers), level, server_left, skipped,
+                                      speculating, first)
     if not produced:
         yield Problem(
             path, None, None, "no 'Decode batch' lines with running requests and a throughput", "parse"
         )
 
 
-def _benchmark(path, link, server: Server, index, starts, level: Level, server_left, skipped) -> Iterator:
+def _benchmark(path, link, server: Server, index, starts, level: Level, server_left, skipped,
+               speculating: bool | None = None, first: int | None = None) -> Iterator:
     args = server.args
+    args_spec = algorithm_name(args.get("speculative_algorithm")) is not None
+    if speculating is not None and speculating != args_spec:  # the start's settings are not this piece's
+        args = {k: v for k, v in args.items() if not k.startswith("speculative_")}
     model = args.get("model_path") or args.get("served_model_name")
     deployment = choose_deployment(
         link, deployment_name("sglang", model, args.get("tp_size"), args.get("quantization"))
@@ -166,6 +172,8 @@ def _benchmark(path, link, server: Server, index, starts, level: Level, server_l
     speculative = algorithm is not None
     drafter = drafter_of(algorithm, args.get("speculative_draft_model_path"), model)
     start = f"start {index + 1} of {starts} (line {server.line}), " if starts > 1 else ""
+    if first is not None:
+        start += f"{'speculating' if speculating else 'no speculation'} from line {first}, "
     yield from benchmark(
         path,
         level.first_line,

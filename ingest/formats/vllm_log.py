@@ -32,7 +32,7 @@ from specdash.ingest.formats.common import (
     missing_deployment,
     prose_or_source,
 )
-from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals
+from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals, server_pieces
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
@@ -196,6 +196,7 @@ class Server:
         if accepted is None or drafted is None or interval is None:
             return
         self.spec_lines += 1
+        interval.speculated = True
         rates_match, mean = PER_POSITION.search(line), MEAN_LENGTH.search(line)
         rates = tuple(float(r) for r in rates_match[1].rstrip(", ").split(", ")) if rates_match else ()
         k = len(rates) or self.config.get("spec_tokens")
@@ -220,6 +221,8 @@ class Server:
         before = self.v0_last or (0, 0)
         self.v0_last = now
         interval = self.last()
+        if interval is not None:
+            interval.speculated = True
         rounds = (now[0] - before[0]) / int(k[1])
         if interval is not None and rounds > 0 and now[1] >= before[1]:
             interval.spec = (now[1] - before[1], rounds, ())
@@ -275,16 +278,24 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 server.learn(_config_line(line))
     produced = False
     for index, server in enumerate(servers):
-        levels, server_left = server.intervals.levels()
-        for level in levels:
-            produced = True
-            yield from _benchmark(path, link, server, index, len(servers), level, server_left)
+        for piece, speculating, first in server_pieces(server.intervals):
+            levels, server_left = piece.levels()
+            for level in levels:
+                produced = True
+                yield from _benchmark(path, link, server, index, len(servers), level, server_left,
+                                      speculating, first)
     if not produced:
         yield Problem(path, None, None, "no 'Avg generation throughput' lines with running requests", "parse")
 
 
-def _benchmark(path, link, server: Server, index: int, starts: int, level: Level, server_left) -> Iterator:
+def _benchmark(path, link, server: Server, index: int, starts: int, level: Level, server_left,
+               speculating: bool | None = None, first: int | None = None) -> Iterator:
     config = server.config
+    config_spec = bool(config.get("draft_model") or config.get("method"))
+    # several pieces: the start's config holds for the pieces that speculate as it says
+    use_config = speculating is None or speculating == config_spec
+    if not use_config:
+        config = {k: v for k, v in config.items() if k not in ("method", "draft_model", "spec_tokens")}
     model = config.get("model")
     deployment = choose_deployment(
         link, deployment_name("vllm", model, config.get("tp_size"), config.get("quantization"))
@@ -293,13 +304,16 @@ def _benchmark(path, link, server: Server, index: int, starts: int, level: Level
         yield missing_deployment(path, level.first_line)
         return
     accept, survival = _accept(level)
-    speculating = server.spec_lines > 0 or bool(config.get("draft_model") or config.get("method"))
-    algorithm = algorithm_name(config.get("method")) or (SPECULATION_UNKNOWN if speculating else None)
+    if speculating is None:
+        speculating = server.spec_lines > 0 or config_spec
+    algorithm = (algorithm_name(config.get("method")) or SPECULATION_UNKNOWN) if speculating else None
     k = config.get("spec_tokens") or (len(survival) if survival else None)
     speculative = algorithm is not None
     drafter = drafter_of(algorithm, config.get("draft_model"), model)
     intervals = level.summary(server_left)
     start = f"start {index + 1} of {starts} (line {server.line}), " if starts > 1 else ""
+    if first is not None:
+        start += f"{'speculating' if speculating else 'no speculation'} from line {first}, "
     yield from benchmark(
         path,
         level.first_line,
