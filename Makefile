@@ -27,6 +27,7 @@ run: install
 # What CI runs: lint, then the whole suite (warnings from specdash's own code are errors, see pyproject).
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
 bench: install

@@ -28,7 +28,9 @@ def keep_fresh(url: str) -> None:
 
 @st.fragment(run_every=LIVE_SECONDS)
 def _watch(url: str, stamp: tuple) -> None:
-    st.caption(f":material/sensors: Following live logs: this page looks for new data every {LIVE_SECONDS} s.")
+    st.caption(
+        f":material/sensors: Following live logs: this page looks for new data every {LIVE_SECONDS} s."
+    )
     if state._read(url, advisories.live_stamp) != stamp:
         st.rerun(scope="app")
 

@@ -68,8 +68,10 @@ def write(action: Callable, *args, **kwargs) -> Any:
         st.warning(identity.READ_ONLY_MESSAGE, icon=":material/lock:")
         st.stop()
     if identity.trusted() and not identity.signed_in_user():
-        st.warning("Changes need a signed-in user (the reverse proxy's header or the login): nothing was saved.",
-                   icon=":material/lock:")
+        st.warning(
+            "Changes need a signed-in user (the reverse proxy's header or the login): nothing was saved.",
+            icon=":material/lock:",
+        )
         st.stop()
     try:
         with transaction(engine()) as session:

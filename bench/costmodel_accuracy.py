@@ -41,8 +41,9 @@ ASSUMED_SETTING = (3, 1, 4)
 
 
 def _facts(row: dict) -> DeploymentFacts:
-    return DeploymentFacts(row.get("gpu"), row.get("tp_size"), row.get("interconnect"),
-                           architecture_for(row.get("target")))
+    return DeploymentFacts(
+        row.get("gpu"), row.get("tp_size"), row.get("interconnect"), architecture_for(row.get("target"))
+    )
 
 
 def uncalibrated_error(row: dict) -> float:
@@ -56,7 +57,11 @@ def uncalibrated_error(row: dict) -> float:
 
 def _quantiles(errors) -> dict:
     values = np.abs(np.asarray(errors, dtype=float))
-    return {"n": int(len(values)), "median": float(np.median(values)), "p90": float(np.percentile(values, 90))}
+    return {
+        "n": int(len(values)),
+        "median": float(np.median(values)),
+        "p90": float(np.percentile(values, 90)),
+    }
 
 
 def corpus_uncalibrated(rows: list[dict]) -> dict:
@@ -73,9 +78,11 @@ def corpus_uncalibrated(rows: list[dict]) -> dict:
         "signed_median": float(np.median(errors)),
         "prior_band": PRIOR_ROUND_BAND,
         "held_out_within_band": float(within),
-        "measured_round_in_baseline_steps": {"median": float(np.median(rounds)),
-                                             "p10": float(np.percentile(rounds, 10)),
-                                             "p90": float(np.percentile(rounds, 90))},
+        "measured_round_in_baseline_steps": {
+            "median": float(np.median(rounds)),
+            "p10": float(np.percentile(rounds, 10)),
+            "p90": float(np.percentile(rounds, 90)),
+        },
         "sources": len({r["source"] for r in rows}),
         "rows": len(rows),
         "rows_with_setting": len(known),
@@ -85,9 +92,17 @@ def corpus_uncalibrated(rows: list[dict]) -> dict:
 def _observation(row: dict, facts: DeploymentFacts, baseline_tps: float) -> CalibrationObservation:
     steps, topk, n = (row["steps"], row["topk"], row["draft_tokens"]) if row["steps"] else ASSUMED_SETTING
     return CalibrationObservation(
-        steps=steps, topk=topk, draft_tokens=n, measured_tps=row["speedup"] * baseline_tps,
-        baseline_tps=baseline_tps, measured_accept_length=row["accept_length"], label=row["dataset"],
-        drafter=row["drafter"], growth_shape=growth_shape(facts, row["concurrency"], n), dataset=row["dataset"])
+        steps=steps,
+        topk=topk,
+        draft_tokens=n,
+        measured_tps=row["speedup"] * baseline_tps,
+        baseline_tps=baseline_tps,
+        measured_accept_length=row["accept_length"],
+        label=row["dataset"],
+        drafter=row["drafter"],
+        growth_shape=growth_shape(facts, row["concurrency"], n),
+        dataset=row["dataset"],
+    )
 
 
 def _prior(observations, facts: DeploymentFacts, families: dict[str, str], concurrency: int) -> FittedParams:
@@ -98,11 +113,14 @@ def _prior(observations, facts: DeploymentFacts, families: dict[str, str], concu
     return FittedParams(
         draft_step_ms=statistics.median(per.values()),
         round_overhead_ms=resolve_costs({}, facts, base, DEFAULT_FAMILY, concurrency).round_overhead_ms,
-        verify_growth=reference.verify_growth, draft_step_ms_by_drafter=tuple(sorted(per.items())))
+        verify_growth=reference.verify_growth,
+        draft_step_ms_by_drafter=tuple(sorted(per.items())),
+    )
 
 
-def leave_one_dataset_out(groups: dict[str, list[tuple[CalibrationObservation, str]]], facts_of, families_of,
-                          concurrency_of) -> dict:
+def leave_one_dataset_out(
+    groups: dict[str, list[tuple[CalibrationObservation, str]]], facts_of, families_of, concurrency_of
+) -> dict:
     """Each dataset of a deployment predicted by a fit to its other datasets."""
     errors, per_group = [], {}
     for name, items in groups.items():
@@ -138,11 +156,24 @@ def specbundle_observations():
                 baseline = rows.pop("Wihtout EAGLE3")["output_throughput"] / batch
                 for drafter, m in rows.items():
                     n = result["num_draft_tokens"]
-                    groups[target].append((CalibrationObservation(
-                        steps=result["steps"], topk=result["topk"], draft_tokens=n,
-                        measured_tps=m["output_throughput"] / batch, baseline_tps=baseline,
-                        measured_accept_length=m["accept_length"], label=f"{dataset} {drafter}", drafter=drafter,
-                        growth_shape=growth_shape(facts, batch, n), dataset=dataset), dataset, batch))
+                    groups[target].append(
+                        (
+                            CalibrationObservation(
+                                steps=result["steps"],
+                                topk=result["topk"],
+                                draft_tokens=n,
+                                measured_tps=m["output_throughput"] / batch,
+                                baseline_tps=baseline,
+                                measured_accept_length=m["accept_length"],
+                                label=f"{dataset} {drafter}",
+                                drafter=drafter,
+                                growth_shape=growth_shape(facts, batch, n),
+                                dataset=dataset,
+                            ),
+                            dataset,
+                            batch,
+                        )
+                    )
     return groups
 
 
@@ -153,14 +184,18 @@ def specbundle(groups) -> dict:
         facts = DeploymentFacts(architecture=architecture_for(target))
         families = {o.drafter: drafter_family(o.drafter, "EAGLE3") for o in observations}
         fit = fit_calibration(observations, _prior(observations, facts, families, items[0][2]))
-        per[target] = {"loo_median": fit.loo_median_abs_rel_error, "loo_p90": fit.loo_p90_abs_rel_error,
-                       "n": fit.n_observations}
+        per[target] = {
+            "loo_median": fit.loo_median_abs_rel_error,
+            "loo_p90": fit.loo_p90_abs_rel_error,
+            "n": fit.n_observations,
+        }
         all_cv += list(fit.cv_errors)
     lodo = leave_one_dataset_out(
         {t: [(o, ds) for o, ds, _ in items] for t, items in groups.items()},
         lambda t: DeploymentFacts(architecture=architecture_for(t)),
         lambda t: {o.drafter: "eagle3" for o, _, _ in groups[t]},
-        lambda t: groups[t][0][2])
+        lambda t: groups[t][0][2],
+    )
     return {"leave_one_out": _quantiles(all_cv), "per_target": per, "leave_one_dataset_out": lodo}
 
 
@@ -218,23 +253,35 @@ def main() -> None:
         print(json.dumps(report, indent=1))
         return
     u = report["corpus_uncalibrated"]
-    print(f"corpus: {u['rows']} rows from {u['sources']} sources, {u['rows_with_setting']} with a published setting")
-    print(f"  measured round: median {u['measured_round_in_baseline_steps']['median']:.2f} baseline steps "
-          f"(p10 {u['measured_round_in_baseline_steps']['p10']:.2f}, p90 {u['measured_round_in_baseline_steps']['p90']:.2f})")
-    print(f"  uncalibrated median |error|: all {u['all']['median']:.1%} (n={u['all']['n']}, p90 {u['all']['p90']:.1%}); "
-          f"held out {u['held_out']['median']:.1%} (n={u['held_out']['n']}, p90 {u['held_out']['p90']:.1%}); "
-          f"signed median {u['signed_median']:+.1%}")
+    print(
+        f"corpus: {u['rows']} rows from {u['sources']} sources, {u['rows_with_setting']} with a published setting"
+    )
+    print(
+        f"  measured round: median {u['measured_round_in_baseline_steps']['median']:.2f} baseline steps "
+        f"(p10 {u['measured_round_in_baseline_steps']['p10']:.2f}, p90 {u['measured_round_in_baseline_steps']['p90']:.2f})"
+    )
+    print(
+        f"  uncalibrated median |error|: all {u['all']['median']:.1%} (n={u['all']['n']}, p90 {u['all']['p90']:.1%}); "
+        f"held out {u['held_out']['median']:.1%} (n={u['held_out']['n']}, p90 {u['held_out']['p90']:.1%}); "
+        f"signed median {u['signed_median']:+.1%}"
+    )
     print(f"  prior band {u['prior_band']:.0%}: covers {u['held_out_within_band']:.0%} of held-out rows")
     c = report["corpus_calibrated_leave_one_dataset_out"]
     if c.get("n"):
-        print(f"  calibrated leave-one-dataset-out: median {c['median']:.1%}, p90 {c['p90']:.1%} (n={c['n']}, "
-              f"{len(c['groups'])} deployments)")
+        print(
+            f"  calibrated leave-one-dataset-out: median {c['median']:.1%}, p90 {c['p90']:.1%} (n={c['n']}, "
+            f"{len(c['groups'])} deployments)"
+        )
     for name, q in report["corpus_load_transfer"].items():
-        print(f"  fit at one load, predict another: {name}: median {q['median']:.1%}, p90 {q['p90']:.1%} (n={q['n']})")
+        print(
+            f"  fit at one load, predict another: {name}: median {q['median']:.1%}, p90 {q['p90']:.1%} (n={q['n']})"
+        )
     s = report["specbundle"]
-    print(f"specbundle: leave-one-out median {s['leave_one_out']['median']:.1%}, p90 {s['leave_one_out']['p90']:.1%} "
-          f"(n={s['leave_one_out']['n']}); leave-one-dataset-out median {s['leave_one_dataset_out']['median']:.1%}, "
-          f"p90 {s['leave_one_dataset_out']['p90']:.1%}")
+    print(
+        f"specbundle: leave-one-out median {s['leave_one_out']['median']:.1%}, p90 {s['leave_one_out']['p90']:.1%} "
+        f"(n={s['leave_one_out']['n']}); leave-one-dataset-out median {s['leave_one_dataset_out']['median']:.1%}, "
+        f"p90 {s['leave_one_dataset_out']['p90']:.1%}"
+    )
     for target, q in s["per_target"].items():
         print(f"  {target:40} n={q['n']:3}  LOO median {q['loo_median']:.1%}  p90 {q['loo_p90']:.1%}")
 

@@ -60,7 +60,9 @@ def refresh_in_chunks(engine, checkpoints: int) -> None:
 
 def add_alert_history(engine, events: int) -> None:
     with transaction(engine) as session:
-        alert_ids = list(session.scalars(select(Alert.benchmark_id).order_by(Alert.benchmark_id).limit(events)))
+        alert_ids = list(
+            session.scalars(select(Alert.benchmark_id).order_by(Alert.benchmark_id).limit(events))
+        )
         session.execute(
             insert(AlertEvent),
             [

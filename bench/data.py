@@ -15,7 +15,9 @@ LOG_EVERY = 50
 # SpecForge-style keys: 7 TTT positions of acc and ploss, plus loss, lr, grad norm, throughput...
 POSITIONS = 7
 EXTRA_KEYS = ["train/loss", "train/lr", "train/grad_norm", "train/epoch", "train/tokens_per_s", "train/acc"]
-KEYS = [f"train/acc_{i}" for i in range(POSITIONS)] + [f"train/ploss_{i}" for i in range(POSITIONS)] + EXTRA_KEYS
+KEYS = (
+    [f"train/acc_{i}" for i in range(POSITIONS)] + [f"train/ploss_{i}" for i in range(POSITIONS)] + EXTRA_KEYS
+)
 SETTINGS = [(3, 1, 4), (5, 1, 6), (7, 1, 8), (5, 3, 6), (7, 4, 8)]
 
 
@@ -62,53 +64,102 @@ def populate(engine: Engine, checkpoints: int, benchmarks: int) -> dict[str, int
     per_run = 20
     runs = max(1, checkpoints // per_run)
     deployments = [
-        dict(id=1, name="8x RTX PRO 6000, TP8, PCIe", baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.64),
+        dict(
+            id=1, name="8x RTX PRO 6000, TP8, PCIe", baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.64
+        ),
         dict(id=2, name="8x H200, TP8, NVLink", baseline_tps=125.0, comm_fraction=0.12, draft_step_ms=0.45),
         dict(id=3, name="4x L40S, TP4, PCIe", baseline_tps=70.0, comm_fraction=0.35, draft_step_ms=0.9),
         dict(id=4, name="8x B200, TP8, NVLink", baseline_tps=160.0, comm_fraction=0.1, draft_step_ms=0.35),
     ]
     concurrencies = [1, 8]
     with transaction(engine) as session:
-        session.execute(insert(Deployment), [
-            dict(d, round_overhead_ms=0.0, verify_growth_compute=0.0, verify_growth_comm=0.0, is_demo=False)
-            for d in deployments
-        ])
-        session.execute(insert(Run), [
-            dict(id=r, name=f"bench-run-{r:04d}", framework="specforge", speculative_algorithm="EAGLE3",
-                 ttt_length=7, hidden_size=12288, status="finished", is_demo=False)
-            for r in range(1, runs + 1)
-        ])
+        session.execute(
+            insert(Deployment),
+            [
+                dict(
+                    d, round_overhead_ms=0.0, verify_growth_compute=0.0, verify_growth_comm=0.0, is_demo=False
+                )
+                for d in deployments
+            ],
+        )
+        session.execute(
+            insert(Run),
+            [
+                dict(
+                    id=r,
+                    name=f"bench-run-{r:04d}",
+                    framework="specforge",
+                    speculative_algorithm="EAGLE3",
+                    ttt_length=7,
+                    hidden_size=12288,
+                    status="finished",
+                    is_demo=False,
+                )
+                for r in range(1, runs + 1)
+            ],
+        )
         ckpts, acceptance = [], []
         for c in range(1, checkpoints + 1):
             run_id = (c - 1) // per_run + 1
             index = (c - 1) % per_run
-            ckpts.append(dict(id=c, run_id=min(run_id, runs), name=f"epoch_{index // 4 + 1}_step_{(index + 1) * 2000}",
-                              step=(index + 1) * 2000, path=f"/ckpt/bench-run-{run_id:04d}/{index}"))
+            ckpts.append(
+                dict(
+                    id=c,
+                    run_id=min(run_id, runs),
+                    name=f"epoch_{index // 4 + 1}_step_{(index + 1) * 2000}",
+                    step=(index + 1) * 2000,
+                    path=f"/ckpt/bench-run-{run_id:04d}/{index}",
+                )
+            )
             quality = 0.55 + 0.3 * (index / per_run) + rng.uniform(-0.05, 0.05)
             for p in range(POSITIONS):
-                acceptance.append(dict(checkpoint_id=c, position=p, rate=round(quality * (1 - 0.03 * p), 4),
-                                       source="training"))
+                acceptance.append(
+                    dict(
+                        checkpoint_id=c,
+                        position=p,
+                        rate=round(quality * (1 - 0.03 * p), 4),
+                        source="training",
+                    )
+                )
         session.execute(insert(Checkpoint), ckpts)
         session.execute(insert(PositionAcceptance), acceptance)
         rows = []
         for d in deployments:
             for conc in concurrencies:
-                rows.append(dict(record_key=f"baseline-{d['id']}-{conc}", deployment_id=d["id"], concurrency=conc,
-                                 decode_tps=d["baseline_tps"] / (1 + 0.1 * (conc - 1)), source_format="bench"))
+                rows.append(
+                    dict(
+                        record_key=f"baseline-{d['id']}-{conc}",
+                        deployment_id=d["id"],
+                        concurrency=conc,
+                        decode_tps=d["baseline_tps"] / (1 + 0.1 * (conc - 1)),
+                        source_format="bench",
+                    )
+                )
         for b in range(benchmarks - len(rows)):
             c = b % checkpoints + 1
             d = deployments[(b // checkpoints) % len(deployments)]
             steps, topk, tokens = SETTINGS[(b // (checkpoints * len(deployments))) % len(SETTINGS)]
             conc = concurrencies[b % 2]
             tau = 1 + rng.uniform(1.0, 2.5)
-            rows.append(dict(
-                record_key=f"bench-{b}", checkpoint_id=c, deployment_id=d["id"], engine="sglang",
-                speculative_algorithm="EAGLE3" if rng.random() > 0.01 else "EAGLE", num_steps=steps, topk=topk,
-                num_draft_tokens=tokens, concurrency=conc, dataset="mtbench", accept_length=round(tau, 3),
-                decode_tps=round(d["baseline_tps"] * tau / 1.3 * rng.uniform(0.8, 1.1), 2), source_format="bench",
-            ))
+            rows.append(
+                dict(
+                    record_key=f"bench-{b}",
+                    checkpoint_id=c,
+                    deployment_id=d["id"],
+                    engine="sglang",
+                    speculative_algorithm="EAGLE3" if rng.random() > 0.01 else "EAGLE",
+                    num_steps=steps,
+                    topk=topk,
+                    num_draft_tokens=tokens,
+                    concurrency=conc,
+                    dataset="mtbench",
+                    accept_length=round(tau, 3),
+                    decode_tps=round(d["baseline_tps"] * tau / 1.3 * rng.uniform(0.8, 1.1), 2),
+                    source_format="bench",
+                )
+            )
         for start in range(0, len(rows), 10_000):
-            session.execute(insert(Benchmark), rows[start:start + 10_000])
+            session.execute(insert(Benchmark), rows[start : start + 10_000])
     return {"runs": runs, "checkpoints": checkpoints, "benchmarks": benchmarks}
 
 

@@ -57,7 +57,9 @@ def populate_runs(path: Path, frame) -> str:
 def query_runs(path: Path, experiment: str) -> float:
     """Page through every run with its metrics, as a comparison view must; seconds."""
     client = _client(path)
-    client.search_runs([experiment], max_results=1)  # warm-up: the store's engine and schema check, as for specdash
+    client.search_runs(
+        [experiment], max_results=1
+    )  # warm-up: the store's engine and schema check, as for specdash
     start = time.perf_counter()
     token, runs = None, 0
     while True:

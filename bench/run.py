@@ -124,7 +124,9 @@ def query_cases(tmp: Path, scale: float, repeat: int, deferred: list | None) -> 
     overlay = overlay_work(engine, run_id)
     overlay()  # warm the connection pool and statement caches
     query_s, query_samples = median_of(max(repeat, 5), lambda: timed(overlay))
-    log(f"overview + overlay queries: {query_s * 1000:.0f} ms median of {[round(s * 1000) for s in query_samples]}")
+    log(
+        f"overview + overlay queries: {query_s * 1000:.0f} ms median of {[round(s * 1000) for s in query_samples]}"
+    )
     result = {
         "checkpoints": sizes["checkpoints"],
         "benchmarks": sizes["benchmarks"],
@@ -144,8 +146,10 @@ def query_cases(tmp: Path, scale: float, repeat: int, deferred: list | None) -> 
             mlflow_path = tmp / "mlflow-runs.db"
             experiment = mlflow_cases.populate_runs(mlflow_path, frame)
             mlflow_s, samples = median_of(repeat, lambda: mlflow_cases.query_runs(mlflow_path, experiment))
-            log(f"MLflow search_runs over {checkpoints_n} runs: "
-                f"{mlflow_s * 1000:.0f} ms median of {[round(s * 1000) for s in samples]}")
+            log(
+                f"MLflow search_runs over {checkpoints_n} runs: "
+                f"{mlflow_s * 1000:.0f} ms median of {[round(s * 1000) for s in samples]}"
+            )
             return {"mlflow_query_ms": mlflow_s * 1000, "query_vs_mlflow": mlflow_s / query_s}
 
         deferred.append(mlflow_query)
@@ -190,7 +194,9 @@ def overlay_work(engine, run_id: int):
             queries.latest_checkpoints(session)
             # Checkpoints: the run's checkpoints on its first deployment and most covered setting
             checkpoint_ids = checkpoint_queries.checkpoints_frame(session, [run_id])["id"].tolist()
-            deployment_id = int(checkpoint_queries.benchmarked_deployments(session, checkpoint_ids)["id"].iloc[0])
+            deployment_id = int(
+                checkpoint_queries.benchmarked_deployments(session, checkpoint_ids)["id"].iloc[0]
+            )
             setting = checkpoint_queries.speculation_settings(session, checkpoint_ids, deployment_id)[0]
             checkpoint_queries.checkpoint_comparison(session, checkpoint_ids, deployment_id, setting)
             checkpoint_queries.position_acceptance_frame(session, checkpoint_ids)
@@ -214,13 +220,18 @@ def verdicts(result: dict) -> dict:
     for key, (op, target) in TARGETS.items():
         if key in result:
             value = result[key]
-            out[key] = {"value": value, "target": f"{op} {target}",
-                        "ok": value >= target if op == ">=" else value <= target}
+            out[key] = {
+                "value": value,
+                "target": f"{op} {target}",
+                "ok": value >= target if op == ">=" else value <= target,
+            }
     return out
 
 
 def print_table(result: dict) -> None:
-    print(f"specdash benchmarks, scale {result['scale']}, {result['repeat']} repeats (medians); CPU: {result['cpu']}")
+    print(
+        f"specdash benchmarks, scale {result['scale']}, {result['repeat']} repeats (medians); CPU: {result['cpu']}"
+    )
     print(f"{'case':<24} {'value':>14}  target")
     for key, value in result.items():
         if key in ("scale", "repeat", "cpu", "targets", "page_render_by_page_s"):
@@ -237,7 +248,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full sizes (default 1)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each case (default 3)")
-    parser.add_argument("--mlflow-repeat", type=int, default=None, help="runs of the MLflow cases (default: --repeat)")
+    parser.add_argument(
+        "--mlflow-repeat", type=int, default=None, help="runs of the MLflow cases (default: --repeat)"
+    )
     parser.add_argument("--no-mlflow", action="store_true", help="skip the MLflow comparisons")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--cases", default="ingest,query,specbundle", help="comma-separated subset to run")

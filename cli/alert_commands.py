@@ -13,9 +13,27 @@ from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES
 from specdash.labels import gap_text, setting_label
 
 LIST_FIELDS = (
-    "alert_id", "run", "checkpoint", "deployment", "source", "speculative_algorithm", "num_steps", "topk",
-    "num_draft_tokens", "concurrency", "dataset", "measured_tps", "predicted_tps", "gap", "is_alert", "severity",
-    "code", "reason", "status", "note", "muted",
+    "alert_id",
+    "run",
+    "checkpoint",
+    "deployment",
+    "source",
+    "speculative_algorithm",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+    "concurrency",
+    "dataset",
+    "measured_tps",
+    "predicted_tps",
+    "gap",
+    "is_alert",
+    "severity",
+    "code",
+    "reason",
+    "status",
+    "note",
+    "muted",
 )
 
 
@@ -24,37 +42,81 @@ def _filters(status, severity, deployment, run, diagnosis, show, muted):
 
     statuses = tuple(GAP_STATUSES) if "all" in status else tuple(status)
     raised = {"alerts": True, "quiet": False, "all": None}[show]
-    return AlertFilters(statuses=statuses, severities=tuple(severity), deployment=deployment, run=run,
-                        diagnosis=diagnosis, raised=raised, muted=None if muted else False)
+    return AlertFilters(
+        statuses=statuses,
+        severities=tuple(severity),
+        deployment=deployment,
+        run=run,
+        diagnosis=diagnosis,
+        raised=raised,
+        muted=None if muted else False,
+    )
 
 
 def _table(rows: list[dict]) -> str:
-    header = ("id", "severity", "gap", "run", "checkpoint", "deployment", "setting", "against", "status",
-              "diagnosis")
+    header = (
+        "id",
+        "severity",
+        "gap",
+        "run",
+        "checkpoint",
+        "deployment",
+        "setting",
+        "against",
+        "status",
+        "diagnosis",
+    )
     lines = [header]
     for r in rows:
-        lines.append(tuple(shown(cell) for cell in (  # names as text: no escape sequence reaches the terminal
-            str(r["alert_id"]), (r["severity"] or "none") if r["is_alert"] else "-", gap_text(r["gap"]), r["run"],
-            r["checkpoint"], r["deployment"], setting_label(r), r["source"] or "-",
-            r["status"] + (" (muted)" if r["muted"] else ""), r["code"] or "-",
-        )))
+        lines.append(
+            tuple(
+                shown(cell)
+                for cell in (  # names as text: no escape sequence reaches the terminal
+                    str(r["alert_id"]),
+                    (r["severity"] or "none") if r["is_alert"] else "-",
+                    gap_text(r["gap"]),
+                    r["run"],
+                    r["checkpoint"],
+                    r["deployment"],
+                    setting_label(r),
+                    r["source"] or "-",
+                    r["status"] + (" (muted)" if r["muted"] else ""),
+                    r["code"] or "-",
+                )
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
-                     for line in lines)
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
 
 
 @click.command()
-@click.option("--status", multiple=True, type=click.Choice([*GAP_STATUSES, "all"]),
-              default=ACTIVE_STATUSES, show_default=True, help="Repeat for several.")
+@click.option(
+    "--status",
+    multiple=True,
+    type=click.Choice([*GAP_STATUSES, "all"]),
+    default=ACTIVE_STATUSES,
+    show_default=True,
+    help="Repeat for several.",
+)
 @click.option("--severity", multiple=True, type=click.Choice(ALERT_SEVERITIES))
 @click.option("--deployment", help="Only this deployment.")
 @click.option("--run", help="Only this run.")
 @click.option("--diagnosis", help="Only alerts led by this diagnosis code (e.g. algorithm_mismatch).")
-@click.option("--show", type=click.Choice(["alerts", "quiet", "all"]), default="alerts", show_default=True,
-              help="alerts; quiet: benchmarks that are not alerts (with why); all: both.")
+@click.option(
+    "--show",
+    type=click.Choice(["alerts", "quiet", "all"]),
+    default="alerts",
+    show_default=True,
+    help="alerts; quiet: benchmarks that are not alerts (with why); all: both.",
+)
 @click.option("--muted", is_flag=True, help="Include alerts whose diagnosis is muted on their deployment.")
-@click.option("--group-by", type=click.Choice(["deployment", "run", "diagnosis"]),
-              help="Count the alerts per group instead of listing them.")
+@click.option(
+    "--group-by",
+    type=click.Choice(["deployment", "run", "diagnosis"]),
+    help="Count the alerts per group instead of listing them.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @db_option
@@ -99,8 +161,12 @@ def alerts(ctx, status, severity, deployment, run, diagnosis, show, muted, group
 @click.option("--status", type=click.Choice(GAP_STATUSES), help="The alert's new status.")
 @click.option("--note", help="What you found or did (recorded in the history).")
 @click.option("--who", help="Who you are, for the history (default: your login name).")
-@click.option("--mute", "mute_reason", metavar="REASON",
-              help="Mute the alert's leading diagnosis on its deployment, for this reason.")
+@click.option(
+    "--mute",
+    "mute_reason",
+    metavar="REASON",
+    help="Mute the alert's leading diagnosis on its deployment, for this reason.",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @db_option
 @click.pass_context
@@ -145,8 +211,12 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
         click.echo(json.dumps(out, indent=2, default=str))
         return
     verdict = f"{detail['severity'] or 'none'} alert" if detail["is_alert"] else "not an alert"
-    click.echo(shown(f"alert #{alert_id}: {detail['run']} / {detail['checkpoint']} on {detail['deployment']}, "
-               f"{setting_label(detail)}, concurrency {detail['concurrency']}"))
+    click.echo(
+        shown(
+            f"alert #{alert_id}: {detail['run']} / {detail['checkpoint']} on {detail['deployment']}, "
+            f"{setting_label(detail)}, concurrency {detail['concurrency']}"
+        )
+    )
     click.echo(shown(f"  {verdict}, status {detail['status']}" + (" (muted)" if detail["muted"] else "")))
     click.echo(shown(f"  why: {detail['reason']}"))
     for d in detail["diagnoses"]:
@@ -154,5 +224,9 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
     if detail["note"]:
         click.echo(shown(f"  note: {detail['note']}"))
     for event in history.to_dict("records"):
-        click.echo(shown(f"  {event['at']:%Y-%m-%d %H:%M} {event['who']}: {event['from_status']} -> "
-                   f"{event['to_status']}" + (f" ({event['note']})" if event["note"] else "")))
+        click.echo(
+            shown(
+                f"  {event['at']:%Y-%m-%d %H:%M} {event['who']}: {event['from_status']} -> "
+                f"{event['to_status']}" + (f" ({event['note']})" if event["note"] else "")
+            )
+        )

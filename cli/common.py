@@ -17,7 +17,9 @@ def shown(text: object, newlines: bool = False) -> str:
         return text
     if newlines:
         return "\n".join(shown(line) for line in text.split("\n"))
-    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text
+    )
 
 
 def _remember_db(ctx: click.Context, _param, value: str | None) -> str | None:

@@ -15,7 +15,9 @@ from specdash.ingest.native_schema import KINDS, native_json_schema
 @click.argument("table", type=click.Choice(sorted(TABLES)))
 @click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
 @click.option("--run", help="Only rows of this run (all tables but deployments).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE, not stdout.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE, not stdout."
+)
 @db_option
 @click.pass_context
 def export(ctx, table, fmt, run, output) -> None:
@@ -41,8 +43,13 @@ def export(ctx, table, fmt, run, output) -> None:
 
 
 @click.command()
-@click.option("--kind", type=click.Choice(KINDS), default="document", show_default=True,
-              help="document, one JSONL line (any kind), or one record kind.")
+@click.option(
+    "--kind",
+    type=click.Choice(KINDS),
+    default="document",
+    show_default=True,
+    help="document, one JSONL line (any kind), or one record kind.",
+)
 def schema(kind) -> None:
     """Print the JSON Schema of specdash's own input format (what `specdash ingest` accepts as native).
 

@@ -13,13 +13,38 @@ from specdash.db.refresh import refresh
 from specdash.labels import gap_text, setting_label
 
 JSON_FIELDS = (
-    "benchmark_id", "gap_id", "run", "checkpoint", "deployment", "source", "speculative_algorithm",
-    "num_steps", "topk", "num_draft_tokens", "concurrency", "dataset", "measured_tps", "predicted_tps",
-    "error_band", "gap", "measured_accept_length", "predicted_accept_length", "measured_round_ms", "predicted_round_ms",
-    "acceptance_factor", "round_factor", "unexplained_ms", "severity", "status", "note", "diagnoses",
+    "benchmark_id",
+    "gap_id",
+    "run",
+    "checkpoint",
+    "deployment",
+    "source",
+    "speculative_algorithm",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+    "concurrency",
+    "dataset",
+    "measured_tps",
+    "predicted_tps",
+    "error_band",
+    "gap",
+    "measured_accept_length",
+    "predicted_accept_length",
+    "measured_round_ms",
+    "predicted_round_ms",
+    "acceptance_factor",
+    "round_factor",
+    "unexplained_ms",
+    "severity",
+    "status",
+    "note",
+    "diagnoses",
 )
 threshold_option = click.option(
-    "--threshold", type=click.FloatRange(0, 1), default=None,
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=None,
     help="Report gaps at or above this share (default: each deployment's threshold, else the global 0.10).",
 )
 
@@ -48,19 +73,45 @@ def predict(ctx: click.Context) -> None:
 def _table(rows: list[dict]) -> str:
     if not rows:
         return "no gaps above the threshold"
-    header = ("id", "run", "checkpoint", "deployment", "setting", "source", "measured", "predicted", "gap",
-              "status", "diagnoses")
+    header = (
+        "id",
+        "run",
+        "checkpoint",
+        "deployment",
+        "setting",
+        "source",
+        "measured",
+        "predicted",
+        "gap",
+        "status",
+        "diagnoses",
+    )
     lines = [header]
     for r in rows:
         setting = setting_label(r)
         codes = ",".join(d["code"] for d in r["diagnoses"]) or "-"
-        lines.append(tuple(shown(cell) for cell in (
-            str(r["benchmark_id"]), r["run"], r["checkpoint"], r["deployment"], setting, r["source"],
-            f"{r['measured_tps']:.1f}", f"{r['predicted_tps']:.1f}", gap_text(r["gap"]), r["status"], codes,
-        )))
+        lines.append(
+            tuple(
+                shown(cell)
+                for cell in (
+                    str(r["benchmark_id"]),
+                    r["run"],
+                    r["checkpoint"],
+                    r["deployment"],
+                    setting,
+                    r["source"],
+                    f"{r['measured_tps']:.1f}",
+                    f"{r['predicted_tps']:.1f}",
+                    gap_text(r["gap"]),
+                    r["status"],
+                    codes,
+                )
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
-                     for line in lines)
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
 
 
 def _json_rows(rows: list[dict]) -> list[dict]:
@@ -72,8 +123,12 @@ def _csv(rows: list[dict]) -> str:
     writer = csv.DictWriter(out, fieldnames=JSON_FIELDS, lineterminator="\n")
     writer.writeheader()
     for row in _json_rows(rows):
-        row["diagnoses"] = "; ".join(f"{d['code']} ({d['severity']}): {d['message']}" for d in row["diagnoses"])
-        writer.writerow({key: shown(value) if isinstance(value, str) else value for key, value in row.items()})
+        row["diagnoses"] = "; ".join(
+            f"{d['code']} ({d['severity']}): {d['message']}" for d in row["diagnoses"]
+        )
+        writer.writerow(
+            {key: shown(value) if isinstance(value, str) else value for key, value in row.items()}
+        )
     return out.getvalue()
 
 
@@ -81,7 +136,9 @@ def _csv(rows: list[dict]) -> str:
 @threshold_option
 @click.option("--status", type=click.Choice([*GAP_STATUSES, "all"]), default="open", show_default=True)
 @click.option("--source", help="Only gaps against this prediction source (theory, calibrated, or external).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
+)
 @db_option
 @click.pass_context
 def gaps(ctx: click.Context, threshold, status, source, fmt) -> None:
@@ -108,8 +165,12 @@ def gaps(ctx: click.Context, threshold, status, source, fmt) -> None:
 
 
 @click.command()
-@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
-              help="Only alerts whose gap is at least this share (an invalid benchmark always counts).")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Only alerts whose gap is at least this share (an invalid benchmark always counts).",
+)
 @db_option
 @click.pass_context
 def check(ctx: click.Context, threshold) -> None:

@@ -25,23 +25,62 @@ from specdash.ingest.store import LinkOptions
 @click.option("--run", help="Link benchmarks to this run; name the run of a training log.")
 @click.option("--checkpoint", help="Link benchmarks to this checkpoint (with --run).")
 @click.option("--deployment", help="Attach benchmarks to this deployment (needed when a file does not say).")
-@click.option("--target", help="Target model of the file's runs (else the training log or trainer config says).")
-@click.option("--target-deployment", "target_deployments", multiple=True, metavar="NAME",
-              help="A deployment the runs are for (repeatable); default: those serving the target model.")
+@click.option(
+    "--target", help="Target model of the file's runs (else the training log or trainer config says)."
+)
+@click.option(
+    "--target-deployment",
+    "target_deployments",
+    multiple=True,
+    metavar="NAME",
+    help="A deployment the runs are for (repeatable); default: those serving the target model.",
+)
 @click.option("--follow", is_flag=True, help="Keep reading the files as they grow, until Ctrl-C.")
-@click.option("--notify", metavar="URL", help="Post new alerts and advisories to this incoming webhook "
-              "(default: the URL saved in Settings).")
-@click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 60), default=0.5, show_default=True,
-              help="With --follow: seconds between looks at the files.")
-@click.option("--update", is_flag=True, help="Apply the file's values where they contradict stored ones "
-              "(a run's framework, a deployment's profile, an external prediction); without it each is a conflict.")
-@click.option("--replace", is_flag=True, help="Remove what an earlier ingest of this same file stored, then store "
-              "it again (to correct a wrong --deployment, --run or --checkpoint).")
+@click.option(
+    "--notify",
+    metavar="URL",
+    help="Post new alerts and advisories to this incoming webhook (default: the URL saved in Settings).",
+)
+@click.option(
+    "--poll",
+    "poll_seconds",
+    type=click.FloatRange(0.05, 60),
+    default=0.5,
+    show_default=True,
+    help="With --follow: seconds between looks at the files.",
+)
+@click.option(
+    "--update",
+    is_flag=True,
+    help="Apply the file's values where they contradict stored ones "
+    "(a run's framework, a deployment's profile, an external prediction); without it each is a conflict.",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Remove what an earlier ingest of this same file stored, then store "
+    "it again (to correct a wrong --deployment, --run or --checkpoint).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @db_option
 @click.pass_context
-def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, target, target_deployments, follow,
-           notify, poll_seconds, update, replace, quiet) -> None:
+def ingest(
+    ctx,
+    paths,
+    fmt_name,
+    skip_invalid,
+    run,
+    checkpoint,
+    deployment,
+    target,
+    target_deployments,
+    follow,
+    notify,
+    poll_seconds,
+    update,
+    replace,
+    quiet,
+) -> None:
     """Load files into the database, one transaction per file.
 
     A file with any invalid record writes nothing (unless --skip-invalid); a file already loaded
@@ -63,8 +102,13 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, targ
       specdash ingest --follow --notify https://hooks.slack.com/services/... train.log
     """
     engine = open_db(ctx)
-    link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment, target=target,
-                       target_deployments=tuple(target_deployments))
+    link = LinkOptions(
+        run=run,
+        checkpoint=checkpoint,
+        deployment=deployment,
+        target=target,
+        target_deployments=tuple(target_deployments),
+    )
     if target_deployments:
         _check_deployments(engine, target_deployments)
     if follow:
@@ -77,8 +121,9 @@ def ingest(ctx, paths, fmt_name, skip_invalid, run, checkpoint, deployment, targ
     url = webhook_url(engine, notify)
     sender = start_sender(engine, url)
     try:
-        failed, results = _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url,
-                                      update=update, replace=replace)
+        failed, results = _ingest_all(
+            engine, paths, fmt_name, skip_invalid, link, quiet, url, update=update, replace=replace
+        )
     finally:
         stop_sender(sender)
     if len(results) > 1:
@@ -113,11 +158,18 @@ def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **chang
                 length=path.stat().st_size, label=path.name, file=sys.stderr, show_pos=True
             ) as bar:
                 result = ingest_path(
-                    engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link, progress=bar.update,
+                    engine,
+                    path,
+                    fmt_name=fmt_name,
+                    skip_invalid=skip_invalid,
+                    link=link,
+                    progress=bar.update,
                     **changes,
                 )
         else:
-            result = ingest_path(engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link, **changes)
+            result = ingest_path(
+                engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link, **changes
+            )
         if result.problems:
             click.echo(format_report(result.problems), err=True)  # each problem is one line of text
         if not result.ok:

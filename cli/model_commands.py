@@ -33,32 +33,74 @@ positive = click.FloatRange(min=0, min_open=True)
 @click.command()
 @click.option("--baseline-tps", type=positive, help="No-speculation decode tok/s (per request).")
 @click.option("--base-step-ms", type=positive, help="...or the no-speculation step time in ms.")
-@click.option("--comm-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Share f of a baseline step spent in TP collectives (paid once per verify).")
-@click.option("--accept-length", type=click.FloatRange(min=1), help="tau, tokens per round incl. the bonus token.")
+@click.option(
+    "--comm-fraction",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Share f of a baseline step spent in TP collectives (paid once per verify).",
+)
+@click.option(
+    "--accept-length", type=click.FloatRange(min=1), help="tau, tokens per round incl. the bonus token."
+)
 @click.option("--acceptance-rates", callback=_rates, help="Conditional per-position rates p1,p2,... (chain).")
 @click.option("--survival-rates", callback=_rates, help="Per-position survival rates s1,s2,... (vLLM's).")
 @click.option("--rate", type=click.FloatRange(0, 1), help="One i.i.d. acceptance rate for every position.")
-@click.option("--simulated-acc-len", type=non_negative, help="SpecForge's simulated_acc_len (no bonus token).")
-@click.option("--steps", type=click.IntRange(min=1),
-              help=f"Draft steps K (default: the number of rates given, else {DEFAULT_STEPS}).")
+@click.option(
+    "--simulated-acc-len", type=non_negative, help="SpecForge's simulated_acc_len (no bonus token)."
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    help=f"Draft steps K (default: the number of rates given, else {DEFAULT_STEPS}).",
+)
 @click.option("--topk", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--draft-tokens", type=click.IntRange(min=2), help="Verified tokens N incl. the root (default K*topk+1).")
+@click.option(
+    "--draft-tokens", type=click.IntRange(min=2), help="Verified tokens N incl. the root (default K*topk+1)."
+)
 @click.option("--draft-ms", type=non_negative, help="Drafting time of a whole round, ms.")
 @click.option("--draft-step-ms", type=non_negative, help="...or of one draft step, ms.")
-@click.option("--draft-branch-ms", type=non_negative, default=0.0, help="Extra ms per step per candidate beyond 1.")
+@click.option(
+    "--draft-branch-ms", type=non_negative, default=0.0, help="Extra ms per step per candidate beyond 1."
+)
 @click.option("--overhead-ms", type=non_negative, default=0.0, help="Fixed per-round overhead, ms.")
 @click.option("--verify-growth-compute", type=non_negative, default=0.0, help="b_c per extra verified token.")
 @click.option("--verify-growth-comm", type=non_negative, default=0.0, help="b_m per extra verified token.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Deepest setting considered for the optimal depth (needs a rate curve).")
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Deepest setting considered for the optimal depth (needs a rate curve).",
+)
 @click.option("--measured-tps", type=positive, help="Measured tok/s: back-solve the round and the gap.")
-@click.option("--measured-accept-length", type=click.FloatRange(min=1), help="Measured tau (default: --accept-length).")
+@click.option(
+    "--measured-accept-length", type=click.FloatRange(min=1), help="Measured tau (default: --accept-length)."
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def model(baseline_tps, base_step_ms, comm_fraction, accept_length, acceptance_rates, survival_rates, rate,
-          simulated_acc_len, steps, topk, draft_tokens, draft_ms, draft_step_ms, draft_branch_ms, overhead_ms,
-          verify_growth_compute, verify_growth_comm, max_steps, measured_tps, measured_accept_length,
-          fmt) -> None:
+def model(
+    baseline_tps,
+    base_step_ms,
+    comm_fraction,
+    accept_length,
+    acceptance_rates,
+    survival_rates,
+    rate,
+    simulated_acc_len,
+    steps,
+    topk,
+    draft_tokens,
+    draft_ms,
+    draft_step_ms,
+    draft_branch_ms,
+    overhead_ms,
+    verify_growth_compute,
+    verify_growth_comm,
+    max_steps,
+    measured_tps,
+    measured_accept_length,
+    fmt,
+) -> None:
     """Predict tok/s of one speculation setting, and back-solve a measurement.
 
     tok/s = 1000 tau / T_round with T_round = verify(N) + K draft steps + overhead.
@@ -77,8 +119,10 @@ def model(baseline_tps, base_step_ms, comm_fraction, accept_length, acceptance_r
     try:
         acceptance = Acceptance(accept_length, acceptance_rates, survival_rates, rate, simulated_acc_len)
     except ValueError:
-        raise click.UsageError("give exactly one of --accept-length, --acceptance-rates, --survival-rates, "
-                               "--rate, --simulated-acc-len") from None
+        raise click.UsageError(
+            "give exactly one of --accept-length, --acceptance-rates, --survival-rates, "
+            "--rate, --simulated-acc-len"
+        ) from None
     curve = acceptance_rates or survival_rates
     resolved_steps = steps or (len(curve) if curve else DEFAULT_STEPS)
     step_ms = draft_ms / resolved_steps if draft_ms is not None else (draft_step_ms or 0.0)
@@ -91,8 +135,16 @@ def model(baseline_tps, base_step_ms, comm_fraction, accept_length, acceptance_r
         verify_growth_compute=verify_growth_compute,
         verify_growth_comm=verify_growth_comm,
     )
-    out = calculate(params, acceptance, resolved_steps, topk, draft_tokens, measured_tps,
-                    measured_accept_length, max_steps)
+    out = calculate(
+        params,
+        acceptance,
+        resolved_steps,
+        topk,
+        draft_tokens,
+        measured_tps,
+        measured_accept_length,
+        max_steps,
+    )
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
@@ -126,9 +178,14 @@ def _report_lines(report) -> list[str]:
         f"  draft_step_ms {p.draft_step_ms:.3f}  draft_branch_ms {p.draft_branch_ms:.3f}  "
         f"round_overhead_ms {p.round_overhead_ms:.3f}  verify_growth {p.verify_growth:.4f}  "
         f"acc_to_acceptance {p.acc_to_acceptance:.3f}",
-        *(["  draft_step_ms by drafter: " + ", ".join(f"{name} {ms:.3f}" for name, ms in
-                                                       sorted(report.draft_step_ms_by_name().items()))]
-          if len(p.draft_step_ms_by_drafter) > 1 else []),
+        *(
+            [
+                "  draft_step_ms by drafter: "
+                + ", ".join(f"{name} {ms:.3f}" for name, ms in sorted(report.draft_step_ms_by_name().items()))
+            ]
+            if len(p.draft_step_ms_by_drafter) > 1
+            else []
+        ),
         f"  free: {', '.join(_free_name(report, name) for name in fit.free)}",
         f"  |predicted - measured| / measured tok/s: median {fit.median_abs_rel_error:.1%}, "
         f"p90 {fit.p90_abs_rel_error:.1%}; {fit.cross_validation}: median "
@@ -159,8 +216,12 @@ def _report_json(report) -> dict:
 
 @click.command()
 @click.option("--deployment", "deployment_name", help="Only this deployment (default: every one).")
-@click.option("--apply", "apply_fit", is_flag=True,
-              help="Save each fit as a new calibrated parameter set and refresh predictions and gaps.")
+@click.option(
+    "--apply",
+    "apply_fit",
+    is_flag=True,
+    help="Save each fit as a new calibrated parameter set and refresh predictions and gaps.",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @db_option
 @click.pass_context
@@ -179,26 +240,35 @@ def calibrate(ctx: click.Context, deployment_name, apply_fit, fmt) -> None:
         if deployment_name is not None:
             deployment_id = session.scalar(select(Deployment.id).where(Deployment.name == deployment_name))
             if deployment_id is None:
-                known = ", ".join(session.scalars(select(Deployment.name).order_by(Deployment.name))) or "none"
+                known = (
+                    ", ".join(session.scalars(select(Deployment.name).order_by(Deployment.name))) or "none"
+                )
                 raise click.ClickException(f"no deployment named {deployment_name!r}; known: {known}")
         reports, skipped = calibrate_all(session, deployment_id)
         saved = {r.deployment_id: apply_calibration(session, r) for r in reports} if apply_fit else {}
         summary = refresh(session) if saved else None
     if fmt == "json":
-        rows = [_report_json(r) | ({"parameter_set_version": saved[r.deployment_id].version} if saved else {})
-                for r in reports]
-        skipped_rows = [{"deployment": s.deployment_name, "reason": s.reason, "exclusions": s.exclusions}
-                        for s in skipped]
+        rows = [
+            _report_json(r) | ({"parameter_set_version": saved[r.deployment_id].version} if saved else {})
+            for r in reports
+        ]
+        skipped_rows = [
+            {"deployment": s.deployment_name, "reason": s.reason, "exclusions": s.exclusions} for s in skipped
+        ]
         click.echo(json.dumps({"calibrated": rows, "skipped": skipped_rows}, indent=2))
         return
     for report in reports:
         click.echo("\n".join(_report_lines(report)))
         if report.deployment_id in saved:
-            click.echo(f"  saved as parameter set v{saved[report.deployment_id].version} (calibrated, active)")
+            click.echo(
+                f"  saved as parameter set v{saved[report.deployment_id].version} (calibrated, active)"
+            )
     for s in skipped:
         click.echo(f"{s.deployment_name}: skipped: {s.reason}")
     if summary is not None:
-        click.echo(f"{summary.predictions} prediction(s) refreshed, {summary.gaps} gap(s), "
-                   f"{summary.new_alerts} new alert(s)")
+        click.echo(
+            f"{summary.predictions} prediction(s) refreshed, {summary.gaps} gap(s), "
+            f"{summary.new_alerts} new alert(s)"
+        )
     elif reports and not apply_fit:
         click.echo("(not saved: pass --apply to store these as calibrated parameter sets)")

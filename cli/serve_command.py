@@ -16,9 +16,14 @@ USER_HEADER_ENV = "SPECDASH_USER_HEADER"
 @click.command()
 @click.option("--port", default=8501, show_default=True, help="Port to listen on.")
 @click.option("--host", default="localhost", show_default=True, help="Address to listen on.")
-@click.option("--read-only", is_flag=True, help="Nothing can be changed from the dashboard (no upload, no edits).")
-@click.option("--user-header", metavar="NAME",
-              help="Trust this request header from a reverse proxy (e.g. X-Forwarded-User) as the writer's name.")
+@click.option(
+    "--read-only", is_flag=True, help="Nothing can be changed from the dashboard (no upload, no edits)."
+)
+@click.option(
+    "--user-header",
+    metavar="NAME",
+    help="Trust this request header from a reverse proxy (e.g. X-Forwarded-User) as the writer's name.",
+)
 @db_option
 @click.pass_context
 def serve(ctx: click.Context, port: int, host: str, read_only: bool, user_header: str | None) -> None:
@@ -36,13 +41,23 @@ def serve(ctx: click.Context, port: int, host: str, read_only: bool, user_header
     env[READ_ONLY_ENV] = "1" if read_only else ""
     env[USER_HEADER_ENV] = user_header or ""
     command = [
-        sys.executable, "-m", "streamlit", "run", str(app),
-        "--server.port", str(port),
-        "--server.address", host,
-        "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
-        "--client.toolbarMode", "viewer",
-        "--client.showErrorDetails", "none",  # visitors get a sentence and an error id, the log the traceback
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.port",
+        str(port),
+        "--server.address",
+        host,
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
+        "--client.showErrorDetails",
+        "none",  # visitors get a sentence and an error id, the log the traceback
     ]
     where = engine.url.render_as_string(hide_password=True)
     mode = ", read-only" if read_only else f", writers named by {user_header}" if user_header else ""

@@ -48,7 +48,9 @@ def conditional_from_survival(survival_rates: Sequence[float]) -> list[float]:
     return rates
 
 
-def extend_rates(rates: Sequence[float], steps: int, decay: float = EXTRAPOLATION_DECAY) -> tuple[list[float], bool]:
+def extend_rates(
+    rates: Sequence[float], steps: int, decay: float = EXTRAPOLATION_DECAY
+) -> tuple[list[float], bool]:
     """The first `steps` conditional rates; positions past the trained ones decay geometrically from
     the last trained rate. Returns the rates and whether any were extrapolated."""
     if not rates:

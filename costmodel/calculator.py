@@ -40,8 +40,17 @@ class Acceptance:
             raise ValueError(f"give exactly one way to know the accept length, got {self._given() or 'none'}")
 
     def _given(self) -> list[str]:
-        return [name for name in ("accept_length", "conditional_rates", "survival_rates", "iid_rate",
-                                  "simulated_acc_len") if getattr(self, name) is not None]
+        return [
+            name
+            for name in (
+                "accept_length",
+                "conditional_rates",
+                "survival_rates",
+                "iid_rate",
+                "simulated_acc_len",
+            )
+            if getattr(self, name) is not None
+        ]
 
     @property
     def kind(self) -> str:
@@ -95,9 +104,13 @@ def calculate(
     }
     if curve is not None:
         best = optimal_depth(depth_sweep(params, curve, max_steps, topk))
-        out.update(optimal_steps=best.steps, optimal_draft_tokens=best.draft_tokens,
-                   optimal_accept_length=best.accept_length, optimal_tps=best.tps,
-                   optimal_extrapolated=best.extrapolated)
+        out.update(
+            optimal_steps=best.steps,
+            optimal_draft_tokens=best.draft_tokens,
+            optimal_accept_length=best.accept_length,
+            optimal_tps=best.tps,
+            optimal_extrapolated=best.extrapolated,
+        )
     if measured_tps is not None:
         # a directly given tau is itself a measurement (as in the story); a curve is a prediction
         if measured_accept_length is None and kind in ("accept_length", "simulated_acc_len"):

@@ -103,8 +103,11 @@ class FittedParams:
         )
 
 
-PARAM_NAMES = tuple(f.name for f in fields(FittedParams)
-                    if f.name not in ("draft_step_ms_by_drafter", "round_scale_by_dataset"))
+PARAM_NAMES = tuple(
+    f.name
+    for f in fields(FittedParams)
+    if f.name not in ("draft_step_ms_by_drafter", "round_scale_by_dataset")
+)
 DRAFTER_PREFIX = "draft_step_ms:"
 DATASET_PREFIX = "round_scale:"
 
@@ -178,7 +181,9 @@ class _Arrays:
         sub.n = int(np.count_nonzero(keep))
         # drafters left without benchmarks drop out of the fit (their prior alone would set them)
         present = sorted({self.drafter_names[i] for i in sub.drafter_index})
-        sub.drafter_index = np.array([present.index(self.drafter_names[i]) for i in sub.drafter_index], dtype=int)
+        sub.drafter_index = np.array(
+            [present.index(self.drafter_names[i]) for i in sub.drafter_index], dtype=int
+        )
         sub.drafter_names = present
         return sub
 
@@ -200,7 +205,8 @@ class _Arrays:
         return self.dataset_scales(p) * (
             self.base_step_ms * (1.0 + p.verify_growth * self.shape * self.extra_verified)
             + self.steps * (self.draft_steps(p) + p.draft_branch_ms * self.branches)
-            + p.round_overhead_ms)
+            + p.round_overhead_ms
+        )
 
     def predicted_tps(self, p: FittedParams) -> np.ndarray:
         """What a prediction would say: tau from training rates when known, else the measured tau."""
@@ -233,15 +239,17 @@ def _free_parameters(arrays: _Arrays) -> tuple[str, ...]:
         free.append("acc_to_acceptance")
     names, counts = np.unique(arrays.datasets.astype(str), return_counts=True)
     if len(names) > 1:
-        free += [DATASET_PREFIX + n for n, c in zip(names, counts, strict=True) if c >= DATASET_MIN_OBSERVATIONS]
+        free += [
+            DATASET_PREFIX + n for n, c in zip(names, counts, strict=True) if c >= DATASET_MIN_OBSERVATIONS
+        ]
     return tuple(free)
 
 
 def _value(p: FittedParams, name: str) -> float:
     if name.startswith(DRAFTER_PREFIX):
-        return p.draft_step_for(name[len(DRAFTER_PREFIX):])
+        return p.draft_step_for(name[len(DRAFTER_PREFIX) :])
     if name.startswith(DATASET_PREFIX):
-        return dict(p.round_scale_by_dataset).get(name[len(DATASET_PREFIX):], 1.0)
+        return dict(p.round_scale_by_dataset).get(name[len(DATASET_PREFIX) :], 1.0)
     return getattr(p, name)
 
 
@@ -253,17 +261,20 @@ def _assemble(prior: FittedParams, values: dict[str, float]) -> FittedParams:
     plain = {}
     for name, value in values.items():
         if name.startswith(DRAFTER_PREFIX):
-            drafters[name[len(DRAFTER_PREFIX):]] = value
+            drafters[name[len(DRAFTER_PREFIX) :]] = value
         elif name.startswith(DATASET_PREFIX):
-            scales[name[len(DATASET_PREFIX):]] = value
+            scales[name[len(DATASET_PREFIX) :]] = value
         else:
             plain[name] = value
     fitted = [v for n, v in values.items() if n.startswith(DRAFTER_PREFIX)]
     if fitted and "draft_step_ms" not in plain:
         plain["draft_step_ms"] = float(np.median(fitted))
     base = {n: getattr(prior, n) for n in PARAM_NAMES} | plain
-    return FittedParams(**base, draft_step_ms_by_drafter=tuple(sorted(drafters.items())),
-                        round_scale_by_dataset=tuple(sorted(scales.items())))
+    return FittedParams(
+        **base,
+        draft_step_ms_by_drafter=tuple(sorted(drafters.items())),
+        round_scale_by_dataset=tuple(sorted(scales.items())),
+    )
 
 
 def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: FittedParams) -> FittedParams:
@@ -272,8 +283,13 @@ def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: Fit
 
     base_ms = float(np.median(arrays.base_step_ms))
     # natural size of each parameter, for the prior's pull and the solver's steps
-    scale = {"draft_step_ms": 0.1 * base_ms, "draft_branch_ms": 0.1 * base_ms,
-             "round_overhead_ms": 0.1 * base_ms, "verify_growth": 0.1, "acc_to_acceptance": 0.1}
+    scale = {
+        "draft_step_ms": 0.1 * base_ms,
+        "draft_branch_ms": 0.1 * base_ms,
+        "round_overhead_ms": 0.1 * base_ms,
+        "verify_growth": 0.1,
+        "acc_to_acceptance": 0.1,
+    }
 
     scale["round_scale"] = 0.1
 
@@ -287,9 +303,16 @@ def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: Fit
     upper = np.array([bounds.get(kind(n), (0.0, np.inf))[1] for n in free])
     prior_x = np.array([_value(prior, n) for n in free])
     x_scale = np.array([scale[kind(n)] for n in free])
-    weight = np.array([DATASET_PRIOR_WEIGHT if kind(n) == "round_scale"
-                       else DRAFTER_PRIOR_WEIGHT if kind(n) == "draft_step_ms" and n != "draft_step_ms"
-                       else PRIOR_WEIGHT for n in free])
+    weight = np.array(
+        [
+            DATASET_PRIOR_WEIGHT
+            if kind(n) == "round_scale"
+            else DRAFTER_PRIOR_WEIGHT
+            if kind(n) == "draft_step_ms" and n != "draft_step_ms"
+            else PRIOR_WEIGHT
+            for n in free
+        ]
+    )
 
     def params(x: np.ndarray) -> FittedParams:
         return _assemble(prior, dict(zip(free, (float(v) for v in x), strict=True)))
@@ -299,8 +322,9 @@ def _fit(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...], start: Fit
 
     # the solver stalls on a starting point at a bound: start just inside
     x0 = np.clip([_value(start, n) for n in free], lower + 0.01 * x_scale, upper - 0.01 * x_scale)
-    result = least_squares(residuals, x0, bounds=(lower, upper), loss=LOSS, f_scale=LOSS_SCALE,
-                           x_scale=x_scale)
+    result = least_squares(
+        residuals, x0, bounds=(lower, upper), loss=LOSS, f_scale=LOSS_SCALE, x_scale=x_scale
+    )
     return params(result.x)
 
 

@@ -19,7 +19,9 @@ class DepthPoint:
     break_even_accept_length: float
 
 
-def depth_sweep(params: CostParams, rates: Sequence[float], max_steps: int, topk: int = 1) -> list[DepthPoint]:
+def depth_sweep(
+    params: CostParams, rates: Sequence[float], max_steps: int, topk: int = 1
+) -> list[DepthPoint]:
     """One point per draft depth K = 1..max_steps for a drafter with conditional rates `rates`
     (extrapolated past their length). A chain verifies K + 1 tokens; a tree K * topk + 1."""
     if max_steps < 1:
@@ -29,16 +31,18 @@ def depth_sweep(params: CostParams, rates: Sequence[float], max_steps: int, topk
         draft_tokens = verified_tokens(steps, topk)
         tau = predict_accept_length(rates, steps, topk, draft_tokens)
         result = throughput(params, tau.accept_length, steps, draft_tokens, topk)
-        points.append(DepthPoint(
-            steps=steps,
-            draft_tokens=draft_tokens,
-            accept_length=tau.accept_length,
-            extrapolated=tau.extrapolated,
-            tps=result.tps,
-            round_ms=result.round_ms,
-            speedup=result.speedup,
-            break_even_accept_length=result.break_even_accept_length,
-        ))
+        points.append(
+            DepthPoint(
+                steps=steps,
+                draft_tokens=draft_tokens,
+                accept_length=tau.accept_length,
+                extrapolated=tau.extrapolated,
+                tps=result.tps,
+                round_ms=result.round_ms,
+                speedup=result.speedup,
+                break_even_accept_length=result.break_even_accept_length,
+            )
+        )
     return points
 
 

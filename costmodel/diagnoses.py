@@ -143,7 +143,9 @@ def acceptance_shortfall(ctx: GapContext) -> Diagnosis | None:
     expected = "predicted"
     if ctx.accept_length_source == "history":
         expected = "expected"
-        against = f"the drafter accepts less here than {ctx.acceptance_reference or 'in its earlier benchmarks'}"
+        against = (
+            f"the drafter accepts less here than {ctx.acceptance_reference or 'in its earlier benchmarks'}"
+        )
     else:
         against = "the drafter accepts less here than in training" + (
             f" ({ctx.acceptance_reference})" if ctx.acceptance_reference else ""
@@ -288,7 +290,9 @@ def judge(
     configuration = [d for d in diagnoses if d.code in CONFIGURATION_CODES]
     if configuration:
         severity = _worst(severity, *(d.severity for d in configuration))
-        parts.insert(0, f"{configuration[0].code}: an invalid or out-of-range benchmark alerts whatever its gap")
+        parts.insert(
+            0, f"{configuration[0].code}: an invalid or out-of-range benchmark alerts whatever its gap"
+        )
     codes = {d.code for d in diagnoses}
     lead = next((code for code in LEAD_ORDER if code in codes), None)
     if parts:

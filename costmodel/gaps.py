@@ -43,7 +43,9 @@ class GapDecomposition:
     def acceptance_token_ms(self) -> float:
         """Extra ms per token from fewer tokens per round: T_p (1/tau_m - 1/tau_p).
         With round_token_ms it adds up to measured_token_ms - predicted_token_ms."""
-        return self.predicted_round_ms * (1.0 / self.measured_accept_length - 1.0 / self.predicted_accept_length)
+        return self.predicted_round_ms * (
+            1.0 / self.measured_accept_length - 1.0 / self.predicted_accept_length
+        )
 
 
 def decompose(

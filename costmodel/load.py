@@ -35,6 +35,7 @@ def baseline_at_load(
         step_ms = math.exp((1 - w) * math.log(1000.0 / t0) + w * math.log(1000.0 / t1))
         return BaselineAtLoad(1000.0 / step_ms, "interpolated")
     nearest, tps = below[-1] if below else above[0]
-    scale = (load_factor(facts.architecture, facts.knee, concurrency, comm_fraction)
-             / load_factor(facts.architecture, facts.knee, nearest, comm_fraction))
+    scale = load_factor(facts.architecture, facts.knee, concurrency, comm_fraction) / load_factor(
+        facts.architecture, facts.knee, nearest, comm_fraction
+    )
     return BaselineAtLoad(tps / scale, "extrapolated")

@@ -32,9 +32,23 @@ SIZE_FACTOR_BOUNDS = (0.4, 1.6)
 # Dense decode turns compute-bound near (peak dense bf16 FLOP/s) / (HBM bytes/s) tokens per step
 # (2 FLOP and 2 bytes per parameter and token): vendor datasheets.
 GPU_KNEE_TOKENS = {
-    "h100": 295, "h200": 206, "h800": 295, "h20": 37, "b200": 280, "gb200": 280, "b300": 280, "a100": 156,
-    "a800": 156, "l40s": 420, "l40": 210, "a10g": 208, "a10": 208, "rtx 3090": 76, "rtx 4090": 165,
-    "rtx pro 6000": 280, "mi300x": 250,
+    "h100": 295,
+    "h200": 206,
+    "h800": 295,
+    "h20": 37,
+    "b200": 280,
+    "gb200": 280,
+    "b300": 280,
+    "a100": 156,
+    "a800": 156,
+    "l40s": 420,
+    "l40": 210,
+    "a10g": 208,
+    "a10": 208,
+    "rtx 3090": 76,
+    "rtx 4090": 165,
+    "rtx pro 6000": 280,
+    "mi300x": 250,
 }
 DEFAULT_KNEE_TOKENS = 200
 # Share of a step in TP collectives when the profile does not say: none on one GPU; the story's TP8 over
@@ -54,14 +68,25 @@ class FamilyPrior:
 FAMILIES = {
     prior.family: prior
     for prior in (
-        FamilyPrior("eagle3", 0.13, 0.0, "vLLM #20780 (H100, Llama-3.1-8B, K=2..7): +0.145 steps per extra "
-                    "draft step; SGLang #4247 (8 steps): 0.11"),
-        FamilyPrior("eagle", 0.085, 0.0, "vLLM #20780 EAGLE-1: +0.10 per step; Spec-Bench EAGLE (A100, "
-                    "Vicuna-7B, depth 5): 0.076"),
+        FamilyPrior(
+            "eagle3",
+            0.13,
+            0.0,
+            "vLLM #20780 (H100, Llama-3.1-8B, K=2..7): +0.145 steps per extra "
+            "draft step; SGLang #4247 (8 steps): 0.11",
+        ),
+        FamilyPrior(
+            "eagle",
+            0.085,
+            0.0,
+            "vLLM #20780 EAGLE-1: +0.10 per step; Spec-Bench EAGLE (A100, Vicuna-7B, depth 5): 0.076",
+        ),
         FamilyPrior("mtp", 0.085, 0.0, "one target-width decoder layer and the LM head, as an EAGLE head"),
         FamilyPrior("hydra", 0.05, 0.0, "Spec-Bench Hydra (A100, Vicuna-7B): rounds of 1.55 steps, depth 4"),
         FamilyPrior("medusa", 0.0, 0.0, "heads run inside the verify forward; Spec-Bench Medusa: 1.30 steps"),
-        FamilyPrior("draft_model", 0.08, 0.0, "Spec-Bench SpS (Vicuna-68M drafting for 7B, A100): 1.53 steps"),
+        FamilyPrior(
+            "draft_model", 0.08, 0.0, "Spec-Bench SpS (Vicuna-68M drafting for 7B, A100): 1.53 steps"
+        ),
         FamilyPrior("ngram", 0.0, 0.0, "prompt lookup on the CPU; Spec-Bench PLD: 1.09 steps"),
         FamilyPrior("lookahead", 0.0, 0.1, "Jacobi window in the verify forward; Spec-Bench Lookahead"),
         FamilyPrior("retrieval", 0.0, 0.05, "datastore lookup; Spec-Bench REST: 1.23 steps"),
@@ -108,13 +133,16 @@ class TargetArchitecture:
         return bool(self.num_experts and self.experts_per_token and self.num_experts > self.experts_per_token)
 
     @classmethod
-    def from_config(cls, config: dict, total_params_b: float | None = None,
-                    active_params_b: float | None = None) -> "TargetArchitecture":
+    def from_config(
+        cls, config: dict, total_params_b: float | None = None, active_params_b: float | None = None
+    ) -> "TargetArchitecture":
         """From a Hugging Face config.json: `num_experts` (Qwen), `num_local_experts` (Mixtral, Llama 4),
         `n_routed_experts` (DeepSeek, Kimi) and `num_experts_per_tok`; nested `text_config` too."""
         config = config.get("text_config", config)
-        experts = next((config[k] for k in ("num_experts", "num_local_experts", "n_routed_experts")
-                        if config.get(k)), None)
+        experts = next(
+            (config[k] for k in ("num_experts", "num_local_experts", "n_routed_experts") if config.get(k)),
+            None,
+        )
         return cls(total_params_b, active_params_b, experts, config.get("num_experts_per_tok"))
 
 
@@ -260,7 +288,9 @@ def prior_costs(
     # The drafter and the round's bookkeeping do not pay the target's all-reduce: they scale with the
     # compute part of a batch-1 step. (So on PCIe, where all-reduce is half a step, drafting is relatively
     # cheap, and deep speculation pays.)
-    compute_at_batch_1 = (1.0 - f) * base_step_ms / load_factor(facts.architecture, facts.knee, concurrency, f)
+    compute_at_batch_1 = (
+        (1.0 - f) * base_step_ms / load_factor(facts.architecture, facts.knee, concurrency, f)
+    )
     return PriorCosts(
         comm_fraction=f,
         draft_step_ms=prior.draft_step * size_factor(facts.architecture, facts.tp_size) * compute_at_batch_1,
@@ -282,7 +312,13 @@ def growth_shape(facts: DeploymentFacts, concurrency: int, draft_tokens: int) ->
     return here / reference if reference > 0 else 1.0
 
 
-COST_FIELDS = ("comm_fraction", "draft_step_ms", "round_overhead_ms", "verify_growth_compute", "verify_growth_comm")
+COST_FIELDS = (
+    "comm_fraction",
+    "draft_step_ms",
+    "round_overhead_ms",
+    "verify_growth_compute",
+    "verify_growth_comm",
+)
 
 
 def resolve_costs(
@@ -297,7 +333,15 @@ def resolve_costs(
     it leaves unstated (None) the prior."""
     costs = {name: stated.get(name) for name in COST_FIELDS}
     if any(value is None for value in costs.values()):
-        prior = prior_costs(facts, 1000.0 / baseline_tps, family, concurrency, draft_tokens,
-                            comm_fraction=costs["comm_fraction"])
+        prior = prior_costs(
+            facts,
+            1000.0 / baseline_tps,
+            family,
+            concurrency,
+            draft_tokens,
+            comm_fraction=costs["comm_fraction"],
+        )
         costs = {name: getattr(prior, name) if value is None else value for name, value in costs.items()}
-    return CostParams(baseline_tps=baseline_tps, draft_branch_ms=stated.get("draft_branch_ms") or 0.0, **costs)
+    return CostParams(
+        baseline_tps=baseline_tps, draft_branch_ms=stated.get("draft_branch_ms") or 0.0, **costs
+    )

@@ -21,8 +21,13 @@ class CostParams:
             raise ValueError(f"baseline_tps must be a positive number, got {self.baseline_tps}")
         if not 0.0 <= self.comm_fraction <= 1.0:
             raise ValueError(f"comm_fraction must be in [0, 1], got {self.comm_fraction}")
-        for name in ("draft_step_ms", "round_overhead_ms", "verify_growth_compute", "verify_growth_comm",
-                     "draft_branch_ms"):
+        for name in (
+            "draft_step_ms",
+            "round_overhead_ms",
+            "verify_growth_compute",
+            "verify_growth_comm",
+            "draft_branch_ms",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 

@@ -69,7 +69,9 @@ def target_deployments(session: Session, run: Run) -> list[Deployment]:
             .order_by(Deployment.name)
         )
     )
-    target = run.target_model or (run.config or {}).get("target_model_path")  # the log, else the trainer config
+    target = run.target_model or (run.config or {}).get(
+        "target_model_path"
+    )  # the log, else the trainer config
     if named or not isinstance(target, str) or not target:
         return named
     want = _short(target)
@@ -206,7 +208,9 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
                 advice = advise_depth(
                     # the profile's costs, the priors for what it leaves unstated, at this load
                     cost_params(pset, baseline_tps, deployment_facts(deployment), concurrency=concurrency),
-                    scaled, run.ttt_length, min_gain=min_gain
+                    scaled,
+                    run.ttt_length,
+                    min_gain=min_gain,
                 )
                 label = (
                     deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
@@ -417,4 +421,7 @@ def following_since(session: Session, since) -> bool:
     """Whether some followed file was read after `since` (a follower is probably running)."""
     from specdash.db.live_models import FollowedFile
 
-    return session.scalar(select(func.count()).select_from(FollowedFile).where(FollowedFile.updated_at >= since)) > 0
+    return (
+        session.scalar(select(func.count()).select_from(FollowedFile).where(FollowedFile.updated_at >= since))
+        > 0
+    )

@@ -170,14 +170,22 @@ def alert_groups(session: Session, filters: AlertFilters, by: str) -> pd.DataFra
     if by not in GROUPINGS:
         raise AlertChangeError(f"group by one of {', '.join(GROUPINGS)}, not {by!r}")
     column = {"deployment": Deployment.name, "run": Run.name, "diagnosis": Alert.code}[by]
-    query = _filtered(session, filters).with_only_columns(
-        column.label("group"),
-        func.count().label("alerts"),
-        *(func.sum(case((Alert.severity == name, 1), else_=0)).label(name)
-          for name in DIAGNOSIS_SEVERITIES),
-    ).group_by(column).order_by(func.count().desc(), column)
-    frame = pd.DataFrame(session.execute(query).mappings().all(),
-                         columns=["group", "alerts", *DIAGNOSIS_SEVERITIES])
+    query = (
+        _filtered(session, filters)
+        .with_only_columns(
+            column.label("group"),
+            func.count().label("alerts"),
+            *(
+                func.sum(case((Alert.severity == name, 1), else_=0)).label(name)
+                for name in DIAGNOSIS_SEVERITIES
+            ),
+        )
+        .group_by(column)
+        .order_by(func.count().desc(), column)
+    )
+    frame = pd.DataFrame(
+        session.execute(query).mappings().all(), columns=["group", "alerts", *DIAGNOSIS_SEVERITIES]
+    )
     frame["group"] = frame["group"].fillna("(none)")
     return frame
 
@@ -257,9 +265,19 @@ def source_gaps(session: Session, benchmark_id: int) -> pd.DataFrame:
         .where(Gap.benchmark_id == benchmark_id)
         .order_by(Prediction.source)
     )
-    frame = pd.DataFrame(session.execute(query).mappings().all(),
-                         columns=["gap_id", "source", "predicted_tps", "gap", "predicted_accept_length",
-                                  "severity", "diagnoses", "verdict"])
+    frame = pd.DataFrame(
+        session.execute(query).mappings().all(),
+        columns=[
+            "gap_id",
+            "source",
+            "predicted_tps",
+            "gap",
+            "predicted_accept_length",
+            "severity",
+            "diagnoses",
+            "verdict",
+        ],
+    )
     frame["verdict"] = frame["verdict"].fillna(False).astype(bool)
     frame["diagnoses"] = [", ".join(d["code"] for d in ds) for ds in frame["diagnoses"]]
     return frame
@@ -290,8 +308,14 @@ def _check_status(status: str) -> None:
 
 
 def _record(session: Session, alert: Alert, status: str, who: str, note: str | None) -> AlertEvent:
-    event = AlertEvent(benchmark_id=alert.benchmark_id, who=who, from_status=alert.status, to_status=status,
-                       note=note, at=utcnow())
+    event = AlertEvent(
+        benchmark_id=alert.benchmark_id,
+        who=who,
+        from_status=alert.status,
+        to_status=status,
+        note=note,
+        at=utcnow(),
+    )
     alert.status = status
     if note is not None:
         alert.note = note
@@ -300,7 +324,9 @@ def _record(session: Session, alert: Alert, status: str, who: str, note: str | N
     return event
 
 
-def change_status(session: Session, alert_id: int, status: str, who: str, note: str | None = None) -> AlertEvent:
+def change_status(
+    session: Session, alert_id: int, status: str, who: str, note: str | None = None
+) -> AlertEvent:
     """Set an alert's status (and note) and record the change; the same status with a new note records the
     note. Writes in the caller's transaction."""
     _check_status(status)
@@ -345,13 +371,23 @@ def change_group(
 
 def active_mute(session: Session, deployment_id: int, diagnosis: str) -> dict | None:
     mute = session.scalars(
-        select(AlertMute).where(AlertMute.deployment_id == deployment_id, AlertMute.diagnosis == diagnosis,
-                                AlertMute.lifted_at.is_(None)).order_by(AlertMute.id)
+        select(AlertMute)
+        .where(
+            AlertMute.deployment_id == deployment_id,
+            AlertMute.diagnosis == diagnosis,
+            AlertMute.lifted_at.is_(None),
+        )
+        .order_by(AlertMute.id)
     ).first()
     if mute is None:
         return None
-    return {"id": mute.id, "diagnosis": mute.diagnosis, "reason": mute.reason, "who": mute.who,
-            "created_at": mute.created_at}
+    return {
+        "id": mute.id,
+        "diagnosis": mute.diagnosis,
+        "reason": mute.reason,
+        "who": mute.who,
+        "created_at": mute.created_at,
+    }
 
 
 def mute_diagnosis(session: Session, deployment: str, diagnosis: str, reason: str, who: str) -> AlertMute:
@@ -368,7 +404,9 @@ def mute_diagnosis(session: Session, deployment: str, diagnosis: str, reason: st
         raise AlertChangeError(f"no deployment named {deployment!r}")
     if active_mute(session, deployment_id, diagnosis) is not None:
         raise AlertChangeError(f"{diagnosis} is already muted on {deployment}")
-    mute = AlertMute(deployment_id=deployment_id, diagnosis=diagnosis, reason=reason, who=who, created_at=utcnow())
+    mute = AlertMute(
+        deployment_id=deployment_id, diagnosis=diagnosis, reason=reason, who=who, created_at=utcnow()
+    )
     session.add(mute)
     session.flush()
     return mute
@@ -390,21 +428,43 @@ def mutes_frame(session: Session, active_only: bool = True) -> pd.DataFrame:
         select(func.count())
         .select_from(Alert)
         .join(Benchmark, Alert.benchmark_id == Benchmark.id)
-        .where(Benchmark.deployment_id == AlertMute.deployment_id, Alert.code == AlertMute.diagnosis,
-               Alert.is_alert.is_(True))
+        .where(
+            Benchmark.deployment_id == AlertMute.deployment_id,
+            Alert.code == AlertMute.diagnosis,
+            Alert.is_alert.is_(True),
+        )
         .scalar_subquery()
     )
     query = (
-        select(AlertMute.id, Deployment.name.label("deployment"), AlertMute.diagnosis, AlertMute.reason,
-               AlertMute.who, AlertMute.created_at, AlertMute.lifted_at, AlertMute.lifted_by,
-               hidden.label("alerts"))
+        select(
+            AlertMute.id,
+            Deployment.name.label("deployment"),
+            AlertMute.diagnosis,
+            AlertMute.reason,
+            AlertMute.who,
+            AlertMute.created_at,
+            AlertMute.lifted_at,
+            AlertMute.lifted_by,
+            hidden.label("alerts"),
+        )
         .join(Deployment, AlertMute.deployment_id == Deployment.id)
         .where(AlertMute.lifted_at.is_(None) if active_only else true())
         .order_by(AlertMute.id)
     )
-    return pd.DataFrame(session.execute(query).mappings().all(),
-                        columns=["id", "deployment", "diagnosis", "reason", "who", "created_at", "lifted_at",
-                                 "lifted_by", "alerts"])
+    return pd.DataFrame(
+        session.execute(query).mappings().all(),
+        columns=[
+            "id",
+            "deployment",
+            "diagnosis",
+            "reason",
+            "who",
+            "created_at",
+            "lifted_at",
+            "lifted_by",
+            "alerts",
+        ],
+    )
 
 
 def supersede_candidates(session: Session, benchmark_id: int) -> pd.DataFrame:

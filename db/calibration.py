@@ -109,8 +109,11 @@ class _Screened:
 def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None:
     return session.scalars(
         select(ParameterSet)
-        .where(ParameterSet.deployment_id == deployment.id, ParameterSet.source == "theory",
-               ParameterSet.is_active.is_(True))
+        .where(
+            ParameterSet.deployment_id == deployment.id,
+            ParameterSet.source == "theory",
+            ParameterSet.is_active.is_(True),
+        )
         .order_by(ParameterSet.version.desc())
     ).first()
 
@@ -162,17 +165,33 @@ def _rates_by_checkpoint(session: Session, checkpoint_ids: set[int]) -> dict[int
 
 
 def _screen(
-    session: Session, deployment: Deployment, baselines: Baselines, profile_baseline: float | None,
+    session: Session,
+    deployment: Deployment,
+    baselines: Baselines,
+    profile_baseline: float | None,
     facts: DeploymentFacts,
 ) -> _Screened:
     """Trusted benchmarks as observations; the rest counted by why they were left out."""
     # plain columns, not ORM objects: a deployment may hold tens of thousands of benchmarks
     rows = session.execute(
-        select(Benchmark.id, Benchmark.checkpoint_id, Benchmark.speculative_algorithm, Benchmark.num_steps,
-               Benchmark.topk, Benchmark.num_draft_tokens, Benchmark.concurrency, Benchmark.dataset,
-               Benchmark.decode_tps, Benchmark.accept_length, Benchmark.draft_hidden_size,
-               Benchmark.superseded_by_id, Run.speculative_algorithm.label("drafter_algorithm"),
-               Run.hidden_size.label("drafter_hidden_size"), Run.id.label("run_id"), Run.name.label("run_name"))
+        select(
+            Benchmark.id,
+            Benchmark.checkpoint_id,
+            Benchmark.speculative_algorithm,
+            Benchmark.num_steps,
+            Benchmark.topk,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+            Benchmark.dataset,
+            Benchmark.decode_tps,
+            Benchmark.accept_length,
+            Benchmark.draft_hidden_size,
+            Benchmark.superseded_by_id,
+            Run.speculative_algorithm.label("drafter_algorithm"),
+            Run.hidden_size.label("drafter_hidden_size"),
+            Run.id.label("run_id"),
+            Run.name.label("run_name"),
+        )
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .outerjoin(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.deployment_id == deployment.id, Benchmark.speculative_algorithm.is_not(None))
@@ -183,20 +202,28 @@ def _screen(
     for bench in rows:
         topk = bench.topk or 1
         steps = benchmark_steps(bench)
-        verdict = diagnose(GapContext(
-            decomposition=None,
-            benchmark_algorithm=bench.speculative_algorithm,
-            drafter_algorithm=bench.drafter_algorithm,
-            draft_hidden_size=bench.draft_hidden_size,
-            drafter_hidden_size=bench.drafter_hidden_size,
-        ))
-        baseline = (baselines.lookup(deployment.id, bench.concurrency, bench.dataset)
-                    # interpolated between measured loads, never extrapolated: a fit rests on measurements
-                    or baselines.at_load(deployment.id, bench.concurrency, bench.dataset, facts, extrapolate=False)
-                    or profile_baseline)
+        verdict = diagnose(
+            GapContext(
+                decomposition=None,
+                benchmark_algorithm=bench.speculative_algorithm,
+                drafter_algorithm=bench.drafter_algorithm,
+                draft_hidden_size=bench.draft_hidden_size,
+                drafter_hidden_size=bench.drafter_hidden_size,
+            )
+        )
+        baseline = (
+            baselines.lookup(deployment.id, bench.concurrency, bench.dataset)
+            # interpolated between measured loads, never extrapolated: a fit rests on measurements
+            or baselines.at_load(deployment.id, bench.concurrency, bench.dataset, facts, extrapolate=False)
+            or profile_baseline
+        )
         trained = rates.get(bench.checkpoint_id) if bench.checkpoint_id else None
         # rates past the trained depth are extrapolated: they would bias the acc-to-acceptance factor
-        if trained and steps and min(steps, verified_tokens(steps, topk, bench.num_draft_tokens) - 1) > len(trained):
+        if (
+            trained
+            and steps
+            and min(steps, verified_tokens(steps, topk, bench.num_draft_tokens) - 1) > len(trained)
+        ):
             trained = None
         if bench.superseded_by_id is not None:
             out.exclusions["superseded"] += 1
@@ -213,19 +240,21 @@ def _screen(
             drafter = str(bench.run_id or "")
             out.families[drafter] = drafter_family(bench.drafter_algorithm, bench.speculative_algorithm)
             out.names[drafter] = bench.run_name or drafter
-            out.observations.append(CalibrationObservation(
-                steps=steps,
-                topk=topk,
-                draft_tokens=draft_tokens,
-                measured_tps=bench.decode_tps,
-                baseline_tps=baseline,
-                measured_accept_length=bench.accept_length or None,
-                training_rates=trained,
-                label=f"benchmark {bench.id}",
-                drafter=drafter,
-                growth_shape=growth_shape(facts, bench.concurrency, draft_tokens),
-                dataset=bench.dataset or "",
-            ))
+            out.observations.append(
+                CalibrationObservation(
+                    steps=steps,
+                    topk=topk,
+                    draft_tokens=draft_tokens,
+                    measured_tps=bench.decode_tps,
+                    baseline_tps=baseline,
+                    measured_accept_length=bench.accept_length or None,
+                    training_rates=trained,
+                    label=f"benchmark {bench.id}",
+                    drafter=drafter,
+                    growth_shape=growth_shape(facts, bench.concurrency, draft_tokens),
+                    dataset=bench.dataset or "",
+                )
+            )
             out.benchmark_ids.append(bench.id)
             out.concurrencies.append(bench.concurrency)
     return out
@@ -250,20 +279,23 @@ def calibrate_all(
         try:
             fit = fit_calibration(screened.observations, prior)
         except NotEnoughObservations as exc:
-            skipped.append(SkippedDeployment(deployment.id, deployment.name, str(exc),
-                                             dict(screened.exclusions)))
+            skipped.append(
+                SkippedDeployment(deployment.id, deployment.name, str(exc), dict(screened.exclusions))
+            )
             continue
-        reports.append(CalibrationReport(
-            deployment_id=deployment.id,
-            deployment_name=deployment.name,
-            fit=fit,
-            base_parameter_set_id=theory.id if theory else None,
-            comm_fraction=cost_params(theory or _profile_as_set(deployment), 100.0, facts).comm_fraction,
-            baseline_tps=profile_baseline,
-            benchmark_ids=tuple(screened.benchmark_ids),
-            exclusions=dict(screened.exclusions),
-            drafter_names=dict(screened.names),
-        ))
+        reports.append(
+            CalibrationReport(
+                deployment_id=deployment.id,
+                deployment_name=deployment.name,
+                fit=fit,
+                base_parameter_set_id=theory.id if theory else None,
+                comm_fraction=cost_params(theory or _profile_as_set(deployment), 100.0, facts).comm_fraction,
+                baseline_tps=profile_baseline,
+                benchmark_ids=tuple(screened.benchmark_ids),
+                exclusions=dict(screened.exclusions),
+                drafter_names=dict(screened.names),
+            )
+        )
     return reports, skipped
 
 
@@ -304,8 +336,11 @@ def apply_calibration(session: Session, report: CalibrationReport) -> ParameterS
     """Save the fit as the deployment's next parameter-set version (source `calibrated`, active); older
     calibrated sets of the deployment become inactive. Run refresh() afterwards for new predictions."""
     for older in session.scalars(
-        select(ParameterSet).where(ParameterSet.deployment_id == report.deployment_id,
-                                   ParameterSet.source == "calibrated", ParameterSet.is_active.is_(True))
+        select(ParameterSet).where(
+            ParameterSet.deployment_id == report.deployment_id,
+            ParameterSet.source == "calibrated",
+            ParameterSet.is_active.is_(True),
+        )
     ):
         older.is_active = False
     params = report.params
@@ -323,8 +358,10 @@ def apply_calibration(session: Session, report: CalibrationReport) -> ParameterS
         acc_to_acceptance=params.acc_to_acceptance,
         fit=fit_summary(report),
         is_active=True,
-        note=(f"fitted to {report.n_benchmarks} benchmark(s); {report.fit.cross_validation} median "
-              f"abs error {report.loo_median_abs_rel_error:.1%}"),
+        note=(
+            f"fitted to {report.n_benchmarks} benchmark(s); {report.fit.cross_validation} median "
+            f"abs error {report.loo_median_abs_rel_error:.1%}"
+        ),
     )
     session.add(pset)
     session.flush()

@@ -78,7 +78,9 @@ def _sqlite_begin(connection, notice: Callable[[str], None], timeout_s: float | 
                 raise
             if timeout_s * 1000 <= LOCK_NOTICE_MS:
                 raise _busy(timeout_s) from None
-        notice(f"waiting for another writer to finish (up to {timeout_s:g} s; set {LOCK_TIMEOUT_ENV} to change)")
+        notice(
+            f"waiting for another writer to finish (up to {timeout_s:g} s; set {LOCK_TIMEOUT_ENV} to change)"
+        )
         raw.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000 - LOCK_NOTICE_MS)}")
         try:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
@@ -110,8 +112,9 @@ def make_engine(
         event.listen(engine, "connect", _sqlite_connect)
         if read_only:
             event.listen(engine, "connect", lambda dbapi, _: dbapi.execute("PRAGMA query_only=ON"))
-        event.listen(engine, "begin", partial(_sqlite_begin, notice=on_lock_wait or _log_wait,
-                                              timeout_s=lock_timeout))
+        event.listen(
+            engine, "begin", partial(_sqlite_begin, notice=on_lock_wait or _log_wait, timeout_s=lock_timeout)
+        )
         return engine
     connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
     if read_only and url.startswith("postgresql"):

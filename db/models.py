@@ -241,9 +241,7 @@ class Benchmark(Base):
     draft_hidden_size: Mapped[int | None]  # feature width the server fed the drafter, when known
     label: Mapped[str | None] = mapped_column(String(200))
     source_format: Mapped[str] = mapped_column(String(60), default="specdash")
-    ingested_file_id: Mapped[int | None] = mapped_column(
-        ForeignKey("ingested_file.id", ondelete="SET NULL")
-    )
+    ingested_file_id: Mapped[int | None] = mapped_column(ForeignKey("ingested_file.id", ondelete="SET NULL"))
     superseded_by_id: Mapped[int | None] = mapped_column(ForeignKey("benchmark.id", ondelete="SET NULL"))
     raw: Mapped[dict[str, Any] | None]
     measured_at: Mapped[datetime | None] = mapped_column(DateTime)
@@ -355,7 +353,9 @@ class AlertEvent(Base):
     __tablename__ = "alert_event"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    benchmark_id: Mapped[int] = mapped_column(ForeignKey("alert.benchmark_id", ondelete="CASCADE"), index=True)
+    benchmark_id: Mapped[int] = mapped_column(
+        ForeignKey("alert.benchmark_id", ondelete="CASCADE"), index=True
+    )
     at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     who: Mapped[str | None] = mapped_column(String(200))
     from_status: Mapped[str | None] = mapped_column(String(20))

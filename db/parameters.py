@@ -78,8 +78,12 @@ def deployment_facts(deployment) -> DeploymentFacts:
     experts = getattr(deployment, "target_num_experts", None)
     active = getattr(deployment, "target_active_params_b", None)
     if experts or active:
-        architecture = TargetArchitecture(getattr(deployment, "target_total_params_b", None), active, experts,
-                                          getattr(deployment, "target_experts_per_token", None))
+        architecture = TargetArchitecture(
+            getattr(deployment, "target_total_params_b", None),
+            active,
+            experts,
+            getattr(deployment, "target_experts_per_token", None),
+        )
     else:
         architecture = architecture_for(deployment.target_model)
     return DeploymentFacts(deployment.gpu, deployment.tp_size, deployment.interconnect, architecture)
@@ -113,12 +117,15 @@ def cost_params(
     scale = (fit.get("round_scale_by_dataset") or {}).get(dataset or "")
     if scale and scale != 1.0:
         # the fit's factor on this dataset's whole round: every part of it scales
-        params = CostParams(baseline_tps=params.baseline_tps / scale, comm_fraction=params.comm_fraction,
-                            draft_step_ms=params.draft_step_ms * scale,
-                            round_overhead_ms=params.round_overhead_ms * scale,
-                            verify_growth_compute=params.verify_growth_compute,
-                            verify_growth_comm=params.verify_growth_comm,
-                            draft_branch_ms=params.draft_branch_ms * scale)
+        params = CostParams(
+            baseline_tps=params.baseline_tps / scale,
+            comm_fraction=params.comm_fraction,
+            draft_step_ms=params.draft_step_ms * scale,
+            round_overhead_ms=params.round_overhead_ms * scale,
+            verify_growth_compute=params.verify_growth_compute,
+            verify_growth_comm=params.verify_growth_comm,
+            draft_branch_ms=params.draft_branch_ms * scale,
+        )
     return params
 
 
@@ -163,8 +170,15 @@ class Baselines:
         own = self.by_dataset.get((deployment_id, concurrency, dataset or ""))
         return own if own is not None else self.by_concurrency.get((deployment_id, concurrency))
 
-    def at_load(self, deployment_id: int, concurrency: int, dataset: str | None, facts: DeploymentFacts,
-                comm_fraction: float = 0.0, extrapolate: bool = True) -> float | None:
+    def at_load(
+        self,
+        deployment_id: int,
+        concurrency: int,
+        dataset: str | None,
+        facts: DeploymentFacts,
+        comm_fraction: float = 0.0,
+        extrapolate: bool = True,
+    ) -> float | None:
         """The measured baseline at this load, else one interpolated between (or, with `extrapolate`,
         extrapolated from) the deployment's measured load levels: the dataset's own levels first, then all
         of the deployment's."""
@@ -172,7 +186,11 @@ class Baselines:
         if measured is not None:
             return measured
         for levels in (
-            {c: tps for (d, c, ds), tps in self.by_dataset.items() if d == deployment_id and ds == (dataset or "")},
+            {
+                c: tps
+                for (d, c, ds), tps in self.by_dataset.items()
+                if d == deployment_id and ds == (dataset or "")
+            },
             {c: tps for (d, c), tps in self.by_concurrency.items() if d == deployment_id},
         ):
             found = baseline_at_load(levels, concurrency, facts, comm_fraction)
@@ -182,9 +200,9 @@ class Baselines:
 
 
 def load_baselines(session: Session, deployment_id: int | None = None) -> Baselines:
-    query = select(Benchmark.deployment_id, Benchmark.concurrency, Benchmark.dataset, Benchmark.decode_tps).where(
-        Benchmark.speculative_algorithm.is_(None), Benchmark.superseded_by_id.is_(None)
-    )
+    query = select(
+        Benchmark.deployment_id, Benchmark.concurrency, Benchmark.dataset, Benchmark.decode_tps
+    ).where(Benchmark.speculative_algorithm.is_(None), Benchmark.superseded_by_id.is_(None))
     if deployment_id is not None:
         query = query.where(Benchmark.deployment_id == deployment_id)
     by_dataset: dict[tuple[int, int, str], list[float]] = defaultdict(list)

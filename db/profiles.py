@@ -315,13 +315,24 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
     if deployment is None:
         raise ProfileError(f"deployment: no deployment with id {deployment_id}")
     sets = session.scalars(
-        select(ParameterSet).where(ParameterSet.deployment_id == deployment_id, ParameterSet.is_active.is_(True))
+        select(ParameterSet).where(
+            ParameterSet.deployment_id == deployment_id, ParameterSet.is_active.is_(True)
+        )
     ).all()
     calibrated = [s for s in sets if s.source == "calibrated"]
     # the profile as it stands (an unsaved theory set: reading writes nothing)
-    pset = max(calibrated, key=lambda s: s.version) if calibrated else ParameterSet(
-        draft_branch_ms=0.0, acc_to_acceptance=1.0, **{name: getattr(deployment, name) for name in COST_FIELDS})
-    baseline = load_baselines(session, deployment_id).lookup(deployment_id, 1, None) or deployment.baseline_tps
+    pset = (
+        max(calibrated, key=lambda s: s.version)
+        if calibrated
+        else ParameterSet(
+            draft_branch_ms=0.0,
+            acc_to_acceptance=1.0,
+            **{name: getattr(deployment, name) for name in COST_FIELDS},
+        )
+    )
+    baseline = (
+        load_baselines(session, deployment_id).lookup(deployment_id, 1, None) or deployment.baseline_tps
+    )
     baseline = baseline or 100.0
     params = cost_params(pset, baseline, deployment_facts(deployment), DEFAULT_FAMILY, 1, draft_tokens)
     stated = [name for name in COST_FIELDS[1:] if getattr(deployment, name) is not None]
@@ -332,6 +343,7 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
         "round_overhead_ms": params.round_overhead_ms,
         "verify_growth_compute": params.verify_growth_compute,
         "verify_growth_comm": params.verify_growth_comm,
-        "source": f"calibrated v{pset.version}" if calibrated else
-        ("profile" if len(stated) == len(COST_FIELDS) - 1 else "profile + published priors"),
+        "source": f"calibrated v{pset.version}"
+        if calibrated
+        else ("profile" if len(stated) == len(COST_FIELDS) - 1 else "profile + published priors"),
     }

@@ -47,9 +47,15 @@ def store_version(session: Session) -> tuple:
             select(func.max(Alert.updated_at)).scalar_subquery(),
             select(func.max(AlertEvent.id)).scalar_subquery(),
             select(func.max(ParameterSet.id)).scalar_subquery(),
-            select(func.count()).select_from(ParameterSet).where(ParameterSet.is_active.is_(True)).scalar_subquery(),
+            select(func.count())
+            .select_from(ParameterSet)
+            .where(ParameterSet.is_active.is_(True))
+            .scalar_subquery(),
             select(func.count()).select_from(AlertMute).scalar_subquery(),
-            select(func.count()).select_from(AlertMute).where(AlertMute.lifted_at.is_(None)).scalar_subquery(),
+            select(func.count())
+            .select_from(AlertMute)
+            .where(AlertMute.lifted_at.is_(None))
+            .scalar_subquery(),
             select(func.max(Run.id)).scalar_subquery(),
             select(func.max(Deployment.id)).scalar_subquery(),
         )
@@ -232,9 +238,7 @@ def _frame(result) -> pd.DataFrame:
 def runs_frame(session: Session, include_archived: bool = False) -> pd.DataFrame:
     """Runs with their number of checkpoints; archived runs (Runs page) left out unless asked for."""
     checkpoints = (
-        select(Checkpoint.run_id, func.count().label("checkpoints"))
-        .group_by(Checkpoint.run_id)
-        .subquery()
+        select(Checkpoint.run_id, func.count().label("checkpoints")).group_by(Checkpoint.run_id).subquery()
     )
     query = (
         select(

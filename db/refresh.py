@@ -57,20 +57,56 @@ from specdash.db.verdicts import Candidate, acceptance_references, write_verdict
 CHUNK = 5000  # ids per IN (...) list, well under SQLite's bound-parameter limit
 
 BENCHMARK_COLUMNS = (
-    Benchmark.id, Benchmark.checkpoint_id, Benchmark.deployment_id, Benchmark.speculative_algorithm,
-    Benchmark.num_steps, Benchmark.topk, Benchmark.num_draft_tokens, Benchmark.concurrency,
-    Benchmark.dataset, Benchmark.decode_tps, Benchmark.accept_length, Benchmark.draft_hidden_size,
+    Benchmark.id,
+    Benchmark.checkpoint_id,
+    Benchmark.deployment_id,
+    Benchmark.speculative_algorithm,
+    Benchmark.num_steps,
+    Benchmark.topk,
+    Benchmark.num_draft_tokens,
+    Benchmark.concurrency,
+    Benchmark.dataset,
+    Benchmark.decode_tps,
+    Benchmark.accept_length,
+    Benchmark.draft_hidden_size,
 )
 PREDICTION_KEY = (
-    Prediction.checkpoint_id, Prediction.deployment_id, Prediction.num_steps, Prediction.topk,
-    Prediction.num_draft_tokens, Prediction.concurrency, Prediction.dataset,
+    Prediction.checkpoint_id,
+    Prediction.deployment_id,
+    Prediction.num_steps,
+    Prediction.topk,
+    Prediction.num_draft_tokens,
+    Prediction.concurrency,
+    Prediction.dataset,
 )
-PREDICTION_VALUES = ("parameter_set_id", "predicted_tps", "accept_length", "accept_length_source", "round_ms",
-                     "compute_ms", "comm_ms", "draft_ms", "overhead_ms", "baseline_tps", "extrapolated",
-                     "approximation", "error_band")
+PREDICTION_VALUES = (
+    "parameter_set_id",
+    "predicted_tps",
+    "accept_length",
+    "accept_length_source",
+    "round_ms",
+    "compute_ms",
+    "comm_ms",
+    "draft_ms",
+    "overhead_ms",
+    "baseline_tps",
+    "extrapolated",
+    "approximation",
+    "error_band",
+)
 PredictionValues = namedtuple("PredictionValues", PREDICTION_VALUES)
-GAP_VALUES = ("gap", "measured_tps", "predicted_tps", "measured_round_ms", "predicted_round_ms",
-              "acceptance_factor", "round_factor", "unexplained_ms", "diagnoses", "severity")
+GAP_VALUES = (
+    "gap",
+    "measured_tps",
+    "predicted_tps",
+    "measured_round_ms",
+    "predicted_round_ms",
+    "acceptance_factor",
+    "round_factor",
+    "unexplained_ms",
+    "diagnoses",
+    "severity",
+)
 GapValues = namedtuple("GapValues", GAP_VALUES)  # diagnoses as the JSON text stored
 
 
@@ -114,14 +150,28 @@ def benchmark_steps(bench) -> int | None:
 
 def _prediction_key(bench, steps: int) -> PredictionKey:
     draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
-    return PredictionKey(bench.checkpoint_id, bench.deployment_id, steps, bench.topk or 1, draft_tokens,
-                         bench.concurrency, bench.dataset or "")
+    return PredictionKey(
+        bench.checkpoint_id,
+        bench.deployment_id,
+        steps,
+        bench.topk or 1,
+        draft_tokens,
+        bench.concurrency,
+        bench.dataset or "",
+    )
 
 
 def _key_of(row) -> PredictionKey:
     """The PredictionKey of a row selected with the PREDICTION_KEY columns."""
-    return PredictionKey(row.checkpoint_id, row.deployment_id, row.num_steps, row.topk, row.num_draft_tokens,
-                         row.concurrency, row.dataset)
+    return PredictionKey(
+        row.checkpoint_id,
+        row.deployment_id,
+        row.num_steps,
+        row.topk,
+        row.num_draft_tokens,
+        row.concurrency,
+        row.dataset,
+    )
 
 
 def _chunks(ids: list[int]) -> Iterator[list[int]]:
@@ -149,13 +199,23 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> list:
     if benchmark_ids is None:
         return connection.execute(query).all()
     ids = list(benchmark_ids)
-    touched = [row for chunk in _chunks(ids) for row in connection.execute(
-        select(Benchmark.id, Benchmark.deployment_id, Benchmark.concurrency, Benchmark.speculative_algorithm)
-        .where(Benchmark.id.in_(chunk)))]
+    touched = [
+        row
+        for chunk in _chunks(ids)
+        for row in connection.execute(
+            select(
+                Benchmark.id, Benchmark.deployment_id, Benchmark.concurrency, Benchmark.speculative_algorithm
+            ).where(Benchmark.id.in_(chunk))
+        )
+    ]
     # A new baseline changes the prediction of every benchmark on its deployment and concurrency.
     baseline_keys = {(d, c) for _, d, c, algo in touched if algo is None}
     spec_ids = [i for i, _, _, algo in touched if algo is not None]
-    rows = {r.id: r for chunk in _chunks(spec_ids) for r in connection.execute(query.where(Benchmark.id.in_(chunk)))}
+    rows = {
+        r.id: r
+        for chunk in _chunks(spec_ids)
+        for r in connection.execute(query.where(Benchmark.id.in_(chunk)))
+    }
     for deployment_id, concurrency in baseline_keys:
         for row in connection.execute(
             query.where(Benchmark.deployment_id == deployment_id, Benchmark.concurrency == concurrency)
@@ -180,16 +240,20 @@ def _drafters(session: Session, checkpoint_ids: list[int] | None) -> dict[int, _
     runs = {}
     for checkpoint_id, rate in _select_in(
         session,
-        select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate)
-        .order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position),
-        PositionAcceptance.checkpoint_id, checkpoint_ids,
+        select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate).order_by(
+            PositionAcceptance.checkpoint_id, PositionAcceptance.position
+        ),
+        PositionAcceptance.checkpoint_id,
+        checkpoint_ids,
     ):
         rates[checkpoint_id].append(rate)
     for checkpoint_id, *run in _select_in(
         session,
-        select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length, Run.id)
-        .join(Run, Checkpoint.run_id == Run.id),
-        Checkpoint.id, checkpoint_ids,
+        select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length, Run.id).join(
+            Run, Checkpoint.run_id == Run.id
+        ),
+        Checkpoint.id,
+        checkpoint_ids,
     ):
         runs[checkpoint_id] = run
     return {cid: _Drafter(*run, tuple(rates.get(cid, ()))) for cid, run in runs.items()}
@@ -249,8 +313,12 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     if not everything and untrained:
         # a benchmark measured before stored ones (a backfill) changes their references: judge them again
         known = {b.id for b in benches}
-        for bench in _select_in(session, select(*BENCHMARK_COLUMNS).where(
-                Benchmark.speculative_algorithm.is_not(None)), Benchmark.checkpoint_id, untrained):
+        for bench in _select_in(
+            session,
+            select(*BENCHMARK_COLUMNS).where(Benchmark.speculative_algorithm.is_not(None)),
+            Benchmark.checkpoint_id,
+            untrained,
+        ):
             steps = benchmark_steps(bench)
             if bench.id not in known and steps is not None:
                 groups[_prediction_key(bench, steps)].append(bench)
@@ -258,16 +326,34 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
 
     facts = {deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()}
-    predictions = _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines,
-                                       now, summary, facts, references)
+    predictions = _refresh_predictions(
+        session,
+        groups,
+        checkpoint_ids,
+        drafters,
+        sets_by_deployment,
+        baselines,
+        now,
+        summary,
+        facts,
+        references,
+    )
     bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
     # diagnoses are compared as the JSON text stored, not decoded row by row
-    gap_columns = [type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
-                   for name in GAP_VALUES]
+    gap_columns = [
+        type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
+        for name in GAP_VALUES
+    ]
     existing_gaps = {
-        (row.benchmark_id, row.prediction_id): Stored(row.id, GapValues(*(getattr(row, name) for name in GAP_VALUES)))
-        for row in _select_in(session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *gap_columns),
-                              Gap.benchmark_id, bench_ids)
+        (row.benchmark_id, row.prediction_id): Stored(
+            row.id, GapValues(*(getattr(row, name) for name in GAP_VALUES))
+        )
+        for row in _select_in(
+            session,
+            select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *gap_columns),
+            Gap.benchmark_id,
+            bench_ids,
+        )
     }
     new_gaps, changed_gaps = [], []
     candidates: dict[int, list[Candidate]] = defaultdict(list)
@@ -290,36 +376,47 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     if reference is not None:  # this benchmark's own reference (the prediction has its key's)
                         tau_source, tau_text = "history", reference.text
                         if reference.accept_length != result.accept_length:
-                            result = throughput(params, reference.accept_length, steps, draft_tokens, key.topk)
+                            result = throughput(
+                                params, reference.accept_length, steps, draft_tokens, key.topk
+                            )
                     else:
                         tau_source = "measured"
                 elif tau_source == "training":
                     tau_text = f"tau {pred.accept_length:.2f} from its training acc_i"
                 decomposition = decompose(result, bench.decode_tps, measured_tau)
-                diagnoses = diagnose(GapContext(
-                    decomposition=decomposition,
-                    threshold=threshold,
-                    benchmark_algorithm=bench.speculative_algorithm,
-                    drafter_algorithm=drafter.speculative_algorithm,
-                    draft_hidden_size=bench.draft_hidden_size,
-                    drafter_hidden_size=drafter.hidden_size,
-                    num_steps=steps,
-                    num_draft_tokens=draft_tokens,
-                    ttt_length=drafter.ttt_length,
-                    baseline_tps=measured_baseline or pred.baseline_tps or deployment.baseline_tps,
-                    baseline_measured=measured_baseline is not None,
-                    deployment=deployment.name,
-                    concurrency=concurrency,
-                    accept_length_source=tau_source,
-                    acceptance_reference=tau_text,
-                ))
+                diagnoses = diagnose(
+                    GapContext(
+                        decomposition=decomposition,
+                        threshold=threshold,
+                        benchmark_algorithm=bench.speculative_algorithm,
+                        drafter_algorithm=drafter.speculative_algorithm,
+                        draft_hidden_size=bench.draft_hidden_size,
+                        drafter_hidden_size=drafter.hidden_size,
+                        num_steps=steps,
+                        num_draft_tokens=draft_tokens,
+                        ttt_length=drafter.ttt_length,
+                        baseline_tps=measured_baseline or pred.baseline_tps or deployment.baseline_tps,
+                        baseline_measured=measured_baseline is not None,
+                        deployment=deployment.name,
+                        concurrency=concurrency,
+                        accept_length_source=tau_source,
+                        acceptance_reference=tau_text,
+                    )
+                )
                 pset = psets.get(pred.parameter_set_id)
-                candidates[bench.id].append(Candidate(
-                    source=source, prediction_id=prediction_id, gap=decomposition.gap,
-                    threshold=threshold, band=pred.error_band, diagnoses=diagnoses,
-                    acceptance_factor=decomposition.acceptance_factor, accept_length_source=tau_source,
-                    version=pset.version if pset is not None else None,
-                ))
+                candidates[bench.id].append(
+                    Candidate(
+                        source=source,
+                        prediction_id=prediction_id,
+                        gap=decomposition.gap,
+                        threshold=threshold,
+                        band=pred.error_band,
+                        diagnoses=diagnoses,
+                        acceptance_factor=decomposition.acceptance_factor,
+                        accept_length_source=tau_source,
+                        version=pset.version if pset is not None else None,
+                    )
+                )
                 values = dict(
                     gap=decomposition.gap,
                     measured_tps=decomposition.measured_tps,
@@ -335,8 +432,9 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                 existing = existing_gaps.get((bench.id, prediction_id))
                 compared = GapValues(**dict(values, diagnoses=json.dumps(values["diagnoses"])))
                 if existing is None:
-                    new_gaps.append(dict(benchmark_id=bench.id, prediction_id=prediction_id, updated_at=now,
-                                         **values))
+                    new_gaps.append(
+                        dict(benchmark_id=bench.id, prediction_id=prediction_id, updated_at=now, **values)
+                    )
                 elif existing.values != compared:  # rewrite only what changed
                     changed_gaps.append(dict(id=existing.id, updated_at=now, **values))
                 summary.gaps += 1
@@ -346,33 +444,57 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         _update_by_id(session, Gap, changed_gaps)
     gap_ids = {pair: stored.id for pair, stored in existing_gaps.items()}
     if new_gaps:
-        for row in _select_in(session, select(Gap.id, Gap.benchmark_id, Gap.prediction_id), Gap.benchmark_id,
-                              sorted({row["benchmark_id"] for row in new_gaps})):
+        for row in _select_in(
+            session,
+            select(Gap.id, Gap.benchmark_id, Gap.prediction_id),
+            Gap.benchmark_id,
+            sorted({row["benchmark_id"] for row in new_gaps}),
+        ):
             gap_ids[(row.benchmark_id, row.prediction_id)] = row.id
     summary.new_alerts = write_verdicts(session, candidates, gap_ids, now)
     _expire(session, (Prediction, Gap, Alert))
     return summary
 
 
-def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_deployment, baselines: Baselines, now,
-                         summary: RefreshSummary, facts: dict[int, DeploymentFacts], references,
-                         ) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]]:
+def _refresh_predictions(
+    session,
+    groups,
+    checkpoint_ids,
+    drafters,
+    sets_by_deployment,
+    baselines: Baselines,
+    now,
+    summary: RefreshSummary,
+    facts: dict[int, DeploymentFacts],
+    references,
+) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
     # key -> source -> (prediction id, its stored values)
     existing: dict[PredictionKey, dict[str, Stored]] = defaultdict(dict)
     value_columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
-    for row in _select_in(session, select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns),
-                          Prediction.checkpoint_id, checkpoint_ids):
-        existing[_key_of(row)][row.source] = Stored(row.id, PredictionValues(*(getattr(row, n) for n in PREDICTION_VALUES)))
+    for row in _select_in(
+        session,
+        select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns),
+        Prediction.checkpoint_id,
+        checkpoint_ids,
+    ):
+        existing[_key_of(row)][row.source] = Stored(
+            row.id, PredictionValues(*(getattr(row, n) for n in PREDICTION_VALUES))
+        )
 
     # parameter sets as plain tuples, and CostParams built once per (set, baseline)
     psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
-    plans = defaultdict(list, {
-        deployment_id: [(p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit), p.comm_fraction)
-                        for p in sets]
-        for deployment_id, sets in sets_by_deployment.items()
-    })
+    plans = defaultdict(
+        list,
+        {
+            deployment_id: [
+                (p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit), p.comm_fraction)
+                for p in sets
+            ]
+            for deployment_id, sets in sets_by_deployment.items()
+        },
+    )
     params_cache: dict[tuple, CostParams] = {}
     # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
     tau_cache: dict[tuple, object] = {}
@@ -386,20 +508,31 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
         measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
         measured_taus = [b.accept_length for b in group if b.accept_length]
         results = []
-        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band, comm_fraction in plans[deployment_id]:
+        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band, comm_fraction in plans[
+            deployment_id
+        ]:
             # at a load without a no-speculation benchmark: interpolated between the measured loads
-            baseline_tps = (measured_baseline or baselines.at_load(deployment_id, concurrency, dataset,
-                                                                   facts[deployment_id], comm_fraction or 0.0)
-                            or profile_baseline)
+            baseline_tps = (
+                measured_baseline
+                or baselines.at_load(
+                    deployment_id, concurrency, dataset, facts[deployment_id], comm_fraction or 0.0
+                )
+                or profile_baseline
+            )
             if not baseline_tps:
                 continue
             if rates:
                 tau_key = (checkpoint_id, steps, topk, draft_tokens, acc_to_acceptance)
                 tau = tau_cache.get(tau_key)
                 if tau is None:
-                    tau = tau_cache[tau_key] = predict_accept_length(rates, steps, topk, draft_tokens,
-                                                                     acc_to_acceptance)
-                accept_length, extrapolated, approximation = tau.accept_length, tau.extrapolated, tau.approximation
+                    tau = tau_cache[tau_key] = predict_accept_length(
+                        rates, steps, topk, draft_tokens, acc_to_acceptance
+                    )
+                accept_length, extrapolated, approximation = (
+                    tau.accept_length,
+                    tau.extrapolated,
+                    tau.approximation,
+                )
                 tau_source = "training"
             elif (latest := references.get(max(b.id for b in group))) is not None:
                 accept_length, extrapolated, approximation = latest.accept_length, False, None
@@ -411,29 +544,60 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
                 continue
             # a set's costs differ by drafter and dataset only when its fit has per-drafter or per-dataset values
             fit = psets[pset_id].fit or {}
-            params_key = (pset_id, baseline_tps, family, concurrency, draft_tokens,
-                          drafter.run_id if fit.get("draft_step_ms_by_drafter") else None,
-                          dataset if fit.get("round_scale_by_dataset") else None)
+            params_key = (
+                pset_id,
+                baseline_tps,
+                family,
+                concurrency,
+                draft_tokens,
+                drafter.run_id if fit.get("draft_step_ms_by_drafter") else None,
+                dataset if fit.get("round_scale_by_dataset") else None,
+            )
             params = params_cache.get(params_key)
             if params is None:
                 params = params_cache[params_key] = cost_params(
-                    psets[pset_id], baseline_tps, facts[deployment_id], family, concurrency, draft_tokens,
-                    drafter.run_id, dataset)
+                    psets[pset_id],
+                    baseline_tps,
+                    facts[deployment_id],
+                    family,
+                    concurrency,
+                    draft_tokens,
+                    drafter.run_id,
+                    dataset,
+                )
             result = throughput(params, accept_length, steps, draft_tokens, topk)
             round_ = result.round
             values = PredictionValues(
-                parameter_set_id=pset_id, predicted_tps=result.tps, accept_length=accept_length,
-                accept_length_source=tau_source, round_ms=result.round_ms,
-                compute_ms=round_.compute_ms, comm_ms=round_.comm_ms,
-                draft_ms=round_.draft_ms, overhead_ms=round_.overhead_ms,
-                baseline_tps=baseline_tps, extrapolated=extrapolated, approximation=approximation,
+                parameter_set_id=pset_id,
+                predicted_tps=result.tps,
+                accept_length=accept_length,
+                accept_length_source=tau_source,
+                round_ms=result.round_ms,
+                compute_ms=round_.compute_ms,
+                comm_ms=round_.comm_ms,
+                draft_ms=round_.draft_ms,
+                overhead_ms=round_.overhead_ms,
+                baseline_tps=baseline_tps,
+                extrapolated=extrapolated,
+                approximation=approximation,
                 error_band=fitted_band if fitted_band is not None else prior_error_band(tau_source),
             )
             stored = existing[key].get(source)
             if stored is None:
-                new_rows.append(dict(checkpoint_id=checkpoint_id, deployment_id=deployment_id, num_steps=steps,
-                                     topk=topk, num_draft_tokens=draft_tokens, concurrency=concurrency,
-                                     dataset=dataset, source=source, created_at=now, **values._asdict()))
+                new_rows.append(
+                    dict(
+                        checkpoint_id=checkpoint_id,
+                        deployment_id=deployment_id,
+                        num_steps=steps,
+                        topk=topk,
+                        num_draft_tokens=draft_tokens,
+                        concurrency=concurrency,
+                        dataset=dataset,
+                        source=source,
+                        created_at=now,
+                        **values._asdict(),
+                    )
+                )
             elif values != stored.values:
                 # created_at says when these numbers were computed: unchanged ones keep theirs
                 changed_rows.append(dict(id=stored.id, created_at=now, **values._asdict()))
@@ -444,8 +608,14 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
         _insert(session, Prediction, new_rows)
         # read the new ids back by their unique key
         new_ids = None if checkpoint_ids is None else sorted({row["checkpoint_id"] for row in new_rows})
-        for row in _select_in(session, select(Prediction.id, *PREDICTION_KEY, Prediction.source)
-                              .where(Prediction.source.in_(BUILTIN_SOURCES)), Prediction.checkpoint_id, new_ids):
+        for row in _select_in(
+            session,
+            select(Prediction.id, *PREDICTION_KEY, Prediction.source).where(
+                Prediction.source.in_(BUILTIN_SOURCES)
+            ),
+            Prediction.checkpoint_id,
+            new_ids,
+        ):
             existing[_key_of(row)].setdefault(row.source, Stored(row.id, None))
     if changed_rows:
         _update_by_id(session, Prediction, changed_rows)
@@ -453,11 +623,16 @@ def _refresh_predictions(session, groups, checkpoint_ids, drafters, sets_by_depl
     out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]] = {}
     for key, group in groups.items():
         stored = existing[key]
-        preds = [(stored[source].id, values, result, source, params)
-                 for source, values, result, params in computed[key]]
+        preds = [
+            (stored[source].id, values, result, source, params)
+            for source, values, result, params in computed[key]
+        ]
         if len(stored) > len(preds):
-            preds += [(row.id, row.values, None, source, None) for source, row in stored.items()
-                      if source not in BUILTIN_SOURCES]
+            preds += [
+                (row.id, row.values, None, source, None)
+                for source, row in stored.items()
+                if source not in BUILTIN_SOURCES
+            ]
         if preds:
             out[key] = preds
         else:
@@ -478,11 +653,16 @@ def _insert(session: Session, model: type, rows: list[dict]) -> None:
     columns = [table.c[name] for name in names]
     sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
     converters = [_SQLITE_CONVERTERS.get(type(column.type)) for column in columns]
-    connection.exec_driver_sql(sql, [
-        tuple(value if convert is None or value is None else convert(value)
-              for value, convert in zip(row.values(), converters, strict=True))
-        for row in rows
-    ])
+    connection.exec_driver_sql(
+        sql,
+        [
+            tuple(
+                value if convert is None or value is None else convert(value)
+                for value, convert in zip(row.values(), converters, strict=True)
+            )
+            for row in rows
+        ],
+    )
 
 
 # How SQLAlchemy's SQLite dialect stores these types (JSON text, DateTime as ISO text with microseconds).

@@ -39,15 +39,25 @@ def csv_rows(stream: TextIO, path: str) -> Iterator[tuple[int, dict[str, str]] |
             yield Problem(path, reader.line_num, None, f"invalid CSV: {exc}", "parse")
             continue
         if too_long:
-            yield Problem(path, too_long.pop(), None, f"line longer than {MAX_LINE_CHARS:,} characters", "parse")
+            yield Problem(
+                path, too_long.pop(), None, f"line longer than {MAX_LINE_CHARS:,} characters", "parse"
+            )
             continue
         if not any(cell.strip() for cell in row):
             continue
         if len(row) > len(header):
-            yield Problem(path, reader.line_num, None,
-                          f"{len(row)} cells but the header names {len(header)} columns", "parse")
+            yield Problem(
+                path,
+                reader.line_num,
+                None,
+                f"{len(row)} cells but the header names {len(header)} columns",
+                "parse",
+            )
             continue
-        yield reader.line_num, {name: cell.strip() for name, cell in zip(header, row, strict=False) if cell.strip()}
+        yield (
+            reader.line_num,
+            {name: cell.strip() for name, cell in zip(header, row, strict=False) if cell.strip()},
+        )
 
 
 def header_of(head: str) -> list[str]:

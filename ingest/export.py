@@ -33,17 +33,37 @@ STREAM_ROWS = 10_000
 
 def _runs(run: str | None) -> Select:
     query = select(
-        Run.name, Run.framework, Run.target_model, Run.speculative_algorithm, Run.ttt_length, Run.hidden_size,
-        Run.data_size, Run.status, Run.started_at, Run.ended_at, Run.notes, Run.is_demo, Run.config,
-        select(func.count(Checkpoint.id)).where(Checkpoint.run_id == Run.id).scalar_subquery().label("checkpoints"),
+        Run.name,
+        Run.framework,
+        Run.target_model,
+        Run.speculative_algorithm,
+        Run.ttt_length,
+        Run.hidden_size,
+        Run.data_size,
+        Run.status,
+        Run.started_at,
+        Run.ended_at,
+        Run.notes,
+        Run.is_demo,
+        Run.config,
+        select(func.count(Checkpoint.id))
+        .where(Checkpoint.run_id == Run.id)
+        .scalar_subquery()
+        .label("checkpoints"),
     ).order_by(Run.name)
     return query.where(Run.name == run) if run else query
 
 
 def _checkpoints(run: str | None) -> Select:
     query = (
-        select(Checkpoint.id, Run.name.label("run"), Checkpoint.name, Checkpoint.epoch, Checkpoint.step,
-               Checkpoint.path)
+        select(
+            Checkpoint.id,
+            Run.name.label("run"),
+            Checkpoint.name,
+            Checkpoint.epoch,
+            Checkpoint.step,
+            Checkpoint.path,
+        )
         .join(Run, Checkpoint.run_id == Run.id)
         .order_by(Run.name, Checkpoint.step, Checkpoint.name)
     )
@@ -56,22 +76,49 @@ def _deployments(run: str | None) -> Select:
 
 
 BENCHMARK_COLUMNS = (
-    "speculative_algorithm", "num_steps", "topk", "num_draft_tokens", "concurrency", "concurrency_source",
-    "dataset", "num_prompts",
-    "decode_tps", "output_throughput", "accept_length", "position_survival", "median_tpot_ms", "p99_tpot_ms",
-    "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "request_rate", "decode_tps_p10",
-    "decode_tps_p90", "interval_count", "engine", "engine_version", "drafter_path", "draft_hidden_size", "label",
-    "measured_at", "source_format",
+    "speculative_algorithm",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+    "concurrency",
+    "concurrency_source",
+    "dataset",
+    "num_prompts",
+    "decode_tps",
+    "output_throughput",
+    "accept_length",
+    "position_survival",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "request_rate",
+    "decode_tps_p10",
+    "decode_tps_p90",
+    "interval_count",
+    "engine",
+    "engine_version",
+    "drafter_path",
+    "draft_hidden_size",
+    "label",
+    "measured_at",
+    "source_format",
 )
 
 
 def _benchmarks(run: str | None) -> Select:
     query = (
         select(
-            Benchmark.id, Run.name.label("run"), Checkpoint.name.label("checkpoint"),
+            Benchmark.id,
+            Run.name.label("run"),
+            Checkpoint.name.label("checkpoint"),
             Deployment.name.label("deployment"),
             *(getattr(Benchmark, name) for name in BENCHMARK_COLUMNS),
-            IngestedFile.path.label("source_file"), Benchmark.created_at, Benchmark.raw,
+            IngestedFile.path.label("source_file"),
+            Benchmark.created_at,
+            Benchmark.raw,
         )
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
@@ -85,12 +132,28 @@ def _benchmarks(run: str | None) -> Select:
 def _predictions(run: str | None) -> Select:
     query = (
         select(
-            Prediction.id, Run.name.label("run"), Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"), Prediction.source, ParameterSet.version.label("parameter_set"),
-            Prediction.num_steps, Prediction.topk, Prediction.num_draft_tokens, Prediction.concurrency,
-            Prediction.dataset, Prediction.predicted_tps, Prediction.accept_length, Prediction.accept_length_source,
-            Prediction.round_ms, Prediction.compute_ms, Prediction.comm_ms, Prediction.draft_ms,
-            Prediction.overhead_ms, Prediction.baseline_tps, Prediction.extrapolated, Prediction.approximation,
+            Prediction.id,
+            Run.name.label("run"),
+            Checkpoint.name.label("checkpoint"),
+            Deployment.name.label("deployment"),
+            Prediction.source,
+            ParameterSet.version.label("parameter_set"),
+            Prediction.num_steps,
+            Prediction.topk,
+            Prediction.num_draft_tokens,
+            Prediction.concurrency,
+            Prediction.dataset,
+            Prediction.predicted_tps,
+            Prediction.accept_length,
+            Prediction.accept_length_source,
+            Prediction.round_ms,
+            Prediction.compute_ms,
+            Prediction.comm_ms,
+            Prediction.draft_ms,
+            Prediction.overhead_ms,
+            Prediction.baseline_tps,
+            Prediction.extrapolated,
+            Prediction.approximation,
             Prediction.error_band,
         )
         .join(Checkpoint, Prediction.checkpoint_id == Checkpoint.id)
@@ -106,11 +169,26 @@ def _gaps(run: str | None) -> Select:
     bench_checkpoint = aliased(Checkpoint)
     query = (
         select(
-            Gap.id, Gap.benchmark_id, Run.name.label("run"), bench_checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"), Prediction.source, Gap.gap, Gap.measured_tps, Gap.predicted_tps,
-            Gap.measured_round_ms, Gap.predicted_round_ms, Gap.acceptance_factor, Gap.round_factor,
-            Gap.unexplained_ms, Gap.severity, Alert.status, Alert.note, Gap.diagnoses,
-            (Alert.gap_id == Gap.id).label("verdict"), Alert.is_alert,
+            Gap.id,
+            Gap.benchmark_id,
+            Run.name.label("run"),
+            bench_checkpoint.name.label("checkpoint"),
+            Deployment.name.label("deployment"),
+            Prediction.source,
+            Gap.gap,
+            Gap.measured_tps,
+            Gap.predicted_tps,
+            Gap.measured_round_ms,
+            Gap.predicted_round_ms,
+            Gap.acceptance_factor,
+            Gap.round_factor,
+            Gap.unexplained_ms,
+            Gap.severity,
+            Alert.status,
+            Alert.note,
+            Gap.diagnoses,
+            (Alert.gap_id == Gap.id).label("verdict"),
+            Alert.is_alert,
         )
         .join(Benchmark, Gap.benchmark_id == Benchmark.id)
         .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
@@ -160,8 +238,9 @@ def rows(session: Session, table: str, run: str | None = None) -> tuple[list[str
     if table == "checkpoints":
         columns = [c for c in columns if c != "id"] + ["acceptance"]
         for checkpoint_id, rate in session.execute(
-            select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate)
-            .order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position)
+            select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate).order_by(
+                PositionAcceptance.checkpoint_id, PositionAcceptance.position
+            )
         ):
             acceptance.setdefault(checkpoint_id, []).append(rate)
 

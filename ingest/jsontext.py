@@ -132,8 +132,11 @@ class LinedDict(dict):
 
 
 def _unexpected(found: str, wanted: str) -> str:
-    return f"file ends before the JSON does (truncated?); expected {wanted}" if not found else \
-        f"expected {wanted}, found {found!r}"
+    return (
+        f"file ends before the JSON does (truncated?); expected {wanted}"
+        if not found
+        else f"expected {wanted}, found {found!r}"
+    )
 
 
 def _walk(cur: _Cursor, depth: int) -> Any:

@@ -15,8 +15,22 @@ _RUN_STEP = re.compile(r"^(?P<run>.+?)-step(?P<step>\d+)$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\- ]+$")
 
 # Folder names that say "the model of this run" rather than naming a drafter of their own.
-GENERIC_NAMES = frozenset({"final", "latest", "last", "best", "model", "checkpoint", "hf", "export",
-                           "merged", "output", "draft", "drafter"})
+GENERIC_NAMES = frozenset(
+    {
+        "final",
+        "latest",
+        "last",
+        "best",
+        "model",
+        "checkpoint",
+        "hf",
+        "export",
+        "merged",
+        "output",
+        "draft",
+        "drafter",
+    }
+)
 # Last folders that name a save of a run, not a run: checkpoint_best, best_model, model_final, 4, ...
 _SAVE_NAME = re.compile(
     r"^(?:\d+|(?:checkpoint|ckpt|model|weights)[-_]?(?:best|last|latest|final)"
@@ -24,12 +38,50 @@ _SAVE_NAME = re.compile(
     re.IGNORECASE,
 )
 # Folders that hold runs rather than naming one: never a run name on their own.
-CONTAINER_NAMES = frozenset({
-    "checkpoints", "checkpoint", "ckpt", "ckpts", "outputs", "output", "out", "models", "model", "saved",
-    "save", "saves", "runs", "run", "exp", "exps", "experiments", "results", "weights", "data", "home", "mnt",
-    "workspace", "work", "tmp", "root", "drafters", "draft", "drafter", "hf", "export", "merged", "final",
-    "latest", "last", "best", "users", "shared", "nfs", "scratch",
-})
+CONTAINER_NAMES = frozenset(
+    {
+        "checkpoints",
+        "checkpoint",
+        "ckpt",
+        "ckpts",
+        "outputs",
+        "output",
+        "out",
+        "models",
+        "model",
+        "saved",
+        "save",
+        "saves",
+        "runs",
+        "run",
+        "exp",
+        "exps",
+        "experiments",
+        "results",
+        "weights",
+        "data",
+        "home",
+        "mnt",
+        "workspace",
+        "work",
+        "tmp",
+        "root",
+        "drafters",
+        "draft",
+        "drafter",
+        "hf",
+        "export",
+        "merged",
+        "final",
+        "latest",
+        "last",
+        "best",
+        "users",
+        "shared",
+        "nfs",
+        "scratch",
+    }
+)
 MAX_RUN_PARTS = 3
 PUBLISHED = "published"  # checkpoint name of a drafter known only by its hub repository
 FINAL = "final"  # checkpoint name of a local drafter folder that is not a checkpoint of a run
@@ -69,7 +121,11 @@ class DrafterName:
 
 
 def _is_save_name(name: str) -> bool:
-    return parse_checkpoint_name(name) is not None or name.lower() in GENERIC_NAMES or bool(_SAVE_NAME.match(name))
+    return (
+        parse_checkpoint_name(name) is not None
+        or name.lower() in GENERIC_NAMES
+        or bool(_SAVE_NAME.match(name))
+    )
 
 
 def meaningful_folder(name: str) -> bool:

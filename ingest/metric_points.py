@@ -94,10 +94,14 @@ class MetricPointWriter:
         stored = 0
         for rows, params in pending.items():
             if self._portable:  # another database: SQLAlchemy's portable insert (stored points not skipped)
-                self.session.execute(insert(MetricPoint), [
-                    dict(run_id=p[i], key_id=p[i + 1], step=p[i + 2], value=p[i + 3])
-                    for p in params for i in range(0, len(p), 4)
-                ])
+                self.session.execute(
+                    insert(MetricPoint),
+                    [
+                        dict(run_id=p[i], key_id=p[i + 1], step=p[i + 2], value=p[i + 3])
+                        for p in params
+                        for i in range(0, len(p), 4)
+                    ],
+                )
                 stored += rows * len(params)
                 continue
             # The driver's own executemany, on this transaction's connection: parameter lists as they are.
@@ -132,10 +136,12 @@ class MetricPointWriter:
         found = {
             keys[key_id]: value
             for key_id, value in self.session.execute(
-                select(MetricPoint.key_id, MetricPoint.value).join(
+                select(MetricPoint.key_id, MetricPoint.value)
+                .join(
                     last,
                     (MetricPoint.key_id == last.c.key_id) & (MetricPoint.step == last.c.step),
-                ).where(MetricPoint.run_id == run_id)
+                )
+                .where(MetricPoint.run_id == run_id)
             )
         }
         rates = []

@@ -129,7 +129,11 @@ def _detect(opener: Callable[[], BinaryIO], name: str, fmt_name: str | None) -> 
         # A forced format still needs the file to look like it: parsing a file of another format as this
         # one stores its numbers under the wrong meaning (an aggregate read as per-request tok/s).
         found = detect_format(text, name)
-        why = f"it reads as {found.name}" if found else "its content shows none of that format's fields or lines"
+        why = (
+            f"it reads as {found.name}"
+            if found
+            else "its content shows none of that format's fields or lines"
+        )
         return Problem(name, None, None, f"--format {fmt_name} does not fit this file: {why}", "parse")
     fmt = detect_format(text, name)
     if fmt is None:
@@ -243,9 +247,11 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
     with opener() as raw:
         counting = _CountingReader(raw, progress)
         # utf-8-sig: a byte-order mark at the start is not part of the text; newlines of any kind are read.
-        text = _LineTracked(io.TextIOWrapper(
-            io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8-sig", errors=fmt.decode_errors
-        ))
+        text = _LineTracked(
+            io.TextIOWrapper(
+                io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8-sig", errors=fmt.decode_errors
+            )
+        )
         try:
             for item in fmt.parse(text, name, link):
                 if isinstance(item, Problem):
@@ -328,7 +334,9 @@ def ingest_source(
     with transaction(engine, write=False) as session:
         seen = _already(session, digest)
         if seen is not None and not replace:
-            return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
+            return FileResult(
+                name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}"
+            )
     fmt = _detect(opener, name, fmt_name)
     if isinstance(fmt, Problem):
         return FileResult(name, "failed", None, digest, problems=[fmt])
@@ -347,7 +355,9 @@ def ingest_source(
             # Another process may have loaded the same file while this one waited for the write lock.
             seen = _already(session, digest)
             if seen is not None and not replace:
-                return FileResult(name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}")
+                return FileResult(
+                    name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}"
+                )
             if seen is not None:
                 result.message = _remove_ingest(session, seen)
             store = _store(session, fmt, name, spool, link, result.problems, update=update or replace)
@@ -355,7 +365,11 @@ def ingest_source(
             if result.problems and (not skip_invalid or summary.records == 0):
                 raise _Rollback
             ingested = IngestedFile(
-                sha256=digest, path=name[-PATH_CHARS:], format=fmt.name, size_bytes=size, records=summary.records
+                sha256=digest,
+                path=name[-PATH_CHARS:],
+                format=fmt.name,
+                size_bytes=size,
+                records=summary.records,
             )
             session.add(ingested)
             session.flush()
@@ -424,14 +438,22 @@ def _gap_rows(session: Session, summary: StoreSummary) -> list[dict]:
         row
         for chunk in _chunks(summary.benchmark_ids)
         for row in session.execute(
-            select(Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses)
+            select(
+                Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses
+            )
             .where(Gap.benchmark_id.in_(chunk))
             .order_by(Gap.benchmark_id)
         )
     ]
     return [
-        dict(benchmark_id=b, gap=g, measured_tps=m, predicted_tps=p, severity=s,
-             diagnoses=[d["code"] for d in (diag or [])])
+        dict(
+            benchmark_id=b,
+            gap=g,
+            measured_tps=m,
+            predicted_tps=p,
+            severity=s,
+            diagnoses=[d["code"] for d in (diag or [])],
+        )
         for b, g, m, p, s, diag in rows
     ]
 
@@ -458,8 +480,15 @@ def not_a_file(path: str | Path) -> str | None:
     if stat.S_ISDIR(mode):
         return "is a folder, not a file"
     if not stat.S_ISREG(mode):
-        kind = "FIFO" if stat.S_ISFIFO(mode) else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
-            "socket" if stat.S_ISSOCK(mode) else "special file"
+        kind = (
+            "FIFO"
+            if stat.S_ISFIFO(mode)
+            else "device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "socket"
+            if stat.S_ISSOCK(mode)
+            else "special file"
+        )
         return f"is a {kind}, not a regular file: specdash reads files that end"
     return None
 
@@ -483,8 +512,11 @@ def ingest_path(engine: Engine, path: str | Path, **options) -> FileResult:
     except OSError as exc:
         if exc.filename is None or Path(exc.filename) != path:
             raise  # the store's or the spool's fault, not the file's
-        return FileResult(str(path), "failed", problems=[Problem(str(path), None, None,
-                                                                 f"cannot read: {exc.strerror}", "parse")])
+        return FileResult(
+            str(path),
+            "failed",
+            problems=[Problem(str(path), None, None, f"cannot read: {exc.strerror}", "parse")],
+        )
 
 
 def ingest_bytes(engine: Engine, name: str, data: bytes, **options) -> FileResult:
@@ -520,7 +552,9 @@ def describe(result: FileResult) -> str:
     if s.metric_points:
         parts.append(f"{s.metric_points} metric point(s)")
     if s.points_kept:
-        parts.append(f"{s.points_kept} point(s) already stored at the same run, key and step kept as they were")
+        parts.append(
+            f"{s.points_kept} point(s) already stored at the same run, key and step kept as they were"
+        )
     if s.derived_acceptance:
         parts.append(f"per-position acceptance of {s.derived_acceptance} checkpoint(s) from training metrics")
     if s.linked or s.unlinked:

@@ -79,7 +79,9 @@ class Record(BaseModel):
             if "\x00" in value:
                 raise ValueError("must not contain NUL characters")
             if info.field_name not in cls.MULTILINE and (bad := _CONTROL.search(value)):
-                raise ValueError(f"must not contain control characters ({bad[0]!r}): names are one line of text")
+                raise ValueError(
+                    f"must not contain control characters ({bad[0]!r}): names are one line of text"
+                )
         return value
 
 
@@ -212,8 +214,10 @@ class SpeculationSetting(Record):
         if self.speculative_algorithm is None:
             raise ValueError(f"accept_length: {value:g} without speculation (a baseline emits exactly 1)")
         setting = f"{self.num_steps}/{self.topk or 1}/{self.num_draft_tokens}"
-        raise ValueError(f"accept_length: {value:g} is more than a round of {setting} can emit "
-                         f"(at most {ceiling:g}: min(draft tokens, steps + 1))")
+        raise ValueError(
+            f"accept_length: {value:g} is more than a round of {setting} can emit "
+            f"(at most {ceiling:g}: min(draft tokens, steps + 1))"
+        )
 
 
 class BenchmarkRecord(SpeculationSetting):
@@ -266,7 +270,8 @@ class BenchmarkRecord(SpeculationSetting):
             if not from_tpot / TPOT_FACTOR <= self.decode_tps <= from_tpot * TPOT_FACTOR:
                 raise ValueError(
                     f"decode_tps: {self.decode_tps:g} disagrees with median_tpot_ms {self.median_tpot_ms:g} "
-                    f"(1000 / TPOT = {from_tpot:g} tok/s; allowed within a factor of {TPOT_FACTOR:g})")
+                    f"(1000 / TPOT = {from_tpot:g} tok/s; allowed within a factor of {TPOT_FACTOR:g})"
+                )
         for name in ("tpot", "ttft", "itl"):
             median, p99 = getattr(self, f"median_{name}_ms"), getattr(self, f"p99_{name}_ms")
             if median is not None and p99 is not None and median > p99 * (1 + TOLERANCE):
@@ -277,8 +282,10 @@ class BenchmarkRecord(SpeculationSetting):
         survival = self.position_survival or []
         for k in range(1, len(survival)):
             if survival[k] > survival[k - 1] + TOLERANCE:
-                raise ValueError(f"position_survival: rises at position {k + 1} ({survival[k - 1]:g} -> "
-                                 f"{survival[k]:g}): a round cannot keep more drafts than fewer")
+                raise ValueError(
+                    f"position_survival: rises at position {k + 1} ({survival[k - 1]:g} -> "
+                    f"{survival[k]:g}): a round cannot keep more drafts than fewer"
+                )
         return self
 
 
@@ -302,7 +309,9 @@ class PredictionRecord(SpeculationSetting):
     @classmethod
     def _not_builtin(cls, source: str) -> str:
         if source in BUILTIN_SOURCES:
-            raise ValueError(f"{' and '.join(map(repr, BUILTIN_SOURCES))} are specdash's own sources; name yours otherwise")
+            raise ValueError(
+                f"{' and '.join(map(repr, BUILTIN_SOURCES))} are specdash's own sources; name yours otherwise"
+            )
         return source
 
     @model_validator(mode="after")

@@ -114,7 +114,11 @@ def benchmark_record_key(record: BenchmarkRecord) -> str:
 
 class Store:
     def __init__(
-        self, session: Session, link: LinkOptions | None = None, source_format: str = "specdash", update: bool = False
+        self,
+        session: Session,
+        link: LinkOptions | None = None,
+        source_format: str = "specdash",
+        update: bool = False,
     ):
         self.session = session
         self.update = update  # apply a file's values where they contradict stored ones (else a conflict)
@@ -208,13 +212,18 @@ class Store:
         # a row this file created on first mention holds defaults, not values anyone stated: filled freely
         placeholder = id(row) in self._placeholders
         self._placeholders.discard(id(row))
-        conflicts = [] if placeholder else [
-            n for n in sorted(changes) if getattr(row, n) is not None and n not in PROGRESSING
-        ]
+        conflicts = (
+            []
+            if placeholder
+            else [n for n in sorted(changes) if getattr(row, n) is not None and n not in PROGRESSING]
+        )
         if conflicts and not self.update:
             name = conflicts[0]
-            raise LinkError(name, f"{kind} '{row.name}' is stored with {name} {getattr(row, name)!r}, the file says "
-                                  f"{changes[name]!r}; pass --update to apply the file's values")
+            raise LinkError(
+                name,
+                f"{kind} '{row.name}' is stored with {name} {getattr(row, name)!r}, the file says "
+                f"{changes[name]!r}; pass --update to apply the file's values",
+            )
         for name, value in changes.items():
             setattr(row, name, value)
         if changes:
@@ -326,8 +335,11 @@ class Store:
         if not run_name:
             # a checkpoint of that name in a run whose name is a folder further up the path, if only one
             rows = self.session.scalars(
-                select(Checkpoint).join(Run).where(
-                    Checkpoint.name == parts[-1], Run.name.in_([p for p in parts[:-1] if meaningful_folder(p)])
+                select(Checkpoint)
+                .join(Run)
+                .where(
+                    Checkpoint.name == parts[-1],
+                    Run.name.in_([p for p in parts[:-1] if meaningful_folder(p)]),
                 )
             ).all()
             if len(rows) == 1:
@@ -345,8 +357,11 @@ class Store:
         deployment = self.deployment(deployment_name)
         checkpoint, how = None, "baseline"
         algorithm = record.speculative_algorithm
-        own_head = (algorithm in OWN_HEAD_ALGORITHMS and not (record.drafter_path or record.run or record.checkpoint)
-                    and not (self.link.run or self.link.checkpoint))
+        own_head = (
+            algorithm in OWN_HEAD_ALGORITHMS
+            and not (record.drafter_path or record.run or record.checkpoint)
+            and not (self.link.run or self.link.checkpoint)
+        )
         if own_head:
             how = "target's own head"  # MTP/NEXTN: the target's multi-token-prediction head, no drafter
         elif algorithm is not None:
@@ -376,14 +391,16 @@ class Store:
         self._link(link)
         fields = record.model_dump(exclude={"kind", "deployment", "run", "checkpoint"})
         fields["speculative_algorithm"] = algorithm
-        self._pending_benchmarks.append(dict(
-            record_key=key,
-            deployment_id=deployment.id,
-            checkpoint_id=checkpoint.id if checkpoint else None,
-            source_format=self.source_format,
-            created_at=utcnow(),
-            **fields,
-        ))
+        self._pending_benchmarks.append(
+            dict(
+                record_key=key,
+                deployment_id=deployment.id,
+                checkpoint_id=checkpoint.id if checkpoint else None,
+                source_format=self.source_format,
+                created_at=utcnow(),
+                **fields,
+            )
+        )
         if len(self._pending_benchmarks) >= BENCHMARK_BATCH:
             self.flush_benchmarks()
 
@@ -395,7 +412,9 @@ class Store:
 
     def prefetch_keys(self, records) -> None:
         """Which of these benchmarks are stored already, in one query per IN_CHUNK of them."""
-        self._key_of = {id(r): benchmark_record_key(r) for r in records if getattr(r, "kind", None) == "benchmark"}
+        self._key_of = {
+            id(r): benchmark_record_key(r) for r in records if getattr(r, "kind", None) == "benchmark"
+        }
         keys = list(self._key_of.values())
         self._prefetched = set()
         for start in range(0, len(keys), IN_CHUNK):
@@ -448,9 +467,12 @@ class Store:
         elif any(getattr(row, k) != v for k, v in values.items()):
             if not self.update:
                 name = next(k for k, v in values.items() if getattr(row, k) != v)
-                raise LinkError(name, f"prediction '{record.source}' for {record.run}/{record.checkpoint} is stored "
-                                      f"with {name} {getattr(row, name)!r}, the file says {values[name]!r}; pass "
-                                      "--update to apply the file's values")
+                raise LinkError(
+                    name,
+                    f"prediction '{record.source}' for {record.run}/{record.checkpoint} is stored "
+                    f"with {name} {getattr(row, name)!r}, the file says {values[name]!r}; pass "
+                    "--update to apply the file's values",
+                )
             for k, v in values.items():
                 setattr(row, k, v)
             self.summary.updated["prediction"] += 1

@@ -22,11 +22,19 @@ RUN_KILLED = "k25-eagle3-ttt3-smoke"
 PROFILES = {
     # Baseline 90 tok/s (11.1 ms a step), half of it TP8 all-reduce over PCIe; ~1.93 ms to draft 3 steps.
     # The story's profile states its costs: no round overhead, no verify growth (what the team assumed).
-    PCIE: dict(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3, round_overhead_ms=0.0,
-               verify_growth_compute=0.0, verify_growth_comm=0.0, interconnect="pcie",
-               gpu="RTX PRO 6000 Blackwell"),
-    NVLINK: dict(baseline_tps=125.0, comm_fraction=0.12, draft_step_ms=0.45, interconnect="nvlink",
-                 gpu="H200"),
+    PCIE: dict(
+        baseline_tps=90.0,
+        comm_fraction=0.5,
+        draft_step_ms=1.93 / 3,
+        round_overhead_ms=0.0,
+        verify_growth_compute=0.0,
+        verify_growth_comm=0.0,
+        interconnect="pcie",
+        gpu="RTX PRO 6000 Blackwell",
+    ),
+    NVLINK: dict(
+        baseline_tps=125.0, comm_fraction=0.12, draft_step_ms=0.45, interconnect="nvlink", gpu="H200"
+    ),
 }
 ACC_10K = [0.62, 0.53, 0.46]  # chain tau 2.10 at 3 steps
 ACC_TTT5_EPOCH1 = [0.742, 0.60, 0.58, 0.56, 0.55]
@@ -61,7 +69,9 @@ def _curves(run: str, final_by_epoch: dict[int, list[float]], seed: int, start: 
             values[f"train/acc_{i}"] = round(min(max(acc, 0.0), 1.0), 4)
             values[f"train/ploss_{i}"] = round(-math.log(max(acc, 1e-3)) * 1.6 + rng.gauss(0, 0.01), 4)
         values["train/loss"] = round(sum(values[f"train/ploss_{i}"] for i in range(positions)), 4)
-        values["train/lr"] = round(1e-4 * min(1.0, step / 500) * (1 - step / (len(epochs) * STEPS_PER_EPOCH + 1)), 8)
+        values["train/lr"] = round(
+            1e-4 * min(1.0, step / 500) * (1 - step / (len(epochs) * STEPS_PER_EPOCH + 1)), 8
+        )
         points.append({"run": run, "step": step, "values": values})
     return points
 
@@ -87,28 +97,68 @@ def build_document() -> dict:
         for name, profile in PROFILES.items()
     ]
     runs = [
-        dict(name=RUN_10K, framework="specforge", target_model=TARGET, speculative_algorithm="EAGLE3",
-             ttt_length=3, hidden_size=21504, data_size=10_000, status="finished", is_demo=True,
-             started_at=start.isoformat(), ended_at=(start + timedelta(hours=5)).isoformat(),
-             notes="Demo: first drafter, 10k samples, TTT 3."),
-        dict(name=RUN_TTT5, framework="specforge", target_model=TARGET, speculative_algorithm="EAGLE3",
-             ttt_length=5, hidden_size=21504, data_size=100_000, status="finished", is_demo=True,
-             started_at=(start + timedelta(days=3)).isoformat(),
-             ended_at=(start + timedelta(days=5)).isoformat(),
-             notes="Demo: deeper training (TTT 5) on 100k samples, for deep speculation on PCIe."),
-        dict(name=RUN_KILLED, framework="specforge", target_model=TARGET, speculative_algorithm="EAGLE3",
-             ttt_length=3, hidden_size=21504, data_size=100_000, status="killed", is_demo=True,
-             started_at=(start + timedelta(days=2)).isoformat(),
-             ended_at=(start + timedelta(days=2, minutes=4)).isoformat(),
-             notes="Demo: smoke run killed after four minutes."),
+        dict(
+            name=RUN_10K,
+            framework="specforge",
+            target_model=TARGET,
+            speculative_algorithm="EAGLE3",
+            ttt_length=3,
+            hidden_size=21504,
+            data_size=10_000,
+            status="finished",
+            is_demo=True,
+            started_at=start.isoformat(),
+            ended_at=(start + timedelta(hours=5)).isoformat(),
+            notes="Demo: first drafter, 10k samples, TTT 3.",
+        ),
+        dict(
+            name=RUN_TTT5,
+            framework="specforge",
+            target_model=TARGET,
+            speculative_algorithm="EAGLE3",
+            ttt_length=5,
+            hidden_size=21504,
+            data_size=100_000,
+            status="finished",
+            is_demo=True,
+            started_at=(start + timedelta(days=3)).isoformat(),
+            ended_at=(start + timedelta(days=5)).isoformat(),
+            notes="Demo: deeper training (TTT 5) on 100k samples, for deep speculation on PCIe.",
+        ),
+        dict(
+            name=RUN_KILLED,
+            framework="specforge",
+            target_model=TARGET,
+            speculative_algorithm="EAGLE3",
+            ttt_length=3,
+            hidden_size=21504,
+            data_size=100_000,
+            status="killed",
+            is_demo=True,
+            started_at=(start + timedelta(days=2)).isoformat(),
+            ended_at=(start + timedelta(days=2, minutes=4)).isoformat(),
+            notes="Demo: smoke run killed after four minutes.",
+        ),
     ]
     ttt5 = {epoch: ttt5_acceptance(epoch) for epoch in range(1, 6)}
     checkpoints = [
-        dict(run=RUN_10K, name="epoch_3", epoch=3, step=3 * STEPS_PER_EPOCH,
-             path=f"/ckpt/{RUN_10K}/epoch_3", acceptance=ACC_10K)
+        dict(
+            run=RUN_10K,
+            name="epoch_3",
+            epoch=3,
+            step=3 * STEPS_PER_EPOCH,
+            path=f"/ckpt/{RUN_10K}/epoch_3",
+            acceptance=ACC_10K,
+        )
     ] + [
-        dict(run=RUN_TTT5, name=f"epoch_{e}", epoch=e, step=e * STEPS_PER_EPOCH,
-             path=f"/ckpt/{RUN_TTT5}/epoch_{e}", acceptance=ttt5[e])
+        dict(
+            run=RUN_TTT5,
+            name=f"epoch_{e}",
+            epoch=e,
+            step=e * STEPS_PER_EPOCH,
+            path=f"/ckpt/{RUN_TTT5}/epoch_{e}",
+            acceptance=ttt5[e],
+        )
         for e in range(1, 6)
     ]
     metrics = (
@@ -120,8 +170,9 @@ def build_document() -> dict:
     benchmarks = []
 
     def bench(deployment, **fields):
-        record = dict(deployment=deployment, engine="sglang", concurrency=1, dataset="mtbench",
-                      num_prompts=80, **fields)
+        record = dict(
+            deployment=deployment, engine="sglang", concurrency=1, dataset="mtbench", num_prompts=80, **fields
+        )
         record.setdefault("output_throughput", record["decode_tps"])
         if record.get("decode_tps"):
             record["median_tpot_ms"] = round(1000 / record["decode_tps"], 2)
@@ -131,14 +182,35 @@ def build_document() -> dict:
         bench(name, decode_tps=profile["baseline_tps"], label="demo: no speculation")
 
     # The story: the server was started with EAGLE instead of EAGLE3.
-    bench(PCIE, run=RUN_10K, checkpoint="epoch_3", drafter_path=f"/ckpt/{RUN_10K}/epoch_3",
-          speculative_algorithm="EAGLE", num_steps=3, topk=1, num_draft_tokens=4, accept_length=2.1,
-          decode_tps=82.3, draft_hidden_size=7168,
-          label="demo: served with --speculative-algorithm EAGLE (one layer's hidden states)")
+    bench(
+        PCIE,
+        run=RUN_10K,
+        checkpoint="epoch_3",
+        drafter_path=f"/ckpt/{RUN_10K}/epoch_3",
+        speculative_algorithm="EAGLE",
+        num_steps=3,
+        topk=1,
+        num_draft_tokens=4,
+        accept_length=2.1,
+        decode_tps=82.3,
+        draft_hidden_size=7168,
+        label="demo: served with --speculative-algorithm EAGLE (one layer's hidden states)",
+    )
     # ... and its rerun with the right flag.
-    bench(PCIE, run=RUN_10K, checkpoint="epoch_3", drafter_path=f"/ckpt/{RUN_10K}/epoch_3",
-          speculative_algorithm="EAGLE3", num_steps=3, topk=1, num_draft_tokens=4, accept_length=2.08,
-          decode_tps=157.2, draft_hidden_size=21504, label="demo: rerun with --speculative-algorithm EAGLE3")
+    bench(
+        PCIE,
+        run=RUN_10K,
+        checkpoint="epoch_3",
+        drafter_path=f"/ckpt/{RUN_10K}/epoch_3",
+        speculative_algorithm="EAGLE3",
+        num_steps=3,
+        topk=1,
+        num_draft_tokens=4,
+        accept_length=2.08,
+        decode_tps=157.2,
+        draft_hidden_size=21504,
+        label="demo: rerun with --speculative-algorithm EAGLE3",
+    )
 
     # The TTT-5 run: roughly what the cost model says, except beyond the trained depth.
     rng = random.Random(2026)
@@ -162,16 +234,35 @@ def build_document() -> dict:
                     tau_factor = 1 + rng.uniform(-0.03, 0.02)
                 tps_factor = tau_factor * (1 + rng.uniform(-0.03, 0.03))
                 decode_tps, accept_length = _measured(predicted.tps, tau, tps_factor, tau_factor)
-                bench(deployment, run=RUN_TTT5, checkpoint=f"epoch_{epoch}",
-                      drafter_path=f"/ckpt/{RUN_TTT5}/epoch_{epoch}", speculative_algorithm="EAGLE3",
-                      num_steps=steps, topk=1, num_draft_tokens=draft_tokens, accept_length=accept_length,
-                      decode_tps=decode_tps, draft_hidden_size=21504,
-                      label=f"demo: EAGLE3 {steps} steps / {draft_tokens} draft tokens")
+                bench(
+                    deployment,
+                    run=RUN_TTT5,
+                    checkpoint=f"epoch_{epoch}",
+                    drafter_path=f"/ckpt/{RUN_TTT5}/epoch_{epoch}",
+                    speculative_algorithm="EAGLE3",
+                    num_steps=steps,
+                    topk=1,
+                    num_draft_tokens=draft_tokens,
+                    accept_length=accept_length,
+                    decode_tps=decode_tps,
+                    draft_hidden_size=21504,
+                    label=f"demo: EAGLE3 {steps} steps / {draft_tokens} draft tokens",
+                )
 
     predictions = [
-        dict(source="roofline-sim", run=RUN_TTT5, checkpoint="epoch_5", deployment=PCIE,
-             speculative_algorithm="EAGLE3", num_steps=steps, topk=1, num_draft_tokens=verified_tokens(steps),
-             dataset="mtbench", predicted_tps=tps, accept_length=tau)
+        dict(
+            source="roofline-sim",
+            run=RUN_TTT5,
+            checkpoint="epoch_5",
+            deployment=PCIE,
+            speculative_algorithm="EAGLE3",
+            num_steps=steps,
+            topk=1,
+            num_draft_tokens=verified_tokens(steps),
+            dataset="mtbench",
+            predicted_tps=tps,
+            accept_length=tau,
+        )
         for steps, tps, tau in [(3, 196.0, 2.58), (5, 209.0, 2.95), (7, 197.0, 3.02)]
     ]
     return {

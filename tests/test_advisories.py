@@ -147,7 +147,11 @@ def test_quiet_when_the_run_is_deep_enough(engine):
 
 
 def test_target_from_the_trainer_config(engine):
-    run = {"name": "cfg", "ttt_length": 3, "config": {"target_model_path": "/models/Kimi-K2.5", "ttt_length": 3}}
+    run = {
+        "name": "cfg",
+        "ttt_length": 3,
+        "config": {"target_model_path": "/models/Kimi-K2.5", "ttt_length": 3},
+    }
     assert ingest_bytes(engine, "d.json", _doc(deployments=[DEPLOYMENT], runs=[run])).ok
     with reading(engine) as session:
         assert [(r["run"], r["best_depth"]) for r in advisory_rows(session)] == [("cfg", 7)]

@@ -69,20 +69,27 @@ def test_calibrated_specbundle_is_quiet(calibrated):
     assert len(rows) == 440  # the file's drafter rows, none of them known to be wrong
     engine = make_engine(f"sqlite:///{calibrated}")
     with reading(engine) as session:
-        verdicts = session.execute(select(Alert.benchmark_id, Alert.is_alert, Alert.severity, Alert.reason)).all()
+        verdicts = session.execute(
+            select(Alert.benchmark_id, Alert.is_alert, Alert.severity, Alert.reason)
+        ).all()
         resolved = session.scalars(select(AlertEvent.note).where(AlertEvent.to_status == "resolved")).all()
     # one verdict per benchmark, whatever the number of prediction sources
     assert len(verdicts) == len({v.benchmark_id for v in verdicts}) == 440
     warned = [v for v in verdicts if v.is_alert and v.severity in ("warning", "critical")]
     share = len(warned) / len(verdicts)
-    print(f"\nSpecBundle after calibrate --apply: {len(warned)} of 440 clean drafter benchmarks "
-          f"({share:.1%}) carry a warning or worse; {sum(v.is_alert for v in verdicts)} raised in all")
+    print(
+        f"\nSpecBundle after calibrate --apply: {len(warned)} of 440 clean drafter benchmarks "
+        f"({share:.1%}) carry a warning or worse; {sum(v.is_alert for v in verdicts)} raised in all"
+    )
     assert share <= MAX_WARNED_SHARE
     # every verdict is against a calibrated prediction now, and says why it is or is not an alert
-    assert all(v.reason.startswith("against the calibrated (parameter set v2) prediction: ") for v in verdicts)
+    assert all(
+        v.reason.startswith("against the calibrated (parameter set v2) prediction: ") for v in verdicts
+    )
     # the theory alerts the calibration superseded were resolved with a history entry saying so
     assert resolved and all(
-        note.startswith("no longer an alert: the calibrated prediction supersedes the theory one") for note in resolved
+        note.startswith("no longer an alert: the calibrated prediction supersedes the theory one")
+        for note in resolved
     )
 
 
@@ -94,15 +101,29 @@ def injections() -> list[dict]:
     for i, real in enumerate(picked):
         base = dict(real, checkpoint="published", speculative_algorithm="EAGLE3", label=f"injected {i}")
         # throughput collapse: the same acceptance, 45 % of the tok/s (a round 2.2x as long)
-        out.append(dict(base, decode_tps=real["decode_tps"] * 0.45, label=f"collapse {i}",
-                        expected="round_overhead"))
+        out.append(
+            dict(base, decode_tps=real["decode_tps"] * 0.45, label=f"collapse {i}", expected="round_overhead")
+        )
         # served with --speculative-algorithm EAGLE for an EAGLE3 drafter, 3 % slower: under every threshold
-        out.append(dict(base, speculative_algorithm="EAGLE", decode_tps=real["decode_tps"] * 0.97,
-                        label=f"eagle flag {i}", expected="algorithm_mismatch"))
+        out.append(
+            dict(
+                base,
+                speculative_algorithm="EAGLE",
+                decode_tps=real["decode_tps"] * 0.97,
+                label=f"eagle flag {i}",
+                expected="algorithm_mismatch",
+            )
+        )
         # acceptance regression: 25 % fewer tokens per round than the drafter's earlier benchmark, 20 % slower
-        out.append(dict(base, accept_length=1 + (real["accept_length"] - 1) * 0.6,
-                        decode_tps=real["decode_tps"] * 0.80, label=f"acceptance {i}",
-                        expected="acceptance_shortfall"))
+        out.append(
+            dict(
+                base,
+                accept_length=1 + (real["accept_length"] - 1) * 0.6,
+                decode_tps=real["decode_tps"] * 0.80,
+                label=f"acceptance {i}",
+                expected="acceptance_shortfall",
+            )
+        )
     return out
 
 
@@ -125,8 +146,11 @@ def test_injected_anomalies_are_alerted_with_the_right_diagnosis(calibrated, tmp
                 .where(Benchmark.label.is_not(None), Benchmark.id > max(before))
             )
         }
-        after = dict(session.execute(select(Alert.benchmark_id, Alert.is_alert).where(
-            Alert.benchmark_id.in_(list(before)))).all())
+        after = dict(
+            session.execute(
+                select(Alert.benchmark_id, Alert.is_alert).where(Alert.benchmark_id.in_(list(before)))
+            ).all()
+        )
     right, warned = Counter(), Counter()
     for case in cases:
         is_alert, code, severity, reason = judged[case["label"]]
@@ -137,8 +161,10 @@ def test_injected_anomalies_are_alerted_with_the_right_diagnosis(calibrated, tmp
             assert "below the drafter's history" in reason
     total = Counter(case["expected"] for case in cases)
     rates = {kind: right[kind] / total[kind] for kind in total}
-    print(f"\ninjected anomalies alerted with the right code: {dict(right)} of {dict(total)}; "
-          f"of those at warning or worse: {dict(warned)}")
+    print(
+        f"\ninjected anomalies alerted with the right code: {dict(right)} of {dict(total)}; "
+        f"of those at warning or worse: {dict(warned)}"
+    )
     assert all(rate >= MIN_RIGHT_CODE for rate in rates.values()), rates
     assert after == before  # the real rows are judged as before: a later rerun does not rewrite their history
 
@@ -150,20 +176,37 @@ def test_an_acceptance_shortfall_names_its_reference(calibrated, tmp_path):
     real = drafter_rows()[0]  # Qwen3-30B-A3B, gsm8k, bs 8, 3/1/4: tau 2.64 at 186.0 tok/s
     assert real["accept_length"] == pytest.approx(2.6400593352844486)
     with reading(engine) as session:
-        real_id = session.scalar(select(Benchmark.id).where(
-            Benchmark.dataset == real["dataset"], Benchmark.num_steps == 3, Benchmark.topk == 1,
-            Benchmark.accept_length == real["accept_length"]))
-    injected = dict(real, checkpoint="published", speculative_algorithm="EAGLE3", accept_length=2.0,
-                    decode_tps=real["decode_tps"] * 0.85, label="regressed")
+        real_id = session.scalar(
+            select(Benchmark.id).where(
+                Benchmark.dataset == real["dataset"],
+                Benchmark.num_steps == 3,
+                Benchmark.topk == 1,
+                Benchmark.accept_length == real["accept_length"],
+            )
+        )
+    injected = dict(
+        real,
+        checkpoint="published",
+        speculative_algorithm="EAGLE3",
+        accept_length=2.0,
+        decode_tps=real["decode_tps"] * 0.85,
+        label="regressed",
+    )
     assert ingest_bytes(engine, "r.json", json.dumps({"specdash": 1, "benchmarks": [injected]}).encode()).ok
     with reading(engine) as session:
-        alert = session.scalars(select(Alert).join(Benchmark, Alert.benchmark_id == Benchmark.id)
-                                .where(Benchmark.label == "regressed")).one()
+        alert = session.scalars(
+            select(Alert)
+            .join(Benchmark, Alert.benchmark_id == Benchmark.id)
+            .where(Benchmark.label == "regressed")
+        ).one()
         diagnoses = {d["code"]: d["message"] for d in alert.gap.diagnoses}
     assert alert.is_alert and alert.code == "acceptance_shortfall"
     # 2.00 / 2.64 = 0.76x, against the one earlier benchmark of this drafter on gsm8k at 3/1/4, same load
-    assert diagnoses["acceptance_shortfall"].startswith("accept length 2.00 measured vs 2.64 expected (0.76x)")
-    assert f"the median 2.64 of its 1 earlier benchmark(s) on gsm8k at setting 3/1/4 and the same load (#{real_id})" in (
-        diagnoses["acceptance_shortfall"]
+    assert diagnoses["acceptance_shortfall"].startswith(
+        "accept length 2.00 measured vs 2.64 expected (0.76x)"
+    )
+    assert (
+        f"the median 2.64 of its 1 earlier benchmark(s) on gsm8k at setting 3/1/4 and the same load (#{real_id})"
+        in (diagnoses["acceptance_shortfall"])
     )
     assert "round_overhead" not in diagnoses

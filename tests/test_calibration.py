@@ -39,16 +39,28 @@ def synthetic(truth: FittedParams, baselines=(80.0, 90.0, 100.0), rates=None):
             if rates:
                 tau = tau_chain([min(1.0, r * truth.acc_to_acceptance) for r in rates[:steps]])
             else:
-                tau = 1.0 + 0.3 * steps ** 0.8
+                tau = 1.0 + 0.3 * steps**0.8
             probe = CalibrationObservation(steps, topk, draft_tokens, 1.0, baseline, tau)
-            out.append(CalibrationObservation(steps, topk, draft_tokens, 1000 * tau / _round_ms(truth, probe),
-                                              baseline, tau, tuple(rates) if rates else None))
+            out.append(
+                CalibrationObservation(
+                    steps,
+                    topk,
+                    draft_tokens,
+                    1000 * tau / _round_ms(truth, probe),
+                    baseline,
+                    tau,
+                    tuple(rates) if rates else None,
+                )
+            )
     return out
 
 
 def _round_ms(p: FittedParams, o: CalibrationObservation) -> float:
-    return (1000 / o.baseline_tps * (1 + p.verify_growth * (o.draft_tokens - 1))
-            + o.steps * (p.draft_step_ms + p.draft_branch_ms * (o.topk - 1)) + p.round_overhead_ms)
+    return (
+        1000 / o.baseline_tps * (1 + p.verify_growth * (o.draft_tokens - 1))
+        + o.steps * (p.draft_step_ms + p.draft_branch_ms * (o.topk - 1))
+        + p.round_overhead_ms
+    )
 
 
 def test_noise_free_round_times_are_recovered():
@@ -73,8 +85,14 @@ def test_an_outlier_does_not_drag_the_robust_fit():
     truth = FittedParams(draft_step_ms=0.6, draft_branch_ms=0.15, round_overhead_ms=2.0, verify_growth=0.04)
     observations = synthetic(truth)
     bad = observations[3]
-    observations[3] = CalibrationObservation(bad.steps, bad.topk, bad.draft_tokens, bad.measured_tps * 0.5,
-                                             bad.baseline_tps, bad.measured_accept_length)
+    observations[3] = CalibrationObservation(
+        bad.steps,
+        bad.topk,
+        bad.draft_tokens,
+        bad.measured_tps * 0.5,
+        bad.baseline_tps,
+        bad.measured_accept_length,
+    )
     fit = fit_calibration(observations)
     errors = np.abs(fit.errors)
     assert errors[3] == pytest.approx(1.0, abs=0.02)  # the outlier stands out at its 2x ...
@@ -89,12 +107,19 @@ def test_too_few_observations_are_refused():
 
 @pytest.mark.parametrize(
     "fields,message",
-    [(dict(steps=0), "steps >= 1"), (dict(measured_tps=0.0), "must be > 0"),
-     (dict(measured_accept_length=None), "need a measured accept length or training rates")],
+    [
+        (dict(steps=0), "steps >= 1"),
+        (dict(measured_tps=0.0), "must be > 0"),
+        (dict(measured_accept_length=None), "need a measured accept length or training rates"),
+    ],
 )
 def test_impossible_observations_are_refused(fields, message):
-    values = dict(steps=3, topk=1, draft_tokens=4, measured_tps=100.0, baseline_tps=90.0,
-                  measured_accept_length=2.1) | fields
+    values = (
+        dict(
+            steps=3, topk=1, draft_tokens=4, measured_tps=100.0, baseline_tps=90.0, measured_accept_length=2.1
+        )
+        | fields
+    )
     with pytest.raises(ValueError, match=message):
         CalibrationObservation(**values)
 
@@ -111,11 +136,17 @@ def specbundle_observations() -> dict[str, list[CalibrationObservation]]:
                 rows = {m["Name"]: m for m in result["metrics"]}
                 baseline = rows.pop("Wihtout EAGLE3")["output_throughput"] / batch
                 for name, row in rows.items():
-                    deployments[f"{target} bs{batch}"].append(CalibrationObservation(
-                        steps=result["steps"], topk=result["topk"], draft_tokens=result["num_draft_tokens"],
-                        measured_tps=row["output_throughput"] / batch, baseline_tps=baseline,
-                        measured_accept_length=row["accept_length"], label=f"{dataset} {name}",
-                    ))
+                    deployments[f"{target} bs{batch}"].append(
+                        CalibrationObservation(
+                            steps=result["steps"],
+                            topk=result["topk"],
+                            draft_tokens=result["num_draft_tokens"],
+                            measured_tps=row["output_throughput"] / batch,
+                            baseline_tps=baseline,
+                            measured_accept_length=row["accept_length"],
+                            label=f"{dataset} {name}",
+                        )
+                    )
     return deployments
 
 
@@ -130,7 +161,9 @@ def test_specbundle_calibration_reaches_six_percent_leave_one_out(specbundle_fit
     per_deployment = {name: round(f.loo_median_abs_rel_error, 3) for name, f in specbundle_fits.items()}
     print("\nSpecBundle leave-one-out median |error| per deployment:", json.dumps(per_deployment, indent=1))
     all_loo = np.abs(np.concatenate([f.cv_errors for f in specbundle_fits.values()]))
-    print(f"over all {len(all_loo)} drafter rows: median {np.median(all_loo):.3f}, p90 {np.percentile(all_loo, 90):.3f}")
+    print(
+        f"over all {len(all_loo)} drafter rows: median {np.median(all_loo):.3f}, p90 {np.percentile(all_loo, 90):.3f}"
+    )
     assert np.median(all_loo) <= 0.06
     assert all(f.cross_validation == "leave-one-out" for f in specbundle_fits.values())
     # the worst deployment (Llama-4-Scout: its per-dataset baselines disagree) stays under 20 %
@@ -141,8 +174,11 @@ def test_specbundle_calibration_beats_the_uncalibrated_profile(specbundle_fits):
     # with no costs a round is one baseline step: tok/s = tau x baseline, far too optimistic
     theory_errors = []
     for name, observations in specbundle_observations().items():
-        theory = np.abs(np.array(predict_observations(FittedParams(), observations))
-                        / [o.measured_tps for o in observations] - 1)
+        theory = np.abs(
+            np.array(predict_observations(FittedParams(), observations))
+            / [o.measured_tps for o in observations]
+            - 1
+        )
         assert specbundle_fits[name].loo_median_abs_rel_error < np.median(theory), name
         theory_errors.extend(theory)
     calibrated = np.abs(np.concatenate([f.cv_errors for f in specbundle_fits.values()]))
@@ -164,7 +200,8 @@ def test_demo_calibration_excludes_the_invalid_benchmark(demo_url):
     assert report.params.acc_to_acceptance == pytest.approx(1.0, abs=0.03)
     assert report.loo_median_abs_rel_error < 0.04
     assert [(s.deployment_name, s.reason) for s in skipped] == [
-        (NVLINK, "3 benchmark(s) for 4 free parameter(s); need at least 5")]
+        (NVLINK, "3 benchmark(s) for 4 free parameter(s); need at least 5")
+    ]
 
 
 def test_applied_calibration_is_a_new_version_and_refresh_predicts_with_it(demo_url):
@@ -177,15 +214,17 @@ def test_applied_calibration_is_a_new_version_and_refresh_predicts_with_it(demo_
         summary = refresh(session)
     assert summary.predictions == 21  # 12 theory + 9 calibrated (PCIe only)
     with reading(engine) as session:
-        sets = session.scalars(select(ParameterSet).where(ParameterSet.source == "calibrated")
-                               .order_by(ParameterSet.version)).all()
+        sets = session.scalars(
+            select(ParameterSet).where(ParameterSet.source == "calibrated").order_by(ParameterSet.version)
+        ).all()
         assert [(s.version, s.is_active) for s in sets] == [(first.version, False), (second.version, True)]
         assert second.fit["n_benchmarks"] == 9 and second.fit["loo_median_abs_rel_error"] < 0.04
         assert second.verify_growth_compute == second.verify_growth_comm == report.params.verify_growth
         calibrated = session.scalars(select(Prediction).where(Prediction.source == "calibrated")).all()
         assert len(calibrated) == 9 and {p.parameter_set_id for p in calibrated} == {second.id}
         story = session.execute(
-            select(Gap, Prediction.source).join(Prediction).where(Gap.measured_tps == 82.3)).all()
+            select(Gap, Prediction.source).join(Prediction).where(Gap.measured_tps == 82.3)
+        ).all()
         assert sorted(source for _, source in story) == ["calibrated", "theory"]
         for gap, source in story:
             # calibrated: the 10k drafter's own draft cost, fitted to its one trusted rerun and pulled to its prior
@@ -202,12 +241,26 @@ def test_calibration_of_one_deployment(demo_url):
 
 def test_untrusted_benchmarks_are_counted_by_reason(engine):
     def bench(**fields):
-        return {"deployment": "lab", "run": "r", "checkpoint": "c", "speculative_algorithm": "EAGLE3",
-                "topk": 1, **fields}
+        return {
+            "deployment": "lab",
+            "run": "r",
+            "checkpoint": "c",
+            "speculative_algorithm": "EAGLE3",
+            "topk": 1,
+            **fields,
+        }
 
-    usable = [bench(num_steps=k, num_draft_tokens=k + 1, decode_tps=tps, accept_length=tau, dataset=ds)
-              for k, tps, tau, ds in [(3, 150.0, 2.4, "a"), (5, 160.0, 2.9, "a"), (7, 158.0, 3.2, "a"),
-                                      (3, 140.0, 2.3, "b"), (5, 151.0, 2.8, "b"), (7, 149.0, 3.1, "b")]]
+    usable = [
+        bench(num_steps=k, num_draft_tokens=k + 1, decode_tps=tps, accept_length=tau, dataset=ds)
+        for k, tps, tau, ds in [
+            (3, 150.0, 2.4, "a"),
+            (5, 160.0, 2.9, "a"),
+            (7, 158.0, 3.2, "a"),
+            (3, 140.0, 2.3, "b"),
+            (5, 151.0, 2.8, "b"),
+            (7, 149.0, 3.1, "b"),
+        ]
+    ]
     document = {
         "specdash": 1,
         "deployments": [{"name": "lab"}],
@@ -220,21 +273,40 @@ def test_untrusted_benchmarks_are_counted_by_reason(engine):
             bench(num_steps=3, num_draft_tokens=4, decode_tps=150.0, dataset="a"),  # no tau, no rates
             bench(num_steps=3, num_draft_tokens=4, decode_tps=150.0, accept_length=2.4, concurrency=4),
             bench(topk=2, decode_tps=150.0, accept_length=2.4, dataset="a", label="tree without steps"),
-            bench(num_steps=3, num_draft_tokens=4, decode_tps=80.0, accept_length=2.4, dataset="a",
-                  speculative_algorithm="EAGLE", label="wrong flag"),
-            bench(num_steps=5, num_draft_tokens=6, decode_tps=10.0, accept_length=2.9, dataset="a",
-                  label="rerun later"),
+            bench(
+                num_steps=3,
+                num_draft_tokens=4,
+                decode_tps=80.0,
+                accept_length=2.4,
+                dataset="a",
+                speculative_algorithm="EAGLE",
+                label="wrong flag",
+            ),
+            bench(
+                num_steps=5,
+                num_draft_tokens=6,
+                decode_tps=10.0,
+                accept_length=2.9,
+                dataset="a",
+                label="rerun later",
+            ),
         ],
     }
     assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
     with transaction(engine) as session:
         old = session.scalar(select(Benchmark).where(Benchmark.label == "rerun later"))
         old.superseded_by_id = session.scalar(
-            select(Benchmark.id).where(Benchmark.num_steps == 5, Benchmark.label.is_(None)).limit(1))
+            select(Benchmark.id).where(Benchmark.num_steps == 5, Benchmark.label.is_(None)).limit(1)
+        )
         (report,) = calibrate(session)
     assert report.n_benchmarks == 6
-    assert report.exclusions == {"no accept length": 1, "no baseline": 1, "no speculation setting": 1,
-                                 "critical diagnosis": 1, "superseded": 1}
+    assert report.exclusions == {
+        "no accept length": 1,
+        "no baseline": 1,
+        "no speculation setting": 1,
+        "critical diagnosis": 1,
+        "superseded": 1,
+    }
     assert report.baseline_tps is None  # the profile has none: only measured baselines were used
 
 
@@ -253,13 +325,17 @@ def test_specbundle_ingested_then_calibrated_in_the_store(engine, specbundle_fit
         # the goals: leave-one-out median <= 3 %, p90 <= 10 % (a factor per dataset absorbs each dataset's
         # one measured baseline's error; measured 1.9 % / 6.3 %)
         assert np.median(all_loo) <= 0.03 and np.percentile(all_loo, 90) <= 0.10
-        assert {r.deployment_name for r in reports} == {f"SpecBundle: {t}" for t in json.loads(SPECBUNDLE.read_text())}
+        assert {r.deployment_name for r in reports} == {
+            f"SpecBundle: {t}" for t in json.loads(SPECBUNDLE.read_text())
+        }
         for report in reports:
             apply_calibration(session, report)
         summary = refresh(session)
     assert summary.predictions == 2 * summary.benchmarks == 880  # theory and calibrated for each
     with reading(engine) as session:
         gaps = session.execute(select(Gap.gap, Prediction.source).join(Prediction)).all()
-    median_gap = {source: np.median([abs(g) for g, s in gaps if s == source]) for source in ("theory", "calibrated")}
+    median_gap = {
+        source: np.median([abs(g) for g, s in gaps if s == source]) for source in ("theory", "calibrated")
+    }
     # theory here uses the measured tau and no costs (SpecBundle gives none): calibration closes most of it
     assert median_gap["calibrated"] < median_gap["theory"] / 5

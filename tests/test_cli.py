@@ -79,11 +79,15 @@ def test_demo_twice_adds_nothing(invoke, db_url):
     first = invoke(db_url, "demo")
     assert first.exit_code == 0 and "created 15 benchmark(s)" in first.output
     with reading(make_engine(db_url)) as session:
-        before = [session.scalar(select(func.count()).select_from(m)) for m in (Run, Checkpoint, Benchmark, Gap)]
+        before = [
+            session.scalar(select(func.count()).select_from(m)) for m in (Run, Checkpoint, Benchmark, Gap)
+        ]
     second = invoke(db_url, "demo")
     assert second.exit_code == 0 and "skipped, already ingested" in second.output
     with reading(make_engine(db_url)) as session:
-        after = [session.scalar(select(func.count()).select_from(m)) for m in (Run, Checkpoint, Benchmark, Gap)]
+        after = [
+            session.scalar(select(func.count()).select_from(m)) for m in (Run, Checkpoint, Benchmark, Gap)
+        ]
     assert before == after == [3, 6, 15, after[3]] and after[3] > 0
 
 
@@ -115,15 +119,17 @@ def test_gaps_csv_has_a_header_and_a_row_per_gap(invoke, demo_url):
     result = invoke(demo_url, "gaps", "--threshold", "0", "--status", "all", "--format", "csv")
     rows = result.output.splitlines()
     assert rows[0].startswith("benchmark_id,gap_id,run,checkpoint,deployment,source")
-    assert len(rows) - 1 == len(json.loads(invoke(demo_url, "gaps", "--threshold", "0", "--status", "all",
-                                                  "--format", "json").output))
+    assert len(rows) - 1 == len(
+        json.loads(invoke(demo_url, "gaps", "--threshold", "0", "--status", "all", "--format", "json").output)
+    )
 
 
 def test_gaps_threshold_filters(invoke, demo_url):
     high = json.loads(invoke(demo_url, "gaps", "--threshold", "0.4", "--format", "json").output)
     assert [r["run"] for r in high] == ["k25-eagle3-10k"]
-    everything = json.loads(invoke(demo_url, "gaps", "--threshold", "0", "--status", "all",
-                                   "--format", "json").output)
+    everything = json.loads(
+        invoke(demo_url, "gaps", "--threshold", "0", "--status", "all", "--format", "json").output
+    )
     assert len(everything) > len(high)
     assert all(abs(r["gap"]) >= 0.4 for r in high)
 

@@ -25,14 +25,19 @@ def test_alerts_lists_one_per_benchmark_with_the_dashboards_ids(invoke, demo_url
 
 def test_alerts_grouped_and_quiet(invoke, demo_url):
     grouped = json.loads(invoke(demo_url, "alerts", "--group-by", "deployment", "--format", "json").output)
-    assert {g["group"]: g["alerts"] for g in grouped} == {"8x RTX PRO 6000, TP8, PCIe": 3, "8x H200, TP8, NVLink": 1}
+    assert {g["group"]: g["alerts"] for g in grouped} == {
+        "8x RTX PRO 6000, TP8, PCIe": 3,
+        "8x H200, TP8, NVLink": 1,
+    }
     quiet = json.loads(invoke(demo_url, "alerts", "--show", "quiet", "--format", "json").output)
     assert len(quiet) == 9 and not any(r["is_alert"] for r in quiet)
     assert all("is within the threshold" in r["reason"] for r in quiet)
 
 
 def test_alert_status_change_is_the_pages(invoke, demo_url):
-    result = invoke(demo_url, "alert", "3", "--status", "explained", "--note", "served with EAGLE", "--who", "ana")
+    result = invoke(
+        demo_url, "alert", "3", "--status", "explained", "--note", "served with EAGLE", "--who", "ana"
+    )
     assert result.exit_code == 0, result.output
     assert "critical alert, status explained" in result.output
     assert "ana: open -> explained (served with EAGLE)" in result.output

@@ -69,8 +69,9 @@ def test_story_back_solve_and_gap():
 def test_story_deeper_acceptance_on_the_slow_round(tau, tps):
     # the slow round as a cost profile: everything the model did not explain becomes overhead
     slow = decompose(throughput(STORY, 2.1, steps=3), 82.3, 2.1)
-    params = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3,
-                        round_overhead_ms=slow.unexplained_ms)
+    params = CostParams(
+        baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3, round_overhead_ms=slow.unexplained_ms
+    )
     assert throughput(params, tau, steps=3).tps == pytest.approx(tps, abs=0.5)
 
 
@@ -128,8 +129,15 @@ def test_predicted_accept_length_scales_caps_and_extrapolates():
 
 @pytest.mark.parametrize(
     "steps,topk,draft_tokens,shape",
-    [(3, 1, 4, (3, 1.0)), (5, 3, 6, (5, 1.0)), (7, 4, 8, (7, 1.0)), (3, 4, 13, (3, 4.0)),
-     (5, 2, 8, (5, 1.4)), (7, 4, 4, (3, 1.0)), (4, 2, None, (4, 2.0))],
+    [
+        (3, 1, 4, (3, 1.0)),
+        (5, 3, 6, (5, 1.0)),
+        (7, 4, 8, (7, 1.0)),
+        (3, 4, 13, (3, 4.0)),
+        (5, 2, 8, (5, 1.4)),
+        (7, 4, 4, (3, 1.0)),
+        (4, 2, None, (4, 2.0)),
+    ],
 )
 def test_tree_shape_spreads_the_verified_tokens(steps, topk, draft_tokens, shape):
     depth, width = tree_shape(steps, topk, draft_tokens)
@@ -150,8 +158,15 @@ def test_tree_accepts_more_per_position_and_is_marked():
 
 
 def test_round_time_parts_and_growth():
-    params = CostParams(baseline_tps=100.0, comm_fraction=0.25, draft_step_ms=0.5, round_overhead_ms=1.0,
-                        verify_growth_compute=0.1, verify_growth_comm=0.02, draft_branch_ms=0.2)
+    params = CostParams(
+        baseline_tps=100.0,
+        comm_fraction=0.25,
+        draft_step_ms=0.5,
+        round_overhead_ms=1.0,
+        verify_growth_compute=0.1,
+        verify_growth_comm=0.02,
+        draft_branch_ms=0.2,
+    )
     rt = round_time(params, steps=4, draft_tokens=9, topk=2)
     assert rt.compute_ms == pytest.approx(7.5 * (1 + 0.1 * 8))
     assert rt.comm_ms == pytest.approx(2.5 * (1 + 0.02 * 8))
@@ -166,8 +181,14 @@ def test_profile_by_step_time_equals_profile_by_tps():
 
 
 @pytest.mark.parametrize(
-    "field,value", [("baseline_tps", 0.0), ("comm_fraction", 1.5), ("draft_step_ms", -1.0),
-                    ("round_overhead_ms", -0.1), ("verify_growth_comm", -0.5)],
+    "field,value",
+    [
+        ("baseline_tps", 0.0),
+        ("comm_fraction", 1.5),
+        ("draft_step_ms", -1.0),
+        ("round_overhead_ms", -0.1),
+        ("verify_growth_comm", -0.5),
+    ],
 )
 def test_impossible_profiles_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
@@ -191,7 +212,8 @@ def test_gap_per_token_ms_splits_into_acceptance_and_round_parts():
     gap = decompose(throughput(STORY, 2.67, 5), measured_tps=150.0, measured_accept_length=2.4)
     assert gap.acceptance_token_ms > 0 and gap.round_token_ms > 0
     assert gap.acceptance_token_ms + gap.round_token_ms == pytest.approx(
-        gap.measured_token_ms - gap.predicted_token_ms)
+        gap.measured_token_ms - gap.predicted_token_ms
+    )
 
 
 def test_pcie_wants_deeper_speculation_than_nvlink():

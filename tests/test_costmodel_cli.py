@@ -32,7 +32,9 @@ def test_the_story_in_one_command(invoke):
 
 
 def test_table_output_names_every_figure(invoke):
-    result = invoke(None, "model", *STORY, "--accept-length", "2.1", "--draft-ms", "1.93", "--measured-tps", "82.3")
+    result = invoke(
+        None, "model", *STORY, "--accept-length", "2.1", "--draft-ms", "1.93", "--measured-tps", "82.3"
+    )
     assert result.exit_code == 0
     lines = dict(line.split(None, 1) for line in result.output.splitlines())
     assert lines["tps"] == "161.03" and lines["gap"] == "+48.9%" and lines["measured_round_ms"] == "25.52"
@@ -42,19 +44,36 @@ def test_table_output_names_every_figure(invoke):
 @pytest.mark.parametrize(
     "args,expected",
     [
-        (["--acceptance-rates", "0.742,0.60,0.58,0.56,0.55", "--draft-step-ms", "0.643"],
-         dict(steps=5, draft_tokens=6, accept_length=2.67, extrapolated=False, accept_length_from="conditional_rates")),
-        (["--acceptance-rates", "0.742,0.60,0.58,0.56,0.55", "--steps", "8"],
-         dict(steps=8, draft_tokens=9, extrapolated=True)),
+        (
+            ["--acceptance-rates", "0.742,0.60,0.58,0.56,0.55", "--draft-step-ms", "0.643"],
+            dict(
+                steps=5,
+                draft_tokens=6,
+                accept_length=2.67,
+                extrapolated=False,
+                accept_length_from="conditional_rates",
+            ),
+        ),
+        (
+            ["--acceptance-rates", "0.742,0.60,0.58,0.56,0.55", "--steps", "8"],
+            dict(steps=8, draft_tokens=9, extrapolated=True),
+        ),
         (["--survival-rates", "0.8,0.5,0.3"], dict(steps=3, accept_length=2.6)),
         (["--rate", "0.8", "--steps", "5"], dict(steps=5, accept_length=3.689)),
         (["--simulated-acc-len", "1.67"], dict(steps=3, accept_length=2.67)),
-        (["--accept-length", "3", "--draft-step-ms", "0.5", "--steps", "4"], dict(draft_ms=2.0, draft_tokens=5)),
-        (["--accept-length", "3", "--steps", "7", "--topk", "4", "--draft-tokens", "8"],
-         dict(topk=4, draft_tokens=8)),
+        (
+            ["--accept-length", "3", "--draft-step-ms", "0.5", "--steps", "4"],
+            dict(draft_ms=2.0, draft_tokens=5),
+        ),
+        (
+            ["--accept-length", "3", "--steps", "7", "--topk", "4", "--draft-tokens", "8"],
+            dict(topk=4, draft_tokens=8),
+        ),
         (["--accept-length", "3", "--draft-ms", "3", "--steps", "6"], dict(draft_ms=3.0)),
-        (["--accept-length", "2", "--overhead-ms", "2", "--verify-growth-compute", "0.1", "--steps", "3"],
-         dict(overhead_ms=2.0, compute_ms=5.556 * 1.3, comm_ms=5.556)),
+        (
+            ["--accept-length", "2", "--overhead-ms", "2", "--verify-growth-compute", "0.1", "--steps", "3"],
+            dict(overhead_ms=2.0, compute_ms=5.556 * 1.3, comm_ms=5.556),
+        ),
     ],
 )
 def test_model_options(invoke, args, expected):
@@ -64,14 +83,18 @@ def test_model_options(invoke, args, expected):
 
 
 def test_a_tree_is_marked_as_an_approximation(invoke):
-    out = model_json(invoke, *STORY, "--acceptance-rates", "0.7,0.6,0.5", "--topk", "4", "--draft-tokens", "13")
+    out = model_json(
+        invoke, *STORY, "--acceptance-rates", "0.7,0.6,0.5", "--topk", "4", "--draft-tokens", "13"
+    )
     assert out["approximation"].startswith("tree 3/4/13")
     chain = model_json(invoke, *STORY, "--acceptance-rates", "0.7,0.6,0.5")
     assert out["accept_length"] > chain["accept_length"] and chain["approximation"] is None
 
 
 def test_the_optimal_depth_of_an_acceptance_curve(invoke):
-    out = model_json(invoke, *STORY, "--draft-step-ms", "0.643", "--acceptance-rates", "0.742,0.60,0.58,0.56,0.55")
+    out = model_json(
+        invoke, *STORY, "--draft-step-ms", "0.643", "--acceptance-rates", "0.742,0.60,0.58,0.56,0.55"
+    )
     assert out["optimal_steps"] == 4 and out["optimal_tps"] >= out["tps"]
     deep = model_json(invoke, "--baseline-tps", "100", "--rate", "0.9", "--max-steps", "30")
     assert deep["optimal_steps"] == 30  # free drafting: deeper is always faster
@@ -89,10 +112,15 @@ def test_base_step_ms_stands_in_for_baseline_tps(invoke):
         (["--accept-length", "2"], "give one of --baseline-tps or --base-step-ms"),
         (["--baseline-tps", "90"], "give exactly one of --accept-length, --acceptance-rates"),
         (["--baseline-tps", "90", "--accept-length", "2", "--rate", "0.5"], "give exactly one of"),
-        (["--baseline-tps", "90", "--accept-length", "2", "--draft-ms", "1", "--draft-step-ms", "1"],
-         "give --draft-ms or --draft-step-ms, not both"),
+        (
+            ["--baseline-tps", "90", "--accept-length", "2", "--draft-ms", "1", "--draft-step-ms", "1"],
+            "give --draft-ms or --draft-step-ms, not both",
+        ),
         (["--baseline-tps", "90", "--acceptance-rates", "0.5,x"], "expected comma-separated numbers"),
-        (["--baseline-tps", "90", "--acceptance-rates", "0.5,1.5"], "expected one or more rates between 0 and 1"),
+        (
+            ["--baseline-tps", "90", "--acceptance-rates", "0.5,1.5"],
+            "expected one or more rates between 0 and 1",
+        ),
         (["--baseline-tps", "0", "--accept-length", "2"], "--baseline-tps"),
     ],
 )
@@ -132,8 +160,15 @@ def test_calibrate_json(invoke, demo_url):
     out = json.loads(invoke(demo_url, "calibrate", "--format", "json").output)
     (fitted,) = out["calibrated"]
     assert fitted["deployment"] == "8x RTX PRO 6000, TP8, PCIe" and fitted["n_benchmarks"] == 9
-    assert set(fitted["params"]) == {"draft_step_ms", "draft_branch_ms", "round_overhead_ms", "verify_growth",
-                                     "acc_to_acceptance", "draft_step_ms_by_drafter", "round_scale_by_dataset"}
+    assert set(fitted["params"]) == {
+        "draft_step_ms",
+        "draft_branch_ms",
+        "round_overhead_ms",
+        "verify_growth",
+        "acc_to_acceptance",
+        "draft_step_ms_by_drafter",
+        "round_scale_by_dataset",
+    }
     # each drafter benchmarked on the deployment has its own draft cost, named by its run
     assert set(fitted["params"]["draft_step_ms_by_drafter"]) == {"k25-eagle3-10k", "k25-eagle3-100k-ttt5"}
     assert fitted["error_band"] >= 0.02
@@ -144,4 +179,6 @@ def test_calibrate_json(invoke, demo_url):
 def test_calibrate_unknown_deployment(invoke, demo_url):
     result = invoke(demo_url, "calibrate", "--deployment", "nope")
     assert result.exit_code == 1
-    assert "no deployment named 'nope'; known: 8x H200, TP8, NVLink, 8x RTX PRO 6000, TP8, PCIe" in result.output
+    assert (
+        "no deployment named 'nope'; known: 8x H200, TP8, NVLink, 8x RTX PRO 6000, TP8, PCIe" in result.output
+    )

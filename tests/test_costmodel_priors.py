@@ -29,11 +29,21 @@ from specdash.costmodel.priors import (
 QWEN3_235B = TargetArchitecture(235, 22, 128, 8)
 
 
-@pytest.mark.parametrize("names,family", [
-    (("EAGLE3",), "eagle3"), (("eagle-3",), "eagle3"), (("EAGLE",), "eagle"), (("NEXTN",), "mtp"),
-    (("ngram",), "ngram"), (("medusa",), "medusa"), (("unknown", "EAGLE3"), "eagle3"), ((None,), "eagle3"),
-    (("draft_model",), "draft_model"), (("HASS",), "eagle"),
-])
+@pytest.mark.parametrize(
+    "names,family",
+    [
+        (("EAGLE3",), "eagle3"),
+        (("eagle-3",), "eagle3"),
+        (("EAGLE",), "eagle"),
+        (("NEXTN",), "mtp"),
+        (("ngram",), "ngram"),
+        (("medusa",), "medusa"),
+        (("unknown", "EAGLE3"), "eagle3"),
+        ((None,), "eagle3"),
+        (("draft_model",), "draft_model"),
+        (("HASS",), "eagle"),
+    ],
+)
 def test_drafter_family(names, family):
     assert drafter_family(*names) == family
 
@@ -104,8 +114,17 @@ def test_drafting_does_not_pay_the_all_reduce_and_shrinks_with_the_target():
 
 def test_stated_costs_win_over_priors():
     facts = DeploymentFacts("H100", 1, None, None)
-    stated = resolve_costs({"comm_fraction": 0.0, "draft_step_ms": 0.5, "round_overhead_ms": 0.0,
-                            "verify_growth_compute": 0.0, "verify_growth_comm": 0.0}, facts, 100.0)
+    stated = resolve_costs(
+        {
+            "comm_fraction": 0.0,
+            "draft_step_ms": 0.5,
+            "round_overhead_ms": 0.0,
+            "verify_growth_compute": 0.0,
+            "verify_growth_comm": 0.0,
+        },
+        facts,
+        100.0,
+    )
     assert (stated.draft_step_ms, stated.round_overhead_ms, stated.verify_growth_compute) == (0.5, 0.0, 0.0)
     filled = resolve_costs({"draft_step_ms": 0.5}, facts, 100.0)
     assert filled.draft_step_ms == 0.5 and filled.round_overhead_ms == pytest.approx(ROUND_OVERHEAD * 10.0)

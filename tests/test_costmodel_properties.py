@@ -32,7 +32,13 @@ cost_params = st.builds(
     verify_growth_comm=st.floats(0.0, 0.5),
     draft_branch_ms=st.floats(0.0, 5.0),
 )
-COSTS = ("draft_step_ms", "round_overhead_ms", "verify_growth_compute", "verify_growth_comm", "draft_branch_ms")
+COSTS = (
+    "draft_step_ms",
+    "round_overhead_ms",
+    "verify_growth_compute",
+    "verify_growth_comm",
+    "draft_branch_ms",
+)
 # generous examples, no per-example deadline (the first call of a run may be slow on a busy machine)
 invariant = settings(max_examples=150, deadline=None)
 
@@ -106,7 +112,8 @@ def test_decomposition_factors_multiply_to_measured_over_predicted(params, tau_p
     assert gap.acceptance_factor * gap.round_factor == pytest.approx(measured_tps / predicted.tps)
     assert gap.gap == pytest.approx(1 - measured_tps / predicted.tps)
     assert gap.acceptance_token_ms + gap.round_token_ms == pytest.approx(
-        gap.measured_token_ms - gap.predicted_token_ms, rel=1e-9, abs=1e-9)
+        gap.measured_token_ms - gap.predicted_token_ms, rel=1e-9, abs=1e-9
+    )
     assert gap.measured_round_ms - gap.unexplained_ms == pytest.approx(predicted.round_ms)
 
 

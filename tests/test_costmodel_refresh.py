@@ -16,7 +16,8 @@ PCIE = "8x RTX PRO 6000, TP8, PCIe"
 
 def story_gap(session) -> Gap:
     return session.scalars(
-        select(Gap).join(Prediction).where(Gap.measured_tps == 82.3, Prediction.source == "theory")).one()
+        select(Gap).join(Prediction).where(Gap.measured_tps == 82.3, Prediction.source == "theory")
+    ).one()
 
 
 def test_a_second_refresh_changes_nothing(demo_url):
@@ -25,7 +26,12 @@ def test_a_second_refresh_changes_nothing(demo_url):
         before = {p.id: (p.created_at, p.predicted_tps) for p in session.scalars(select(Prediction))}
     with transaction(engine) as session:
         summary = refresh(session)
-    assert (summary.benchmarks, summary.predictions, summary.gaps, summary.new_alerts) == (13, 12, 16, 0)  # 16 gaps: 13 theory + 3 external
+    assert (summary.benchmarks, summary.predictions, summary.gaps, summary.new_alerts) == (
+        13,
+        12,
+        16,
+        0,
+    )  # 16 gaps: 13 theory + 3 external
     with reading(engine) as session:
         after = {p.id: (p.created_at, p.predicted_tps) for p in session.scalars(select(Prediction))}
     assert after == before  # unchanged numbers are not rewritten, so their created_at stays
@@ -58,11 +64,18 @@ def test_a_gap_that_grows_past_the_threshold_is_a_new_alert(demo_url):
     # without drafting cost every PCIe prediction rises by 10-25 %: past the 10 % threshold, but only a gap
     # beyond theory's own error band makes a new alert: the priors' spread for a tau from training acc_i
     with reading(engine) as session:
-        judged = session.execute(select(Alert.benchmark_id, Alert.is_alert, Gap.gap, Prediction.error_band)
-                                 .join(Gap, Alert.gap_id == Gap.id).join(Prediction)
-                                 .where(Prediction.source == "theory")).all()
+        judged = session.execute(
+            select(Alert.benchmark_id, Alert.is_alert, Gap.gap, Prediction.error_band)
+            .join(Gap, Alert.gap_id == Gap.id)
+            .join(Prediction)
+            .where(Prediction.source == "theory")
+        ).all()
     assert {row.error_band for row in judged} == {prior_error_band("training")}
-    past_band = {row.benchmark_id for row in judged if abs(row.gap) > row.error_band and row.benchmark_id not in (3, 12, 15)}
+    past_band = {
+        row.benchmark_id
+        for row in judged
+        if abs(row.gap) > row.error_band and row.benchmark_id not in (3, 12, 15)
+    }
     assert summary.new_alerts == len(past_band) >= 1
     assert past_band <= {row.benchmark_id for row in judged if row.is_alert}
 
@@ -76,9 +89,21 @@ def test_baselines_are_matched_by_dataset(engine):
         "benchmarks": [
             {"deployment": "lab", "decode_tps": 100.0, "dataset": "gsm8k"},
             {"deployment": "lab", "decode_tps": 50.0, "dataset": "mtbench"},
-            *({"deployment": "lab", "run": "r", "checkpoint": "c", "speculative_algorithm": "EAGLE3",
-               "num_steps": 3, "topk": 1, "num_draft_tokens": 4, "decode_tps": tps, "accept_length": 2.9,
-               "dataset": dataset} for dataset, tps in [("gsm8k", 250.0), ("mtbench", 120.0), ("other", 180.0)]),
+            *(
+                {
+                    "deployment": "lab",
+                    "run": "r",
+                    "checkpoint": "c",
+                    "speculative_algorithm": "EAGLE3",
+                    "num_steps": 3,
+                    "topk": 1,
+                    "num_draft_tokens": 4,
+                    "decode_tps": tps,
+                    "accept_length": 2.9,
+                    "dataset": dataset,
+                }
+                for dataset, tps in [("gsm8k", 250.0), ("mtbench", 120.0), ("other", 180.0)]
+            ),
         ],
     }
     assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
@@ -92,15 +117,19 @@ def test_refreshing_a_new_baseline_reaches_every_benchmark_it_affects(demo_url):
     engine = make_engine(demo_url)
     with transaction(engine) as session:
         pcie = session.scalar(select(Deployment.id).where(Deployment.name == PCIE))
-        baseline = Benchmark(record_key="b" * 64, deployment_id=pcie, concurrency=1, dataset="mtbench",
-                             decode_tps=80.0)
+        baseline = Benchmark(
+            record_key="b" * 64, deployment_id=pcie, concurrency=1, dataset="mtbench", decode_tps=80.0
+        )
         session.add(baseline)
         session.flush()
         summary = refresh(session, [baseline.id])
     assert summary.benchmarks == 10  # every speculative PCIe benchmark at concurrency 1
     with reading(engine) as session:
-        stored = session.scalars(select(Prediction.baseline_tps).where(
-            Prediction.deployment_id == pcie, Prediction.source == "theory")).all()
+        stored = session.scalars(
+            select(Prediction.baseline_tps).where(
+                Prediction.deployment_id == pcie, Prediction.source == "theory"
+            )
+        ).all()
     assert set(stored) == {85.0}  # the median of the old 90 and the new 80
 
 
@@ -113,13 +142,31 @@ def test_external_tree_prediction_without_draft_tokens_is_compared(engine):
         "runs": [{"name": "tree-run", "speculative_algorithm": "EAGLE3", "ttt_length": 7}],
         "checkpoints": [{"run": "tree-run", "name": "epoch_1", "acceptance": [0.8, 0.7, 0.6, 0.5, 0.4]}],
         "benchmarks": [
-            {"deployment": "1x H100", "run": "tree-run", "checkpoint": "epoch_1", "speculative_algorithm": "EAGLE3",
-             "num_steps": 5, "topk": 3, "dataset": "mtbench", "decode_tps": 180.0, "accept_length": 3.4}
+            {
+                "deployment": "1x H100",
+                "run": "tree-run",
+                "checkpoint": "epoch_1",
+                "speculative_algorithm": "EAGLE3",
+                "num_steps": 5,
+                "topk": 3,
+                "dataset": "mtbench",
+                "decode_tps": 180.0,
+                "accept_length": 3.4,
+            }
         ],
         "predictions": [
-            {"source": "my-sim", "run": "tree-run", "checkpoint": "epoch_1", "deployment": "1x H100",
-             "speculative_algorithm": "EAGLE3", "num_steps": 5, "topk": 3, "dataset": "mtbench",
-             "predicted_tps": 200.0, "accept_length": 3.6}
+            {
+                "source": "my-sim",
+                "run": "tree-run",
+                "checkpoint": "epoch_1",
+                "deployment": "1x H100",
+                "speculative_algorithm": "EAGLE3",
+                "num_steps": 5,
+                "topk": 3,
+                "dataset": "mtbench",
+                "predicted_tps": 200.0,
+                "accept_length": 3.6,
+            }
         ],
     }
     result = ingest_bytes(engine, "tree.json", json.dumps(document).encode())

@@ -31,7 +31,9 @@ def test_quantile_interpolates_like_numpy():
 
 def test_prior_band_widens_when_tau_comes_from_training():
     assert prior_error_band("measured") == PRIOR_ROUND_BAND
-    assert prior_error_band("training") == pytest.approx(math.sqrt(PRIOR_ROUND_BAND**2 + PRIOR_ACCEPTANCE_BAND**2))
+    assert prior_error_band("training") == pytest.approx(
+        math.sqrt(PRIOR_ROUND_BAND**2 + PRIOR_ACCEPTANCE_BAND**2)
+    )
     assert error_band(None) == PRIOR_ROUND_BAND and error_band([]) == PRIOR_ROUND_BAND
 
 
@@ -55,8 +57,9 @@ def test_within_band():
 def test_every_builtin_prediction_of_the_demo_has_a_band(demo_url):
     engine = make_engine(demo_url)
     with reading(engine) as session:
-        rows = session.execute(select(Prediction.source, Prediction.accept_length_source,
-                                      Prediction.error_band)).all()
+        rows = session.execute(
+            select(Prediction.source, Prediction.accept_length_source, Prediction.error_band)
+        ).all()
     builtin = [r for r in rows if r.source == "theory"]
     assert builtin and all(r.error_band == prior_error_band(r.accept_length_source) for r in builtin)
     assert all(r.error_band is None for r in rows if r.source not in ("theory", "calibrated"))
@@ -70,7 +73,9 @@ def test_a_calibrated_prediction_takes_its_fits_held_out_band(demo_url):
         refresh(session)
         expected = error_band(report.fit.cv_errors)
         assert pset.fit["error_band"] == pytest.approx(expected)
-        bands = session.scalars(select(Prediction.error_band).where(Prediction.parameter_set_id == pset.id)).all()
+        bands = session.scalars(
+            select(Prediction.error_band).where(Prediction.parameter_set_id == pset.id)
+        ).all()
     # nine PCIe benchmarks with held-out errors of a few %: narrower than the prior, never below the floor
     assert bands and all(b == pytest.approx(expected) for b in bands)
     assert MIN_BAND <= expected < PRIOR_ROUND_BAND
@@ -80,15 +85,29 @@ def test_predictions_survive_the_upgrade_that_adds_the_band(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'm.db'}")
     upgrade(engine, "0001")
     with engine.begin() as connection:
-        connection.execute(text("INSERT INTO deployment (id, name, comm_fraction, draft_step_ms, round_overhead_ms, "
-                                "verify_growth_compute, verify_growth_comm, is_demo, created_at) "
-                                "VALUES (1, 'd', 0, 0, 0, 0, 0, 0, '2026-01-01')"))
-        connection.execute(text("INSERT INTO run (id, name, status, is_demo, created_at) "
-                                "VALUES (1, 'r', 'finished', 0, '2026-01-01')"))
-        connection.execute(text("INSERT INTO checkpoint (id, run_id, name, created_at) VALUES (1, 1, 'c', '2026-01-01')"))
-        connection.execute(text("INSERT INTO prediction (id, checkpoint_id, deployment_id, num_steps, topk, "
-                                "num_draft_tokens, concurrency, dataset, source, predicted_tps, extrapolated, "
-                                "created_at) VALUES (1, 1, 1, 3, 1, 4, 1, '', 'my-sim', 150.0, 0, '2026-01-01')"))
+        connection.execute(
+            text(
+                "INSERT INTO deployment (id, name, comm_fraction, draft_step_ms, round_overhead_ms, "
+                "verify_growth_compute, verify_growth_comm, is_demo, created_at) "
+                "VALUES (1, 'd', 0, 0, 0, 0, 0, 0, '2026-01-01')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO run (id, name, status, is_demo, created_at) "
+                "VALUES (1, 'r', 'finished', 0, '2026-01-01')"
+            )
+        )
+        connection.execute(
+            text("INSERT INTO checkpoint (id, run_id, name, created_at) VALUES (1, 1, 'c', '2026-01-01')")
+        )
+        connection.execute(
+            text(
+                "INSERT INTO prediction (id, checkpoint_id, deployment_id, num_steps, topk, "
+                "num_draft_tokens, concurrency, dataset, source, predicted_tps, extrapolated, "
+                "created_at) VALUES (1, 1, 1, 3, 1, 4, 1, '', 'my-sim', 150.0, 0, '2026-01-01')"
+            )
+        )
     upgrade(engine, "0002")
     with engine.connect() as connection:
         row = connection.execute(text("SELECT source, predicted_tps, error_band FROM prediction")).one()
@@ -99,7 +118,9 @@ def test_predictions_survive_the_upgrade_that_adds_the_band(tmp_path):
 
 
 def test_gaps_json_carries_each_predictions_band(invoke, demo_url):
-    rows = json.loads(invoke(demo_url, "gaps", "--status", "all", "--threshold", "0", "--format", "json").output)
+    rows = json.loads(
+        invoke(demo_url, "gaps", "--status", "all", "--threshold", "0", "--format", "json").output
+    )
     theory = [r for r in rows if r["source"] == "theory"]
     # the demo's theory predictions use training accuracies: the prior band with the acceptance spread
     assert theory and all(r["error_band"] == pytest.approx(prior_error_band("training")) for r in theory)

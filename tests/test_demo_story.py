@@ -52,5 +52,7 @@ def test_check_exits_1_on_the_demo(invoke, demo_url):
 
 def test_no_alert_for_benchmarks_that_follow_the_model(invoke, demo_url):
     rows = json.loads(invoke(demo_url, "gaps", "--status", "all", "--format", "json").output)
-    assert {(r["run"], r["num_draft_tokens"]) for r in rows} == {("k25-eagle3-10k", 4),
-                                                                 ("k25-eagle3-100k-ttt5", 16)}
+    assert {(r["run"], r["num_draft_tokens"]) for r in rows} == {
+        ("k25-eagle3-10k", 4),
+        ("k25-eagle3-100k-ttt5", 16),
+    }

@@ -19,8 +19,9 @@ from specdash.costmodel.diagnoses import DIAGNOSIS_CODES, judge, worst_severity
 STORY = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3)
 
 
-def context(measured_tps: float = 157.0, measured_tau: float | None = 2.1, predicted_tau: float = 2.1,
-            **fields) -> GapContext:
+def context(
+    measured_tps: float = 157.0, measured_tau: float | None = 2.1, predicted_tau: float = 2.1, **fields
+) -> GapContext:
     """A benchmark of the story's drafter (EAGLE3, 21504-dim, TTT 3) served right, at 3 steps."""
     predicted = throughput(STORY, predicted_tau, steps=3)
     defaults = dict(
@@ -48,22 +49,34 @@ def test_a_benchmark_that_follows_the_model_has_no_diagnosis():
 
 
 RULE_CASES = [
-        ("algorithm_mismatch", dict(benchmark_algorithm="EAGLE"), dict(benchmark_algorithm="eagle3")),
-        ("algorithm_mismatch", dict(benchmark_algorithm="NEXTN", drafter_algorithm="EAGLE3"),
-         dict(benchmark_algorithm="NEXTN", drafter_algorithm="EAGLE")),
-        ("hidden_size_mismatch", dict(draft_hidden_size=7168), dict(draft_hidden_size=None)),
-        ("beyond_trained_depth", dict(num_steps=15, num_draft_tokens=16), dict(num_steps=3, ttt_length=5)),
-        ("beyond_trained_depth", dict(num_steps=7, num_draft_tokens=None),
-         dict(num_steps=7, num_draft_tokens=4)),  # a tree of 4 tokens reaches 3 deep
-        ("slower_than_baseline", dict(measured_tps=82.3), dict(measured_tps=91.0)),
-        ("round_overhead", dict(measured_tps=82.3), dict(measured_tps=82.3, measured_tau=1.1)),
-        ("acceptance_shortfall", dict(measured_tps=120.0, measured_tau=1.6), dict(measured_tau=2.05)),
-        ("acceptance_unknown", dict(measured_tps=82.3, accept_length_source="measured"),
-         dict(measured_tps=82.3, accept_length_source="history")),
-        ("round_overhead", dict(measured_tps=82.3, accept_length_source="history"),
-         dict(measured_tps=82.3, accept_length_source="measured")),  # nothing predicts tau: not the round
-        ("faster_than_predicted", dict(measured_tps=200.0), dict(measured_tps=170.0)),
-        ("no_baseline", dict(baseline_measured=False), dict(baseline_measured=True)),
+    ("algorithm_mismatch", dict(benchmark_algorithm="EAGLE"), dict(benchmark_algorithm="eagle3")),
+    (
+        "algorithm_mismatch",
+        dict(benchmark_algorithm="NEXTN", drafter_algorithm="EAGLE3"),
+        dict(benchmark_algorithm="NEXTN", drafter_algorithm="EAGLE"),
+    ),
+    ("hidden_size_mismatch", dict(draft_hidden_size=7168), dict(draft_hidden_size=None)),
+    ("beyond_trained_depth", dict(num_steps=15, num_draft_tokens=16), dict(num_steps=3, ttt_length=5)),
+    (
+        "beyond_trained_depth",
+        dict(num_steps=7, num_draft_tokens=None),
+        dict(num_steps=7, num_draft_tokens=4),
+    ),  # a tree of 4 tokens reaches 3 deep
+    ("slower_than_baseline", dict(measured_tps=82.3), dict(measured_tps=91.0)),
+    ("round_overhead", dict(measured_tps=82.3), dict(measured_tps=82.3, measured_tau=1.1)),
+    ("acceptance_shortfall", dict(measured_tps=120.0, measured_tau=1.6), dict(measured_tau=2.05)),
+    (
+        "acceptance_unknown",
+        dict(measured_tps=82.3, accept_length_source="measured"),
+        dict(measured_tps=82.3, accept_length_source="history"),
+    ),
+    (
+        "round_overhead",
+        dict(measured_tps=82.3, accept_length_source="history"),
+        dict(measured_tps=82.3, accept_length_source="measured"),
+    ),  # nothing predicts tau: not the round
+    ("faster_than_predicted", dict(measured_tps=200.0), dict(measured_tps=170.0)),
+    ("no_baseline", dict(baseline_measured=False), dict(baseline_measured=True)),
 ]
 
 
@@ -80,29 +93,45 @@ def test_every_rule_has_a_case():
 
 
 def test_the_story_is_diagnosed_with_its_numbers():
-    found = {d.code: d for d in diagnose(context(measured_tps=82.3, benchmark_algorithm="EAGLE",
-                                                 draft_hidden_size=7168))}
-    assert list(found) == ["algorithm_mismatch", "hidden_size_mismatch", "slower_than_baseline", "round_overhead"]
+    found = {
+        d.code: d
+        for d in diagnose(context(measured_tps=82.3, benchmark_algorithm="EAGLE", draft_hidden_size=7168))
+    }
+    assert list(found) == [
+        "algorithm_mismatch",
+        "hidden_size_mismatch",
+        "slower_than_baseline",
+        "round_overhead",
+    ]
     assert found["algorithm_mismatch"].severity == "critical"
-    assert "ran EAGLE but the drafter is EAGLE3: benchmark likely invalid" in found["algorithm_mismatch"].message
+    assert (
+        "ran EAGLE but the drafter is EAGLE3: benchmark likely invalid" in found["algorithm_mismatch"].message
+    )
     assert "fed 7168-dim hidden states but was trained on 21504" in found["hidden_size_mismatch"].message
     assert "82.3 tok/s is slower than no speculation (90.0 tok/s, measured baseline)" in (
-        found["slower_than_baseline"].message)
+        found["slower_than_baseline"].message
+    )
     assert found["round_overhead"].message.startswith(
         "the round takes 25.5 ms instead of 13.0 ms: 12.5 ms per round unexplained by the cost model; "
-        "acceptance is as predicted (2.10 vs 2.10)")
+        "acceptance is as predicted (2.10 vs 2.10)"
+    )
 
 
 @pytest.mark.parametrize(
     "fields,fragment",
     [
-        (dict(num_steps=15, num_draft_tokens=16), "15 draft steps but the drafter was trained 3 deep (TTT): "
-                                                  "positions 4..15 are extrapolated"),
+        (
+            dict(num_steps=15, num_draft_tokens=16),
+            "15 draft steps but the drafter was trained 3 deep (TTT): positions 4..15 are extrapolated",
+        ),
         (dict(measured_tps=120.0, measured_tau=1.6), "accept length 1.60 measured vs 2.10 predicted (0.76x)"),
         (dict(measured_tps=200.0), "200.0 tok/s is 24% above the predicted 161.0"),
-        (dict(baseline_measured=False, concurrency=8), "no no-speculation benchmark on 8x RTX PRO 6000, TP8, "
-                                                       "PCIe at concurrency 8; the prediction uses the "
-                                                       "profile's 90.0 tok/s"),
+        (
+            dict(baseline_measured=False, concurrency=8),
+            "no no-speculation benchmark on 8x RTX PRO 6000, TP8, "
+            "PCIe at concurrency 8; the prediction uses the "
+            "profile's 90.0 tok/s",
+        ),
     ],
 )
 def test_messages_name_the_numbers(fields, fragment):
@@ -110,8 +139,11 @@ def test_messages_name_the_numbers(fields, fragment):
 
 
 def test_round_overhead_says_how_acceptance_differs_when_it_does():
-    msg = next(d.message for d in diagnose(context(measured_tps=100.0, measured_tau=1.9))
-               if d.code == "round_overhead")
+    msg = next(
+        d.message
+        for d in diagnose(context(measured_tps=100.0, measured_tau=1.9))
+        if d.code == "round_overhead"
+    )
     assert "acceptance is 0.90x predicted (1.90 vs 2.10)" in msg
 
 
@@ -148,14 +180,23 @@ def test_diagnoses_come_most_severe_first_and_rules_are_pluggable():
 
 def test_every_rule_has_a_stable_code_named_after_it():
     assert [rule.__name__ for rule in RULES] == [
-        "algorithm_mismatch", "hidden_size_mismatch", "beyond_trained_depth", "slower_than_baseline",
-        "round_overhead", "acceptance_shortfall", "acceptance_unknown", "faster_than_predicted", "no_baseline",
+        "algorithm_mismatch",
+        "hidden_size_mismatch",
+        "beyond_trained_depth",
+        "slower_than_baseline",
+        "round_overhead",
+        "acceptance_shortfall",
+        "acceptance_unknown",
+        "faster_than_predicted",
+        "no_baseline",
     ]
 
 
 # --- the verdict: is a benchmark an alert, how severe, and why ------------------------------------------
 def verdict(gap, threshold=0.10, band=None, codes_=(), factor=None, source=None):
-    diagnoses = [Diagnosis(code, "critical" if code.endswith("mismatch") else "warning", "") for code in codes_]
+    diagnoses = [
+        Diagnosis(code, "critical" if code.endswith("mismatch") else "warning", "") for code in codes_
+    ]
     return judge(gap, threshold, band, diagnoses, factor, source)
 
 
@@ -197,7 +238,9 @@ def test_acceptance_below_the_drafters_history_alerts_within_the_band():
     v = verdict(0.10, band=0.22, codes_=("acceptance_shortfall",), factor=0.90, source="history")
     assert (v.is_alert, v.severity, v.code) == (True, "warning", "acceptance_shortfall")
     # a training-based tau is too rough to alert on by itself
-    assert not verdict(0.10, band=0.22, codes_=("acceptance_shortfall",), factor=0.90, source="training").is_alert
+    assert not verdict(
+        0.10, band=0.22, codes_=("acceptance_shortfall",), factor=0.90, source="training"
+    ).is_alert
     # 4 % below history is noise
     assert not verdict(0.04, band=0.22, factor=0.96, source="history").is_alert
 

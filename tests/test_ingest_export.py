@@ -18,8 +18,20 @@ from tests.ingest_support import SGLANG, SPECFORGE, load
 
 NATIVE = FIXTURES / "native"
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
-BENCHMARK_FIELDS = {"run", "checkpoint", "deployment", "decode_tps", "output_throughput", "accept_length",
-                    "speculative_algorithm", "num_steps", "topk", "num_draft_tokens", "source_format", "source_file"}
+BENCHMARK_FIELDS = {
+    "run",
+    "checkpoint",
+    "deployment",
+    "decode_tps",
+    "output_throughput",
+    "accept_length",
+    "speculative_algorithm",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+    "source_format",
+    "source_file",
+}
 
 
 @pytest.fixture
@@ -43,7 +55,11 @@ def test_benchmarks_json_names_what_ids_point_to(invoke, stocked):
     assert BENCHMARK_FIELDS <= set(story)
     assert (story["run"], story["checkpoint"], story["deployment"]) == ("k25-eagle3-10k", "epoch_3", PCIE)
     assert (story["speculative_algorithm"], story["num_steps"], story["topk"], story["num_draft_tokens"]) == (
-        "EAGLE", 3, 1, 4)
+        "EAGLE",
+        3,
+        1,
+        4,
+    )
     assert story["decode_tps"] == pytest.approx(82.30, abs=0.01) and story["output_throughput"] == 81.27
     assert story["source_file"] == str(SGLANG / "bench_serving_0.5.9.jsonl")
     assert story["request_rate"] == "inf"  # JSON has no infinity: spelt out
@@ -60,8 +76,11 @@ def test_every_table_exports_as_json_and_csv_with_the_same_rows(invoke, stocked)
 
 
 def test_metrics_export_is_long_form_and_filters_by_run(invoke, stocked):
-    rows = list(csv.DictReader(io.StringIO(export(invoke, stocked, "metrics", "--run", "llama-eagle3",
-                                                  "--format", "csv"))))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(export(invoke, stocked, "metrics", "--run", "llama-eagle3", "--format", "csv"))
+        )
+    )
     assert len(rows) == 70 and set(rows[0]) == {"run", "key", "step", "value"}
     assert {"run": "llama-eagle3", "key": "train/acc_2", "step": "150", "value": "0.41"} in rows
 
@@ -69,7 +88,9 @@ def test_metrics_export_is_long_form_and_filters_by_run(invoke, stocked):
 def test_checkpoints_export_their_acceptance(invoke, stocked):
     rows = json.loads(export(invoke, stocked, "checkpoints", "--run", "llama-eagle3"))
     assert [(r["name"], r["acceptance"]) for r in rows] == [
-        ("epoch_0_step_200", [0.7, 0.54, 0.45, 0.39]), ("epoch_0_step_300", [0.69, 0.53, 0.44, 0.38])]
+        ("epoch_0_step_200", [0.7, 0.54, 0.45, 0.39]),
+        ("epoch_0_step_300", [0.69, 0.53, 0.44, 0.38]),
+    ]
 
 
 def test_gaps_export_resolves_the_diagnoses(invoke, stocked):
@@ -114,7 +135,11 @@ def test_native_csv_by_file_name_and_by_kind_column(engine):
         assert (run.ttt_length, run.hidden_size, run.config) == (4, 12288, {"learning_rate": 0.0001})
         assert session.scalar(select(Run.status).where(Run.name == "llama-eagle3-b")) == "running"
         deployment = session.scalar(select(Deployment))
-        assert (deployment.name, deployment.tp_size, deployment.comm_fraction) == ("2x L40S, TP2, PCIe", 2, 0.3)
+        assert (deployment.name, deployment.tp_size, deployment.comm_fraction) == (
+            "2x L40S, TP2, PCIe",
+            2,
+            0.3,
+        )
         checkpoint = session.scalar(select(Checkpoint))
         assert [p.rate for p in checkpoint.position_acceptance] == [0.8, 0.7, 0.65, 0.6]
         spec = session.scalar(select(Benchmark).where(Benchmark.speculative_algorithm == "EAGLE3"))

@@ -50,15 +50,26 @@ def test_run_and_checkpoint_named_by_a_drafter_path(path, run, checkpoint):
 
 
 def document(*benchmarks) -> bytes:
-    return json.dumps({"specdash": 1, "checkpoints": [
-        {"run": "run7", "name": "epoch_3", "path": "/mnt/a/epoch_3"},
-        {"run": "run8", "name": "epoch_3"},
-        {"run": "run9", "name": "run9-step100"},
-        {"run": "org/drafter-x", "name": "published"},
-    ], "benchmarks": [
-        {"deployment": "d", "speculative_algorithm": "EAGLE3", "decode_tps": 100.0 + i, "drafter_path": path}
-        for i, path in enumerate(benchmarks)
-    ]}).encode()
+    return json.dumps(
+        {
+            "specdash": 1,
+            "checkpoints": [
+                {"run": "run7", "name": "epoch_3", "path": "/mnt/a/epoch_3"},
+                {"run": "run8", "name": "epoch_3"},
+                {"run": "run9", "name": "run9-step100"},
+                {"run": "org/drafter-x", "name": "published"},
+            ],
+            "benchmarks": [
+                {
+                    "deployment": "d",
+                    "speculative_algorithm": "EAGLE3",
+                    "decode_tps": 100.0 + i,
+                    "drafter_path": path,
+                }
+                for i, path in enumerate(benchmarks)
+            ],
+        }
+    ).encode()
 
 
 @pytest.mark.parametrize(
@@ -82,14 +93,27 @@ def test_link_order(engine, drafter_path, link, expected):
 
 
 def test_a_checkpoint_name_alone_must_be_unique(engine):
-    result = ingest_bytes(engine, "doc.json", document("/mnt/a/epoch_3"), link=LinkOptions(checkpoint="epoch_3"))
+    result = ingest_bytes(
+        engine, "doc.json", document("/mnt/a/epoch_3"), link=LinkOptions(checkpoint="epoch_3")
+    )
     assert result.status == "failed"
-    assert [str(p) for p in result.problems] == ["doc.json:1: run: checkpoint 'epoch_3' needs a run to link to"]
+    assert [str(p) for p in result.problems] == [
+        "doc.json:1: run: checkpoint 'epoch_3' needs a run to link to"
+    ]
 
 
 def test_cli_options_and_summary(invoke, db_url):
-    result = invoke(db_url, "ingest", "--run", "run7", "--checkpoint", "epoch_3", "--deployment", "H100 box",
-                    str(SGLANG / "bench_serving_0.5.23.jsonl"))
+    result = invoke(
+        db_url,
+        "ingest",
+        "--run",
+        "run7",
+        "--checkpoint",
+        "epoch_3",
+        "--deployment",
+        "H100 box",
+        str(SGLANG / "bench_serving_0.5.23.jsonl"),
+    )
     assert result.exit_code == 0, result.output
     assert "benchmarks: run7/epoch_3 by name (1)" in result.output
     assert "created 1 benchmark(s), 1 checkpoint(s), 1 deployment(s), 1 run(s)" in result.output
@@ -101,16 +125,32 @@ def test_several_files_end_with_a_summary(invoke, db_url):
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[-1] == (
         "3 file(s): 2 loaded, 1 skipped, 0 failed; 2 record(s); created 2 benchmark(s), 1 checkpoint(s), "
-        "2 deployment(s), 1 run(s); 2 benchmark(s) linked, 0 not linked; 0 duplicate(s) skipped; 0 new alert(s).")
+        "2 deployment(s), 1 run(s); 2 benchmark(s) linked, 0 not linked; 0 duplicate(s) skipped; 0 new alert(s)."
+    )
 
 
 def test_formats_lists_every_format(invoke):
     output = invoke(None, "formats").output
     assert [line.split()[0] for line in output.splitlines()] == [f.name for f in FORMATS]
-    assert {"sglang-bench-serving", "sglang-one-batch", "sglang-offline", "sglang-log", "vllm-bench-serve",
-            "vllm-log", "specforge-log", "tracker-csv", "tracker-json", "specforge-bench-eagle3",
-            "specforge-benchmark", "specbundle", "specdash", "specdash-csv", "speculators-log",
-            "specforge-model-speedup", "sglang-one-batch-offline"} == {f.name for f in FORMATS}
+    assert {
+        "sglang-bench-serving",
+        "sglang-one-batch",
+        "sglang-offline",
+        "sglang-log",
+        "vllm-bench-serve",
+        "vllm-log",
+        "specforge-log",
+        "tracker-csv",
+        "tracker-json",
+        "specforge-bench-eagle3",
+        "specforge-benchmark",
+        "specbundle",
+        "specdash",
+        "specdash-csv",
+        "speculators-log",
+        "specforge-model-speedup",
+        "sglang-one-batch-offline",
+    } == {f.name for f in FORMATS}
 
 
 def test_readme_documents_every_format_and_command():

@@ -37,8 +37,13 @@ def test_document_is_stored_field_by_field(engine):
         bench = session.scalar(select(Benchmark).where(Benchmark.speculative_algorithm == "EAGLE3"))
         assert bench.checkpoint.name == "epoch_2_step_24000"  # linked by drafter path
         assert bench.checkpoint.run.name == "llama-eagle3-a"
-        assert (bench.decode_tps, bench.accept_length, bench.num_steps, bench.topk, bench.num_draft_tokens) == (
-            140.2, 2.9, 3, 1, 4)
+        assert (
+            bench.decode_tps,
+            bench.accept_length,
+            bench.num_steps,
+            bench.topk,
+            bench.num_draft_tokens,
+        ) == (140.2, 2.9, 3, 1, 4)
         assert bench.dataset == "gsm8k" and bench.source_format == "specdash"
         assert bench.ingested_file_id is not None
         baseline = session.scalar(select(Benchmark).where(Benchmark.speculative_algorithm.is_(None)))
@@ -77,8 +82,14 @@ def test_every_problem_is_reported_with_its_line_and_nothing_is_written(engine):
     path = str(NATIVE / "bad_doc.json")
     assert f"{path}:8: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01" in messages
     assert f"{path}:9: benchmarks.2.accept_length: Input should be greater than or equal to 1" in messages
-    assert f"{path}:9: benchmarks.2.num_draft_tokens: 3 draft tokens cannot hold 5 draft steps (need >= num_steps)" in messages
-    assert f"{path}:11: benchmarks.3.decode_tps: Input should be a valid number, unable to parse string as a number" in messages
+    assert (
+        f"{path}:9: benchmarks.2.num_draft_tokens: 3 draft tokens cannot hold 5 draft steps (need >= num_steps)"
+        in messages
+    )
+    assert (
+        f"{path}:11: benchmarks.3.decode_tps: Input should be a valid number, unable to parse string as a number"
+        in messages
+    )
     assert f"{path}:11: benchmarks.3.colour: Extra inputs are not permitted" in messages
     assert table_counts(engine) == before
 
@@ -132,5 +143,8 @@ def test_bad_files(engine, content, message):
 def test_cli_reports_file_line_field_and_exit_1(invoke, db_url):
     result = invoke(db_url, "ingest", str(NATIVE / "bad_doc.json"))
     assert result.exit_code == 1
-    assert "bad_doc.json:8: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01" in result.output
+    assert (
+        "bad_doc.json:8: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01"
+        in result.output
+    )
     assert "Fix the records or pass --skip-invalid" in result.output

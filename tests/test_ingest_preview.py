@@ -17,7 +17,12 @@ def test_preview_shows_links_and_gaps_without_writing(demo_url):
     assert preview.ok and preview.format == "sglang-bench-serving" and preview.already_ingested is None
     (link,) = preview.links
     assert (link.line, link.deployment, link.run, link.checkpoint, link.how) == (
-        1, PCIE, "k25-eagle3-10k", "epoch_3", "by path")
+        1,
+        PCIE,
+        "k25-eagle3-10k",
+        "epoch_3",
+        "by path",
+    )
     (gap,) = preview.gaps
     assert gap["severity"] == "critical" and "algorithm_mismatch" in gap["diagnoses"]
     assert gap["gap"] > 0.45 and preview.refresh.new_alerts == 1
@@ -29,9 +34,12 @@ def test_the_user_edits_the_links_then_ingests_what_was_previewed(demo_url):
     edited = LinkOptions(run="k25-eagle3-100k-ttt5", checkpoint="epoch_5", deployment=PCIE)
     preview = preview_bytes(engine, "upload.jsonl", STORY, link=edited)
     assert [(link.run, link.checkpoint, link.how) for link in preview.links] == [
-        ("k25-eagle3-100k-ttt5", "epoch_5", "by name")]
+        ("k25-eagle3-100k-ttt5", "epoch_5", "by name")
+    ]
     result = ingest_bytes(engine, "upload.jsonl", STORY, link=edited)
-    assert [(link.run, link.checkpoint) for link in result.store.links] == [("k25-eagle3-100k-ttt5", "epoch_5")]
+    assert [(link.run, link.checkpoint) for link in result.store.links] == [
+        ("k25-eagle3-100k-ttt5", "epoch_5")
+    ]
     again = preview_bytes(engine, "upload.jsonl", STORY, link=edited)
     assert again.already_ingested == "upload.jsonl" and again.store.duplicates == 1
 
@@ -49,7 +57,9 @@ def test_preview_reports_problems_like_ingest(engine):
     preview = preview_bytes(engine, "bad.jsonl", data, link=LinkOptions(deployment="d"))
     assert preview.format == "sglang-bench-serving"
     assert [str(p) for p in preview.problems][:1] == [
-        "bad.jsonl:2: max_concurrency: Input should be a valid integer, unable to parse string as an integer"]
+        "bad.jsonl:2: max_concurrency: Input should be a valid integer, unable to parse string as an integer"
+    ]
     unknown = preview_bytes(engine, "what.txt", b"hello\n")
-    assert not unknown.ok and str(unknown.problems[0]).endswith("format not recognised; pass --format "
-                                                                "(see 'specdash formats')")
+    assert not unknown.ok and str(unknown.problems[0]).endswith(
+        "format not recognised; pass --format (see 'specdash formats')"
+    )

@@ -14,8 +14,11 @@ from sqlalchemy import func, select, text
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import IngestedFile, MetricPoint, Run
 
-KEYS = [f"train/acc_{i}" for i in range(7)] + [f"train/ploss_{i}" for i in range(7)] + [
-    "train/loss", "train/lr", "train/grad_norm", "train/epoch", "train/tokens_per_s", "train/acc"]
+KEYS = (
+    [f"train/acc_{i}" for i in range(7)]
+    + [f"train/ploss_{i}" for i in range(7)]
+    + ["train/loss", "train/lr", "train/grad_norm", "train/epoch", "train/tokens_per_s", "train/acc"]
+)
 
 
 def write_log(path: Path, steps: int, offset: float = 0.0) -> Path:
@@ -27,14 +30,21 @@ def write_log(path: Path, steps: int, offset: float = 0.0) -> Path:
 
 
 def specdash(url: str, *args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "specdash", "--db", url, *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "specdash", "--db", url, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def counts(url: str) -> tuple[int, int, int]:
     engine = make_engine(url)
     with reading(engine) as session:
-        found = tuple(session.scalar(select(func.count()).select_from(m)) for m in (MetricPoint, Run, IngestedFile))
+        found = tuple(
+            session.scalar(select(func.count()).select_from(m)) for m in (MetricPoint, Run, IngestedFile)
+        )
     engine.dispose()
     return found
 
@@ -45,7 +55,11 @@ def test_a_process_killed_mid_ingest_leaves_no_partial_file(db_url, tmp_path):
     process = specdash(db_url, "ingest", "--quiet", str(log))
     deadline = time.monotonic() + 60
     # pages spill into the write-ahead log once the transaction outgrows the cache: mid-ingest for sure
-    while time.monotonic() < deadline and process.poll() is None and (not wal.exists() or wal.stat().st_size < 4e6):
+    while (
+        time.monotonic() < deadline
+        and process.poll() is None
+        and (not wal.exists() or wal.stat().st_size < 4e6)
+    ):
         time.sleep(0.02)
     assert process.poll() is None, "the ingest finished before it could be killed: make the log bigger"
     os.kill(process.pid, signal.SIGKILL)
@@ -98,7 +112,9 @@ def test_a_writer_waits_for_the_lock_with_a_message_then_fails_cleanly(db_url, t
     holder = hold_write_lock(db_url)
     try:
         started = time.monotonic()
-        process = specdash(db_url, "ingest", "--quiet", str(log), env=dict(os.environ, SPECDASH_LOCK_TIMEOUT="2"))
+        process = specdash(
+            db_url, "ingest", "--quiet", str(log), env=dict(os.environ, SPECDASH_LOCK_TIMEOUT="2")
+        )
         out, err = process.communicate(timeout=60)
         waited = time.monotonic() - started
     finally:
@@ -117,9 +133,13 @@ def test_a_writer_waits_for_the_lock_with_a_message_then_fails_cleanly(db_url, t
 def test_a_writer_that_waits_goes_on_once_the_lock_is_free(db_url, tmp_path):
     log = write_log(tmp_path / "train.log", 10)
     holder = hold_write_lock(db_url)
-    process = specdash(db_url, "ingest", "--quiet", str(log), env=dict(os.environ, SPECDASH_LOCK_TIMEOUT="60"))
+    process = specdash(
+        db_url, "ingest", "--quiet", str(log), env=dict(os.environ, SPECDASH_LOCK_TIMEOUT="60")
+    )
     notice = process.stderr.readline()  # blocks until the writer, done parsing, says it waits
-    assert notice == "waiting for another writer to finish (up to 60 s; set SPECDASH_LOCK_TIMEOUT to change)\n"
+    assert (
+        notice == "waiting for another writer to finish (up to 60 s; set SPECDASH_LOCK_TIMEOUT to change)\n"
+    )
     assert process.poll() is None
     holder.rollback()
     holder.close()

@@ -23,7 +23,12 @@ def test_bench_serving_0_5_2_without_server_info(engine):
     assert (base.concurrency, base.dataset, base.num_prompts) == (1, "sharegpt", 64)
     assert base.decode_tps == pytest.approx(1000 / 11.1)  # per request, from the median TPOT
     assert base.output_throughput == 89.9459  # aggregate, kept as written
-    assert (base.median_tpot_ms, base.p99_tpot_ms, base.median_ttft_ms, base.p99_ttft_ms) == (11.1, 11.61, 45.92, 71.86)
+    assert (base.median_tpot_ms, base.p99_tpot_ms, base.median_ttft_ms, base.p99_ttft_ms) == (
+        11.1,
+        11.61,
+        45.92,
+        71.86,
+    )
     assert (base.median_itl_ms, base.p99_itl_ms) == (11.05, 14.2)
     # no server_info in 0.5.2: speculation shows only in the accept length, the algorithm is unknown
     assert spec.speculative_algorithm == "unknown" and spec.accept_length == 2.1
@@ -38,7 +43,12 @@ def test_bench_serving_0_5_9_lands_as_the_story_alert(demo_url):
     assert result.store.linked == 1 and result.store.links[0].how == "by path"
     (bench,) = benchmarks(engine, source_format="sglang-bench-serving")
     assert (bench.checkpoint.run.name, bench.checkpoint.name) == ("k25-eagle3-10k", "epoch_3")
-    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE", 3, 1, 4)
+    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == (
+        "EAGLE",
+        3,
+        1,
+        4,
+    )
     assert (bench.engine_version, bench.label, bench.dataset) == ("0.5.9", "pcie-eagle", "random")
     assert bench.decode_tps == pytest.approx(82.30, abs=0.01) and bench.output_throughput == 81.27
     assert bench.drafter_path == "/ckpt/k25-eagle3-10k/epoch_3" and bench.accept_length == 2.1
@@ -52,7 +62,12 @@ def test_bench_serving_0_5_23_reads_the_decode_server_of_pd_disaggregation(engin
     load(engine, SGLANG / "bench_serving_0.5.23.jsonl")
     (bench,) = benchmarks(engine)
     assert bench.deployment.name == "Llama-3.1-8B-Instruct, TP2, sglang"  # named from server_info
-    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE3", 5, 1, 6)
+    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == (
+        "EAGLE3",
+        5,
+        1,
+        6,
+    )
     assert bench.checkpoint.run.name == "llama-eagle3" and bench.checkpoint.name == "epoch_2_step_24000"
     assert (bench.checkpoint.epoch, bench.checkpoint.step) == (2, 24000)
     assert bench.concurrency == 8  # no --max-concurrency: the measured mean in flight, 7.62, rounded
@@ -98,7 +113,12 @@ def test_server_log_0_5_2_summarises_decode_intervals(engine):
     (bench,) = benchmarks(engine)
     assert bench.source_format == "sglang-log" and bench.label == "server log, 1 running"
     assert bench.deployment.name == "Llama-3.1-8B-Instruct, TP1, sglang"  # from the server_args line
-    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE3", 3, 1, 4)
+    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == (
+        "EAGLE3",
+        3,
+        1,
+        4,
+    )
     # six intervals held at #running-req 1; the first follows the Prefill batch line (its 35.2 tok/s
     # includes the prefill) and five prefill-free ones remain, so it is left out; the single interval
     # at 2 requests never holds and is a ramp

@@ -49,7 +49,9 @@ def test_counts_and_what_was_created(bundle):
         baselines = session.scalar(select(func.count()).where(Benchmark.speculative_algorithm.is_(None)))
         assert baselines == 60  # 8 models x 7 benchmarks + 2 coder models x 2
         assert set(session.scalars(select(Checkpoint.name))) == {"published"}
-        assert "lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-Spec for ge" in set(session.scalars(select(Run.name)))
+        assert "lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-Spec for ge" in set(
+            session.scalars(select(Run.name))
+        )
 
 
 def test_batch_size_1_rows_field_by_field(bundle):
@@ -62,15 +64,20 @@ def test_batch_size_1_rows_field_by_field(bundle):
     assert official.output_throughput == 228.64232714994796 and official.decode_tps == 228.64232714994796
     assert official.accept_length == 1.7165139181419709 and official.checkpoint.name == "published"
     assert official.drafter_path == "lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B"
-    assert by_drafter["lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge"].accept_length == 2.5481878001819607
+    assert (
+        by_drafter["lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge"].accept_length == 2.5481878001819607
+    )
     (baseline,) = benchmarks(engine, dataset="gsm8k", concurrency=1, speculative_algorithm=None)
     assert baseline.output_throughput == 181.81151788749455 and baseline.label == "Wihtout EAGLE3"
 
 
 def test_batch_size_8_decode_is_per_request(bundle):
     engine, _ = bundle
-    (row,) = [b for b in benchmarks(engine, dataset="mtbench", num_steps=7, topk=1, concurrency=8)
-              if b.checkpoint and b.checkpoint.run.name == "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B"]
+    (row,) = [
+        b
+        for b in benchmarks(engine, dataset="mtbench", num_steps=7, topk=1, concurrency=8)
+        if b.checkpoint and b.checkpoint.run.name == "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B"
+    ]
     assert row.deployment.name == "SpecBundle: Llama-3.3-70B-Instruct"
     assert row.output_throughput == 1425.2993761886291
     assert row.decode_tps == pytest.approx(1425.2993761886291 / 8)
@@ -78,7 +85,10 @@ def test_batch_size_8_decode_is_per_request(bundle):
     with reading(engine) as session:
         deployment = session.scalar(select(Deployment).where(Deployment.name == row.deployment.name))
         assert (deployment.target_model, deployment.engine, deployment.tp_size) == (
-            "Llama-3.3-70B-Instruct", "sglang", None)
+            "Llama-3.3-70B-Instruct",
+            "sglang",
+            None,
+        )
 
 
 def test_the_same_rows_in_another_file_add_nothing(bundle):

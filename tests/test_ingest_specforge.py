@@ -45,12 +45,29 @@ def test_console_log_metrics_checkpoints_and_run(engine):
     with reading(engine) as session:
         run = session.scalar(select(Run))
         assert (run.name, run.framework, run.speculative_algorithm, run.ttt_length, run.target_model) == (
-            "llama-eagle3", "specforge", "EAGLE3", 4, "Llama-3.1-8B-Instruct")
+            "llama-eagle3",
+            "specforge",
+            "EAGLE3",
+            4,
+            "Llama-3.1-8B-Instruct",
+        )
     assert checkpoints(engine) == {
         # saved right after step 200: that step's accuracies
-        "epoch_0_step_200": ("llama-eagle3", 0, 200, "/ckpt/llama-eagle3/epoch_0_step_200", [0.7, 0.54, 0.45, 0.39]),
+        "epoch_0_step_200": (
+            "llama-eagle3",
+            0,
+            200,
+            "/ckpt/llama-eagle3/epoch_0_step_200",
+            [0.7, 0.54, 0.45, 0.39],
+        ),
         # saved after the epoch averages: those, not step 300's values
-        "epoch_0_step_300": ("llama-eagle3", 0, 300, "/ckpt/llama-eagle3/epoch_0_step_300", [0.69, 0.53, 0.44, 0.38]),
+        "epoch_0_step_300": (
+            "llama-eagle3",
+            0,
+            300,
+            "/ckpt/llama-eagle3/epoch_0_step_300",
+            [0.69, 0.53, 0.44, 0.38],
+        ),
     }
 
 
@@ -74,18 +91,33 @@ def test_eagle_repo_epoch_lines(engine):
 def test_wandb_csv_export(engine):
     load(engine, SPECFORGE / "wandb_export.csv")
     got = points(engine, "llama-eagle3-b")  # run named by the column prefix
-    assert got == {("train/acc_0", 50): 0.51, ("train/ploss_0", 50): 1.4, ("train/acc_1", 50): 0.36,
-                   ("train/ploss_1", 50): 1.7, ("train/acc_0", 100): 0.6, ("train/ploss_0", 100): 1.2,
-                   ("train/acc_1", 100): 0.44, ("train/ploss_1", 100): 1.5, ("train/acc_1", 150): 0.49,
-                   ("train/ploss_1", 150): 1.4}  # __MIN/__MAX columns and empty cells left out
+    assert got == {
+        ("train/acc_0", 50): 0.51,
+        ("train/ploss_0", 50): 1.4,
+        ("train/acc_1", 50): 0.36,
+        ("train/ploss_1", 50): 1.7,
+        ("train/acc_0", 100): 0.6,
+        ("train/ploss_0", 100): 1.2,
+        ("train/acc_1", 100): 0.44,
+        ("train/ploss_1", 100): 1.5,
+        ("train/acc_1", 150): 0.49,
+        ("train/ploss_1", 150): 1.4,
+    }  # __MIN/__MAX columns and empty cells left out
 
 
 def test_tracker_history_jsonl(engine):
     load(engine, SPECFORGE / "history.jsonl", link=LinkOptions(run="llama-eagle3-c"))
     got = points(engine, "llama-eagle3-c")
-    assert got == {("train/lr", 50): 1e-4, ("train/acc_0", 50): 0.55, ("train/acc_1", 50): 0.40,
-                   ("train/ploss_0", 50): pytest.approx(1.3), ("train/lr", 100): 1e-4, ("train/acc_0", 100): 0.63,
-                   ("train/acc_1", 100): 0.47, ("train/ploss_0", 100): pytest.approx(1.14)}
+    assert got == {
+        ("train/lr", 50): 1e-4,
+        ("train/acc_0", 50): 0.55,
+        ("train/acc_1", 50): 0.40,
+        ("train/ploss_0", 50): pytest.approx(1.3),
+        ("train/lr", 100): 1e-4,
+        ("train/acc_0", 100): 0.63,
+        ("train/acc_1", 100): 0.47,
+        ("train/ploss_0", 100): pytest.approx(1.14),
+    }
 
 
 @pytest.mark.parametrize("metrics_first", [True, False])
@@ -104,13 +136,20 @@ def test_checkpoint_acceptance_is_derived_from_training_metrics(engine, metrics_
 
 def test_bench_eagle3_results(engine):
     load(engine, SPECFORGE / "train_console.log")
-    result = load(engine, SPECFORGE / "bench_eagle3_results_20250821_120000.jsonl",
-                  link=LinkOptions(deployment="1x H100"))
+    result = load(
+        engine,
+        SPECFORGE / "bench_eagle3_results_20250821_120000.jsonl",
+        link=LinkOptions(deployment="1x H100"),
+    )
     assert [link.how for link in result.store.links] == ["baseline", "by path", "baseline", "by path"]
     mt_base, mt_spec, gsm_base, gsm_spec = benchmarks(engine)
     assert (mt_base.speculative_algorithm, mt_base.concurrency, mt_base.decode_tps) == (None, 1, 88.4)
     assert (mt_spec.speculative_algorithm, mt_spec.num_steps, mt_spec.topk, mt_spec.num_draft_tokens) == (
-        "EAGLE3", 3, 1, 4)
+        "EAGLE3",
+        3,
+        1,
+        4,
+    )
     assert mt_spec.accept_length == 2.83 and mt_spec.dataset == "mtbench" and mt_spec.num_prompts == 80
     assert mt_spec.checkpoint.name == "epoch_0_step_300"
     assert gsm_spec.concurrency == 4 and gsm_spec.output_throughput == 726.4
@@ -122,9 +161,22 @@ def test_specforge_benchmark_report(engine):
     load(engine, SPECFORGE / "benchmark_20250822_091502.json", link=LinkOptions(deployment="1x H100"))
     base, spec = benchmarks(engine)
     assert base.speculative_algorithm is None and base.decode_tps == pytest.approx(348.5 / 4)
-    assert (spec.speculative_algorithm, spec.num_steps, spec.topk, spec.num_draft_tokens) == ("EAGLE3", 5, 1, 6)
-    assert (spec.concurrency, spec.dataset, spec.accept_length, spec.label) == (4, "humaneval", 3.64, "eagle3-s5-k1-d6")
-    assert spec.decode_tps == pytest.approx(729.3 / 4) and spec.drafter_path == "/ckpt/llama-eagle3/epoch_0_step_300"
+    assert (spec.speculative_algorithm, spec.num_steps, spec.topk, spec.num_draft_tokens) == (
+        "EAGLE3",
+        5,
+        1,
+        6,
+    )
+    assert (spec.concurrency, spec.dataset, spec.accept_length, spec.label) == (
+        4,
+        "humaneval",
+        3.64,
+        "eagle3-s5-k1-d6",
+    )
+    assert (
+        spec.decode_tps == pytest.approx(729.3 / 4)
+        and spec.drafter_path == "/ckpt/llama-eagle3/epoch_0_step_300"
+    )
     assert spec.measured_at.replace(tzinfo=UTC) == datetime(2025, 8, 22, 9, 15, 2, tzinfo=UTC)
 
 
@@ -149,7 +201,9 @@ def test_metric_lines_are_data_never_code(engine, tmp_path):
 
 
 def test_bulk_points_leave_foreign_keys_on(engine):
-    lines = "".join(f"step {s}: {{'train/acc_0': 0.5, 'train/loss': {s / 1000}}}\n" for s in range(0, 4000, 2))
+    lines = "".join(
+        f"step {s}: {{'train/acc_0': 0.5, 'train/loss': {s / 1000}}}\n" for s in range(0, 4000, 2)
+    )
     result = ingest_bytes(engine, "bulk.log", lines.encode())
     assert result.status == "loaded" and result.store.metric_points == 4000
     assert points(engine, "bulk")[("train/loss", 3998)] == 3.998

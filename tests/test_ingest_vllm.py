@@ -17,7 +17,12 @@ def test_old_benchmark_serving_result(engine):
     assert bench.speculative_algorithm is None and bench.checkpoint is None
     assert bench.request_rate == math.inf and bench.concurrency == 8 and bench.num_prompts == 200
     assert bench.decode_tps == pytest.approx(1000 / 12.21) and bench.output_throughput == 647.93
-    assert (bench.median_ttft_ms, bench.p99_ttft_ms, bench.p99_tpot_ms, bench.p99_itl_ms) == (31.02, 81.9, 15.02, 24.6)
+    assert (bench.median_ttft_ms, bench.p99_ttft_ms, bench.p99_tpot_ms, bench.p99_itl_ms) == (
+        31.02,
+        81.9,
+        15.02,
+        24.6,
+    )
     assert bench.measured_at == datetime(2024, 10, 21, 15, 30, 12)
     assert "request_goodput:" in bench.raw  # the old misspelt key, kept as written
 
@@ -25,7 +30,12 @@ def test_old_benchmark_serving_result(engine):
 def test_spec_decode_keys_and_metadata(engine):
     load(engine, VLLM / "bench_serve_0.10.json")
     (bench,) = benchmarks(engine)
-    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE3", 3, 1, 4)
+    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == (
+        "EAGLE3",
+        3,
+        1,
+        4,
+    )
     assert bench.accept_length == 2.902 and bench.position_survival == [0.8123, 0.6301, 0.4595]
     assert bench.dataset == "mtbench" and bench.concurrency == 1
     assert bench.decode_tps == pytest.approx(1000 / 6.37) and bench.output_throughput == 157.06
@@ -47,7 +57,12 @@ def test_v1_log_with_colour_and_process_prefixes(engine):
     (bench,) = benchmarks(engine)
     assert bench.source_format == "vllm-log" and bench.engine_version == "0.10.1.1"
     assert bench.deployment.name == "Llama-3.1-8B-Instruct, TP1, vllm"
-    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == ("EAGLE3", 3, 1, 4)
+    assert (bench.speculative_algorithm, bench.num_steps, bench.topk, bench.num_draft_tokens) == (
+        "EAGLE3",
+        3,
+        1,
+        4,
+    )
     assert bench.drafter_path == "/ckpt/llama-eagle3/epoch_2_step_24000"
     # five intervals at 1 running request, idle ones (0 running) left out; the first ran the prefill
     # (prompt throughput 910.3) and four prefill-free ones remain, so it is left out too
@@ -59,7 +74,9 @@ def test_v1_log_with_colour_and_process_prefixes(engine):
     accepted = [452, 1338, 1300, 1361, 1320]
     assert bench.accept_length == pytest.approx(1 + sum(accepted) / sum(drafts))
     first = [0.812, 0.815, 0.801, 0.822, 0.810]
-    assert bench.position_survival[0] == pytest.approx(sum(r * d for r, d in zip(first, drafts, strict=True)) / sum(drafts))
+    assert bench.position_survival[0] == pytest.approx(
+        sum(r * d for r, d in zip(first, drafts, strict=True)) / sum(drafts)
+    )
     assert len(bench.position_survival) == 3
 
 
@@ -78,13 +95,19 @@ def test_v1_log_in_the_older_draft_acceptance_rate_wording(engine):
 def test_v0_speculative_metrics_are_cumulative(engine):
     load(engine, VLLM / "server_v0.log")
     (bench,) = benchmarks(engine)
-    assert bench.engine_version == "0.6.3.post1" and bench.deployment.name == "Meta-Llama-3-70B-Instruct, TP4, vllm"
+    assert (
+        bench.engine_version == "0.6.3.post1"
+        and bench.deployment.name == "Meta-Llama-3-70B-Instruct, TP4, vllm"
+    )
     # the last line's totals: 4860 emitted tokens over 10000 / 5 proposals
     assert bench.accept_length == pytest.approx(4860 / 2000)
     assert (bench.speculative_algorithm, bench.num_steps) == ("unknown", 5)
     assert bench.decode_tps == pytest.approx((60.4 + 62.0) / 2)
     # a hub id is a published drafter: a run of that name
-    assert (bench.checkpoint.run.name, bench.checkpoint.name) == ("ibm-fms/llama3-70b-accelerator", "published")
+    assert (bench.checkpoint.run.name, bench.checkpoint.name) == (
+        "ibm-fms/llama3-70b-accelerator",
+        "published",
+    )
 
 
 @pytest.mark.parametrize(

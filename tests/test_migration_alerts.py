@@ -21,16 +21,29 @@ def _before(demo_url, tmp_path):
     path = tmp_path / "at-0007.db"
     _fill_at("0007", source, path)
     with sqlite3.connect(path) as con:
-        gaps = {(b, s): g for g, b, s in con.execute(
-            "SELECT g.id, g.benchmark_id, p.source FROM gap g JOIN prediction p ON p.id = g.prediction_id")}
+        gaps = {
+            (b, s): g
+            for g, b, s in con.execute(
+                "SELECT g.id, g.benchmark_id, p.source FROM gap g JOIN prediction p ON p.id = g.prediction_id"
+            )
+        }
         story, b9_theory, b9_external = gaps[(3, "theory")], gaps[(9, "theory")], gaps[(9, "roofline-sim")]
-        con.execute("UPDATE gap SET status = 'explained', note = 'served with EAGLE', "
-                    "updated_at = '2026-11-30 10:00:00' WHERE id = ?", (story,))
+        con.execute(
+            "UPDATE gap SET status = 'explained', note = 'served with EAGLE', "
+            "updated_at = '2026-11-30 10:00:00' WHERE id = ?",
+            (story,),
+        )
         # benchmark 9: investigated against theory first, dismissed against the external source later
-        con.execute("UPDATE gap SET status = 'investigating', note = 'looking', updated_at = '2026-11-30 09:00:00' "
-                    "WHERE id = ?", (b9_theory,))
-        con.execute("UPDATE gap SET status = 'dismissed', note = 'simulator off', "
-                    "updated_at = '2026-11-30 11:00:00' WHERE id = ?", (b9_external,))
+        con.execute(
+            "UPDATE gap SET status = 'investigating', note = 'looking', updated_at = '2026-11-30 09:00:00' "
+            "WHERE id = ?",
+            (b9_theory,),
+        )
+        con.execute(
+            "UPDATE gap SET status = 'dismissed', note = 'simulator off', "
+            "updated_at = '2026-11-30 11:00:00' WHERE id = ?",
+            (b9_external,),
+        )
         con.executemany(
             "INSERT INTO gap_event (gap_id, at, who, from_status, to_status, note) VALUES (?, ?, ?, ?, ?, ?)",
             [
@@ -50,8 +63,9 @@ def test_statuses_notes_and_history_survive_the_upgrade(demo_url, tmp_path):
     with reading(engine) as session:
         alerts = {a.benchmark_id: a for a in session.scalars(select(Alert))}
         events = session.execute(
-            select(AlertEvent.benchmark_id, AlertEvent.who, AlertEvent.to_status, AlertEvent.note)
-            .order_by(AlertEvent.id)
+            select(AlertEvent.benchmark_id, AlertEvent.who, AlertEvent.to_status, AlertEvent.note).order_by(
+                AlertEvent.id
+            )
         ).all()
     assert len(alerts) == 13  # one per benchmark with gaps (3 of them had two)
     assert (alerts[3].status, alerts[3].note) == ("explained", "served with EAGLE")
@@ -70,7 +84,11 @@ def test_statuses_notes_and_history_survive_the_upgrade(demo_url, tmp_path):
         refresh(session)
     with reading(engine) as session:
         story = session.get(Alert, 3)
-        assert (story.status, story.note, story.code) == ("explained", "served with EAGLE", "algorithm_mismatch")
+        assert (story.status, story.note, story.code) == (
+            "explained",
+            "served with EAGLE",
+            "algorithm_mismatch",
+        )
     engine.dispose()
 
 
@@ -81,9 +99,12 @@ def test_downgrade_gives_every_gap_its_benchmarks_status(demo_url, tmp_path):
     downgrade(engine, "0007")
     engine.dispose()
     with sqlite3.connect(path) as con:
-        statuses = dict(con.execute(
-            "SELECT p.source || ':' || g.benchmark_id, g.status FROM gap g JOIN prediction p ON p.id = g.prediction_id "
-            "WHERE g.benchmark_id IN (3, 9)"))
+        statuses = dict(
+            con.execute(
+                "SELECT p.source || ':' || g.benchmark_id, g.status FROM gap g JOIN prediction p ON p.id = g.prediction_id "
+                "WHERE g.benchmark_id IN (3, 9)"
+            )
+        )
         events = con.execute("SELECT count(*) FROM gap_event").fetchone()[0]
     assert statuses == {"theory:3": "explained", "theory:9": "dismissed", "roofline-sim:9": "dismissed"}
     assert events == 4

@@ -102,8 +102,16 @@ DROPPED_LATER = {"gap": {"status": "open"}}
 
 
 # Unstated profile costs: NULL since revision 0007, 0 (the ingest default) before; 0007 maps one to the other.
-UNSTATED_COSTS = {table: ("comm_fraction", "draft_step_ms", "round_overhead_ms", "verify_growth_compute",
-                          "verify_growth_comm") for table in ("deployment", "parameter_set")}
+UNSTATED_COSTS = {
+    table: (
+        "comm_fraction",
+        "draft_step_ms",
+        "round_overhead_ms",
+        "verify_growth_compute",
+        "verify_growth_comm",
+    )
+    for table in ("deployment", "parameter_set")
+}
 
 
 def _as_before_0007(table: str, columns: list[str], rows: set[tuple]) -> set[tuple]:
@@ -131,8 +139,10 @@ def _fill_at(revision: str, source: Path, target: Path) -> dict[str, set[tuple]]
             if not shared:  # a table the head no longer has (gap_event became alert_event in 0008)
                 continue
             marks = ", ".join("?" for _ in names)
-            con.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})",
-                            [(*row, *fill.values()) for row in rows])
+            con.executemany(
+                f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})",
+                [(*row, *fill.values()) for row in rows],
+            )
             written[table] = (shared, rows)
     return written
 

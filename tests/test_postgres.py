@@ -95,8 +95,13 @@ def test_text_and_integers_at_the_bounds_load_the_same_as_on_sqlite(pg_engine, t
     from tests.test_ingest_bounds import native
 
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(native({"kind": "run", "name": "r" * 201}, {"kind": "checkpoint", "run": "r", "name": "c",
-                                                                  "step": 2**31}, {"kind": "run", "name": "a\x00"}))
+    bad.write_bytes(
+        native(
+            {"kind": "run", "name": "r" * 201},
+            {"kind": "checkpoint", "run": "r", "name": "c", "step": 2**31},
+            {"kind": "run", "name": "a\x00"},
+        )
+    )
     result = ingest_path(pg_engine, bad)
     assert [str(p) for p in result.problems] == [
         f"{bad}:1: name: String should have at most 200 characters",
@@ -104,7 +109,10 @@ def test_text_and_integers_at_the_bounds_load_the_same_as_on_sqlite(pg_engine, t
         f"{bad}:3: name: must not contain NUL characters",
     ]
     good = tmp_path / "good.jsonl"
-    good.write_bytes(native({"kind": "run", "name": "r" * 200}, {"kind": "checkpoint", "run": "r" * 200,
-                                                                   "name": "c", "step": 2**31 - 1,
-                                                                   "path": "/" + "p" * 999}))
+    good.write_bytes(
+        native(
+            {"kind": "run", "name": "r" * 200},
+            {"kind": "checkpoint", "run": "r" * 200, "name": "c", "step": 2**31 - 1, "path": "/" + "p" * 999},
+        )
+    )
     assert ingest_path(pg_engine, good).status == "loaded"

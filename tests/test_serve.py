@@ -25,7 +25,18 @@ def test_a_signal_to_serve_stops_the_dashboard(tmp_path, signum):
     port, log = free_port(), tmp_path / "serve.log"
     with log.open("w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "specdash", "--db", url, "serve", "--port", str(port), "--host", "127.0.0.1"],
+            [
+                sys.executable,
+                "-m",
+                "specdash",
+                "--db",
+                url,
+                "serve",
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
         )

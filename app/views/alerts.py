@@ -146,14 +146,18 @@ with st.expander("Triage: groups of alerts, muted diagnoses"):
         st.dataframe(groups, hide_index=True, width="stretch", key="alerts_groups")
         with st.form("alerts_group_form"):
             cols = st.columns([2, 1, 3])
-            group = cols[0].selectbox(f"Every alert of this {by}", groups["group"].tolist(), key="alerts_group")
+            group = cols[0].selectbox(
+                f"Every alert of this {by}", groups["group"].tolist(), key="alerts_group"
+            )
             group_status = cols[1].selectbox("becomes", GAP_STATUSES, key="alerts_group_status")
             group_note = cols[2].text_input("Note", key="alerts_group_note")
             if st.form_submit_button("Change the group", icon=":material/done_all:"):
                 field = {"deployment": "deployment", "run": "run", "diagnosis": "diagnosis"}[by]
                 chosen = dict(vars(filters)) | {field: None if group == "(none)" else group}
                 try:
-                    events = state.write(alerts.change_group, AlertFilters(**chosen), group_status, who, group_note)
+                    events = state.write(
+                        alerts.change_group, AlertFilters(**chosen), group_status, who, group_note
+                    )
                 except AlertChangeError as exc:
                     st.error(str(exc))
                 else:
@@ -168,8 +172,10 @@ with st.expander("Triage: groups of alerts, muted diagnoses"):
         lift = st.selectbox(
             "Lift a mute",
             mutes["id"].tolist(),
-            format_func=lambda i: f"#{i}: {mutes.set_index('id').loc[i, 'diagnosis']} on "
-            f"{mutes.set_index('id').loc[i, 'deployment']}",
+            format_func=lambda i: (
+                f"#{i}: {mutes.set_index('id').loc[i, 'diagnosis']} on "
+                f"{mutes.set_index('id').loc[i, 'deployment']}"
+            ),
             key="alerts_lift",
         )
         if st.button("Lift it", key="alerts_lift_button", icon=":material/notifications_active:"):
@@ -346,7 +352,10 @@ with right:
         }
         with st.form(f"alerts_supersede_form_{aid}"):
             rerun = st.selectbox(
-                "Valid rerun of this benchmark", list(options), format_func=options.get, key=f"alerts_rerun_{aid}"
+                "Valid rerun of this benchmark",
+                list(options),
+                format_func=options.get,
+                key=f"alerts_rerun_{aid}",
             )
             reason = st.text_input("Why the first run is invalid", key=f"alerts_rerun_note_{aid}")
             if st.form_submit_button("Link rerun and resolve", icon=":material/link:"):

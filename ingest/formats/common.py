@@ -17,13 +17,34 @@ from specdash.ingest.store import LinkOptions
 
 # Per-request lists a benchmark may carry (one value per prompt); kept out of the stored raw record.
 DETAIL_KEYS = frozenset(
-    {"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors", "latencies",
-     "start_times", "queue_times", "input_texts", "input_request_ids", "document_lens", "documents_list"}
+    {
+        "input_lens",
+        "output_lens",
+        "ttfts",
+        "itls",
+        "generated_texts",
+        "errors",
+        "latencies",
+        "start_times",
+        "queue_times",
+        "input_texts",
+        "input_request_ids",
+        "document_lens",
+        "documents_list",
+    }
 )
 MAX_RAW_STRING = 2000
 
-ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "nextn": "NEXTN", "mtp": "MTP", "medusa": "MEDUSA",
-              "ngram": "NGRAM", "standalone": "STANDALONE", "deepseek_mtp": "MTP"}
+ALGORITHMS = {
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE3",
+    "nextn": "NEXTN",
+    "mtp": "MTP",
+    "medusa": "MEDUSA",
+    "ngram": "NGRAM",
+    "standalone": "STANDALONE",
+    "deepseek_mtp": "MTP",
+}
 
 
 class EngineModel(BaseModel):
@@ -159,7 +180,11 @@ def prose_or_source(filename: str) -> bool:
 
 def clean_path(text: str) -> bool:
     """A path as a program prints it, not one quoted in prose or markup."""
-    return bool(text) and not any(mark in text for mark in "`'\"<>|*") and not text.endswith((",", ".", ";", ")"))
+    return (
+        bool(text)
+        and not any(mark in text for mark in "`'\"<>|*")
+        and not text.endswith((",", ".", ";", ")"))
+    )
 
 
 def algorithm_name(value: str | None) -> str | None:
@@ -195,8 +220,9 @@ def choose_deployment(link: LinkOptions | None, *candidates: str | None) -> str 
 
 
 def missing_deployment(path: str, line: int | None) -> Problem:
-    return Problem(path, line, "deployment", "the file does not say which deployment it measured; "
-                   "pass --deployment NAME")
+    return Problem(
+        path, line, "deployment", "the file does not say which deployment it measured; pass --deployment NAME"
+    )
 
 
 def safe_raw(value: Any, depth: int = 0) -> Any:

@@ -14,7 +14,7 @@ from specdash.ingest.problems import Problem, from_validation_error
 from specdash.ingest.records import RECORD_TYPES
 
 NAME = "specdash"
-HELP = "specdash's own JSON document ({\"specdash\": 1, \"runs\": [...], ...}) or JSONL of {\"kind\": ...} records"
+HELP = 'specdash\'s own JSON document ({"specdash": 1, "runs": [...], ...}) or JSONL of {"kind": ...} records'
 
 FORMAT_VERSION = 1
 # Top-level arrays of a document, and the record kind of their elements.
@@ -105,7 +105,7 @@ def _parse_document(text: str, path: str) -> Iterator:
         yield Problem(path, exc.line, None, f"invalid JSON: {exc}", kind="parse")
         return
     if not version_seen:
-        yield Problem(path, 1, "specdash", "missing format version (\"specdash\": 1)")
+        yield Problem(path, 1, "specdash", 'missing format version ("specdash": 1)')
 
 
 def _parse_lines(lines, path: str) -> Iterator:

@@ -85,7 +85,9 @@ def detect_offline(head: str, filename: str) -> bool:
 def _objects(stream: TextIO, path: str) -> Iterator[tuple[int, dict] | Problem]:
     for number, text in bounded_lines(stream):
         if isinstance(text, TooLong):
-            yield Problem(path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse")
+            yield Problem(
+                path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse"
+            )
         elif text.strip():
             try:
                 data = LENIENT_DECODER.decode(text)

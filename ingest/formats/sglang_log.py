@@ -131,7 +131,9 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             line = strip_ansi(text)
             rank = _rank_of(line)
             new_tokens = NEW_TOKENS.search(line)
-            server.prefill[rank] = server.prefill.get(rank, 0.0) + (float(new_tokens[1]) if new_tokens else 1.0)
+            server.prefill[rank] = server.prefill.get(rank, 0.0) + (
+                float(new_tokens[1]) if new_tokens else 1.0
+            )
         elif "server_args=ServerArgs(" in text:
             match = SERVER_ARGS.search(strip_ansi(text))
             if server.intervals.intervals:  # a new start once the previous one has measured something
@@ -145,16 +147,27 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             levels, server_left = piece.levels()
             for level in levels:
                 produced = True
-                yield from _benchmark(path, link, server, index, len(servers), level, server_left, skipped,
-                                      speculating, first)
+                yield from _benchmark(
+                    path, link, server, index, len(servers), level, server_left, skipped, speculating, first
+                )
     if not produced:
         yield Problem(
             path, None, None, "no 'Decode batch' lines with running requests and a throughput", "parse"
         )
 
 
-def _benchmark(path, link, server: Server, index, starts, level: Level, server_left, skipped,
-               speculating: bool | None = None, first: int | None = None) -> Iterator:
+def _benchmark(
+    path,
+    link,
+    server: Server,
+    index,
+    starts,
+    level: Level,
+    server_left,
+    skipped,
+    speculating: bool | None = None,
+    first: int | None = None,
+) -> Iterator:
     args = server.args
     args_spec = algorithm_name(args.get("speculative_algorithm")) is not None
     if speculating is not None and speculating != args_spec:  # the start's settings are not this piece's

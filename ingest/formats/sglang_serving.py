@@ -38,7 +38,6 @@ NAME = "sglang-bench-serving"
 HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23 and older"
 
 
-
 class ServerArgs(EngineModel):
     """The server arguments `server_info` carries (SGLang's /server_info answer)."""
 
@@ -110,7 +109,9 @@ def detect(head: str, filename: str) -> bool:
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
     for number, text in bounded_lines(stream):
         if isinstance(text, TooLong):
-            yield Problem(path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse")
+            yield Problem(
+                path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse"
+            )
             continue
         if not text.strip():
             continue
@@ -168,8 +169,9 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
         engine="sglang",
         engine_version=server.version,
         speculative_algorithm=algorithm,
-        drafter_path=drafter_of(algorithm, server.speculative_draft_model_path,
-                                server.model_path or server.served_model_name),
+        drafter_path=drafter_of(
+            algorithm, server.speculative_draft_model_path, server.model_path or server.served_model_name
+        ),
         num_steps=server.speculative_num_steps if speculative else None,
         topk=server.speculative_eagle_topk if speculative else None,
         num_draft_tokens=server.speculative_num_draft_tokens if speculative else None,

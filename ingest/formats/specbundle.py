@@ -92,8 +92,16 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 if not isinstance(raw_result, LinedDict):
                     yield Problem(path, bench.line, f"{prefix}.results.{index}", "expected an object")
                     continue
-                yield from _result(path, link, model, parsed.benchmark_name, raw_result,
-                                   f"{prefix}.results.{index}", deployments, runs)
+                yield from _result(
+                    path,
+                    link,
+                    model,
+                    parsed.benchmark_name,
+                    raw_result,
+                    f"{prefix}.results.{index}",
+                    deployments,
+                    runs,
+                )
 
 
 def _result(path, link, model, dataset, raw, prefix, deployments, runs) -> Iterator:
@@ -104,9 +112,15 @@ def _result(path, link, model, dataset, raw, prefix, deployments, runs) -> Itera
     deployment = choose_deployment(link, f"SpecBundle: {model}")
     if deployment not in deployments:
         deployments.add(deployment)
-        yield Located(raw.line, deployment_record(
-            deployment, target_model=model, engine="sglang",
-            notes="SpecBundle published results; TP size and GPUs not given"))
+        yield Located(
+            raw.line,
+            deployment_record(
+                deployment,
+                target_model=model,
+                engine="sglang",
+                notes="SpecBundle published results; TP size and GPUs not given",
+            ),
+        )
     for index, raw_metric in enumerate(result.metrics):
         if not isinstance(raw_metric, LinedDict):
             yield Problem(path, raw.line, f"{prefix}.metrics.{index}", "expected an object")
@@ -124,25 +138,44 @@ def _result(path, link, model, dataset, raw, prefix, deployments, runs) -> Itera
             decode_tps=metric.output_throughput / result.batch_size,
             output_throughput=metric.output_throughput,
             label=metric.name,
-            raw={"target_model": model, "batch_size": result.batch_size, "steps": result.steps,
-                 "topk": result.topk, "num_draft_tokens": result.num_draft_tokens, "Name": metric.name},
+            raw={
+                "target_model": model,
+                "batch_size": result.batch_size,
+                "steps": result.steps,
+                "topk": result.topk,
+                "num_draft_tokens": result.num_draft_tokens,
+                "Name": metric.name,
+            },
         )
         if BASELINE_NAME.match(metric.name) or result.steps == 0:
             if metric.accept_length != 1:
-                yield Problem(path, raw_metric.line, f"{prefix}.metrics.{index}.accept_length",
-                              f"a no-speculation row has accept length 1, not {metric.accept_length}")
+                yield Problem(
+                    path,
+                    raw_metric.line,
+                    f"{prefix}.metrics.{index}.accept_length",
+                    f"a no-speculation row has accept length 1, not {metric.accept_length}",
+                )
                 continue
             yield from benchmark(path, raw_metric.line, f"{prefix}.metrics.{index}", **fields)
             continue
         drafter = metric.name.strip()
         if drafter not in runs and not (link and link.run):
             runs.add(drafter)
-            yield Located(raw_metric.line, run_record(drafter, speculative_algorithm="EAGLE3",
-                                                      target_model=model))
+            yield Located(
+                raw_metric.line, run_record(drafter, speculative_algorithm="EAGLE3", target_model=model)
+            )
         yield from benchmark(
-            path, raw_metric.line, f"{prefix}.metrics.{index}", **fields,
-            run=drafter, checkpoint=PUBLISHED, drafter_path=drafter, speculative_algorithm="EAGLE3",
-            num_steps=result.steps, topk=result.topk, num_draft_tokens=result.num_draft_tokens,
+            path,
+            raw_metric.line,
+            f"{prefix}.metrics.{index}",
+            **fields,
+            run=drafter,
+            checkpoint=PUBLISHED,
+            drafter_path=drafter,
+            speculative_algorithm="EAGLE3",
+            num_steps=result.steps,
+            topk=result.topk,
+            num_draft_tokens=result.num_draft_tokens,
             accept_length=metric.accept_length,
         )
 

@@ -84,10 +84,14 @@ class Report(EngineModel):
 
 
 def detect_bench_eagle3(head: str, filename: str) -> bool:
-    return head.lstrip().startswith("{") and all(
-        key in head for key in ('"batch_size"', '"steps"', '"num_draft_tokens"', '"output_throughput"',
-                                '"latency"')
-    ) and '"benchmark_name"' not in head
+    return (
+        head.lstrip().startswith("{")
+        and all(
+            key in head
+            for key in ('"batch_size"', '"steps"', '"num_draft_tokens"', '"output_throughput"', '"latency"')
+        )
+        and '"benchmark_name"' not in head
+    )
 
 
 def detect_report(head: str, filename: str) -> bool:
@@ -111,8 +115,13 @@ def _speculation(steps, topk, draft_tokens, accept_length, algorithm="EAGLE3") -
     if steps == 0 or (steps is None and (accept_length is None or accept_length == 1)):
         # a baseline: the target alone; an accept length other than 1 is kept for validation to refuse
         return {} if accept_length in (None, 1) else {"accept_length": accept_length}
-    return dict(speculative_algorithm=algorithm, num_steps=steps or None, topk=topk or None,
-                num_draft_tokens=draft_tokens or None, accept_length=accept_length)
+    return dict(
+        speculative_algorithm=algorithm,
+        num_steps=steps or None,
+        topk=topk or None,
+        num_draft_tokens=draft_tokens or None,
+        accept_length=accept_length,
+    )
 
 
 def parse_bench_eagle3(stream: TextIO, path: str, link=None) -> Iterator:
@@ -145,12 +154,20 @@ def parse_bench_eagle3(stream: TextIO, path: str, link=None) -> Iterator:
                     continue
                 spec = _speculation(config.steps, config.topk, config.num_draft_tokens, metrics.accept_length)
                 yield from benchmark(
-                    path, where, f"{prefix}.metrics.{run_index}", deployment=deployment, engine="sglang",
-                    drafter_path=drafter if spec else None, concurrency=config.batch_size,
-                    concurrency_source="file", dataset=name,
+                    path,
+                    where,
+                    f"{prefix}.metrics.{run_index}",
+                    deployment=deployment,
+                    engine="sglang",
+                    drafter_path=drafter if spec else None,
+                    concurrency=config.batch_size,
+                    concurrency_source="file",
+                    dataset=name,
                     num_prompts=metrics.num_questions or config.num_samples,
                     decode_tps=metrics.output_throughput / config.batch_size,
-                    output_throughput=metrics.output_throughput, raw=dict(raw_metrics), **spec,
+                    output_throughput=metrics.output_throughput,
+                    raw=dict(raw_metrics),
+                    **spec,
                 )
 
 
@@ -168,7 +185,9 @@ def parse_report(stream: TextIO, path: str, link=None) -> Iterator:
         yield missing_deployment(path, document.line)
         return
     try:
-        measured_at = datetime.strptime(report.created_at, "%Y-%m-%dT%H:%M:%S%z") if report.created_at else None
+        measured_at = (
+            datetime.strptime(report.created_at, "%Y-%m-%dT%H:%M:%S%z") if report.created_at else None
+        )
     except ValueError:
         measured_at = None
     for index, raw in enumerate(report.runs):
@@ -182,17 +201,30 @@ def parse_report(stream: TextIO, path: str, link=None) -> Iterator:
         if config is None:  # a running server measured as is: speculation shows in the accept length
             spec = _speculation(None, None, None, run.metrics.accept_length, "unknown")
         else:
-            spec = _speculation(config.steps, config.topk, config.draft_tokens, run.metrics.accept_length,
-                                config.algorithm.upper())
+            spec = _speculation(
+                config.steps,
+                config.topk,
+                config.draft_tokens,
+                run.metrics.accept_length,
+                config.algorithm.upper(),
+            )
         yield from benchmark(
-            path, where, f"runs.{index}", deployment=deployment, engine="sglang",
-            drafter_path=report.draft_model if spec else None, concurrency=batch, concurrency_source="file",
+            path,
+            where,
+            f"runs.{index}",
+            deployment=deployment,
+            engine="sglang",
+            drafter_path=report.draft_model if spec else None,
+            concurrency=batch,
+            concurrency_source="file",
             dataset=str(run.task.get("name")) if run.task.get("name") else None,
             num_prompts=run.metrics.num_samples,
             decode_tps=run.metrics.throughput_tokens_per_second / batch,
             output_throughput=run.metrics.throughput_tokens_per_second,
-            label=config.label if config else "server", measured_at=measured_at,
-            raw={"task": run.task, "metrics": dict(raw["metrics"]) if isinstance(raw, dict) else None}, **spec,
+            label=config.label if config else "server",
+            measured_at=measured_at,
+            raw={"task": run.task, "metrics": dict(raw["metrics"]) if isinstance(raw, dict) else None},
+            **spec,
         )
 
 
@@ -208,8 +240,15 @@ class SpeedupRecord(EngineModel):
     benchmark: str | None = None
 
 
-SPEEDUP_KEYS = ('"batch_size"', '"steps"', '"num_draft_tokens"', '"acc_length"', '"throughput"',
-                '"completion_tokens"', '"benchmark"')
+SPEEDUP_KEYS = (
+    '"batch_size"',
+    '"steps"',
+    '"num_draft_tokens"',
+    '"acc_length"',
+    '"throughput"',
+    '"completion_tokens"',
+    '"benchmark"',
+)
 
 
 def detect_model_speedup(head: str, filename: str) -> bool:
@@ -225,7 +264,9 @@ def parse_model_speedup(stream: TextIO, path: str, link=None) -> Iterator:
     deployment = choose_deployment(link)
     for number, text in bounded_lines(stream):
         if isinstance(text, TooLong):
-            yield Problem(path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse")
+            yield Problem(
+                path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse"
+            )
             continue
         if not text.strip():
             continue
@@ -243,17 +284,37 @@ def parse_model_speedup(stream: TextIO, path: str, link=None) -> Iterator:
             continue
         spec = _speculation(result.steps, result.topk, result.num_draft_tokens, result.acc_length)
         yield from benchmark(
-            path, number, deployment=deployment, engine="sglang", concurrency=result.batch_size,
-            concurrency_source="file", dataset=result.benchmark, decode_tps=result.throughput / result.batch_size,
-            output_throughput=result.throughput, raw=safe_raw(data), **spec,
+            path,
+            number,
+            deployment=deployment,
+            engine="sglang",
+            concurrency=result.batch_size,
+            concurrency_source="file",
+            dataset=result.benchmark,
+            decode_tps=result.throughput / result.batch_size,
+            output_throughput=result.throughput,
+            raw=safe_raw(data),
+            **spec,
         )
 
 
 FORMATS = [
-    Format("specforge-bench-eagle3", "SpecForge benchmarks/bench_eagle3.py results (one indented JSON object)",
-           detect_bench_eagle3, parse_bench_eagle3),
-    Format("specforge-model-speedup", "SpecForge benchmarks/bench_model_speedup.py results (JSONL, one per config)",
-           detect_model_speedup, parse_model_speedup),
-    Format("specforge-benchmark", "SpecForge `specforge benchmark` JSON report (runs with config, task, metrics)",
-           detect_report, parse_report),
+    Format(
+        "specforge-bench-eagle3",
+        "SpecForge benchmarks/bench_eagle3.py results (one indented JSON object)",
+        detect_bench_eagle3,
+        parse_bench_eagle3,
+    ),
+    Format(
+        "specforge-model-speedup",
+        "SpecForge benchmarks/bench_model_speedup.py results (JSONL, one per config)",
+        detect_model_speedup,
+        parse_model_speedup,
+    ),
+    Format(
+        "specforge-benchmark",
+        "SpecForge `specforge benchmark` JSON report (runs with config, task, metrics)",
+        detect_report,
+        parse_report,
+    ),
 ]

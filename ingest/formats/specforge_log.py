@@ -33,7 +33,9 @@ HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [
 
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan"
 STEP_DICT = re.compile(r"\bstep (\d+): (\{.*\})\s*$")
-EPOCH_LINE = re.compile(rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})")
+EPOCH_LINE = re.compile(
+    rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})"
+)
 EVAL_STEP = re.compile(rf"\bEval - Step (\d+) \[[^\]]*\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 SAVED = re.compile(r"Saved model configuration to (\S+)")
 ARG = re.compile(r"^(\w+)\s+\u00b7+ (.*)$")
@@ -47,9 +49,9 @@ def _evidence(line: str) -> bool:
         found = _pairs(match[2])
         return found is not None and any(key.startswith(("train/", "eval/", "test/")) for key in found[0])
     if "position" in line and (match := EPOCH_LINE.search(line) or EVAL_STEP.search(line)):
-        return not line[match.end():].strip()
+        return not line[match.end() :].strip()
     if "Saved model configuration to" in line and (match := SAVED.search(line)):
-        return clean_path(match[1]) and not line[match.end():].strip()
+        return clean_path(match[1]) and not line[match.end() :].strip()
     return bool(ARG.match(line.strip())) and "\u00b7\u00b7" in line
 
 
@@ -75,8 +77,11 @@ def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     if names is None:
         joined = "".join(quoted)
         # every key quoted at both ends and nowhere else: 2 quotes each, adjacent at each boundary
-        if not (joined[:1] == joined[-1:] == "'" and joined.count("'") == 2 * len(quoted)
-                and joined.count("''") == len(quoted) - 1):
+        if not (
+            joined[:1] == joined[-1:] == "'"
+            and joined.count("'") == 2 * len(quoted)
+            and joined.count("''") == len(quoted) - 1
+        ):
             return None
         if len(_KEY_NAMES) >= MAX_KEY_SETS:
             _KEY_NAMES.clear()
@@ -103,7 +108,9 @@ def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return None
     # numbers only: strings and nested values in the dict are not metrics
-    numbers = {k: float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    numbers = {
+        k: float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
     return tuple(numbers), list(numbers.values())
 
 
@@ -126,16 +133,23 @@ class TrainingLog:
         if self.run is None:
             output_dir = self.args.get("output_dir")
             parts = path_parts(output_dir) if output_dir else ()
-            self.run = self.forced_run or (run_from_parents(parts) if parts
-                                           else PurePath(self.path).stem or "training-log")
+            self.run = self.forced_run or (
+                run_from_parents(parts) if parts else PurePath(self.path).stem or "training-log"
+            )
             ttt = self.args.get("ttt_length", "")
-            specforge = bool(self.args)  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
-            yield Located(line, run_record(
-                self.run, framework="specforge" if specforge else None,
-                speculative_algorithm="EAGLE3" if specforge else None,
-                ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
-                target_model=model_short_name(self.args.get("target_model_path")),
-            ))
+            specforge = bool(
+                self.args
+            )  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
+            yield Located(
+                line,
+                run_record(
+                    self.run,
+                    framework="specforge" if specforge else None,
+                    speculative_algorithm="EAGLE3" if specforge else None,
+                    ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
+                    target_model=model_short_name(self.args.get("target_model_path")),
+                ),
+            )
 
     def problems(self, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
         if math.isfinite(sum(values)) and (keys in self.checked or max(map(len, keys)) <= MAX_KEY_CHARS):
@@ -146,7 +160,9 @@ class TrainingLog:
             if not math.isfinite(value):
                 problems.append(Problem(self.path, line, key, f"must be a finite number, not {value}"))
             elif len(key) > MAX_KEY_CHARS:
-                problems.append(Problem(self.path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}"))
+                problems.append(
+                    Problem(self.path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}")
+                )
         return problems
 
     def metrics(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> Iterator:
@@ -188,10 +204,17 @@ class TrainingLog:
         yield from self.run_name(line)
         name = path_parts(save_path)[-1][:200]
         parsed = parse_checkpoint_name(name)
-        yield Located(line, CheckpointRecord(
-            run=self.run, name=name, path=save_path[:1000], acceptance=self.acceptance() or None,
-            epoch=parsed.epoch if parsed else None, step=parsed.step if parsed else None,
-        ))
+        yield Located(
+            line,
+            CheckpointRecord(
+                run=self.run,
+                name=name,
+                path=save_path[:1000],
+                acceptance=self.acceptance() or None,
+                epoch=parsed.epoch if parsed else None,
+                step=parsed.step if parsed else None,
+            ),
+        )
 
 
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
@@ -205,7 +228,9 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
     for number, text in bounded_lines(stream):
         number += first_line - 1
         if isinstance(text, TooLong):
-            yield Problem(path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse")
+            yield Problem(
+                path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse"
+            )
             continue
         if "step " in text and (match := STEP_DICT.search(text)):
             found = _pairs(match[2])
@@ -216,7 +241,7 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
                 log.last_step, log.epoch_newer = found, False
             yield from log.metrics(number, int(match[1]), *found)
         elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
-            if not text[match.end():].strip():  # the record ends the line; a quote in prose does not
+            if not text[match.end() :].strip():  # the record ends the line; a quote in prose does not
                 yield from _position_line(log, number, match)
         elif "Saved model configuration to" in text and (match := SAVED.search(strip_ansi(text))):
             if clean_path(match[1]):  # not a path quoted in prose (`/ckpt/x`,)

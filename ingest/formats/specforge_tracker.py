@@ -31,14 +31,20 @@ def _step_column(columns: list[str]) -> str | None:
 
 def detect_csv(head: str, filename: str) -> bool:
     columns = header_of(head)
-    return (filename.lower().endswith(".csv") and _step_column(columns) is not None
-            and any(METRIC_HINT.search(c) for c in columns))
+    return (
+        filename.lower().endswith(".csv")
+        and _step_column(columns) is not None
+        and any(METRIC_HINT.search(c) for c in columns)
+    )
 
 
 def detect_json(head: str, filename: str) -> bool:
     start = head.lstrip()
-    return start[:1] in "[{" and bool(METRIC_HINT.search(head[:4096])) and any(
-        f'"{c}"' in head[:4096] for c in STEP_COLUMNS)
+    return (
+        start[:1] in "[{"
+        and bool(METRIC_HINT.search(head[:4096]))
+        and any(f'"{c}"' in head[:4096] for c in STEP_COLUMNS)
+    )
 
 
 def split_column(column: str) -> tuple[str | None, str]:
@@ -107,8 +113,13 @@ class Rows:
         if self.forced and len(prefixes) > 1:
             if not self.refused:
                 self.refused = True
-                yield Problem(self.path, line, "run", f"the export holds several runs ({', '.join(prefixes[:5])}); "
-                              "--run would put all their points under one run: leave it out")
+                yield Problem(
+                    self.path,
+                    line,
+                    "run",
+                    f"the export holds several runs ({', '.join(prefixes[:5])}); "
+                    "--run would put all their points under one run: leave it out",
+                )
             return
         for prefix, values in by_run.items():
             if not values:
@@ -135,7 +146,9 @@ def parse_json(stream: TextIO, path: str, link=None) -> Iterator:
     rows = Rows(path, link)
     for number, text in bounded_lines(stream):
         if isinstance(text, TooLong):
-            yield Problem(path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse")
+            yield Problem(
+                path, number, None, f"line of {text.chars:,} characters is over the size cap", "parse"
+            )
             continue
         body = text.strip().rstrip(",")
         if body in ("", "[", "]"):
@@ -153,8 +166,18 @@ def parse_json(stream: TextIO, path: str, link=None) -> Iterator:
 
 
 FORMATS = [
-    Format("tracker-csv", "tracker export CSV (wandb/swanlab/mlflow): step + train/acc_i, train/ploss_i, eval/... columns",
-           detect_csv, parse_csv, bulk_points=True),
-    Format("tracker-json", "tracker export JSON/JSONL: one {step, train/acc_i, ...} object per row",
-           detect_json, parse_json, bulk_points=True),
+    Format(
+        "tracker-csv",
+        "tracker export CSV (wandb/swanlab/mlflow): step + train/acc_i, train/ploss_i, eval/... columns",
+        detect_csv,
+        parse_csv,
+        bulk_points=True,
+    ),
+    Format(
+        "tracker-json",
+        "tracker export JSON/JSONL: one {step, train/acc_i, ...} object per row",
+        detect_json,
+        parse_json,
+        bulk_points=True,
+    ),
 ]

@@ -282,14 +282,24 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             levels, server_left = piece.levels()
             for level in levels:
                 produced = True
-                yield from _benchmark(path, link, server, index, len(servers), level, server_left,
-                                      speculating, first)
+                yield from _benchmark(
+                    path, link, server, index, len(servers), level, server_left, speculating, first
+                )
     if not produced:
         yield Problem(path, None, None, "no 'Avg generation throughput' lines with running requests", "parse")
 
 
-def _benchmark(path, link, server: Server, index: int, starts: int, level: Level, server_left,
-               speculating: bool | None = None, first: int | None = None) -> Iterator:
+def _benchmark(
+    path,
+    link,
+    server: Server,
+    index: int,
+    starts: int,
+    level: Level,
+    server_left,
+    speculating: bool | None = None,
+    first: int | None = None,
+) -> Iterator:
     config = server.config
     config_spec = bool(config.get("draft_model") or config.get("method"))
     # several pieces: the start's config holds for the pieces that speculate as it says

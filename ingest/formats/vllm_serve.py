@@ -33,8 +33,9 @@ from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN, NonNegFloat, PositiveFloat
 
 NAME = "vllm-bench-serve"
-HELP = "vLLM bench serve --save-result JSON (or JSONL with --append-result), spec_decode_* and --metadata keys"
-
+HELP = (
+    "vLLM bench serve --save-result JSON (or JSONL with --append-result), spec_decode_* and --metadata keys"
+)
 
 
 def _blank_to_none(value):
@@ -115,12 +116,16 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
     if isinstance(result, list):
         yield from result
         return
-    deployment = choose_deployment(link, result.deployment, deployment_name("vllm", result.model_id, result.tp_size))
+    deployment = choose_deployment(
+        link, result.deployment, deployment_name("vllm", result.model_id, result.tp_size)
+    )
     if deployment is None:
         yield missing_deployment(path, data.line)
         return
     rates = result.spec_decode_per_position_acceptance_rates or None
-    speculating = result.spec_decode_acceptance_length is not None or bool(result.drafter or result.drafter_path)
+    speculating = result.spec_decode_acceptance_length is not None or bool(
+        result.drafter or result.drafter_path
+    )
     algorithm = algorithm_name(result.speculative_algorithm) or (SPECULATION_UNKNOWN if speculating else None)
     steps = result.num_steps or (len(rates) if rates else None)
     if steps is None and result.spec_decode_num_drafts and result.spec_decode_draft_tokens:
