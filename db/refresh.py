@@ -11,6 +11,7 @@ from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple
 
 from sqlalchemy import JSON, Boolean, DateTime, Text, bindparam, select, type_coerce
@@ -161,17 +162,15 @@ def _prediction_key(bench, steps: int) -> PredictionKey:
     )
 
 
+# Rows read back by column name, in one C-level call per row (tens of thousands of rows per refresh).
+_KEY_COLUMNS = attrgetter(*(column.key for column in PREDICTION_KEY))
+_PREDICTION_VALUES_OF = attrgetter(*PREDICTION_VALUES)
+_GAP_VALUES_OF = attrgetter(*GAP_VALUES)
+
+
 def _key_of(row) -> PredictionKey:
     """The PredictionKey of a row selected with the PREDICTION_KEY columns."""
-    return PredictionKey(
-        row.checkpoint_id,
-        row.deployment_id,
-        row.num_steps,
-        row.topk,
-        row.num_draft_tokens,
-        row.concurrency,
-        row.dataset,
-    )
+    return PredictionKey._make(_KEY_COLUMNS(row))
 
 
 def _chunks(ids: list[int]) -> Iterator[list[int]]:
@@ -345,9 +344,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         for name in GAP_VALUES
     ]
     existing_gaps = {
-        (row.benchmark_id, row.prediction_id): Stored(
-            row.id, GapValues(*(getattr(row, name) for name in GAP_VALUES))
-        )
+        (row.benchmark_id, row.prediction_id): Stored(row.id, GapValues._make(_GAP_VALUES_OF(row)))
         for row in _select_in(
             session,
             select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *gap_columns),
@@ -480,7 +477,7 @@ def _refresh_predictions(
         checkpoint_ids,
     ):
         existing[_key_of(row)][row.source] = Stored(
-            row.id, PredictionValues(*(getattr(row, n) for n in PREDICTION_VALUES))
+            row.id, PredictionValues._make(_PREDICTION_VALUES_OF(row))
         )
 
     # parameter sets as plain tuples, and CostParams built once per (set, baseline)
