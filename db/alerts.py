@@ -26,6 +26,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
+from specdash.db.queries import GAP_DETAIL_COLUMNS
 from specdash.db.settings import get_gap_threshold, threshold_sql
 
 # An alert's severity is its verdict's; "none" for an alert without one.
@@ -68,29 +69,7 @@ def alert_select(global_threshold: float):
             Alert.benchmark_id.label("alert_id"),
             Alert.benchmark_id,
             Alert.gap_id,
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
-            Prediction.source,
-            Prediction.parameter_set_id,
-            Benchmark.speculative_algorithm,
-            Benchmark.num_steps,
-            Benchmark.topk,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-            Benchmark.dataset,
-            Benchmark.label,
-            Gap.measured_tps,
-            Gap.predicted_tps,
-            Gap.gap,
-            Benchmark.accept_length.label("measured_accept_length"),
-            Prediction.accept_length.label("predicted_accept_length"),
-            Prediction.extrapolated,
-            Gap.measured_round_ms,
-            Gap.predicted_round_ms,
-            Gap.acceptance_factor,
-            Gap.round_factor,
-            Gap.unexplained_ms,
+            *GAP_DETAIL_COLUMNS,
             Alert.severity,
             Alert.status,
             Alert.note,

@@ -70,6 +70,35 @@ def is_empty(session: Session) -> bool:
     )
 
 
+# A gap with what it is about: run, checkpoint, deployment, setting, prediction, and its decomposition.
+GAP_DETAIL_COLUMNS = (
+    Run.name.label("run"),
+    Checkpoint.name.label("checkpoint"),
+    Deployment.name.label("deployment"),
+    Prediction.source,
+    Prediction.parameter_set_id,
+    Benchmark.speculative_algorithm,
+    Benchmark.num_steps,
+    Benchmark.topk,
+    Benchmark.num_draft_tokens,
+    Benchmark.concurrency,
+    Benchmark.dataset,
+    Benchmark.label,
+    Gap.measured_tps,
+    Gap.predicted_tps,
+    Gap.gap,
+    Benchmark.accept_length.label("measured_accept_length"),
+    Prediction.accept_length.label("predicted_accept_length"),
+    Prediction.extrapolated,
+    Prediction.error_band,
+    Gap.measured_round_ms,
+    Gap.predicted_round_ms,
+    Gap.acceptance_factor,
+    Gap.round_factor,
+    Gap.unexplained_ms,
+)
+
+
 def gap_select(threshold: float | None, global_threshold: float) -> Select:
     """Gaps (every prediction source: analysis) with their run, checkpoint, deployment and prediction, at or
     above `threshold` (None: each deployment's own threshold, else the global one), with the status of the
@@ -79,30 +108,7 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
         select(
             Gap.id.label("gap_id"),
             Gap.benchmark_id,
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
-            Prediction.source,
-            Prediction.parameter_set_id,
-            Benchmark.speculative_algorithm,
-            Benchmark.num_steps,
-            Benchmark.topk,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-            Benchmark.dataset,
-            Benchmark.label,
-            Gap.measured_tps,
-            Gap.predicted_tps,
-            Gap.gap,
-            Benchmark.accept_length.label("measured_accept_length"),
-            Prediction.accept_length.label("predicted_accept_length"),
-            Prediction.extrapolated,
-            Prediction.error_band,
-            Gap.measured_round_ms,
-            Gap.predicted_round_ms,
-            Gap.acceptance_factor,
-            Gap.round_factor,
-            Gap.unexplained_ms,
+            *GAP_DETAIL_COLUMNS,
             Gap.severity,
             func.coalesce(Alert.status, "open").label("status"),
             Alert.note,
