@@ -12,11 +12,7 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,6 +23,7 @@ from specdash.cli.main import cli
 from specdash.db.alerts import change_status
 from specdash.db.engine import make_engine, transaction
 from tests.conftest import FIXTURES
+from tests.serving import free_port, start_serve, wait_until_served
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +37,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SERVER_START_S = 40
 PAGE_WAIT_MS = 30_000
 WIDTH = 1400
 UPLOAD = FIXTURES / "dashboard" / "deep_rerun.json"
@@ -58,26 +54,6 @@ PAGES = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_served(base: str, server: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"specdash serve exited with {server.returncode}:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    pytest.fail(f"specdash serve did not answer within {SERVER_START_S} s:\n{log.read_text()}")
-
-
 @contextlib.contextmanager
 def serving(folder: Path, commands: list[list[str]]):
     """Base URL of `specdash serve` on a fresh database prepared by `commands`; the server always stops."""
@@ -93,25 +69,8 @@ def serving(folder: Path, commands: list[list[str]]):
         assert result.exit_code == 0, result.output
     port = free_port()
     log = folder / "serve.log"
-    with log.open("w") as out:
-        # its own process group: `specdash serve` starts Streamlit as a child, and both must stop
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "specdash",
-                "--db",
-                url,
-                "serve",
-                "--port",
-                str(port),
-                "--host",
-                "127.0.0.1",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    # its own process group, so that whatever it starts stops with it
+    server = start_serve(url, port, log, start_new_session=True)
     try:
         base = f"http://127.0.0.1:{port}"
         wait_until_served(base, server, log)

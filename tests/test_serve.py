@@ -2,14 +2,12 @@
 
 import signal
 import socket
-import subprocess
-import sys
 
 import pytest
 from click.testing import CliRunner
 
 from specdash.cli.main import cli
-from tests.test_browser import free_port, wait_until_served
+from tests.serving import free_port, start_serve, wait_until_served
 
 
 def port_open(port: int) -> bool:
@@ -23,23 +21,7 @@ def test_a_signal_to_serve_stops_the_dashboard(tmp_path, signum):
     url = f"sqlite:///{tmp_path / 'specdash.db'}"
     assert CliRunner().invoke(cli, ["--db", url, "init"]).exit_code == 0
     port, log = free_port(), tmp_path / "serve.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "specdash",
-                "--db",
-                url,
-                "serve",
-                "--port",
-                str(port),
-                "--host",
-                "127.0.0.1",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    server = start_serve(url, port, log)
     try:
         wait_until_served(f"http://127.0.0.1:{port}", server, log)
         server.send_signal(signum)  # to `specdash serve` alone, as `kill <pid>` or Ctrl-C would
