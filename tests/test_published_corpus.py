@@ -16,7 +16,7 @@ ROWS = json.loads(CORPUS.read_text())["rows"]
 
 
 def test_every_row_is_cited_and_consistent():
-    assert len(ROWS) >= 400 and len({r["source"] for r in ROWS}) >= 19
+    assert len(ROWS) >= 403 and len({r["source"] for r in ROWS}) >= 22
     for row in ROWS:
         assert row["url"].startswith("https://") and row["source"] and row["target"], row
         assert row["accept_length"] >= 1 and row["speedup"] > 0
@@ -52,7 +52,7 @@ def test_the_held_out_set_is_large_and_varied():
     strict=True,
     reason="the EAGLE-2 and EAGLE-3 papers' own tables (204 rows, 6- and 8-deep trees, batch 1) run rounds of a median "
     "1.3 baseline steps, where the priors (EAGLE-3 drafting at 0.13 steps per draft step, from vLLM) predict "
-    "about 2: they are predicted 24-40 % slow, and the held-out median is 21.9 % (6.4 % before them)",
+    "about 2: they are predicted 24-40 % slow, and the held-out median is 21.6 % (6.7 % on the other sources' rows)",
 )
 def test_priors_hold_on_held_out_published_rows():
     report = corpus_uncalibrated(ROWS)
@@ -63,8 +63,8 @@ def test_priors_hold_on_held_out_published_rows():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the 12 % prior band covers 38 % of the grown corpus's held-out rows "
-    "(their p90 is 46 %); widening it silences the demo's theory alerts, a decision left open",
+    reason="the 12 % prior band covers 37 % of the grown corpus's held-out rows "
+    "(their p90 is 50 %); widening it silences the demo's theory alerts, a decision left open",
 )
 def test_the_prior_band_covers_90_percent_of_held_out_rows():
     report = corpus_uncalibrated(ROWS)
