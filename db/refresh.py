@@ -10,11 +10,11 @@ import statistics
 from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import NamedTuple
 
-from sqlalchemy import JSON, Boolean, DateTime, Text, bindparam, select, type_coerce
+from sqlalchemy import JSON, Boolean, DateTime, Text, bindparam, select, tuple_, type_coerce
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import (
@@ -56,6 +56,7 @@ from specdash.db.settings import applicable_threshold, get_gap_threshold
 from specdash.db.verdicts import Candidate, acceptance_references, write_verdicts
 
 CHUNK = 5000  # ids per IN (...) list, well under SQLite's bound-parameter limit
+BATCH = 10_000  # benchmarks refreshed at a time
 
 BENCHMARK_COLUMNS = (
     Benchmark.id,
@@ -189,38 +190,67 @@ def _select_in(session: Session, query, column, ids: list[int] | None) -> Iterat
         yield from connection.execute(query.where(column.in_(chunk))).all()
 
 
-def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> list:
+KEYS_PER_STATEMENT = CHUNK // len(PREDICTION_KEY)  # seven bound parameters per key
+
+
+def _select_keys(session: Session, query, keys: Iterable[PredictionKey]) -> Iterator:
+    """Rows of `query` (on predictions) whose PREDICTION_KEY columns are one of `keys`: a batch reads
+    its own predictions, not every prediction of its checkpoints."""
+    connection = session.connection()
+    keys = list(keys)
+    columns = tuple_(*PREDICTION_KEY)
+    for start in range(0, len(keys), KEYS_PER_STATEMENT):
+        yield from connection.execute(
+            query.where(columns.in_(keys[start : start + KEYS_PER_STATEMENT]))
+        ).all()
+
+
+def _key_of_values(row: dict) -> PredictionKey:
+    return PredictionKey(*(row[column.key] for column in PREDICTION_KEY))
+
+
+def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> dict[int, list[int]]:
+    """The speculative benchmarks to refresh (all, or those given and every one on a deployment and load
+    that a given no-speculation baseline changes), as ids per checkpoint."""
     # reads go through the Core connection: column tuples without the ORM's result machinery
     connection = session.connection()
-    query = select(*BENCHMARK_COLUMNS).where(
+    query = select(Benchmark.checkpoint_id, Benchmark.id).where(
         Benchmark.checkpoint_id.is_not(None), Benchmark.speculative_algorithm.is_not(None)
     )
     if benchmark_ids is None:
-        return connection.execute(query).all()
-    ids = list(benchmark_ids)
-    touched = [
-        row
-        for chunk in _chunks(ids)
-        for row in connection.execute(
-            select(
-                Benchmark.id, Benchmark.deployment_id, Benchmark.concurrency, Benchmark.speculative_algorithm
-            ).where(Benchmark.id.in_(chunk))
-        )
-    ]
-    # A new baseline changes the prediction of every benchmark on its deployment and concurrency.
-    baseline_keys = {(d, c) for _, d, c, algo in touched if algo is None}
-    spec_ids = [i for i, _, _, algo in touched if algo is not None]
-    rows = {
-        r.id: r
-        for chunk in _chunks(spec_ids)
-        for r in connection.execute(query.where(Benchmark.id.in_(chunk)))
-    }
-    for deployment_id, concurrency in baseline_keys:
-        for row in connection.execute(
-            query.where(Benchmark.deployment_id == deployment_id, Benchmark.concurrency == concurrency)
-        ):
-            rows[row.id] = row
-    return list(rows.values())
+        rows = connection.execute(query).all()
+    else:
+        touched = [
+            row
+            for chunk in _chunks(list(benchmark_ids))
+            for row in connection.execute(
+                select(
+                    Benchmark.checkpoint_id,
+                    Benchmark.id,
+                    Benchmark.deployment_id,
+                    Benchmark.concurrency,
+                    Benchmark.speculative_algorithm,
+                ).where(Benchmark.id.in_(chunk))
+            )
+        ]
+        # A new baseline changes the prediction of every benchmark on its deployment and concurrency.
+        baseline_keys = {(d, c) for _, _, d, c, algo in touched if algo is None}
+        rows = [(cid, i) for cid, i, _, _, algo in touched if algo is not None and cid is not None]
+        for deployment_id, concurrency in baseline_keys:
+            rows += connection.execute(
+                query.where(Benchmark.deployment_id == deployment_id, Benchmark.concurrency == concurrency)
+            ).all()
+    scope: dict[int, set[int]] = defaultdict(set)
+    for checkpoint_id, benchmark_id in rows:
+        scope[checkpoint_id].add(benchmark_id)
+    return {checkpoint_id: sorted(ids) for checkpoint_id, ids in scope.items()}
+
+
+def _rows(session: Session, ids: list[int]) -> list:
+    """The cost model's columns (BENCHMARK_COLUMNS) of these benchmarks, in id order."""
+    connection = session.connection()
+    query = select(*BENCHMARK_COLUMNS).order_by(Benchmark.id)
+    return [row for chunk in _chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk)))]
 
 
 @dataclass(frozen=True)
@@ -282,10 +312,9 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
 def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSummary:
     session.flush()  # what the caller added is read back below as rows
     summary = RefreshSummary()
-    benches = _scope(session, benchmark_ids)
-    if not benches:
+    scope = _scope(session, benchmark_ids)
+    if not scope:
         return summary
-    summary.benchmarks = len(benches)
     global_threshold = get_gap_threshold(session)
     baselines = load_baselines(session)
     deployments = {d.id: d for d in session.scalars(select(Deployment))}
@@ -294,50 +323,101 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     sets_by_deployment: dict[int, list[ParameterSet]] = defaultdict(list)
     for pset in session.scalars(select(ParameterSet).where(ParameterSet.is_active.is_(True))):
         sets_by_deployment[pset.deployment_id].append(pset)
-
-    groups: dict[tuple, list] = defaultdict(list)
-    for bench in benches:
-        steps = benchmark_steps(bench)
-        if steps is None:
-            summary.skipped += 1
-            continue
-        groups[_prediction_key(bench, steps)].append(bench)
     everything = benchmark_ids is None
-    checkpoint_ids = None if everything else sorted({key.checkpoint_id for key in groups})
-    drafters = _drafters(session, checkpoint_ids)
-    now = utcnow()
-    # drafters without training metrics: their own earlier benchmarks say what accept length to expect
-    untrained = sorted(cid for cid in {key.checkpoint_id for key in groups} if not drafters[cid].rates)
-    references = acceptance_references(session, untrained, benchmark_steps)
-    if not everything and untrained:
-        # a benchmark measured before stored ones (a backfill) changes their references: judge them again
-        known = {b.id for b in benches}
-        for bench in _select_in(
-            session,
-            select(*BENCHMARK_COLUMNS).where(Benchmark.speculative_algorithm.is_not(None)),
-            Benchmark.checkpoint_id,
-            untrained,
-        ):
-            steps = benchmark_steps(bench)
-            if bench.id not in known and steps is not None:
-                groups[_prediction_key(bench, steps)].append(bench)
-                known.add(bench.id)
+    drafters = _drafters(session, None if everything else sorted(scope))
     psets = {pset.id: pset for sets in sets_by_deployment.values() for pset in sets}
-
     facts = {deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()}
-    predictions = _refresh_predictions(
-        session,
-        groups,
-        checkpoint_ids,
-        drafters,
-        sets_by_deployment,
-        baselines,
-        now,
-        summary,
-        facts,
-        references,
+    context = _Context(
+        deployments, drafters, sets_by_deployment, psets, baselines, facts, {}, global_threshold, utcnow()
     )
-    bench_ids = None if everything else [b.id for key in predictions for b in groups[key]]
+    # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
+    # drafter's benchmarks, however many a file brings.
+    for checkpoint_ids in _checkpoint_batches(scope):
+        benches = _rows(session, [i for c in checkpoint_ids for i in scope[c]])
+        summary.benchmarks += len(benches)
+        groups: dict[tuple, list] = defaultdict(list)
+        for bench in benches:
+            steps = benchmark_steps(bench)
+            if steps is None:
+                summary.skipped += 1
+                continue
+            groups[_prediction_key(bench, steps)].append(bench)
+        # drafters without training metrics: their own earlier benchmarks say what accept length to expect
+        untrained = [c for c in checkpoint_ids if not drafters[c].rates]
+        references = acceptance_references(session, untrained, benchmark_steps)
+        if not everything and untrained:
+            # a benchmark measured before stored ones (a backfill) changes their references: judge them again
+            known = {b.id for b in benches}
+            for bench in _select_in(
+                session,
+                select(*BENCHMARK_COLUMNS).where(Benchmark.speculative_algorithm.is_not(None)),
+                Benchmark.checkpoint_id,
+                untrained,
+            ):
+                steps = benchmark_steps(bench)
+                if bench.id not in known and steps is not None:
+                    groups[_prediction_key(bench, steps)].append(bench)
+                    known.add(bench.id)
+        part = replace(context, references=references)
+        for batch in _batches(groups):
+            predictions = _refresh_predictions(session, batch, part, summary)
+            _refresh_gaps(session, batch, predictions, part, summary)
+    _expire(session, (Prediction, Gap, Alert))
+    return summary
+
+
+def _checkpoint_batches(scope: dict[int, list[int]]) -> Iterator[list[int]]:
+    """Consecutive checkpoints with about BATCH benchmarks in all (a checkpoint is never split)."""
+    batch, size = [], 0
+    for checkpoint_id in sorted(scope):
+        batch.append(checkpoint_id)
+        size += len(scope[checkpoint_id])
+        if size >= BATCH:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every batch of a refresh shares: read once per refresh."""
+
+    deployments: dict[int, Deployment]
+    drafters: dict[int, "_Drafter"]
+    sets_by_deployment: dict[int, list[ParameterSet]]
+    psets: dict[int, ParameterSet]
+    baselines: Baselines
+    facts: dict[int, DeploymentFacts]
+    references: dict
+    global_threshold: float
+    now: object
+
+
+def _batches(groups: dict[PredictionKey, list]) -> Iterator[dict[PredictionKey, list]]:
+    """Consecutive groups of about BATCH benchmarks in all (a group is never split)."""
+    batch, size = {}, 0
+    for key, members in groups.items():
+        batch[key] = members
+        size += len(members)
+        if size >= BATCH:
+            yield batch
+            batch, size = {}, 0
+    if batch:
+        yield batch
+
+
+def _refresh_gaps(session: Session, groups, predictions, context: _Context, summary: RefreshSummary) -> None:
+    """The gap and verdict of every benchmark of these groups against each of its predictions."""
+    deployments, drafters, baselines = context.deployments, context.drafters, context.baselines
+    references, psets, global_threshold, now = (
+        context.references,
+        context.psets,
+        context.global_threshold,
+        context.now,
+    )
+
+    bench_ids = [b.id for key in predictions for b in groups[key]]
     # diagnoses are compared as the JSON text stored, not decoded row by row
     gap_columns = [
         type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
@@ -448,33 +528,26 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
             sorted({row["benchmark_id"] for row in new_gaps}),
         ):
             gap_ids[(row.benchmark_id, row.prediction_id)] = row.id
-    summary.new_alerts = write_verdicts(session, candidates, gap_ids, now)
-    _expire(session, (Prediction, Gap, Alert))
-    return summary
+    summary.new_alerts += write_verdicts(session, candidates, gap_ids, now)
 
 
 def _refresh_predictions(
-    session,
-    groups,
-    checkpoint_ids,
-    drafters,
-    sets_by_deployment,
-    baselines: Baselines,
-    now,
-    summary: RefreshSummary,
-    facts: dict[int, DeploymentFacts],
-    references,
+    session: Session, groups, context: _Context, summary: RefreshSummary
 ) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
+    drafters, sets_by_deployment, baselines, now = (
+        context.drafters,
+        context.sets_by_deployment,
+        context.baselines,
+        context.now,
+    )
+    facts, references = context.facts, context.references
     # key -> source -> (prediction id, its stored values)
     existing: dict[PredictionKey, dict[str, Stored]] = defaultdict(dict)
     value_columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
-    for row in _select_in(
-        session,
-        select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns),
-        Prediction.checkpoint_id,
-        checkpoint_ids,
+    for row in _select_keys(
+        session, select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns), groups
     ):
         existing[_key_of(row)][row.source] = Stored(
             row.id, PredictionValues._make(_PREDICTION_VALUES_OF(row))
@@ -604,14 +677,12 @@ def _refresh_predictions(
     if new_rows:
         _insert(session, Prediction, new_rows)
         # read the new ids back by their unique key
-        new_ids = None if checkpoint_ids is None else sorted({row["checkpoint_id"] for row in new_rows})
-        for row in _select_in(
+        for row in _select_keys(
             session,
             select(Prediction.id, *PREDICTION_KEY, Prediction.source).where(
                 Prediction.source.in_(BUILTIN_SOURCES)
             ),
-            Prediction.checkpoint_id,
-            new_ids,
+            {_key_of_values(row) for row in new_rows},
         ):
             existing[_key_of(row)].setdefault(row.source, Stored(row.id, None))
     if changed_rows:

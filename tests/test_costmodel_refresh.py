@@ -3,13 +3,16 @@
 import json
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Deployment, Gap, Prediction
 from specdash.db.refresh import refresh
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.db.schema import upgrade
+from specdash.demo import DEMO_FILE_NAME, demo_bytes
+from specdash.ingest.pipeline import ingest_bytes, ingest_path
+from tests.app_support import SPECBUNDLE
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 
@@ -176,3 +179,39 @@ def test_external_tree_prediction_without_draft_tokens_is_compared(engine):
         assert prediction.num_draft_tokens == 16
         (gap,) = session.scalars(select(Gap).join(Prediction).where(Prediction.source == "my-sim")).all()
     assert gap.predicted_tps == 200.0 and gap.gap == pytest.approx(1 - 180.0 / 200.0)
+
+
+def _verdicts(engine) -> dict[str, list[tuple]]:
+    """Predictions, gaps and alerts by their natural keys (ids and timestamps depend on write order)."""
+    key = "p.source, p.checkpoint_id, p.deployment_id, p.num_steps, p.topk, p.num_draft_tokens, p.concurrency, p.dataset"
+    queries = {
+        "prediction": f"SELECT {key}, p.predicted_tps, p.accept_length, p.accept_length_source, p.round_ms, "
+        "p.baseline_tps, p.error_band FROM prediction p",
+        "gap": f"SELECT g.benchmark_id, {key}, g.gap, g.measured_tps, g.predicted_tps, g.diagnoses, g.severity "
+        "FROM gap g JOIN prediction p ON p.id = g.prediction_id",
+        "alert": "SELECT a.benchmark_id, a.is_alert, a.severity, a.code, a.reason, a.status, p.source "
+        "FROM alert a JOIN gap g ON g.id = a.gap_id JOIN prediction p ON p.id = g.prediction_id",
+    }
+    with reading(engine) as session:
+        return {name: sorted(map(tuple, session.execute(text(sql)))) for name, sql in queries.items()}
+
+
+def test_a_refresh_in_small_batches_stores_what_one_batch_does(tmp_path, monkeypatch):
+    """Refresh works a few checkpoints and groups at a time (bounded memory); the split must not show."""
+    from specdash.db import refresh as refresh_module
+
+    results = []
+    for batch in (refresh_module.BATCH, 7):
+        monkeypatch.setattr(refresh_module, "BATCH", batch)
+        engine = make_engine(f"sqlite:///{tmp_path / f'batch-{batch}.db'}")
+        upgrade(engine)
+        assert ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes()).ok
+        assert ingest_path(engine, SPECBUNDLE).ok
+        with transaction(engine) as session:
+            again = refresh(session)  # everything, in batches too: nothing changes
+        results.append(_verdicts(engine))
+        engine.dispose()
+    one, small = results
+    assert len(one["gap"]) > 400 and sum(row[1] for row in one["alert"]) > 0  # a real workload
+    assert small == one
+    assert again.benchmarks == len({row[0] for row in one["gap"]})
