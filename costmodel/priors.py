@@ -162,6 +162,8 @@ KNOWN_TARGETS = {
     "gpt-oss-120b": TargetArchitecture(117, 5.1, 128, 4),
     "gpt-oss-20b": TargetArchitecture(21, 3.6, 32, 4),
     "glm-4.7-flash": TargetArchitecture(30, 3, 64, 4),
+    "mixtral-8x7b": TargetArchitecture(46.7, 12.9, 8, 2),
+    "mixtral-8x22b": TargetArchitecture(141, 39, 8, 2),
 }
 _DENSE_SIZE = re.compile(r"(\d+(?:\.\d+)?)b\b")
 _MOE_SIZE = re.compile(r"(\d+(?:\.\d+)?)b-a(\d+(?:\.\d+)?)b\b")
@@ -175,9 +177,11 @@ def architecture_for(model: str | None) -> TargetArchitecture | None:
     if not model:
         return None
     name = model.lower().rsplit("/", 1)[-1]
-    for key, arch in KNOWN_TARGETS.items():
-        if name.startswith(key):
-            return arch
+    # a distilled model is its student (DeepSeek-R1-Distill-Llama-8B is a dense 8B Llama, not R1)
+    if "distill" not in name:
+        for key, arch in KNOWN_TARGETS.items():
+            if name.startswith(key):
+                return arch
     moe = _MOE_SIZE.search(name)
     if moe:  # "<total>B-A<active>B": a MoE whose expert counts the name does not give
         return TargetArchitecture(float(moe.group(1)), float(moe.group(2)), *GENERIC_MOE_EXPERTS)

@@ -88,6 +88,11 @@ def test_architecture_from_config_json_and_from_names():
     assert architecture_for("meta-llama/Llama-3.1-8B-Instruct") == TargetArchitecture(8.0, 8.0)
     assert architecture_for("Qwen/Qwen3.6-35B-A3B").num_experts == 128  # a MoE the table does not know
     assert architecture_for("my-model") is None
+    # a distilled model is its dense student, not its MoE teacher; Mixtral is a MoE of 8 experts, 2 per token
+    assert architecture_for("deepseek-ai/DeepSeek-R1-Distill-Llama-8B") == TargetArchitecture(8.0, 8.0)
+    assert architecture_for("deepseek-ai/DeepSeek-R1").is_moe
+    mixtral = architecture_for("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    assert (mixtral.num_experts, mixtral.experts_per_token) == (8, 2)
 
 
 def test_prior_costs_at_batch_1():
