@@ -11,6 +11,7 @@ from specdash.app.text import md
 
 READ_ONLY_ENV = "SPECDASH_READ_ONLY"
 USER_HEADER_ENV = "SPECDASH_USER_HEADER"
+UNNAMED_WRITER = "dashboard"  # the change history's name for writes when no one is signed in
 READ_ONLY_MESSAGE = "This dashboard is read-only (specdash serve --read-only): nothing can be changed here."
 
 

@@ -16,6 +16,7 @@ from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
 from specdash.db.calibration import calibrate_all
+from specdash.db.changes import acting_as, recent_changes
 from specdash.db.checkpoint_queries import SpeculationSetting
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.faults import explain
@@ -61,20 +62,28 @@ def _read(url: str, query: Callable, *args, **kwargs):
         return query(session, *args, **kwargs)
 
 
-def write(action: Callable, *args, **kwargs) -> Any:
-    """Run `action(session, ...)` in one write transaction on the current database, then drop every cached
-    query result so each page shows what was written."""
+def writer() -> str:
+    """Who the change history names for this page's writes; stops the page when nobody may write (read-only
+    mode, or team mode without a signed-in user)."""
     if identity.read_only():
         st.warning(identity.READ_ONLY_MESSAGE, icon=":material/lock:")
         st.stop()
-    if identity.trusted() and not identity.signed_in_user():
+    user = identity.signed_in_user()
+    if identity.trusted() and not user:
         st.warning(
             "Changes need a signed-in user (the reverse proxy's header or the login): nothing was saved.",
             icon=":material/lock:",
         )
         st.stop()
+    return user or identity.UNNAMED_WRITER
+
+
+def write(action: Callable, *args, **kwargs) -> Any:
+    """Run `action(session, ...)` in one write transaction on the current database, as `writer()` in the
+    change history, then drop every cached query result so each page shows what was written."""
+    who = writer()
     try:
-        with transaction(engine()) as session:
+        with acting_as(who), transaction(engine()) as session:
             result = action(session, *args, **kwargs)
     except Exception as exc:
         if explain(exc, db_url()) is None:
@@ -129,6 +138,11 @@ def follow_store(url: str) -> None:
 
 
 # --- Overview ----------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False)
+def changes(url: str, limit: int = 200) -> pd.DataFrame:
+    return _read(url, recent_changes, limit)
+
+
 @st.cache_data(show_spinner=False)
 def counts(url: str) -> dict:
     return _read(url, queries.counts)

@@ -1,8 +1,8 @@
-"""`specdash init` and `specdash demo`."""
+"""`specdash init`, `specdash demo` and `specdash changes`."""
 
 import click
 
-from specdash.cli.common import db_option, make_cli_engine, open_db
+from specdash.cli.common import db_option, make_cli_engine, open_db, shown
 from specdash.db.engine import reading
 from specdash.db.schema import current_revision, revision_history, upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
@@ -65,3 +65,34 @@ def demo(ctx: click.Context, if_empty: bool) -> None:
     if not result.ok:  # the demo is ours: a failure here is a bug, shown in full
         raise click.ClickException("\n".join(str(p) for p in result.problems))
     click.echo(describe(result))
+
+
+@click.command()
+@click.option("--kind", help="Only changes to this kind of row (deployment, run, prediction, file, ...).")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@db_option
+@click.pass_context
+def changes(ctx: click.Context, kind: str | None, limit: int, fmt: str) -> None:
+    """The change history, newest first: values `ingest --update` applied over stored ones, ingests
+    replaced or undone, profiles, thresholds and calibrations saved, runs archived or deleted; with who
+    made each (the login name here, the signed-in user on the dashboard).
+
+    \b
+    Example:
+      specdash changes
+      specdash changes --kind deployment --format json
+    """
+    from specdash.db.changes import recent_changes
+
+    with reading(open_db(ctx)) as session:
+        frame = recent_changes(session, limit, kind)
+    if fmt == "json":
+        click.echo(frame.to_json(orient="records", date_format="iso", indent=2))
+        return
+    if frame.empty:
+        click.echo("no changes recorded")
+        return
+    frame["at"] = frame["at"].map(lambda at: f"{at:%Y-%m-%d %H:%M}")
+    # names and values from files as text: no escape sequence reaches the terminal
+    click.echo(frame.map(shown).to_string(index=False))

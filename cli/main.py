@@ -12,6 +12,7 @@ from specdash.cli.common import db_option
 COMMANDS = {
     "init": "db_commands:init",
     "demo": "db_commands:demo",
+    "changes": "db_commands:changes",
     "ingest": "ingest_commands:ingest",
     "formats": "ingest_commands:formats",
     "export": "export_commands:export",

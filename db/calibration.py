@@ -28,6 +28,7 @@ from specdash.costmodel.priors import (
     growth_shape,
 )
 from specdash.costmodel.uncertainty import error_band
+from specdash.db.changes import record_change
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, PositionAcceptance, Run
 from specdash.db.parameters import (
     Baselines,
@@ -335,6 +336,7 @@ def fit_summary(report: CalibrationReport) -> dict:
 def apply_calibration(session: Session, report: CalibrationReport) -> ParameterSet:
     """Save the fit as the deployment's next parameter-set version (source `calibrated`, active); older
     calibrated sets of the deployment become inactive. Run refresh() afterwards for new predictions."""
+    replaced = []
     for older in session.scalars(
         select(ParameterSet).where(
             ParameterSet.deployment_id == report.deployment_id,
@@ -343,6 +345,7 @@ def apply_calibration(session: Session, report: CalibrationReport) -> ParameterS
         )
     ):
         older.is_active = False
+        replaced.append(older.version)
     params = report.params
     pset = ParameterSet(
         deployment_id=report.deployment_id,
@@ -365,4 +368,14 @@ def apply_calibration(session: Session, report: CalibrationReport) -> ParameterS
     )
     session.add(pset)
     session.flush()
+    record_change(
+        session,
+        "calibrate",
+        "parameter_set",
+        session.get(Deployment, report.deployment_id).name,
+        "calibrated version",
+        max(replaced) if replaced else None,
+        pset.version,
+        note=pset.note,
+    )
     return pset

@@ -195,6 +195,7 @@ class IngestedFile(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     records: Mapped[int] = mapped_column(Integer, default=0)
     ingested_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    ingested_by: Mapped[str | None] = mapped_column(String(200))  # None: stored before 0009
 
 
 class Benchmark(Base):
@@ -360,6 +361,26 @@ class AlertEvent(Base):
     who: Mapped[str | None] = mapped_column(String(200))
     from_status: Mapped[str | None] = mapped_column(String(20))
     to_status: Mapped[str] = mapped_column(String(20))
+    note: Mapped[str | None] = mapped_column(Text)
+
+
+class Change(Base):
+    """A stored value someone changed: a file's values applied over stored ones (`ingest --update`), an
+    ingest replaced (`--replace`) or removed, a profile, threshold or calibration saved, runs archived or
+    deleted. Who (the login name on the command line, the signed-in user on the dashboard), when, what,
+    and the values before and after."""
+
+    __tablename__ = "change"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    who: Mapped[str | None] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(40))  # ingest --update, ingest --replace, settings, runs ...
+    kind: Mapped[str] = mapped_column(String(40))  # what changed: deployment, run, prediction, setting ...
+    subject: Mapped[str] = mapped_column(String(300))  # its name
+    field: Mapped[str | None] = mapped_column(String(100))
+    old_value: Mapped[Any] = mapped_column(JSON(none_as_null=True), nullable=True)
+    new_value: Mapped[Any] = mapped_column(JSON(none_as_null=True), nullable=True)
     note: Mapped[str | None] = mapped_column(Text)
 
 

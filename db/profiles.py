@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.priors import DEFAULT_FAMILY
 from specdash.db.calibration import CalibrationReport, apply_calibration
+from specdash.db.changes import record_change
 from specdash.db.models import Benchmark, Deployment, ParameterSet
 from specdash.db.parameters import PROFILE_FIELDS as COST_FIELDS
 from specdash.db.parameters import (
@@ -18,7 +19,7 @@ from specdash.db.parameters import (
     next_version,
 )
 from specdash.db.refresh import RefreshSummary, refresh
-from specdash.db.settings import set_gap_threshold
+from specdash.db.settings import get_gap_threshold, set_gap_threshold
 from specdash.ingest.records import DeploymentRecord
 
 # What the Settings page edits; the same fields and rules as a deployment record in a native file.
@@ -73,11 +74,22 @@ def save_deployment(
     if deployment_id is None:
         deployment = Deployment(name=record.name)
         session.add(deployment)
+        record_change(session, "profile", "deployment", record.name, note="created")
     else:
         deployment = session.get(Deployment, deployment_id)
         if deployment is None:
             raise ProfileError(f"deployment: no deployment with id {deployment_id}")
     for name in PROFILE_FIELDS:
+        if deployment_id is not None and not _same(getattr(deployment, name), getattr(record, name)):
+            record_change(
+                session,
+                "profile",
+                "deployment",
+                deployment.name,
+                name,
+                getattr(deployment, name),
+                getattr(record, name),
+            )
         setattr(deployment, name, getattr(record, name))
     session.flush()
     ensure_theory_set(session, deployment)
@@ -131,6 +143,15 @@ def edit_deployment(
     if clash is not None and clash != deployment_id:
         raise ProfileError(f"name: a deployment named {record.name!r} already exists")
     for name in changed:
+        record_change(
+            session,
+            "profile",
+            "deployment",
+            deployment.name,
+            name,
+            getattr(deployment, name),
+            getattr(record, name),
+        )
         setattr(deployment, name, getattr(record, name))
     session.flush()
     ensure_theory_set(session, deployment)
@@ -174,6 +195,16 @@ def restore_parameter_set(session: Session, parameter_set_id: int) -> tuple[Para
         )
         session.add(pset)
     session.flush()
+    record_change(
+        session,
+        "restore",
+        "parameter_set",
+        deployment.name,
+        f"{old.source} version",
+        old.version,
+        pset.version,
+        note=f"v{old.version} made current again as v{pset.version}",
+    )
     return pset, _refresh_deployment(session, deployment.id)
 
 
@@ -184,6 +215,16 @@ def set_deployment_threshold(session: Session, deployment_id: int, threshold: fl
     deployment = session.get(Deployment, deployment_id)
     if deployment is None:
         raise ProfileError(f"deployment: no deployment with id {deployment_id}")
+    if deployment.gap_threshold != threshold:
+        record_change(
+            session,
+            "threshold",
+            "deployment",
+            deployment.name,
+            "gap_threshold",
+            deployment.gap_threshold,
+            threshold,
+        )
     deployment.gap_threshold = threshold
     session.flush()
     return _refresh_deployment(session, deployment_id)
@@ -191,10 +232,13 @@ def set_deployment_threshold(session: Session, deployment_id: int, threshold: fl
 
 def set_global_threshold(session: Session, threshold: float) -> RefreshSummary:
     """The gap threshold of every deployment without its own; diagnoses that depend on it are recomputed."""
+    before = get_gap_threshold(session)
     try:
         set_gap_threshold(session, threshold)
     except ValueError as exc:
         raise ProfileError(f"gap_threshold: {exc}") from None
+    if before != threshold:
+        record_change(session, "threshold", "setting", "global", "gap_threshold", before, threshold)
     session.flush()
     return refresh(session)
 

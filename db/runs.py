@@ -7,6 +7,7 @@ import pandas as pd
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
+from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory
 from specdash.db.models import (
     Benchmark,
@@ -120,7 +121,10 @@ def set_tags(session: Session, run_id: int, tags: list[str]) -> list[str]:
             raise RunChangeError(f"tags: {tag[:20]!r}... is longer than {MAX_TAG} characters")
         if tag not in clean:
             clean.append(tag)
-    _run(session, run_id).tags = clean or None
+    run = _run(session, run_id)
+    if (run.tags or []) != clean:
+        record_change(session, "tags", "run", run.name, "tags", run.tags or [], clean)
+    run.tags = clean or None
     return clean
 
 
@@ -129,6 +133,16 @@ def set_archived(session: Session, run_ids: list[int], archived: bool) -> int:
     count = 0
     for run_id in run_ids:
         run = _run(session, run_id)
+        if (run.archived_at is not None) != archived:
+            record_change(
+                session,
+                "archive" if archived else "unarchive",
+                "run",
+                run.name,
+                "archived",
+                not archived,
+                archived,
+            )
         run.archived_at = (run.archived_at or utcnow()) if archived else None
         count += 1
     return count
@@ -191,7 +205,12 @@ def delete_runs(session: Session, run_ids: list[int]) -> Removal:
     session.execute(delete(Checkpoint).where(Checkpoint.run_id.in_(run_ids)))
     session.execute(delete(Run).where(Run.id.in_(run_ids)))
     session.expire_all()
+    record_change(session, "delete", "run", removal.what, note=_removed(removal))
     return removal
+
+
+def _removed(removal: Removal) -> str:
+    return "removed " + ", ".join(f"{what}: {count}" for what, count in removal.rows.items() if count)
 
 
 def ingested_files(session: Session) -> pd.DataFrame:
@@ -209,12 +228,13 @@ def ingested_files(session: Session) -> pd.DataFrame:
             IngestedFile.records,
             IngestedFile.size_bytes,
             IngestedFile.ingested_at,
+            IngestedFile.ingested_by,
             func.coalesce(stored.c.benchmarks, 0).label("benchmarks"),
         )
         .outerjoin(stored, stored.c.ingested_file_id == IngestedFile.id)
         .order_by(IngestedFile.ingested_at.desc(), IngestedFile.id.desc())
     )
-    columns = ["id", "path", "format", "records", "size_bytes", "ingested_at", "benchmarks"]
+    columns = ["id", "path", "format", "records", "size_bytes", "ingested_at", "ingested_by", "benchmarks"]
     return pd.DataFrame(session.execute(query).mappings().all(), columns=columns)
 
 
@@ -252,5 +272,6 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, Refre
     session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == file_id))
     session.execute(delete(IngestedFile).where(IngestedFile.id == file_id))
     session.expire_all()
+    record_change(session, "undo ingest", "file", removal.what, note=_removed(removal))
     remaining = list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id.in_(deployments))))
     return removal, refresh(session, remaining) if remaining else RefreshSummary()

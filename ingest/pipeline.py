@@ -24,6 +24,7 @@ from sqlalchemy import update as sql_update
 from sqlalchemy.orm import Session
 
 from specdash.db.advisories import AdvisorySummary, refresh_advisories
+from specdash.db.changes import current_who, record_change
 from specdash.db.engine import WRITE_OPTION, transaction
 from specdash.db.models import Benchmark, Gap, IngestedFile
 from specdash.db.refresh import RefreshSummary, refresh
@@ -272,9 +273,16 @@ def _parse(fmt: Format, name: str, opener, link, progress, problems: list[Proble
 
 
 def _store(
-    session: Session, fmt: Format, name: str, items, link, problems: list[Problem], update: bool = False
+    session: Session,
+    fmt: Format,
+    name: str,
+    items,
+    link,
+    problems: list[Problem],
+    update: bool = False,
+    action: str = "ingest --update",
 ) -> Store:
-    store = Store(session, link, fmt.name, update=update)
+    store = Store(session, link, fmt.name, update=update, source_name=name, change_action=action)
     batch: list[Located] = []
     for item in items:
         batch.append(item)
@@ -360,7 +368,11 @@ def ingest_source(
                 )
             if seen is not None:
                 result.message = _remove_ingest(session, seen)
-            store = _store(session, fmt, name, spool, link, result.problems, update=update or replace)
+                record_change(session, "ingest --replace", "file", seen.path, note=result.message)
+            action = "ingest --replace" if replace else "ingest --update"
+            store = _store(
+                session, fmt, name, spool, link, result.problems, update=update or replace, action=action
+            )
             summary = store.summary
             if result.problems and (not skip_invalid or summary.records == 0):
                 raise _Rollback
@@ -370,6 +382,7 @@ def ingest_source(
                 format=fmt.name,
                 size_bytes=size,
                 records=summary.records,
+                ingested_by=current_who(),
             )
             session.add(ingested)
             session.flush()
@@ -547,6 +560,9 @@ def describe(result: FileResult) -> str:
     s, r = result.store, result.refresh
     created = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.created.items())) or "nothing new"
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
+    if s.updated:
+        updated = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.updated.items()))
+        parts.append(f"updated {updated} (values replaced are in 'specdash changes')")
     if result.message:
         parts.append(result.message)
     if s.metric_points:

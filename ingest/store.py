@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import verified_tokens
 from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
+from specdash.db.changes import record_change
 from specdash.db.models import (
     Benchmark,
     Checkpoint,
@@ -119,9 +120,14 @@ class Store:
         link: LinkOptions | None = None,
         source_format: str = "specdash",
         update: bool = False,
+        source_name: str | None = None,
+        change_action: str = "ingest --update",
     ):
         self.session = session
         self.update = update  # apply a file's values where they contradict stored ones (else a conflict)
+        # each value --update applies over a stored one is a row of the change history
+        self.source_name = source_name
+        self.change_action = change_action
         self.link = link or LinkOptions()
         self.source_format = source_format
         self.summary = StoreSummary()
@@ -224,10 +230,21 @@ class Store:
                 f"{kind} '{row.name}' is stored with {name} {getattr(row, name)!r}, the file says "
                 f"{changes[name]!r}; pass --update to apply the file's values",
             )
+        for name in conflicts:
+            self._record(kind, self._subject(row, kind), name, getattr(row, name), changes[name])
         for name, value in changes.items():
             setattr(row, name, value)
         if changes:
             self.summary.updated[kind] += 1
+
+    def _subject(self, row, kind: str) -> str:
+        if kind == "checkpoint":
+            return f"{row.run.name}/{row.name}"
+        return row.name
+
+    def _record(self, kind: str, subject: str, field: str, old, new) -> None:
+        note = f"from {self.source_name}" if self.source_name else None
+        record_change(self.session, self.change_action, kind, subject, field, old, new, note)
 
     def _add_deployment(self, record: DeploymentRecord) -> None:
         existed = record.name in self._deployments or self.session.scalar(
@@ -474,6 +491,9 @@ class Store:
                     "--update to apply the file's values",
                 )
             for k, v in values.items():
+                if getattr(row, k) != v:
+                    subject = f"{record.source} for {record.run}/{record.checkpoint}"
+                    self._record("prediction", subject, k, getattr(row, k), v)
                 setattr(row, k, v)
             self.summary.updated["prediction"] += 1
 
@@ -484,6 +504,8 @@ class Store:
     def _apply_targets(self) -> None:
         for run in self._runs.values():
             if self.link.target and run.target_model != self.link.target:
+                if run.target_model is not None:
+                    self._record("run", run.name, "target_model", run.target_model, self.link.target)
                 run.target_model = self.link.target
                 self.summary.updated["run"] += 1
             if self.link.target_deployments:

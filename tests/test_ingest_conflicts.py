@@ -7,8 +7,9 @@ from click.testing import CliRunner
 from sqlalchemy import func, select
 
 from specdash.cli.main import cli
+from specdash.db.changes import acting_as, login_name
 from specdash.db.engine import make_engine, reading
-from specdash.db.models import Benchmark, Deployment, IngestedFile, Run
+from specdash.db.models import Benchmark, Change, Deployment, IngestedFile, Run
 from specdash.ingest.pipeline import describe, ingest_bytes
 from specdash.ingest.store import LinkOptions
 from tests.ingest_support import content
@@ -41,12 +42,34 @@ def test_the_same_record_twice_in_one_file_with_other_values_is_a_conflict(engin
     ]
 
 
+def history(engine) -> list[tuple]:
+    with reading(engine) as session:
+        return [
+            (c.who, c.action, c.kind, c.subject, c.field, c.old_value, c.new_value, c.note)
+            for c in session.scalars(select(Change).order_by(Change.id))
+        ]
+
+
 def test_update_applies_the_newer_values_and_counts_them(engine):
     ingest_bytes(engine, "a.jsonl", jsonl(RUN))
-    result = ingest_bytes(engine, "b.jsonl", jsonl({**RUN, "ttt_length": 7}), update=True)
+    with acting_as("ana"):
+        result = ingest_bytes(engine, "b.jsonl", jsonl({**RUN, "ttt_length": 7}), update=True)
     assert result.status == "loaded" and result.store.updated["run"] == 1
     with reading(engine) as session:
         assert session.scalar(select(Run.ttt_length)) == 7
+    # the value it replaced is kept in the history, with who applied it and from which file
+    assert history(engine) == [("ana", "ingest --update", "run", "r", "ttt_length", 5, 7, "from b.jsonl")]
+
+
+def test_filling_in_or_repeating_values_writes_no_history(engine):
+    ingest_bytes(engine, "a.jsonl", jsonl({"kind": "run", "name": "r"}))
+    ingest_bytes(
+        engine, "b.jsonl", jsonl(RUN), update=True
+    )  # fills framework and ttt_length: no one's values
+    ingest_bytes(
+        engine, "c.jsonl", jsonl(RUN, {"kind": "run", "name": "other"}), update=True
+    )  # the same again
+    assert history(engine) == []
 
 
 def test_filling_what_the_store_does_not_know_is_no_conflict(engine):
@@ -73,6 +96,18 @@ def test_an_external_prediction_with_other_numbers_is_a_conflict(engine):
         "170.0; pass --update to apply the file's values"
     ]
     assert ingest_bytes(engine, "p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0}), update=True).ok
+    assert history(engine) == [
+        (
+            login_name(),
+            "ingest --update",
+            "prediction",
+            "sim for r/c",
+            "predicted_tps",
+            150.0,
+            170.0,
+            "from p2.jsonl",
+        )
+    ]
 
 
 def test_replace_moves_a_file_to_the_right_deployment(db_url, tmp_path):
@@ -100,6 +135,25 @@ def test_replace_moves_a_file_to_the_right_deployment(db_url, tmp_path):
         ).all()
         files = session.scalar(select(func.count()).select_from(IngestedFile))
     assert placed == [("8x L40S, TP8", 2)] and files == 1
+    # the replacement is in the history, under the login name of whoever ran the command
+    assert history(engine) == [
+        (
+            login_name(),
+            "ingest --replace",
+            "file",
+            str(bench),
+            None,
+            None,
+            None,
+            f"replaced the earlier ingest of {bench} (2 benchmark(s) removed)",
+        )
+    ]
+    with reading(engine) as session:
+        assert session.scalar(select(IngestedFile.ingested_by)) == login_name()
+    listed = runner.invoke(cli, ["--db", db_url, "changes", "--format", "json"])
+    assert listed.exit_code == 0, listed.output
+    [entry] = json.loads(listed.output)
+    assert (entry["action"], entry["kind"], entry["who"]) == ("ingest --replace", "file", login_name())
 
 
 def test_summary_counts_points_already_stored_as_kept_not_stored(engine):

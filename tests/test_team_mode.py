@@ -12,7 +12,7 @@ from specdash.app.text import unmd
 from specdash.cli import serve_command
 from specdash.cli.main import cli
 from specdash.db.engine import make_engine, reading, transaction
-from specdash.db.models import AlertEvent
+from specdash.db.models import AlertEvent, Change, IngestedFile
 from tests.ingest_support import content
 from tests.test_app import run_page
 
@@ -107,3 +107,48 @@ def test_a_failing_save_shows_an_error_id_not_a_traceback(monkeypatch, db_url, c
     assert shown and "read\\-only" in shown[0] and "Traceback" not in shown[0]
     error_id = shown[0].split("Error id `")[1].split("`")[0]
     assert any(error_id in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_settings_and_uploads_record_the_signed_in_writer(monkeypatch, demo_url, proxy):
+    proxy["x-forwarded-user"] = "ana@example.com"
+    at = run_page(monkeypatch, demo_url, "views/settings.py")
+    at.number_input(key="settings_threshold").set_value(25.0)
+    next(b for b in at.button if b.label == "Save global threshold").click().run()
+    assert not at.exception
+    upload = run_page(monkeypatch, demo_url, "views/upload.py")
+    upload.file_uploader[0].set_value(
+        ("run.jsonl", b'{"kind": "run", "name": "r"}\n', "application/json")
+    ).run()
+    upload.button(key="upload_save").click().run()
+    assert not upload.exception
+    with reading(make_engine(demo_url)) as session:
+        change = session.scalars(select(Change)).one()
+        uploaded = session.scalars(select(IngestedFile).where(IngestedFile.path == "run.jsonl")).one()
+    assert (change.who, change.kind, change.field, change.new_value) == (
+        "ana@example.com",
+        "setting",
+        "gap_threshold",
+        0.25,
+    )
+    assert change.old_value == pytest.approx(0.10)  # the demo's global threshold before
+    assert uploaded.ingested_by == "ana@example.com"
+    # the Settings page lists it
+    at = run_page(monkeypatch, demo_url, "views/settings.py")
+    [history] = [d.value for d in at.dataframe if "who" in d.value.columns]
+    assert history.iloc[0][["who", "subject", "field"]].tolist() == [
+        "ana@example.com",
+        "global",
+        "gap_threshold",
+    ]
+
+
+def test_without_the_header_an_upload_is_refused(monkeypatch, demo_url, proxy):
+    before = content(make_engine(demo_url))
+    upload = run_page(monkeypatch, demo_url, "views/upload.py")
+    upload.file_uploader[0].set_value(
+        ("run.jsonl", b'{"kind": "run", "name": "r"}\n', "application/json")
+    ).run()
+    upload.button(key="upload_save").click().run()
+    assert not upload.exception
+    assert any("need a signed-in user" in w.value for w in upload.warning)
+    assert content(make_engine(demo_url)) == before

@@ -150,6 +150,7 @@ else:
             "path": st.column_config.TextColumn("file", width=360),
             "size_bytes": st.column_config.NumberColumn("bytes", format="%d"),
             "ingested_at": st.column_config.DatetimeColumn("ingested (UTC)", format="YYYY-MM-DD HH:mm"),
+            "ingested_by": "by",
             "benchmarks": st.column_config.NumberColumn("benchmarks stored"),
         },
     )

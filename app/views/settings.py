@@ -396,3 +396,23 @@ else:
                 st.rerun()
 
 advisory_panel.settings_section(url)
+
+# --- change history -------------------------------------------------------------------------------------
+st.subheader("Change history")
+history = state.changes(url)
+if history.empty:
+    st.info(
+        "No changes recorded yet: saved profiles, thresholds and calibrations, runs archived or deleted, and "
+        "values `specdash ingest --update` applied over stored ones appear here, with who made each."
+    )
+else:
+    st.caption(
+        "Newest first. Who: the signed-in user in team mode (the proxy's header or the login), `dashboard` "
+        "otherwise, the login name for the command line."
+    )
+    st.dataframe(
+        history,
+        hide_index=True,
+        width="stretch",
+        column_config={"at": st.column_config.DatetimeColumn("at (UTC)", format="YYYY-MM-DD HH:mm")},
+    )

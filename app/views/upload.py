@@ -9,6 +9,7 @@ import streamlit as st
 from specdash.app import identity, state, uploads
 from specdash.app.errors import guarded
 from specdash.app.text import SEVERITY_ICONS, md, number_text
+from specdash.db.changes import acting_as
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.pipeline import describe, ingest_bytes
 from specdash.ingest.problems import format_report
@@ -99,8 +100,9 @@ if files:
         f"Save {len(ready)} file(s)", type="primary", icon=":material/save:", key="upload_save"
     ):
         saved = []
+        who = state.writer()
         for file, link in ready:
-            with guarded(f"Saving {file.name}"):
+            with guarded(f"Saving {file.name}"), acting_as(who):
                 result = ingest_bytes(state.engine(), file.name, file.getvalue(), link=LinkOptions(**link))
             saved.append(
                 {
