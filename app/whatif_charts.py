@@ -71,7 +71,9 @@ def depth_figure(
             name=f"optimum: K={best.steps}",
             marker=dict(symbol="star", size=18, color="#ff7f0e", line=dict(width=1, color="#333")),
             text=[f"K={best.steps}: {best.tps:.0f} tok/s ({best.speedup:.2f}×)"],
-            textposition="top center",
+            # the label leans into the chart near either end of the depth axis, so it is never clipped
+            textposition=_label_side(best.steps, steps),
+            cliponaxis=False,
             hoverinfo="skip",
         )
     )
@@ -93,3 +95,12 @@ def depth_figure(
         legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
     )
     return fig
+
+
+def _label_side(x, xs) -> str:
+    position = list(xs).index(x) if x in xs else len(xs) // 2
+    if position < max(2, len(xs) // 4):
+        return "top right"
+    if position >= len(xs) - max(2, len(xs) // 4):
+        return "top left"
+    return "top center"

@@ -6,7 +6,7 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.priors import DEFAULT_FAMILY
+from specdash.costmodel.priors import DEFAULT_FAMILY, prior_comm_fraction
 from specdash.db.calibration import CalibrationReport, apply_calibration
 from specdash.db.changes import record_change
 from specdash.db.models import Benchmark, Deployment, ParameterSet
@@ -374,11 +374,19 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
             **{name: getattr(deployment, name) for name in COST_FIELDS},
         )
     )
+    facts = deployment_facts(deployment)
+    baselines = load_baselines(session, deployment_id)
+    comm = pset.comm_fraction
+    if comm is None:
+        comm = prior_comm_fraction(facts.tp_size, facts.interconnect)
+    # batch 1 measured, else carried from the loads measured (SpecBundle measures batch 8 only)
     baseline = (
-        load_baselines(session, deployment_id).lookup(deployment_id, 1, None) or deployment.baseline_tps
+        baselines.lookup(deployment_id, 1, None)
+        or baselines.at_load(deployment_id, 1, None, facts, comm)
+        or deployment.baseline_tps
+        or 100.0
     )
-    baseline = baseline or 100.0
-    params = cost_params(pset, baseline, deployment_facts(deployment), DEFAULT_FAMILY, 1, draft_tokens)
+    params = cost_params(pset, baseline, facts, DEFAULT_FAMILY, 1, draft_tokens)
     stated = [name for name in COST_FIELDS[1:] if getattr(deployment, name) is not None]
     return {
         "baseline_tps": baseline,
