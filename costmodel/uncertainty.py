@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 BAND_COVERAGE = 0.9
 # The round-time priors against published measurements (bench/costmodel_accuracy.py): 90 % of the
-# uncalibrated |measured / predicted - 1| lie within this, accept length measured.
-# (11.5 % on the first 62 held-out rows; 25.4 % on the 88 of the grown corpus: see
-# tests/test_published_corpus.py, the band is not yet widened because alerts are judged against it.)
-PRIOR_ROUND_BAND = 0.12
+# uncalibrated |measured / predicted - 1| lie within this, accept length measured: the 90th percentile on
+# the 212 held-out rows of tests/fixtures/published/corpus.json is 39.7 % (the EAGLE papers' research
+# harness runs rounds the priors price 24-40 % slow; 25 % without those rows). A band the corpus does not
+# support would raise alerts on clean benchmarks against an uncalibrated model; calibrate for narrow ones.
+PRIOR_ROUND_BAND = 0.40
 # Training accuracy -> serving acceptance adds its own spread (accept length predicted from acc_i):
 # published drafters serve at 0.85-1.05x their training accept length (EAGLE-3 paper, SpecForge docs).
 PRIOR_ACCEPTANCE_BAND = 0.12

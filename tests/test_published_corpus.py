@@ -61,11 +61,6 @@ def test_priors_hold_on_held_out_published_rows():
     assert abs(report["signed_median"]) < 0.05  # neither always optimistic nor always pessimistic
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the 12 % prior band covers 37 % of the grown corpus's held-out rows "
-    "(their p90 is 50 %); widening it silences the demo's theory alerts, a decision left open",
-)
 def test_the_prior_band_covers_90_percent_of_held_out_rows():
     report = corpus_uncalibrated(ROWS)
     # the band claims 90 % coverage: it covers 85-95 % of the held-out rows
