@@ -560,9 +560,8 @@ def describe(result: FileResult) -> str:
     s, r = result.store, result.refresh
     created = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.created.items())) or "nothing new"
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
-    if s.updated:
-        updated = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.updated.items()))
-        parts.append(f"updated {updated} (values replaced are in 'specdash changes')")
+    if s.replaced:
+        parts.append(f"{s.replaced} stored value(s) replaced by the file's (see 'specdash changes')")
     if result.message:
         parts.append(result.message)
     if s.metric_points:

@@ -93,7 +93,8 @@ class BenchmarkLink:
 class StoreSummary:
     records: int = 0
     created: Counter = field(default_factory=Counter)
-    updated: Counter = field(default_factory=Counter)
+    updated: Counter = field(default_factory=Counter)  # rows given values: filled in, or replaced
+    replaced: int = 0  # stored values the file's replaced (--update), each in the change history
     duplicates: int = 0
     linked: int = 0
     unlinked: int = 0
@@ -244,6 +245,7 @@ class Store:
 
     def _record(self, kind: str, subject: str, field: str, old, new) -> None:
         note = f"from {self.source_name}" if self.source_name else None
+        self.summary.replaced += 1
         record_change(self.session, self.change_action, kind, subject, field, old, new, note)
 
     def _add_deployment(self, record: DeploymentRecord) -> None:

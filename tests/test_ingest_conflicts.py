@@ -54,7 +54,8 @@ def test_update_applies_the_newer_values_and_counts_them(engine):
     ingest_bytes(engine, "a.jsonl", jsonl(RUN))
     with acting_as("ana"):
         result = ingest_bytes(engine, "b.jsonl", jsonl({**RUN, "ttt_length": 7}), update=True)
-    assert result.status == "loaded" and result.store.updated["run"] == 1
+    assert result.status == "loaded" and result.store.updated["run"] == 1 and result.store.replaced == 1
+    assert "1 stored value(s) replaced by the file's (see 'specdash changes')" in describe(result)
     with reading(engine) as session:
         assert session.scalar(select(Run.ttt_length)) == 7
     # the value it replaced is kept in the history, with who applied it and from which file
@@ -75,7 +76,8 @@ def test_filling_in_or_repeating_values_writes_no_history(engine):
 def test_filling_what_the_store_does_not_know_is_no_conflict(engine):
     ingest_bytes(engine, "a.jsonl", jsonl({"kind": "run", "name": "r"}))
     result = ingest_bytes(engine, "b.jsonl", jsonl(RUN))
-    assert result.status == "loaded" and result.store.updated["run"] == 1
+    assert result.status == "loaded" and result.store.updated["run"] == 1 and result.store.replaced == 0
+    assert "replaced" not in describe(result)
 
 
 def test_an_external_prediction_with_other_numbers_is_a_conflict(engine):
