@@ -116,9 +116,16 @@ def make_engine(
             engine, "begin", partial(_sqlite_begin, notice=on_lock_wait or _log_wait, timeout_s=lock_timeout)
         )
         return engine
-    connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
-    if read_only and url.startswith("postgresql"):
-        connect_args["options"] = "-c default_transaction_read_only=on"
+    connect_args = {}
+    if url.startswith("postgresql"):
+        # A plan cached while a table was small (an ingest's first statements see a table with no statistics)
+        # would be reused as it grows: psycopg prepares a statement after 5 runs, and PostgreSQL's generic
+        # plan for the duplicate check was a sequential scan, 2 s a batch at 300,000 benchmarks. Each
+        # execution is planned for the table as it is.
+        options = ["-c plan_cache_mode=force_custom_plan"]
+        if read_only:
+            options.append("-c default_transaction_read_only=on")
+        connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S, "options": " ".join(options)}
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
