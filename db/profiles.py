@@ -81,19 +81,18 @@ def save_deployment(
             raise ProfileError(f"deployment: no deployment with id {deployment_id}")
     for name in PROFILE_FIELDS:
         if deployment_id is not None and not _same(getattr(deployment, name), getattr(record, name)):
-            record_change(
-                session,
-                "profile",
-                "deployment",
-                deployment.name,
-                name,
-                getattr(deployment, name),
-                getattr(record, name),
-            )
-        setattr(deployment, name, getattr(record, name))
+            _set_recorded(session, deployment, name, getattr(record, name))
+        else:
+            setattr(deployment, name, getattr(record, name))
     session.flush()
     ensure_theory_set(session, deployment)
     return deployment, _refresh_deployment(session, deployment.id)
+
+
+def _set_recorded(session: Session, deployment: Deployment, name: str, value) -> None:
+    """Set a profile field, with the value it replaces in the change history."""
+    record_change(session, "profile", "deployment", deployment.name, name, getattr(deployment, name), value)
+    setattr(deployment, name, value)
 
 
 def profile_values(session: Session, deployment_id: int) -> dict:
@@ -143,16 +142,7 @@ def edit_deployment(
     if clash is not None and clash != deployment_id:
         raise ProfileError(f"name: a deployment named {record.name!r} already exists")
     for name in changed:
-        record_change(
-            session,
-            "profile",
-            "deployment",
-            deployment.name,
-            name,
-            getattr(deployment, name),
-            getattr(record, name),
-        )
-        setattr(deployment, name, getattr(record, name))
+        _set_recorded(session, deployment, name, getattr(record, name))
     session.flush()
     ensure_theory_set(session, deployment)
     return deployment, _refresh_deployment(session, deployment.id), sorted(changed)

@@ -109,18 +109,24 @@ def test_a_failing_save_shows_an_error_id_not_a_traceback(monkeypatch, db_url, c
     assert any(error_id in r.getMessage() and r.exc_info for r in caplog.records)
 
 
+def save_upload(monkeypatch, url):
+    """The Upload page after a one-run file was chosen and saved."""
+    upload = run_page(monkeypatch, url, "views/upload.py")
+    upload.file_uploader[0].set_value(
+        ("run.jsonl", b'{"kind": "run", "name": "r"}\n', "application/json")
+    ).run()
+    upload.button(key="upload_save").click().run()
+    assert not upload.exception
+    return upload
+
+
 def test_settings_and_uploads_record_the_signed_in_writer(monkeypatch, demo_url, proxy):
     proxy["x-forwarded-user"] = "ana@example.com"
     at = run_page(monkeypatch, demo_url, "views/settings.py")
     at.number_input(key="settings_threshold").set_value(25.0)
     next(b for b in at.button if b.label == "Save global threshold").click().run()
     assert not at.exception
-    upload = run_page(monkeypatch, demo_url, "views/upload.py")
-    upload.file_uploader[0].set_value(
-        ("run.jsonl", b'{"kind": "run", "name": "r"}\n', "application/json")
-    ).run()
-    upload.button(key="upload_save").click().run()
-    assert not upload.exception
+    save_upload(monkeypatch, demo_url)
     with reading(make_engine(demo_url)) as session:
         change = session.scalars(select(Change)).one()
         uploaded = session.scalars(select(IngestedFile).where(IngestedFile.path == "run.jsonl")).one()
@@ -144,11 +150,6 @@ def test_settings_and_uploads_record_the_signed_in_writer(monkeypatch, demo_url,
 
 def test_without_the_header_an_upload_is_refused(monkeypatch, demo_url, proxy):
     before = content(make_engine(demo_url))
-    upload = run_page(monkeypatch, demo_url, "views/upload.py")
-    upload.file_uploader[0].set_value(
-        ("run.jsonl", b'{"kind": "run", "name": "r"}\n', "application/json")
-    ).run()
-    upload.button(key="upload_save").click().run()
-    assert not upload.exception
+    upload = save_upload(monkeypatch, demo_url)
     assert any("need a signed-in user" in w.value for w in upload.warning)
     assert content(make_engine(demo_url)) == before
