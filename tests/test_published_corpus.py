@@ -145,4 +145,11 @@ def test_calibrated_leave_one_dataset_out_on_the_corpus():
     assert len(rounds) == 7 and max(rounds) / min(rounds) < 1.04
     report = corpus_calibrated(ROWS)
     assert report["groups"]["angelslim H20 Qwen/Qwen3-VL-4B-Instruct"] < 0.02
-    assert report["median"] <= 0.03  # measured 2.3 %; the goal is 2 %
+    # AngelSlim's Qwen3-VL-30B runs MATH-500, MMMU and MMStar at a baseline of 30.9-31.5 tok/s against
+    # 168.7-184.6 on its text sets: with costs in ms, those rounds last 1.14-1.16 baseline steps, not
+    # 1.63-1.94; the fit sees each dataset's own baseline, as the store does (with 100 tok/s for all: 18 %)
+    vl30 = [r for r in ROWS if r["group"] == "angelslim H20 Qwen/Qwen3-VL-30B-A3B-Instruct"]
+    slow = [r["accept_length"] / r["speedup"] for r in vl30 if r["baseline_tps"] < 40]
+    assert len(slow) == 3 and max(slow) < 1.17
+    assert report["groups"]["angelslim H20 Qwen/Qwen3-VL-30B-A3B-Instruct"] < 0.12
+    assert report["median"] <= 0.025  # measured 2.1 %; the goal is 2 %
