@@ -1,6 +1,8 @@
 """Reading text a line at a time with bounded memory, whatever the input holds."""
 
+import ast
 import re
+import warnings
 from collections.abc import Iterator
 from typing import TextIO
 
@@ -11,6 +13,19 @@ MAX_DOCUMENT_CHARS = 64 * 1024 * 1024
 _SKIP_CHUNK = 1024 * 1024
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def python_literal(text: str, default=None):
+    r"""A Python literal from a log line (a dict repr, a Namespace's values) by ast.literal_eval, never eval;
+    `default` when it is not one, too deep, or too big. Escape sequences Python would warn about ('\e' in
+    a name) are read as written, without the warning."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return default
 
 
 class TooLong:

@@ -42,3 +42,33 @@ def test_the_judge_catches_what_it_looks_for(used):
 def test_a_large_seeded_batch_is_handled(used):
     _, wrong = _run(used, 3000, seed=7)
     assert wrong == []
+
+
+def test_log_literals_with_escapes_or_deep_nesting_are_read_without_a_warning(used, tmp_path):
+    """Python dict reprs in logs are read with ast.literal_eval: a '\\e' in a path would warn (a
+    DeprecationWarning, a SyntaxWarning from 3.12), deep nesting would raise RecursionError."""
+    import warnings
+
+    from specdash.ingest.lines import python_literal
+    from specdash.ingest.pipeline import ingest_path
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert python_literal(r"{'model': 'C:\evil'}") == {"model": "C:\\evil"}
+        assert python_literal("[" * 100_000) is None
+        log = tmp_path / "vllm_server.log"
+        log.write_text(
+            "(APIServer pid=7) INFO 12-01 09:00:01 [utils.py:326] non-default args: {'model': "
+            "'meta-llama/Llama-3.1-8B-Instruct', 'speculative_config': \"{'method': 'eagle3', 'model': "
+            + "["
+            * 5000
+            + "'x'}\"}\n"
+            "(APIServer pid=7) INFO 12-01 09:00:02 [utils.py:326] non-default args: {'model': "
+            "'meta-llama/Llama-3.1-8B-Instruct', 'speculative_config': \"{'method': 'eagle3', 'model': "
+            "'D:\\eagle3\\epoch_3', 'num_speculative_tokens': 3}\"}\n"
+        )
+        before = content(used)
+        result = ingest_path(used, log, fmt_name="vllm-log")
+    # a server start and no load held: nothing to store, said without a traceback
+    assert result.status == "failed" and result.problems
+    assert content(used) == before

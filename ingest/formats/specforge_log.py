@@ -13,7 +13,6 @@ Read line by line, whatever prefix the logger put in front:
 
 Points go to the long metric table without a pydantic model per line: a long run logs millions."""
 
-import ast
 import math
 import re
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from typing import TextIO
 
 from specdash.ingest.formats import Format, Located
 from specdash.ingest.formats.common import clean_path, model_short_name, prose_or_source, run_record
-from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
+from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
 from specdash.ingest.links import parse_checkpoint_name, path_parts, run_from_parents
 from specdash.ingest.metric_points import MAX_KEY_CHARS
 from specdash.ingest.problems import Problem
@@ -101,10 +100,7 @@ def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
         return found
     if len(text) > MAX_LITERAL_CHARS:
         return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
+    value = python_literal(text)
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return None
     # numbers only: strings and nested values in the dict are not metrics

@@ -16,7 +16,6 @@ Read as written by every version in use, after ANSI colour codes and `(APIServer
 
 Intervals are split into load levels by `logsummary`; an interval with prompt throughput had a prefill."""
 
-import ast
 import re
 from collections.abc import Iterator
 from typing import TextIO
@@ -33,7 +32,7 @@ from specdash.ingest.formats.common import (
     prose_or_source,
 )
 from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals, server_pieces
-from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
+from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 
@@ -131,10 +130,7 @@ def _args(values: dict) -> dict:
         elif key == "speculative_config":
             spec = value
             if isinstance(spec, str):
-                try:
-                    spec = ast.literal_eval(spec)
-                except (ValueError, SyntaxError):
-                    spec = None
+                spec = python_literal(spec) if len(spec) <= 100_000 else None
             if isinstance(spec, dict):
                 if spec.get("method"):
                     found["method"] = str(spec["method"])
@@ -149,10 +145,7 @@ def _non_default_args(line: str) -> dict:
     match = NON_DEFAULT.search(line)
     if match is None or len(match[1]) > 100_000:
         return {}
-    try:
-        values = ast.literal_eval(match[1])
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return {}
+    values = python_literal(match[1])
     return _args(values) if isinstance(values, dict) else {}
 
 
