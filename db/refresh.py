@@ -205,6 +205,15 @@ def _select_keys(session: Session, query, keys: Iterable[PredictionKey]) -> Iter
         ).all()
 
 
+def _select_predictions(session: Session, query, keys, checkpoint_ids: list[int] | None) -> Iterator:
+    """Rows of `query` (on predictions) for these keys: every prediction of `checkpoint_ids` when given (a
+    batch that holds them whole), else by key."""
+    if checkpoint_ids is None:
+        yield from _select_keys(session, query, keys)
+    else:
+        yield from _select_in(session, query, Prediction.checkpoint_id, checkpoint_ids)
+
+
 def _key_of_values(row: dict) -> PredictionKey:
     return PredictionKey(*(row[column.key] for column in PREDICTION_KEY))
 
@@ -359,8 +368,12 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
                     groups[_prediction_key(bench, steps)].append(bench)
                     known.add(bench.id)
         part = replace(context, references=references)
-        for batch in _batches(groups):
-            predictions = _refresh_predictions(session, batch, part, summary)
+        batches = list(_batches(groups))
+        # one batch holds these checkpoints whole: their predictions are read by checkpoint, in a few
+        # statements; a drafter split over batches reads each batch's own by key
+        whole = checkpoint_ids if len(batches) == 1 else None
+        for batch in batches:
+            predictions = _refresh_predictions(session, batch, part, summary, whole)
             _refresh_gaps(session, batch, predictions, part, summary)
     _expire(session, (Prediction, Gap, Alert))
     return summary
@@ -532,7 +545,11 @@ def _refresh_gaps(session: Session, groups, predictions, context: _Context, summ
 
 
 def _refresh_predictions(
-    session: Session, groups, context: _Context, summary: RefreshSummary
+    session: Session,
+    groups,
+    context: _Context,
+    summary: RefreshSummary,
+    checkpoint_ids: list[int] | None = None,
 ) -> dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]]:
     """Each group's prediction under every active parameter set of its deployment (written in bulk),
     then the external predictions of the same key (result None: compared, not recomputed)."""
@@ -546,8 +563,11 @@ def _refresh_predictions(
     # key -> source -> (prediction id, its stored values)
     existing: dict[PredictionKey, dict[str, Stored]] = defaultdict(dict)
     value_columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
-    for row in _select_keys(
-        session, select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns), groups
+    for row in _select_predictions(
+        session,
+        select(Prediction.id, *PREDICTION_KEY, Prediction.source, *value_columns),
+        groups,
+        checkpoint_ids,
     ):
         existing[_key_of(row)][row.source] = Stored(
             row.id, PredictionValues._make(_PREDICTION_VALUES_OF(row))
@@ -677,12 +697,13 @@ def _refresh_predictions(
     if new_rows:
         _insert(session, Prediction, new_rows)
         # read the new ids back by their unique key
-        for row in _select_keys(
+        for row in _select_predictions(
             session,
             select(Prediction.id, *PREDICTION_KEY, Prediction.source).where(
                 Prediction.source.in_(BUILTIN_SOURCES)
             ),
             {_key_of_values(row) for row in new_rows},
+            checkpoint_ids,
         ):
             existing[_key_of(row)].setdefault(row.source, Stored(row.id, None))
     if changed_rows:
