@@ -507,7 +507,17 @@ class Store:
         for run in self._runs.values():
             if self.link.target and run.target_model != self.link.target:
                 if run.target_model is not None:
-                    self._record("run", run.name, "target_model", run.target_model, self.link.target)
+                    note = f"from {self.source_name}" if self.source_name else None
+                    record_change(
+                        self.session,
+                        "ingest --target",
+                        "run",
+                        run.name,
+                        "target_model",
+                        run.target_model,
+                        self.link.target,
+                        note,
+                    )
                 run.target_model = self.link.target
                 self.summary.updated["run"] += 1
             if self.link.target_deployments:
