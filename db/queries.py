@@ -36,8 +36,9 @@ def counts(session: Session) -> dict[str, int]:
 
 def store_version(session: Session) -> tuple:
     """A cheap fingerprint of what is stored (maxima of indexed columns and tiny tables): it changes with
-    every ingest, refresh, calibration, status change, mute and setting, whoever wrote them."""
-    from specdash.db.models import AlertEvent, AlertMute, IngestedFile, ParameterSet, Setting
+    every ingest, refresh, calibration, status change, mute and setting, and every change in the change
+    history (a value --update replaced, run tags, an archive), whoever wrote them."""
+    from specdash.db.models import AlertEvent, AlertMute, Change, IngestedFile, ParameterSet, Setting
 
     row = session.execute(
         select(
@@ -58,6 +59,7 @@ def store_version(session: Session) -> tuple:
             .scalar_subquery(),
             select(func.max(Run.id)).scalar_subquery(),
             select(func.max(Deployment.id)).scalar_subquery(),
+            select(func.max(Change.id)).scalar_subquery(),
         )
     ).one()
     settings = tuple(session.execute(select(Setting.key, Setting.value).order_by(Setting.key)).all())

@@ -100,3 +100,17 @@ def test_a_target_named_at_ingest_over_the_stored_one_is_recorded(engine):
             "meta-llama/Llama-3.3-70B-Instruct",
         )
     ]
+
+
+def test_a_recorded_change_moves_the_store_version(demo_url):
+    """Open pages reload when the store version moves: tags and archives change no counted table."""
+    from specdash.db.queries import store_version
+
+    engine = make_engine(demo_url)
+    with reading(engine) as session:
+        before = store_version(session)
+        run_id = session.scalar(select(Run.id).where(Run.name == "k25-eagle3-10k"))
+    with transaction(engine) as session:
+        runs.set_tags(session, run_id, ["baseline-sweep"])
+    with reading(engine) as session:
+        assert store_version(session) != before
