@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from specdash.app.text import abbreviate, plotly_text
+from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX
 from specdash.labels import setting_label
 
 # D3 without its grey, which the "other runs" use
@@ -405,13 +406,17 @@ def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     frame = frame.assign(label=checkpoint_labels(frame).map(plotly_text))
     for label, line in frame.groupby("label", sort=False):
+        # a curve implied by benchmarks (no training metrics) is dotted and says so
+        measured = str(line["source"].iloc[0] or "").startswith(MEASURED_SOURCE_PREFIX)
+        name = f"{label} (from benchmarks)" if measured else label
         fig.add_trace(
             go.Scatter(
                 x=line["position"] + 1,
                 y=line["rate"],
                 mode="lines+markers",
-                name=label,
-                hovertemplate="position %{x}: %{y:.3f}<extra>" + label + "</extra>",
+                name=name,
+                line=dict(dash="dot") if measured else None,
+                hovertemplate="position %{x}: %{y:.3f}<extra>" + name + "</extra>",
             )
         )
     fig.update_layout(

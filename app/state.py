@@ -306,8 +306,10 @@ def training_curves(url: str, run_ids: tuple[int, ...], keys: tuple[str, ...]) -
 
 
 @st.cache_data(show_spinner=False)
-def position_acceptance(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFrame:
-    return _read(url, checkpoint_queries.position_acceptance_frame, list(checkpoint_ids))
+def position_acceptance(
+    url: str, checkpoint_ids: tuple[int, ...], from_benchmarks: bool = False
+) -> pd.DataFrame:
+    return _read(url, checkpoint_queries.position_acceptance_frame, list(checkpoint_ids), from_benchmarks)
 
 
 @st.cache_data(show_spinner=False)

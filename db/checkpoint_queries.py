@@ -343,9 +343,12 @@ def training_curves(
 POSITION_COLUMNS = ["run", "checkpoint", "step", "position", "rate", "source"]
 
 
-def position_acceptance_frame(session: Session, checkpoint_ids: list[int]) -> pd.DataFrame:
-    """Conditional acceptance per draft position of the checkpoints (training acc_i), position 0-based;
-    the columns are there even when no checkpoint has any."""
+def position_acceptance_frame(
+    session: Session, checkpoint_ids: list[int], from_benchmarks: bool = False
+) -> pd.DataFrame:
+    """Conditional acceptance per draft position of the checkpoints, position 0-based: stored (training
+    acc_i), and with `from_benchmarks` for a checkpoint without any, the one its benchmarks imply (source
+    MEASURED_SOURCE_PREFIX + how); the columns are there even when no checkpoint has any."""
     if not checkpoint_ids:
         return pd.DataFrame(columns=POSITION_COLUMNS)
     query = (
@@ -362,7 +365,31 @@ def position_acceptance_frame(session: Session, checkpoint_ids: list[int]) -> pd
         .where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids))
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name, PositionAcceptance.position)
     )
-    return pd.DataFrame(session.execute(query).mappings().all(), columns=POSITION_COLUMNS)
+    rows = list(session.execute(query).mappings().all())
+    if not from_benchmarks:
+        return pd.DataFrame(rows, columns=POSITION_COLUMNS)
+    # drafters without training metrics: the per-position acceptance their benchmarks imply (as the What-if)
+    known = {(r["run"], r["checkpoint"]) for r in rows}
+    for checkpoint_id, run, checkpoint, step in session.execute(
+        select(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
+        .join(Run, Checkpoint.run_id == Run.id)
+        .where(Checkpoint.id.in_(checkpoint_ids))
+        .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
+    ):
+        if (run, checkpoint) in known:
+            continue
+        measured = measured_acceptance(session, checkpoint_id)
+        source = f"{MEASURED_SOURCE_PREFIX}{measured.source}"
+        rows += [
+            dict(run=run, checkpoint=checkpoint, step=step, position=i, rate=rate, source=source)
+            for i, rate in enumerate(measured.rates)
+        ]
+    return pd.DataFrame(rows, columns=POSITION_COLUMNS)
+
+
+# Position-acceptance rows derived from benchmarks have a source starting with this (then survival or
+# accept_length, MeasuredAcceptance.source)
+MEASURED_SOURCE_PREFIX = "benchmarks: "
 
 
 @dataclass(frozen=True)

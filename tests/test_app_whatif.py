@@ -167,3 +167,20 @@ def test_a_deployment_measured_at_batch_8_only_starts_from_its_own_baseline(real
     # 70.11, 64.07, 71.96 tok/s per request, median 70.11; a dense 70B at batch 8 is far below the compute
     # knee, so batch 1 is hardly faster
     assert 70.11 <= profile["baseline_tps"] <= 70.11 * 1.02
+
+
+def test_checkpoints_page_shows_the_acceptance_a_drafter_without_training_metrics_implies(real_url):
+    """The SpecBundle drafters have no training accuracies: their per-position curve comes from their
+    benchmarks (the What-if's), drawn dotted and labelled, not an empty chart."""
+    from specdash.app.charts import acceptance_figure
+
+    with reading(make_engine(real_url)) as session:
+        checkpoint = session.scalars(select(Checkpoint.id).join(Run).where(Run.name == SB_DRAFTER)).one()
+        measured = checkpoint_queries.measured_acceptance(session, checkpoint)
+        assert checkpoint_queries.position_acceptance_frame(session, [checkpoint]).empty  # no training rates
+        frame = checkpoint_queries.position_acceptance_frame(session, [checkpoint], from_benchmarks=True)
+    assert frame["rate"].tolist() == pytest.approx(list(measured.rates))
+    assert frame["position"].tolist() == list(range(len(measured.rates))) and len(measured.rates) == 7
+    assert set(frame["source"]) == {"benchmarks: accept_length"}
+    [trace] = acceptance_figure(frame).data
+    assert trace.line.dash == "dot" and trace.name.endswith("(from benchmarks)")

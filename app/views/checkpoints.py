@@ -8,7 +8,7 @@ import streamlit as st
 
 from specdash.app import advisory_panel, charts, state, urlstate
 from specdash.app.text import md
-from specdash.db.checkpoint_queries import comparison_table
+from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX, comparison_table
 
 # More checkpoints than this on one axis stop being readable; the latest ones are preselected.
 DEFAULT_CHECKPOINTS = 12
@@ -198,8 +198,14 @@ else:
 left, right = st.columns(2)
 with left:
     st.subheader("Acceptance per draft position")
-    positions = state.position_acceptance(url, checkpoint_ids)
+    positions = state.position_acceptance(url, checkpoint_ids, from_benchmarks=True)
     st.plotly_chart(charts.acceptance_figure(positions), width="stretch", key="checkpoints_positions")
+    if positions["source"].astype(str).str.startswith(MEASURED_SOURCE_PREFIX).any():
+        st.caption(
+            "Dotted: a drafter without training accuracies, its acceptance per position implied by its "
+            "benchmarks (vLLM's per-position survival, else the accept lengths measured at several depths), "
+            "as the What-if uses it."
+        )
 with right:
     st.subheader("Runs")
     st.dataframe(
