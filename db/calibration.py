@@ -29,7 +29,15 @@ from specdash.costmodel.priors import (
 )
 from specdash.costmodel.uncertainty import error_band
 from specdash.db.changes import record_change
-from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, PositionAcceptance, Run
+from specdash.db.models import (
+    BENCHMARK_SETTING,
+    Benchmark,
+    Checkpoint,
+    Deployment,
+    ParameterSet,
+    PositionAcceptance,
+    Run,
+)
 from specdash.db.parameters import (
     Baselines,
     cost_params,
@@ -178,12 +186,7 @@ def _screen(
         select(
             Benchmark.id,
             Benchmark.checkpoint_id,
-            Benchmark.speculative_algorithm,
-            Benchmark.num_steps,
-            Benchmark.topk,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-            Benchmark.dataset,
+            *BENCHMARK_SETTING,
             Benchmark.decode_tps,
             Benchmark.accept_length,
             Benchmark.draft_hidden_size,

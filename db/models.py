@@ -252,6 +252,18 @@ class Benchmark(Base):
     deployment: Mapped[Deployment] = relationship()
 
 
+# What a benchmark ran: algorithm, speculation setting, load and dataset (specdash.labels.setting_label's
+# fields), selected together wherever a benchmark is shown or judged.
+BENCHMARK_SETTING = (
+    Benchmark.speculative_algorithm,
+    Benchmark.num_steps,
+    Benchmark.topk,
+    Benchmark.num_draft_tokens,
+    Benchmark.concurrency,
+    Benchmark.dataset,
+)
+
+
 class Prediction(Base):
     """Predicted throughput of a checkpoint on a deployment at one speculation setting and concurrency."""
 

@@ -32,6 +32,7 @@ from specdash.costmodel.diagnoses import worst_severity
 from specdash.costmodel.priors import DeploymentFacts, drafter_family
 from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.models import (
+    BENCHMARK_SETTING,
     BUILTIN_SOURCES,
     Alert,
     Benchmark,
@@ -62,12 +63,7 @@ BENCHMARK_COLUMNS = (
     Benchmark.id,
     Benchmark.checkpoint_id,
     Benchmark.deployment_id,
-    Benchmark.speculative_algorithm,
-    Benchmark.num_steps,
-    Benchmark.topk,
-    Benchmark.num_draft_tokens,
-    Benchmark.concurrency,
-    Benchmark.dataset,
+    *BENCHMARK_SETTING,
     Benchmark.decode_tps,
     Benchmark.accept_length,
     Benchmark.draft_hidden_size,
