@@ -9,7 +9,7 @@ import click
 from specdash.cli.common import db_option, open_db, shown
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES
 from specdash.db.engine import reading, transaction
-from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES
+from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES, SETTING_FIELDS
 from specdash.labels import gap_text, setting_label
 
 LIST_FIELDS = (
@@ -18,12 +18,7 @@ LIST_FIELDS = (
     "checkpoint",
     "deployment",
     "source",
-    "speculative_algorithm",
-    "num_steps",
-    "topk",
-    "num_draft_tokens",
-    "concurrency",
-    "dataset",
+    *SETTING_FIELDS,
     "measured_tps",
     "predicted_tps",
     "gap",

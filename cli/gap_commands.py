@@ -8,7 +8,7 @@ import click
 
 from specdash.cli.common import db_option, open_db, shown
 from specdash.db.engine import reading, transaction
-from specdash.db.models import GAP_STATUSES
+from specdash.db.models import GAP_STATUSES, SETTING_FIELDS
 from specdash.db.refresh import refresh
 from specdash.labels import gap_text, setting_label
 
@@ -19,12 +19,7 @@ JSON_FIELDS = (
     "checkpoint",
     "deployment",
     "source",
-    "speculative_algorithm",
-    "num_steps",
-    "topk",
-    "num_draft_tokens",
-    "concurrency",
-    "dataset",
+    *SETTING_FIELDS,
     "measured_tps",
     "predicted_tps",
     "error_band",

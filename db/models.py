@@ -262,6 +262,7 @@ BENCHMARK_SETTING = (
     Benchmark.concurrency,
     Benchmark.dataset,
 )
+SETTING_FIELDS = tuple(column.key for column in BENCHMARK_SETTING)  # their names in rows and exports
 
 
 class Prediction(Base):
