@@ -1,16 +1,18 @@
 """What the engine formats share: tolerant input models, field-located problems, the derivation of
 per-request decode tok/s, deployment names, and a raw record safe to store."""
 
+import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from specdash.ingest.formats import Located
-from specdash.ingest.jsontext import LinedDict
+from specdash.ingest.jsontext import LENIENT_DECODER, LinedDict
+from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.problems import Problem, field_first
 from specdash.ingest.records import OWN_HEAD_ALGORITHMS, BenchmarkRecord, DeploymentRecord, RunRecord
 from specdash.ingest.store import LinkOptions
@@ -246,3 +248,23 @@ def deployment_record(name: str, **fields) -> DeploymentRecord:
 
 def run_record(name: str, **fields) -> RunRecord:
     return RunRecord(name=name, **{k: v for k, v in fields.items() if v is not None})
+
+
+def json_objects(stream: TextIO, path: str) -> Iterator[tuple[int, dict] | Problem]:
+    """The JSON object on each line of a JSON Lines file, as (line, object), or the line's problem (over
+    the size cap, invalid JSON, not an object); blank lines skipped."""
+    for number, text in bounded_lines(stream):
+        if isinstance(text, TooLong):
+            yield Problem(
+                path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse"
+            )
+        elif text.strip():
+            try:
+                data = LENIENT_DECODER.decode(text)
+            except json.JSONDecodeError as exc:
+                yield Problem(path, number, None, f"invalid JSON: {exc.msg}", "parse")
+                continue
+            if isinstance(data, dict):
+                yield number, data
+            else:
+                yield Problem(path, number, None, "expected a JSON object", "parse")

@@ -9,7 +9,6 @@
 
 Neither names its model or drafter: pass --deployment, and --run/--checkpoint for speculative runs."""
 
-import json
 from collections.abc import Iterator
 from typing import Annotated, TextIO
 
@@ -20,12 +19,11 @@ from specdash.ingest.formats.common import (
     EngineModel,
     benchmark,
     choose_deployment,
+    json_objects,
     missing_deployment,
     safe_raw,
     validate,
 )
-from specdash.ingest.jsontext import LENIENT_DECODER
-from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 
@@ -82,28 +80,10 @@ def detect_offline(head: str, filename: str) -> bool:
     return first.startswith("{") and '"successful_requests"' in first and '"total_latency"' in first
 
 
-def _objects(stream: TextIO, path: str) -> Iterator[tuple[int, dict] | Problem]:
-    for number, text in bounded_lines(stream):
-        if isinstance(text, TooLong):
-            yield Problem(
-                path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse"
-            )
-        elif text.strip():
-            try:
-                data = LENIENT_DECODER.decode(text)
-            except json.JSONDecodeError as exc:
-                yield Problem(path, number, None, f"invalid JSON: {exc.msg}", "parse")
-                continue
-            if isinstance(data, dict):
-                yield number, data
-            else:
-                yield Problem(path, number, None, "expected a JSON object", "parse")
-
-
 def _records(stream: TextIO, path: str, model, link) -> Iterator[tuple[int, dict, object, str] | Problem]:
     """Each line validated against `model`, with the deployment it goes to (neither tool names one):
     (line, raw object, validated record, deployment), or the line's problems."""
-    for item in _objects(stream, path):
+    for item in json_objects(stream, path):
         if isinstance(item, Problem):
             yield item
             continue

@@ -7,7 +7,6 @@ Versions differ: old ones have no `server_info`; newer ones nest the server's ar
 before 0.5.2 have no TPOT and no concurrency: per-request decode and concurrency are derived
 (common.client_load) and the fields used noted."""
 
-import json
 import math
 import re
 from collections.abc import Iterator
@@ -24,13 +23,12 @@ from specdash.ingest.formats.common import (
     client_load,
     deployment_name,
     drafter_of,
+    json_objects,
     missing_deployment,
     no_per_request,
     safe_raw,
     validate,
 )
-from specdash.ingest.jsontext import LENIENT_DECODER
-from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN, NonNegFloat, PositiveFloat
 
@@ -107,23 +105,11 @@ def detect(head: str, filename: str) -> bool:
 
 
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
-    for number, text in bounded_lines(stream):
-        if isinstance(text, TooLong):
-            yield Problem(
-                path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse"
-            )
-            continue
-        if not text.strip():
-            continue
-        try:
-            data = LENIENT_DECODER.decode(text)
-        except json.JSONDecodeError as exc:
-            yield Problem(path, number, None, f"invalid JSON: {exc.msg}", "parse")
-            continue
-        if not isinstance(data, dict):
-            yield Problem(path, number, None, "expected a JSON object", "parse")
-            continue
-        yield from record_from(data, path, number, link)
+    for item in json_objects(stream, path):
+        if isinstance(item, Problem):
+            yield item
+        else:
+            yield from record_from(item[1], path, item[0], link)
 
 
 def record_from(data: dict, path: str, line: int, link) -> Iterator:

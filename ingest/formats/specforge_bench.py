@@ -14,7 +14,6 @@
 
 Throughput is aggregate over the batch; per-request decode tok/s is throughput / batch size."""
 
-import json
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, TextIO
@@ -26,12 +25,13 @@ from specdash.ingest.formats.common import (
     EngineModel,
     benchmark,
     choose_deployment,
+    json_objects,
     missing_deployment,
     safe_raw,
     validate,
 )
-from specdash.ingest.jsontext import LENIENT_DECODER, JSONPositionError, LinedDict, iter_values_with_lines
-from specdash.ingest.lines import MAX_DOCUMENT_CHARS, TooLong, bounded_lines, read_document
+from specdash.ingest.jsontext import JSONPositionError, LinedDict, iter_values_with_lines
+from specdash.ingest.lines import MAX_DOCUMENT_CHARS, read_document
 from specdash.ingest.problems import Problem
 
 PositiveF = Annotated[float, Field(gt=0)]
@@ -262,19 +262,11 @@ def parse_model_speedup(stream: TextIO, path: str, link=None) -> Iterator:
     tokens / duration over the whole run (aggregate, prefill and waits included). steps 0 = no speculation;
     the drafter is the script's --speculative-draft-model-path, which the file does not hold."""
     deployment = choose_deployment(link)
-    for number, text in bounded_lines(stream):
-        if isinstance(text, TooLong):
-            yield Problem(
-                path, number, None, f"record of {text.chars:,} characters is over the size cap", "parse"
-            )
+    for item in json_objects(stream, path):
+        if isinstance(item, Problem):
+            yield item
             continue
-        if not text.strip():
-            continue
-        try:
-            data = LENIENT_DECODER.decode(text)
-        except json.JSONDecodeError as exc:
-            yield Problem(path, number, None, f"invalid JSON: {exc.msg}", "parse")
-            continue
+        number, data = item
         result = validate(SpeedupRecord, data, path, number)
         if isinstance(result, list):
             yield from result
