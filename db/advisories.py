@@ -158,7 +158,10 @@ def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
     return calibrated or ensure_theory_set(session, deployment)
 
 
-def _event(session: Session, advisory: Advisory, status: str, note: str, who: str = ADVISOR) -> None:
+def _event(
+    session: Session, advisory: Advisory, status: str, note: str | None, who: str = ADVISOR
+) -> AdvisoryEvent:
+    """Move the advisory to `status` with a history entry saying who and why."""
     event = AdvisoryEvent(
         advisory_id=advisory.id,
         who=who,
@@ -169,6 +172,7 @@ def _event(session: Session, advisory: Advisory, status: str, note: str, who: st
     )
     advisory.status, advisory.updated_at = status, event.at
     session.add(event)
+    return event
 
 
 def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> AdvisorySummary:
@@ -379,18 +383,9 @@ def change_advisory_status(
         raise AdvisoryChangeError(f"no advisory with id {advisory_id}")
     if status == advisory.status and note is None:
         raise AdvisoryChangeError(f"the advisory is already {status}; add a note to record something")
-    event = AdvisoryEvent(
-        advisory_id=advisory.id,
-        who=who,
-        from_status=advisory.status,
-        to_status=status,
-        note=note,
-        at=utcnow(),
-    )
-    advisory.status, advisory.updated_at = status, event.at
+    event = _event(session, advisory, status, note, who)
     if note is not None:
         advisory.note = note
-    session.add(event)
     session.flush()
     return event
 
