@@ -40,6 +40,7 @@ from specdash.db.models import (
 )
 from specdash.db.parameters import (
     Baselines,
+    active_sets,
     cost_params,
     deployment_facts,
     fitted_params,
@@ -340,13 +341,7 @@ def apply_calibration(session: Session, report: CalibrationReport) -> ParameterS
     """Save the fit as the deployment's next parameter-set version (source `calibrated`, active); older
     calibrated sets of the deployment become inactive. Run refresh() afterwards for new predictions."""
     replaced = []
-    for older in session.scalars(
-        select(ParameterSet).where(
-            ParameterSet.deployment_id == report.deployment_id,
-            ParameterSet.source == "calibrated",
-            ParameterSet.is_active.is_(True),
-        )
-    ):
+    for older in active_sets(session, report.deployment_id, "calibrated"):
         older.is_active = False
         replaced.append(older.version)
     params = report.params

@@ -45,15 +45,22 @@ def next_version(session: Session, deployment_id: int) -> int:
     return (latest or 0) + 1
 
 
+def active_sets(session: Session, deployment_id: int, source: str) -> list[ParameterSet]:
+    """The deployment's active parameter sets of this source (theory, calibrated)."""
+    return list(
+        session.scalars(
+            select(ParameterSet).where(
+                ParameterSet.deployment_id == deployment_id,
+                ParameterSet.source == source,
+                ParameterSet.is_active.is_(True),
+            )
+        )
+    )
+
+
 def ensure_theory_set(session: Session, deployment: Deployment) -> ParameterSet:
     """The active theory set for the deployment's current profile; a changed profile adds a version."""
-    sets = session.scalars(
-        select(ParameterSet).where(
-            ParameterSet.deployment_id == deployment.id,
-            ParameterSet.source == "theory",
-            ParameterSet.is_active.is_(True),
-        )
-    ).all()
+    sets = active_sets(session, deployment.id, "theory")
     for pset in sets:
         if _same_profile(pset, deployment):
             return pset

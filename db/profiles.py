@@ -12,6 +12,7 @@ from specdash.db.changes import record_change
 from specdash.db.models import Benchmark, Deployment, ParameterSet
 from specdash.db.parameters import PROFILE_FIELDS as COST_FIELDS
 from specdash.db.parameters import (
+    active_sets,
     cost_params,
     deployment_facts,
     ensure_theory_set,
@@ -164,13 +165,7 @@ def restore_parameter_set(session: Session, parameter_set_id: int) -> tuple[Para
         if pset.id != old.id:
             pset.note = f"restored from v{old.version}"
     else:
-        for other in session.scalars(
-            select(ParameterSet).where(
-                ParameterSet.deployment_id == deployment.id,
-                ParameterSet.source == old.source,
-                ParameterSet.is_active.is_(True),
-            )
-        ):
+        for other in active_sets(session, deployment.id, old.source):
             other.is_active = False
         pset = ParameterSet(
             deployment_id=deployment.id,
@@ -245,13 +240,7 @@ def apply_calibration_and_refresh(
 def applied_version(session: Session, report: CalibrationReport) -> int | None:
     """The version of the deployment's active calibrated set when it already holds this fit (same
     benchmarks, same parameters), so the page does not offer it again."""
-    active = session.scalars(
-        select(ParameterSet).where(
-            ParameterSet.deployment_id == report.deployment_id,
-            ParameterSet.source == "calibrated",
-            ParameterSet.is_active.is_(True),
-        )
-    ).all()
+    active = active_sets(session, report.deployment_id, "calibrated")
     params = report.params
     wanted = (
         params.draft_step_ms,
