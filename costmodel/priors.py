@@ -55,6 +55,23 @@ DEFAULT_KNEE_TOKENS = 200
 # PCIe spends about half a step in all-reduce (DESIGN.md), NVLink about an eighth.
 COMM_FRACTION_BY_INTERCONNECT = {"pcie": 0.5, "nvlink": 0.12}
 COMM_FRACTION_UNKNOWN_LINK = 0.15
+# An eager PyTorch harness (the EAGLE repository, Spec-Bench, Hugging Face generate) runs the target without
+# CUDA graphs, so its step is launch-bound and several times a serving engine's for the same model, while a
+# one-layer drafter's few launches and the round's bookkeeping stay small: relative to the step, drafting
+# and overhead cost these shares of a serving engine's. Fitted to the same drafters in two harnesses, each
+# weighted equally: the EAGLE-2 paper's 12 Vicuna-7B rows and Spec-Bench's 21 A100 rows (Vicuna 7B/13B/33B)
+# the other priors come from; `python -m bench.costmodel_accuracy` refits them.
+EAGER_ENGINE = re.compile(r"pytorch|transformers|hugging ?face|\bhf\b|eager", re.IGNORECASE)
+EAGER_DRAFT_FACTOR = 0.35
+EAGER_OVERHEAD_FACTOR = 0.5
+
+
+def harness_factors(engine: str | None) -> tuple[float, float]:
+    """(draft, overhead) factors on the serving-engine priors for a deployment run by `engine`; an engine
+    not named is taken for a serving engine (SGLang, vLLM, TensorRT-LLM), what specdash's users run."""
+    if engine and EAGER_ENGINE.search(engine):
+        return EAGER_DRAFT_FACTOR, EAGER_OVERHEAD_FACTOR
+    return 1.0, 1.0
 
 
 @dataclass(frozen=True)
@@ -257,6 +274,7 @@ class DeploymentFacts:
     tp_size: int | None = None
     interconnect: str | None = None
     architecture: TargetArchitecture | None = None
+    engine: str | None = None  # sglang, vllm, pytorch, ...: see harness_factors
 
     @property
     def knee(self) -> int:
@@ -295,10 +313,12 @@ def prior_costs(
     compute_at_batch_1 = (
         (1.0 - f) * base_step_ms / load_factor(facts.architecture, facts.knee, concurrency, f)
     )
+    draft_factor, overhead_factor = harness_factors(facts.engine)
+    size = size_factor(facts.architecture, facts.tp_size)
     return PriorCosts(
         comm_fraction=f,
-        draft_step_ms=prior.draft_step * size_factor(facts.architecture, facts.tp_size) * compute_at_batch_1,
-        round_overhead_ms=(ROUND_OVERHEAD + prior.extra_overhead) * compute_at_batch_1,
+        draft_step_ms=prior.draft_step * size * draft_factor * compute_at_batch_1,
+        round_overhead_ms=(ROUND_OVERHEAD + prior.extra_overhead) * overhead_factor * compute_at_batch_1,
         verify_growth_compute=verify_growth(facts.architecture, facts.knee, concurrency, draft_tokens),
         verify_growth_comm=COMM_GROWTH,
         family=prior.family,

@@ -81,7 +81,8 @@ def ensure_theory_set(session: Session, deployment: Deployment) -> ParameterSet:
 
 def deployment_facts(deployment) -> DeploymentFacts:
     """What the priors know of a deployment (a Deployment or a row with its columns): GPU, TP size,
-    interconnect, and the target's architecture as stated, else looked up by the target model's name."""
+    interconnect, engine, and the target's architecture as stated, else looked up by the target model's
+    name."""
     experts = getattr(deployment, "target_num_experts", None)
     active = getattr(deployment, "target_active_params_b", None)
     if experts or active:
@@ -93,7 +94,13 @@ def deployment_facts(deployment) -> DeploymentFacts:
         )
     else:
         architecture = architecture_for(deployment.target_model)
-    return DeploymentFacts(deployment.gpu, deployment.tp_size, deployment.interconnect, architecture)
+    return DeploymentFacts(
+        deployment.gpu,
+        deployment.tp_size,
+        deployment.interconnect,
+        architecture,
+        getattr(deployment, "engine", None),
+    )
 
 
 def cost_params(

@@ -8,6 +8,8 @@ import pytest
 from specdash.costmodel import depth_sweep, optimal_depth
 from specdash.costmodel.load import baseline_at_load
 from specdash.costmodel.priors import (
+    EAGER_DRAFT_FACTOR,
+    EAGER_OVERHEAD_FACTOR,
     FAMILIES,
     MOE_EXPERT_SHARE,
     ROUND_OVERHEAD,
@@ -18,6 +20,7 @@ from specdash.costmodel.priors import (
     compute_time,
     distinct_experts,
     drafter_family,
+    harness_factors,
     knee_tokens,
     prior_comm_fraction,
     prior_costs,
@@ -165,3 +168,21 @@ def test_pcie_wants_a_deeper_draft_than_nvlink_with_the_priors():
             points.append(depth_sweep(params, rates, steps)[-1])
         best[link] = optimal_depth(points).steps
     assert best["pcie"] > best["nvlink"]
+
+
+@pytest.mark.parametrize(
+    ("engine", "eager"),
+    [
+        ("pytorch", True),
+        ("PyTorch 2.5.1", True),
+        ("transformers", True),
+        ("Hugging Face generate", True),
+        ("hf", True),
+        ("sglang", False),
+        ("vllm", False),
+        ("gpt-fast (torch.compile)", False),  # compiled with CUDA graphs: a serving engine's step
+        (None, False),
+    ],
+)
+def test_harness_from_the_engine_name(engine, eager):
+    assert harness_factors(engine) == ((EAGER_DRAFT_FACTOR, EAGER_OVERHEAD_FACTOR) if eager else (1.0, 1.0))

@@ -1,5 +1,6 @@
 """specdash's own format: documents and JSONL, every problem reported with its line, nothing half-written."""
 
+import json
 import math
 
 import pytest
@@ -148,3 +149,52 @@ def test_cli_reports_file_line_field_and_exit_1(invoke, db_url):
         in result.output
     )
     assert "Fix the records or pass --skip-invalid" in result.output
+
+
+@pytest.mark.parametrize(
+    ("engine_name", "draft_factor", "overhead_factor"), [("pytorch", 0.35, 0.5), ("sglang", 1, 1)]
+)
+def test_an_eager_harness_deployment_gets_cheaper_drafting(
+    engine, engine_name, draft_factor, overhead_factor
+):
+    """The deployment's engine chooses the harness priors. Vicuna-7B (dense, 7B) on one A100 (knee 156
+    tokens), EAGLE at 5 steps in a chain (6 tokens verified), baseline 40 tok/s (a 25 ms step), measured
+    accept length 3.2 and no training rates: drafting 0.085 x (8/7)^0.4 of the step a draft step and
+    overhead 0.10 of it, times 0.35 and 0.5 in an eager PyTorch harness; verify growth from the roofline
+    plus 0.002 per extra token."""
+    lines = [
+        {
+            "kind": "deployment",
+            "name": "a100",
+            "gpu": "A100 80GB",
+            "tp_size": 1,
+            "engine": engine_name,
+            "target_model": "lmsys/vicuna-7b-v1.3",
+        },
+        {"kind": "run", "name": "v7", "speculative_algorithm": "EAGLE"},
+        {"kind": "checkpoint", "run": "v7", "name": "final"},
+        {"kind": "benchmark", "deployment": "a100", "decode_tps": 40.0, "dataset": "mtbench"},
+        {
+            "kind": "benchmark",
+            "deployment": "a100",
+            "run": "v7",
+            "checkpoint": "final",
+            "dataset": "mtbench",
+            "speculative_algorithm": "EAGLE",
+            "num_steps": 5,
+            "topk": 1,
+            "num_draft_tokens": 6,
+            "decode_tps": 100.0,
+            "accept_length": 3.2,
+        },
+    ]
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    result = ingest_bytes(engine, "harness.jsonl", body)
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    growth = (math.hypot(1, 6 / 156) / math.hypot(1, 1 / 156) - 1) / 5 + 0.002
+    draft = 0.085 * (8 / 7) ** 0.4 * draft_factor * 25.0
+    round_ms = 25.0 * (1 + 5 * growth) + 5 * draft + 0.10 * overhead_factor * 25.0
+    with reading(engine) as session:
+        theory = session.scalar(select(Prediction).where(Prediction.source == "theory"))
+        assert theory.accept_length == pytest.approx(3.2)
+        assert theory.predicted_tps == pytest.approx(1000 * 3.2 / round_ms)
