@@ -290,7 +290,8 @@ def load_transfer(rows: list[dict]) -> dict:
         low = [_observation(r, facts, r.get("baseline_tps") or 100.0) for r in items if r["concurrency"] == 1]
         try:
             fit = fit_calibration(low, _prior(low, facts, {r["drafter"]: r["family"] for r in items}, 1))
-        except NotEnoughObservations:  # too few benchmarks at concurrency 1 for the free costs
+        except NotEnoughObservations as exc:  # too few benchmarks at concurrency 1 for the free costs
+            out[f"{name}: not fitted"] = {"n": 0, "reason": str(exc)}
             continue
         for load in loads[1:]:
             high_rows = [r for r in items if r["concurrency"] == load]
@@ -346,6 +347,9 @@ def main() -> None:
             f"{len(c['groups'])} deployments)"
         )
     for name, q in report["corpus_load_transfer"].items():
+        if not q["n"]:
+            print(f"  fit at one load, predict another: {name}: {q['reason']}")
+            continue
         print(
             f"  fit at one load, predict another: {name}: median {q['median']:.1%}, p90 {q['p90']:.1%} (n={q['n']})"
         )
