@@ -8,6 +8,7 @@ were not read from); the priors' 90 % band and its coverage; calibrated leave-on
 leave-one-out; and a fit at one load predicting another."""
 
 import argparse
+import dataclasses
 import json
 import statistics
 from collections import defaultdict
@@ -276,8 +277,9 @@ def corpus_calibrated(rows: list[dict]) -> dict:
     return leave_one_dataset_out(groups, facts.get, families.get, concurrency.get)
 
 
-def load_transfer(rows: list[dict]) -> dict:
-    """Fit each group at concurrency 1, predict its rows at the other load it publishes."""
+def load_transfer(rows: list[dict], scale_with_load: bool = True) -> dict:
+    """Fit each group at concurrency 1, predict its rows at the other load it publishes (drafting and
+    overhead scaled with the step's growth from concurrency 1, or held in ms)."""
     out = {}
     by_group = defaultdict(list)
     for row in rows:
@@ -297,6 +299,13 @@ def load_transfer(rows: list[dict]) -> dict:
             high_rows = [r for r in items if r["concurrency"] == load]
             # per-request tok/s: the published aggregate over the concurrent requests
             high = [_observation(r, facts, r["baseline_tps"] / load) for r in high_rows]
+            if scale_with_load:
+                # the same dataset's step at this load over its step at concurrency 1
+                low_base = {r["dataset"]: r["baseline_tps"] for r in items if r["concurrency"] == 1}
+                high = [
+                    dataclasses.replace(o, load_scale=low_base[r["dataset"]] / o.baseline_tps)
+                    for o, r in zip(high, high_rows, strict=True)
+                ]
             predicted = predict_observations(fit.params, high)
             errors = [p / o.measured_tps - 1 for p, o in zip(predicted, high, strict=True)]
             out[f"{name}: 1 -> {load}"] = _quantiles(errors)

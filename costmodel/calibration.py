@@ -66,6 +66,9 @@ class CalibrationObservation:
     drafter: str = ""  # which drafter (run) was benchmarked; each gets its own draft step cost
     growth_shape: float = 1.0  # g: the architecture's verify growth at this load and setting, relative
     dataset: str = ""
+    # T_base at this load / T_base at the fit's reference load (same dataset): drafting and the round's
+    # bookkeeping run over the whole batch and grow with the step as the load does
+    load_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.topk < 1 or self.draft_tokens < 2:
@@ -156,6 +159,7 @@ class _Arrays:
         self.branches = np.array([o.topk - 1 for o in obs], dtype=float)
         self.extra_verified = np.array([o.draft_tokens - 1 for o in obs], dtype=float)
         self.shape = np.array([o.growth_shape for o in obs], dtype=float)
+        self.load_scale = np.array([o.load_scale for o in obs], dtype=float)
         self.drafter_names = sorted({o.drafter for o in obs})
         self.drafter_index = np.array([self.drafter_names.index(o.drafter) for o in obs], dtype=int)
         self.datasets = np.array([o.dataset for o in obs], dtype=object)
@@ -204,8 +208,8 @@ class _Arrays:
     def round_ms(self, p: FittedParams) -> np.ndarray:
         return self.dataset_scales(p) * (
             self.base_step_ms * (1.0 + p.verify_growth * self.shape * self.extra_verified)
-            + self.steps * (self.draft_steps(p) + p.draft_branch_ms * self.branches)
-            + p.round_overhead_ms
+            + self.load_scale
+            * (self.steps * (self.draft_steps(p) + p.draft_branch_ms * self.branches) + p.round_overhead_ms)
         )
 
     def predicted_tps(self, p: FittedParams) -> np.ndarray:
@@ -335,11 +339,13 @@ def _linear_start(arrays: _Arrays, prior: FittedParams, free: tuple[str, ...]) -
 
     columns = {
         "verify_growth": arrays.base_step_ms * arrays.shape * arrays.extra_verified,
-        "draft_branch_ms": arrays.steps * arrays.branches,
-        "round_overhead_ms": np.ones(arrays.n),
+        "draft_branch_ms": arrays.load_scale * arrays.steps * arrays.branches,
+        "round_overhead_ms": arrays.load_scale,
     }
     for index, name in enumerate(arrays.drafter_names):
-        columns[_drafter_param(arrays, name)] = np.where(arrays.drafter_index == index, arrays.steps, 0.0)
+        columns[_drafter_param(arrays, name)] = np.where(
+            arrays.drafter_index == index, arrays.load_scale * arrays.steps, 0.0
+        )
     names = [n for n in free if n in columns]
     known = arrays.has_tau
     if np.count_nonzero(known) < len(names):

@@ -1,6 +1,7 @@
 """Store-side calibration: a deployment's trusted benchmarks become observations, the cost model fits
 them, and the result is saved as a new calibrated parameter set (never an overwrite)."""
 
+import dataclasses
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ class CalibrationReport:
     benchmark_ids: tuple[int, ...]
     exclusions: dict[str, int] = field(default_factory=dict)  # reason -> benchmarks left out
     drafter_names: dict[str, str] = field(default_factory=dict)  # drafter key (run id) -> run name
+    reference_concurrency: int | None = None  # the load drafting and overhead were fitted at
 
     def draft_step_ms_by_name(self) -> dict[str, float]:
         return {self.drafter_names.get(k, k): v for k, v in self.params.draft_step_ms_by_drafter}
@@ -114,6 +116,8 @@ class _Screened:
     families: dict[str, str] = field(default_factory=dict)  # drafter (run id) -> drafter family
     names: dict[str, str] = field(default_factory=dict)  # drafter (run id) -> run name
     concurrencies: list[int] = field(default_factory=list)
+    datasets: list[str | None] = field(default_factory=list)
+    reference_concurrency: int | None = None  # the load drafting and overhead are fitted at
 
 
 def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None:
@@ -262,7 +266,30 @@ def _screen(
             )
             out.benchmark_ids.append(bench.id)
             out.concurrencies.append(bench.concurrency)
+            out.datasets.append(bench.dataset)
+    _scale_to_reference_load(out, deployment, baselines, facts)
     return out
+
+
+def _scale_to_reference_load(
+    screened: _Screened, deployment: Deployment, baselines: Baselines, facts: DeploymentFacts
+) -> None:
+    """Drafting and the round's bookkeeping are fitted at the lowest load benchmarked (the reference) and
+    grow with the step as the load does: each observation at a higher load carries T_base(B) / T_base(ref)
+    of its dataset (1 where the reference load has no baseline to compare with)."""
+    if not screened.concurrencies:
+        return
+    reference = screened.reference_concurrency = min(screened.concurrencies)
+    for index, (observation, concurrency, dataset) in enumerate(
+        zip(screened.observations, screened.concurrencies, screened.datasets, strict=True)
+    ):
+        if concurrency == reference:
+            continue
+        at_reference = baselines.at_load(deployment.id, reference, dataset, facts)
+        if at_reference:
+            screened.observations[index] = dataclasses.replace(
+                observation, load_scale=at_reference / observation.baseline_tps
+            )
 
 
 def calibrate_all(
@@ -299,6 +326,7 @@ def calibrate_all(
                 benchmark_ids=tuple(screened.benchmark_ids),
                 exclusions=dict(screened.exclusions),
                 drafter_names=dict(screened.names),
+                reference_concurrency=screened.reference_concurrency,
             )
         )
     return reports, skipped
@@ -327,6 +355,8 @@ def fit_summary(report: CalibrationReport) -> dict:
         # carried to other loads and settings by the target architecture's shape
         "draft_step_ms_by_drafter": dict(fit.params.draft_step_ms_by_drafter),
         "growth_shape": "architecture",
+        # drafting and overhead are stated at this load and grow with the baseline step at others
+        "reference_concurrency": report.reference_concurrency,
         "round_scale_by_dataset": dict(fit.params.round_scale_by_dataset),
         "loss": fitting.LOSS,
         "loss_scale": fitting.LOSS_SCALE,

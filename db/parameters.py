@@ -112,17 +112,25 @@ def cost_params(
     draft_tokens: int = 4,
     drafter: str | None = None,
     dataset: str | None = None,
+    reference_baseline_tps: float | None = None,
 ) -> CostParams:
     """The set's costs for one drafter (of `family`) at one load and setting: stated values, the priors for
     the ones it leaves unstated; a calibrated set's own draft cost for the drafter when it fitted one, its
-    verify growth carried from the reference load by the architecture's shape, and its factor on the
-    dataset's rounds when it fitted one."""
+    drafting and overhead carried from the fit's reference load by the step's growth (given the baseline
+    at that load, `reference_baseline_tps`), its verify growth carried from the reference load by the
+    architecture's shape, and its factor on the dataset's rounds when it fitted one."""
     facts = facts or DeploymentFacts()
     stated = {name: getattr(pset, name) for name in PROFILE_FIELDS[1:]}
     stated["draft_branch_ms"] = pset.draft_branch_ms or 0.0
     fit = pset.fit or {}
     if drafter is not None and str(drafter) in (fit.get("draft_step_ms_by_drafter") or {}):
         stated["draft_step_ms"] = fit["draft_step_ms_by_drafter"][str(drafter)]
+    if reference_baseline_tps and fit.get("reference_concurrency") is not None:
+        # drafting and bookkeeping fitted at the reference load grow with the step as the load does
+        load_scale = reference_baseline_tps / baseline_tps
+        for name in ("draft_step_ms", "round_overhead_ms", "draft_branch_ms"):
+            if stated.get(name) is not None:
+                stated[name] *= load_scale
     if fit.get("growth_shape") == "architecture" and pset.verify_growth_compute is not None:
         shape = growth_shape(facts, concurrency, draft_tokens)
         stated["verify_growth_compute"] = pset.verify_growth_compute * shape

@@ -365,7 +365,14 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
         or deployment.baseline_tps
         or 100.0
     )
-    params = cost_params(pset, baseline, facts, DEFAULT_FAMILY, 1, draft_tokens)
+    # a calibrated set's drafting and overhead were fitted at its reference load
+    reference = (pset.fit or {}).get("reference_concurrency")
+    reference_tps = (
+        baselines.at_load(deployment_id, reference, None, facts, comm) if reference not in (None, 1) else None
+    )
+    params = cost_params(
+        pset, baseline, facts, DEFAULT_FAMILY, 1, draft_tokens, reference_baseline_tps=reference_tps
+    )
     stated = [name for name in COST_FIELDS[1:] if getattr(deployment, name) is not None]
     return {
         "baseline_tps": baseline,

@@ -575,7 +575,15 @@ def _refresh_predictions(
         list,
         {
             deployment_id: [
-                (p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit), p.comm_fraction)
+                (
+                    p.id,
+                    p.source,
+                    p.acc_to_acceptance,
+                    p.baseline_tps,
+                    fit_error_band(p.fit),
+                    p.comm_fraction,
+                    (p.fit or {}).get("reference_concurrency"),
+                )
                 for p in sets
             ]
             for deployment_id, sets in sets_by_deployment.items()
@@ -594,9 +602,15 @@ def _refresh_predictions(
         measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
         measured_taus = [b.accept_length for b in group if b.accept_length]
         results = []
-        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band, comm_fraction in plans[
-            deployment_id
-        ]:
+        for (
+            pset_id,
+            source,
+            acc_to_acceptance,
+            profile_baseline,
+            fitted_band,
+            comm_fraction,
+            reference,
+        ) in plans[deployment_id]:
             # at a load without a no-speculation benchmark: interpolated between the measured loads
             baseline_tps = (
                 measured_baseline
@@ -607,6 +621,14 @@ def _refresh_predictions(
             )
             if not baseline_tps:
                 continue
+            # a calibrated set's drafting and overhead were fitted at its reference load
+            reference_tps = (
+                baselines.at_load(
+                    deployment_id, reference, dataset, facts[deployment_id], comm_fraction or 0.0
+                )
+                if reference is not None and reference != concurrency
+                else None
+            )
             if rates:
                 tau_key = (checkpoint_id, steps, topk, draft_tokens, acc_to_acceptance)
                 tau = tau_cache.get(tau_key)
@@ -638,6 +660,7 @@ def _refresh_predictions(
                 draft_tokens,
                 drafter.run_id if fit.get("draft_step_ms_by_drafter") else None,
                 dataset if fit.get("round_scale_by_dataset") else None,
+                reference_tps,
             )
             params = params_cache.get(params_key)
             if params is None:
@@ -650,6 +673,7 @@ def _refresh_predictions(
                     draft_tokens,
                     drafter.run_id,
                     dataset,
+                    reference_tps,
                 )
             result = throughput(params, accept_length, steps, draft_tokens, topk)
             round_ = result.round

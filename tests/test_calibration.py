@@ -1,6 +1,7 @@
 """Calibration: the fit on plain observations, on SpecBundle's published measurements, and in the store."""
 
 import json
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -18,6 +19,7 @@ from specdash.costmodel import (
 from specdash.db.calibration import apply_calibration, calibrate, calibrate_all
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
+from specdash.db.profiles import effective_profile
 from specdash.db.refresh import refresh
 from specdash.ingest.pipeline import ingest_bytes, ingest_path
 from tests.conftest import REAL_FIXTURES
@@ -339,3 +341,156 @@ def test_specbundle_ingested_then_calibrated_in_the_store(engine, specbundle_fit
     }
     # theory here uses the measured tau and no costs (SpecBundle gives none): calibration closes most of it
     assert median_gap["calibrated"] < median_gap["theory"] / 5
+
+
+def test_drafting_fitted_at_one_load_grows_with_the_step_at_another():
+    """Noise-free rounds whose drafting and overhead grow with the baseline step as the load does: a fit at
+    load 1 (100 tok/s) predicts load 4 (60 tok/s: a step 100/60 longer) when the observations there carry
+    that ratio, and is off when they do not."""
+    truth = FittedParams(draft_step_ms=0.9, round_overhead_ms=1.2, verify_growth=0.02)
+    fit = fit_calibration(synthetic(truth, baselines=(100.0,)), truth)
+    high = []
+    for steps, topk, draft_tokens in SETTINGS:
+        tau = 1.0 + 0.3 * steps**0.8
+        scale = 100.0 / 60.0
+        round_ms = (1000 / 60.0) * (1 + 0.02 * (draft_tokens - 1)) + scale * (
+            steps * (0.9 + truth.draft_branch_ms * (topk - 1)) + 1.2
+        )
+        observed = CalibrationObservation(steps, topk, draft_tokens, 1000 * tau / round_ms, 60.0, tau)
+        high.append((observed, scale))
+    scaled = [CalibrationObservation(**{**vars(o), "load_scale": s}) for o, s in high]
+    predicted = predict_observations(fit.params, scaled)
+    assert predicted == pytest.approx([o.measured_tps for o, _ in high], rel=0.01)
+    held_in_ms = predict_observations(fit.params, [o for o, _ in high])
+    assert min(p / o.measured_tps for p, (o, _) in zip(held_in_ms, high, strict=True)) > 1.03
+
+
+def test_a_fit_at_batch_1_carries_drafting_to_batch_4_by_the_step(engine):
+    """In the store: benchmarks at concurrency 1 only are fitted, a benchmark at concurrency 4 is
+    predicted with the fitted draft and overhead times T_base(4) / T_base(1) = 150 / 120 of dataset a."""
+
+    def bench(**fields):
+        return {
+            "deployment": "lab",
+            "run": "r",
+            "checkpoint": "c",
+            "speculative_algorithm": "EAGLE3",
+            "topk": 1,
+            "dataset": "a",
+            **fields,
+        }
+
+    at_1 = [
+        bench(num_steps=k, num_draft_tokens=k + 1, decode_tps=tps, accept_length=tau)
+        for k, tps, tau in [
+            (2, 200.0, 2.0),
+            (3, 215.0, 2.4),
+            (4, 220.0, 2.7),
+            (5, 221.0, 2.95),
+            (7, 215.0, 3.3),
+        ]
+    ]
+    document = {
+        "specdash": 1,
+        "deployments": [
+            {"name": "lab", "gpu": "H100", "tp_size": 1, "target_model": "meta-llama/Llama-3.1-8B"}
+        ],
+        "runs": [{"name": "r", "speculative_algorithm": "EAGLE3"}],
+        "checkpoints": [{"run": "r", "name": "c"}],
+        "benchmarks": [
+            {"deployment": "lab", "decode_tps": 150.0, "dataset": "a"},
+            {"deployment": "lab", "decode_tps": 120.0, "dataset": "a", "concurrency": 4},
+            *at_1,
+        ],
+    }
+    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    with transaction(engine) as session:
+        (report,) = calibrate(session)
+        assert report.reference_concurrency == 1 and report.n_benchmarks == 5
+        pset = apply_calibration(session, report)
+        assert pset.fit["reference_concurrency"] == 1
+        draft = next(iter(pset.fit["draft_step_ms_by_drafter"].values()))
+        overhead, growth = pset.round_overhead_ms, pset.verify_growth_compute
+    later = {
+        "specdash": 1,
+        "benchmarks": [
+            bench(
+                num_steps=3,
+                num_draft_tokens=4,
+                decode_tps=170.0,
+                accept_length=2.4,
+                concurrency=4,
+                label="at 4",
+            )
+        ],
+    }
+    assert ingest_bytes(engine, "later.json", json.dumps(later).encode()).ok
+    with reading(engine) as session:
+        predicted = session.scalar(
+            select(Gap.predicted_tps)
+            .join(Prediction, Gap.prediction_id == Prediction.id)
+            .join(Benchmark, Gap.benchmark_id == Benchmark.id)
+            .where(Benchmark.label == "at 4", Prediction.source == "calibrated")
+        )
+
+    # dense 8B on an H100 (knee 295 tokens): growth per token at batch 4 x 4 tokens over batch 1 x 4 tokens
+    def per_token(batch):
+        return (math.hypot(1, batch * 4 / 295) / math.hypot(1, batch / 295) - 1) / 3 + 0.002
+
+    t1, t4 = 1000 / 150, 1000 / 120
+    round_ms = t4 * (1 + growth * per_token(4) / per_token(1) * 3) + (t4 / t1) * (3 * draft + overhead)
+    assert predicted == pytest.approx(1000 * 2.4 / round_ms)
+
+
+def test_the_what_if_carries_a_batch_8_fit_to_batch_1_by_the_step(engine):
+    """A deployment benchmarked with speculation at batch 8 only (as SpecBundle's): the What-if starts at
+    batch 1 with the fitted draft cost and overhead times T_base(1) / T_base(8) = 60 / 150."""
+
+    def bench(k, tps, tau):
+        return {
+            "deployment": "lab",
+            "run": "r",
+            "checkpoint": "c",
+            "speculative_algorithm": "EAGLE3",
+            "topk": 1,
+            "num_steps": k,
+            "num_draft_tokens": k + 1,
+            "decode_tps": tps,
+            "accept_length": tau,
+            "concurrency": 8,
+        }
+
+    document = {
+        "specdash": 1,
+        "deployments": [
+            {"name": "lab", "gpu": "H100", "tp_size": 1, "target_model": "meta-llama/Llama-3.1-8B"}
+        ],
+        "runs": [{"name": "r", "speculative_algorithm": "EAGLE3"}],
+        "checkpoints": [{"run": "r", "name": "c"}],
+        "benchmarks": [
+            {"deployment": "lab", "decode_tps": 150.0},
+            {"deployment": "lab", "decode_tps": 60.0, "concurrency": 8},
+            *[
+                bench(k, tps, tau)
+                for k, tps, tau in [
+                    (2, 80.0, 2.0),
+                    (3, 86.0, 2.4),
+                    (4, 88.0, 2.7),
+                    (5, 88.0, 2.95),
+                    (7, 86.0, 3.3),
+                ]
+            ],
+        ],
+    }
+    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    with transaction(engine) as session:
+        (report,) = calibrate(session)
+        assert report.reference_concurrency == 8
+        pset = apply_calibration(session, report)
+        fitted_draft, fitted_overhead = pset.draft_step_ms, pset.round_overhead_ms
+        deployment_id = pset.deployment_id
+    with reading(engine) as session:
+        start = effective_profile(session, deployment_id)
+    assert start["baseline_tps"] == 150.0 and start["source"].startswith("calibrated")
+    assert start["draft_step_ms"] == pytest.approx(fitted_draft * 60 / 150)
+    assert start["round_overhead_ms"] == pytest.approx(fitted_overhead * 60 / 150)
