@@ -365,45 +365,50 @@ def test_drafting_fitted_at_one_load_grows_with_the_step_at_another():
     assert min(p / o.measured_tps for p, (o, _) in zip(held_in_ms, high, strict=True)) > 1.03
 
 
+def _lab_bench(steps: int, tps: float, tau: float, **fields) -> dict:
+    """An EAGLE-3 chain benchmark of drafter r/c on deployment `lab`."""
+    return {
+        "deployment": "lab",
+        "run": "r",
+        "checkpoint": "c",
+        "speculative_algorithm": "EAGLE3",
+        "topk": 1,
+        "num_steps": steps,
+        "num_draft_tokens": steps + 1,
+        "decode_tps": tps,
+        "accept_length": tau,
+        **fields,
+    }
+
+
+def _lab_document(*benchmarks: dict) -> bytes:
+    """A native document: deployment `lab` (a dense 8B on one H100), drafter r/c, and these benchmarks."""
+    return json.dumps(
+        {
+            "specdash": 1,
+            "deployments": [
+                {"name": "lab", "gpu": "H100", "tp_size": 1, "target_model": "meta-llama/Llama-3.1-8B"}
+            ],
+            "runs": [{"name": "r", "speculative_algorithm": "EAGLE3"}],
+            "checkpoints": [{"run": "r", "name": "c"}],
+            "benchmarks": list(benchmarks),
+        }
+    ).encode()
+
+
+# a drafter's rounds at depths 2 to 7: (steps, tok/s, accept length)
+LAB_DEPTHS = [(2, 200.0, 2.0), (3, 215.0, 2.4), (4, 220.0, 2.7), (5, 221.0, 2.95), (7, 215.0, 3.3)]
+
+
 def test_a_fit_at_batch_1_carries_drafting_to_batch_4_by_the_step(engine):
     """In the store: benchmarks at concurrency 1 only are fitted, a benchmark at concurrency 4 is
     predicted with the fitted draft and overhead times T_base(4) / T_base(1) = 150 / 120 of dataset a."""
-
-    def bench(**fields):
-        return {
-            "deployment": "lab",
-            "run": "r",
-            "checkpoint": "c",
-            "speculative_algorithm": "EAGLE3",
-            "topk": 1,
-            "dataset": "a",
-            **fields,
-        }
-
-    at_1 = [
-        bench(num_steps=k, num_draft_tokens=k + 1, decode_tps=tps, accept_length=tau)
-        for k, tps, tau in [
-            (2, 200.0, 2.0),
-            (3, 215.0, 2.4),
-            (4, 220.0, 2.7),
-            (5, 221.0, 2.95),
-            (7, 215.0, 3.3),
-        ]
-    ]
-    document = {
-        "specdash": 1,
-        "deployments": [
-            {"name": "lab", "gpu": "H100", "tp_size": 1, "target_model": "meta-llama/Llama-3.1-8B"}
-        ],
-        "runs": [{"name": "r", "speculative_algorithm": "EAGLE3"}],
-        "checkpoints": [{"run": "r", "name": "c"}],
-        "benchmarks": [
-            {"deployment": "lab", "decode_tps": 150.0, "dataset": "a"},
-            {"deployment": "lab", "decode_tps": 120.0, "dataset": "a", "concurrency": 4},
-            *at_1,
-        ],
-    }
-    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    document = _lab_document(
+        {"deployment": "lab", "decode_tps": 150.0, "dataset": "a"},
+        {"deployment": "lab", "decode_tps": 120.0, "dataset": "a", "concurrency": 4},
+        *[_lab_bench(k, tps, tau, dataset="a") for k, tps, tau in LAB_DEPTHS],
+    )
+    assert ingest_bytes(engine, "lab.json", document).ok
     with transaction(engine) as session:
         (report,) = calibrate(session)
         assert report.reference_concurrency == 1 and report.n_benchmarks == 5
@@ -411,20 +416,8 @@ def test_a_fit_at_batch_1_carries_drafting_to_batch_4_by_the_step(engine):
         assert pset.fit["reference_concurrency"] == 1
         draft = next(iter(pset.fit["draft_step_ms_by_drafter"].values()))
         overhead, growth = pset.round_overhead_ms, pset.verify_growth_compute
-    later = {
-        "specdash": 1,
-        "benchmarks": [
-            bench(
-                num_steps=3,
-                num_draft_tokens=4,
-                decode_tps=170.0,
-                accept_length=2.4,
-                concurrency=4,
-                label="at 4",
-            )
-        ],
-    }
-    assert ingest_bytes(engine, "later.json", json.dumps(later).encode()).ok
+    later = _lab_document(_lab_bench(3, 170.0, 2.4, dataset="a", concurrency=4, label="at 4"))
+    assert ingest_bytes(engine, "later.json", later).ok
     with reading(engine) as session:
         predicted = session.scalar(
             select(Gap.predicted_tps)
@@ -445,44 +438,12 @@ def test_a_fit_at_batch_1_carries_drafting_to_batch_4_by_the_step(engine):
 def test_the_what_if_carries_a_batch_8_fit_to_batch_1_by_the_step(engine):
     """A deployment benchmarked with speculation at batch 8 only (as SpecBundle's): the What-if starts at
     batch 1 with the fitted draft cost and overhead times T_base(1) / T_base(8) = 60 / 150."""
-
-    def bench(k, tps, tau):
-        return {
-            "deployment": "lab",
-            "run": "r",
-            "checkpoint": "c",
-            "speculative_algorithm": "EAGLE3",
-            "topk": 1,
-            "num_steps": k,
-            "num_draft_tokens": k + 1,
-            "decode_tps": tps,
-            "accept_length": tau,
-            "concurrency": 8,
-        }
-
-    document = {
-        "specdash": 1,
-        "deployments": [
-            {"name": "lab", "gpu": "H100", "tp_size": 1, "target_model": "meta-llama/Llama-3.1-8B"}
-        ],
-        "runs": [{"name": "r", "speculative_algorithm": "EAGLE3"}],
-        "checkpoints": [{"run": "r", "name": "c"}],
-        "benchmarks": [
-            {"deployment": "lab", "decode_tps": 150.0},
-            {"deployment": "lab", "decode_tps": 60.0, "concurrency": 8},
-            *[
-                bench(k, tps, tau)
-                for k, tps, tau in [
-                    (2, 80.0, 2.0),
-                    (3, 86.0, 2.4),
-                    (4, 88.0, 2.7),
-                    (5, 88.0, 2.95),
-                    (7, 86.0, 3.3),
-                ]
-            ],
-        ],
-    }
-    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    document = _lab_document(
+        {"deployment": "lab", "decode_tps": 150.0},
+        {"deployment": "lab", "decode_tps": 60.0, "concurrency": 8},
+        *[_lab_bench(k, tps * 0.4, tau, concurrency=8) for k, tps, tau in LAB_DEPTHS],
+    )
+    assert ingest_bytes(engine, "lab.json", document).ok
     with transaction(engine) as session:
         (report,) = calibrate(session)
         assert report.reference_concurrency == 8
