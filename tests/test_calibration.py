@@ -242,16 +242,7 @@ def test_calibration_of_one_deployment(demo_url):
 
 
 def test_untrusted_benchmarks_are_counted_by_reason(engine):
-    def bench(**fields):
-        return {
-            "deployment": "lab",
-            "run": "r",
-            "checkpoint": "c",
-            "speculative_algorithm": "EAGLE3",
-            "topk": 1,
-            **fields,
-        }
-
+    bench = _lab_record
     usable = [
         bench(num_steps=k, num_draft_tokens=k + 1, decode_tps=tps, accept_length=tau, dataset=ds)
         for k, tps, tau, ds in [
@@ -365,20 +356,23 @@ def test_drafting_fitted_at_one_load_grows_with_the_step_at_another():
     assert min(p / o.measured_tps for p, (o, _) in zip(held_in_ms, high, strict=True)) > 1.03
 
 
-def _lab_bench(steps: int, tps: float, tau: float, **fields) -> dict:
-    """An EAGLE-3 chain benchmark of drafter r/c on deployment `lab`."""
+def _lab_record(**fields) -> dict:
+    """An EAGLE-3 benchmark of drafter r/c on deployment `lab`, top-k 1 unless `fields` say otherwise."""
     return {
         "deployment": "lab",
         "run": "r",
         "checkpoint": "c",
         "speculative_algorithm": "EAGLE3",
         "topk": 1,
-        "num_steps": steps,
-        "num_draft_tokens": steps + 1,
-        "decode_tps": tps,
-        "accept_length": tau,
         **fields,
     }
+
+
+def _lab_bench(steps: int, tps: float, tau: float, **fields) -> dict:
+    """An EAGLE-3 chain benchmark of drafter r/c on deployment `lab`."""
+    return _lab_record(
+        num_steps=steps, num_draft_tokens=steps + 1, decode_tps=tps, accept_length=tau, **fields
+    )
 
 
 def _lab_document(*benchmarks: dict) -> bytes:
