@@ -23,6 +23,7 @@ from specdash.costmodel.calibration import (
     FittedParams,
     NotEnoughObservations,
     fit_calibration,
+    fit_draft_costs,
     predict_observations,
 )
 from specdash.costmodel.priors import (
@@ -278,23 +279,27 @@ def corpus_calibrated(rows: list[dict]) -> dict:
 
 
 def load_transfer(rows: list[dict], scale_with_load: bool = True) -> dict:
-    """Fit each group at concurrency 1, predict its rows at the other load it publishes (drafting and
-    overhead scaled with the step's growth from concurrency 1, or held in ms)."""
+    """Fit each group at concurrency 1, predict its rows at the other loads it publishes (drafting and
+    overhead scaled with the step's growth from concurrency 1, or held in ms). A group with too few rows
+    at concurrency 1 for the store's fit gets its drafters' draft costs fitted, the rest from the priors."""
     out = {}
     by_group = defaultdict(list)
     for row in rows:
         by_group[row["group"]].append(row)
     for name, items in by_group.items():
         loads = sorted({r["concurrency"] for r in items})
-        if len(loads) < 2 or loads[0] != 1:
+        # the load rule needs each load's own no-speculation tok/s
+        if len(loads) < 2 or loads[0] != 1 or not all(r.get("baseline_tps") for r in items):
             continue
         facts = _facts(items[0])
-        low = [_observation(r, facts, r.get("baseline_tps") or 100.0) for r in items if r["concurrency"] == 1]
+        low = [_observation(r, facts, r["baseline_tps"]) for r in items if r["concurrency"] == 1]
+        prior = _prior(low, facts, {r["drafter"]: r["family"] for r in items}, 1)
         try:
-            fit = fit_calibration(low, _prior(low, facts, {r["drafter"]: r["family"] for r in items}, 1))
-        except NotEnoughObservations as exc:  # too few benchmarks at concurrency 1 for the free costs
-            out[f"{name}: not fitted"] = {"n": 0, "reason": str(exc)}
-            continue
+            params, label = fit_calibration(low, prior).params, "fit"
+        except NotEnoughObservations:  # too few benchmarks at concurrency 1 for every free cost
+            if any(r["steps"] is None for r in items):
+                continue  # an assumed setting is only absorbed by a fit of every cost
+            params, label = fit_draft_costs(low, prior), "draft cost only"
         for load in loads[1:]:
             high_rows = [r for r in items if r["concurrency"] == load]
             # per-request tok/s: the published aggregate over the concurrent requests
@@ -306,10 +311,21 @@ def load_transfer(rows: list[dict], scale_with_load: bool = True) -> dict:
                     dataclasses.replace(o, load_scale=low_base[r["dataset"]] / o.baseline_tps)
                     for o, r in zip(high, high_rows, strict=True)
                 ]
-            predicted = predict_observations(fit.params, high)
+            predicted = predict_observations(params, high)
             errors = [p / o.measured_tps - 1 for p, o in zip(predicted, high, strict=True)]
-            out[f"{name}: 1 -> {load}"] = _quantiles(errors)
-    return out
+            out[f"{name}: 1 -> {load}"] = {
+                **_quantiles(errors),
+                "fitted": label,
+                "load": load,
+                "errors": errors,
+            }
+    pooled = [e for q in out.values() for e in q["errors"]]
+    at_8 = [e for q in out.values() if q["load"] == 8 for e in q["errors"]]
+    return {
+        "groups": out,
+        "pooled": _quantiles(pooled) if pooled else {"n": 0},
+        "batch_1_to_8": _quantiles(at_8) if at_8 else {"n": 0},
+    }
 
 
 def main() -> None:
@@ -355,13 +371,16 @@ def main() -> None:
             f"  calibrated leave-one-dataset-out: median {c['median']:.1%}, p90 {c['p90']:.1%} (n={c['n']}, "
             f"{len(c['groups'])} deployments)"
         )
-    for name, q in report["corpus_load_transfer"].items():
-        if not q["n"]:
-            print(f"  fit at one load, predict another: {name}: {q['reason']}")
-            continue
+    transfer = report["corpus_load_transfer"]
+    if transfer["pooled"]["n"]:
         print(
-            f"  fit at one load, predict another: {name}: median {q['median']:.1%}, p90 {q['p90']:.1%} (n={q['n']})"
+            f"  fit at concurrency 1, predict the higher loads published: median "
+            f"{transfer['pooled']['median']:.1%}, p90 {transfer['pooled']['p90']:.1%} "
+            f"(n={transfer['pooled']['n']}, {len(transfer['groups'])} load pairs); 1 -> 8 only: median "
+            f"{transfer['batch_1_to_8']['median']:.1%} (n={transfer['batch_1_to_8']['n']})"
         )
+    for name, q in transfer["groups"].items():
+        print(f"    {name}: median {q['median']:.1%}, p90 {q['p90']:.1%} (n={q['n']}; {q['fitted']})")
     s = report["specbundle"]
     print(
         f"specbundle: leave-one-out median {s['leave_one_out']['median']:.1%}, p90 {s['leave_one_out']['p90']:.1%} "

@@ -41,6 +41,7 @@ _CALIBRATION = (
     "FittedParams",
     "NotEnoughObservations",
     "fit_calibration",
+    "fit_draft_costs",
     "predict_observations",
 )
 
@@ -76,6 +77,7 @@ __all__ = [
     "diagnose",
     "extend_rates",
     "fit_calibration",
+    "fit_draft_costs",
     "has_critical",
     "judge",
     "measured_round_ms",

@@ -394,6 +394,16 @@ def fit_calibration(
     )
 
 
+def fit_draft_costs(observations: Sequence[CalibrationObservation], prior: FittedParams) -> FittedParams:
+    """Only each drafter's draft cost fitted, every shared cost kept at `prior`: what one to three
+    benchmarks can say without giving wild parameters (fit_calibration needs more)."""
+    if not observations:
+        raise NotEnoughObservations("no benchmarks to fit a draft cost to")
+    arrays = _Arrays(observations)
+    free = tuple(_drafter_param(arrays, name) for name in arrays.drafter_names)
+    return _fit(arrays, prior, free, prior)
+
+
 def predict_observations(params: FittedParams, observations: Sequence[CalibrationObservation]) -> list[float]:
     """Predicted tok/s of each observation under `params` (tau from training rates when known)."""
     return [float(v) for v in _Arrays(observations).predicted_tps(params)]

@@ -13,6 +13,7 @@ from specdash.costmodel import (
     FittedParams,
     NotEnoughObservations,
     fit_calibration,
+    fit_draft_costs,
     predict_observations,
     tau_chain,
 )
@@ -449,3 +450,18 @@ def test_the_what_if_carries_a_batch_8_fit_to_batch_1_by_the_step(engine):
     assert start["baseline_tps"] == 150.0 and start["source"].startswith("calibrated")
     assert start["draft_step_ms"] == pytest.approx(fitted_draft * 60 / 150)
     assert start["round_overhead_ms"] == pytest.approx(fitted_overhead * 60 / 150)
+
+
+def test_one_benchmark_fits_only_its_drafter_s_draft_cost():
+    """fit_draft_costs: one noise-free benchmark of a drafter whose real draft step is 1.5 ms, every other
+    cost at the prior's value: the draft cost comes back (pulled a little toward its 0.8 ms prior), the
+    shared costs stay the prior's."""
+    prior = FittedParams(draft_step_ms=0.8, round_overhead_ms=1.0, verify_growth=0.01)
+    truth = FittedParams(draft_step_ms=1.5, round_overhead_ms=1.0, verify_growth=0.01)
+    probe = CalibrationObservation(3, 1, 4, 1.0, 100.0, 2.5, drafter="d")
+    observed = CalibrationObservation(3, 1, 4, 1000 * 2.5 / _round_ms(truth, probe), 100.0, 2.5, drafter="d")
+    fitted = fit_draft_costs([observed], prior)
+    assert 1.3 < fitted.draft_step_for("d") <= 1.5
+    assert (fitted.round_overhead_ms, fitted.verify_growth) == (1.0, 0.01)
+    with pytest.raises(NotEnoughObservations):
+        fit_draft_costs([], prior)

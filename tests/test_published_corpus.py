@@ -13,6 +13,7 @@ from bench.costmodel_accuracy import (
     corpus_calibrated,
     corpus_uncalibrated,
     fit_eager_factors,
+    load_transfer,
     prior_band_coverage,
     specbundle_observations,
     uncalibrated_error,
@@ -217,3 +218,18 @@ def test_calibrated_leave_one_dataset_out_on_the_corpus():
     assert len(slow) == 3 and max(slow) < 1.17
     assert report["groups"]["angelslim H20 Qwen/Qwen3-VL-30B-A3B-Instruct"] < 0.12
     assert report["median"] <= 0.02  # the goal (measured 2.0 %)
+
+
+def test_a_fit_at_one_request_predicts_eight_by_the_load_rule():
+    """Each published cross-load group fitted at concurrency 1 (the store's fit, or its drafters' draft
+    costs alone where it has 1-3 rows there) predicts its rows at 8 concurrent requests better when drafting
+    and overhead grow with the baseline step than when they stay in ms (measured 10.3 % against 20.1 %, 9
+    rows from 7 deployments; llama.cpp's MTP on a Strix Halo, slower than no speculation at 8, is most of
+    the rest)."""
+    scaled = load_transfer(ROWS)
+    held_in_ms = load_transfer(ROWS, scale_with_load=False)
+    assert scaled["batch_1_to_8"]["n"] == held_in_ms["batch_1_to_8"]["n"] == 9
+    assert scaled["batch_1_to_8"]["median"] < 0.75 * held_in_ms["batch_1_to_8"]["median"]
+    assert scaled["batch_1_to_8"]["median"] <= 0.11  # the goal is 10 %
+    assert scaled["pooled"]["median"] < held_in_ms["pooled"]["median"]
+    assert scaled["groups"]["specforge-339 2xH100 Qwen3-30B-A3B: 1 -> 4"]["fitted"] == "fit"
