@@ -174,7 +174,12 @@ def _report_lines(report) -> list[str]:
     excluded = ", ".join(f"{reason}: {n}" for reason, n in sorted(report.exclusions.items()))
     lines = [
         f"{report.deployment_name}: {report.n_benchmarks} benchmark(s) fitted"
-        + (f", {report.excluded} excluded ({excluded})" if report.excluded else ""),
+        + (f", {report.excluded} excluded ({excluded})" if report.excluded else "")
+        + (
+            f"; costs in ms at concurrency {report.reference_concurrency}"
+            if report.reference_concurrency is not None
+            else ""
+        ),
         f"  draft_step_ms {p.draft_step_ms:.3f}  draft_branch_ms {p.draft_branch_ms:.3f}  "
         f"round_overhead_ms {p.round_overhead_ms:.3f}  verify_growth {p.verify_growth:.4f}  "
         f"acc_to_acceptance {p.acc_to_acceptance:.3f}",
@@ -205,6 +210,7 @@ def _report_json(report) -> dict:
         "exclusions": report.exclusions,
         "params": {**vars(report.params), "draft_step_ms_by_drafter": report.draft_step_ms_by_name()},
         "error_band": report.error_band,
+        "reference_concurrency": report.reference_concurrency,
         "free": list(fit.free),
         "median_abs_rel_error": fit.median_abs_rel_error,
         "p90_abs_rel_error": fit.p90_abs_rel_error,

@@ -134,7 +134,10 @@ def test_calibrate_shows_the_fit_without_saving(invoke, demo_url):
     result = invoke(demo_url, "calibrate")
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert lines[0] == "8x RTX PRO 6000, TP8, PCIe: 9 benchmark(s) fitted, 1 excluded (critical diagnosis: 1)"
+    assert lines[0] == (
+        "8x RTX PRO 6000, TP8, PCIe: 9 benchmark(s) fitted, 1 excluded (critical diagnosis: 1); "
+        "costs in ms at concurrency 1"
+    )
     assert lines[2].startswith("  draft_step_ms by drafter: k25-eagle3-100k-ttt5 0.6")
     assert lines[3].startswith("  free: draft_step_ms[k25-eagle3-10k], draft_step_ms[k25-eagle3-100k-ttt5]")
     assert "leave-one-out: median" in lines[4] and "error band" in lines[4]
