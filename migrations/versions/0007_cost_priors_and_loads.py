@@ -31,12 +31,8 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 COSTS = ("comm_fraction", "draft_step_ms", "round_overhead_ms", "verify_growth_compute", "verify_growth_comm")
-ARCHITECTURE = {
-    "target_num_experts": sa.Integer,
-    "target_experts_per_token": sa.Integer,
-    "target_active_params_b": sa.Float,
-    "target_total_params_b": sa.Float,
-}
+ARCHITECTURE = {"target_num_experts": sa.Integer, "target_experts_per_token": sa.Integer,
+                "target_active_params_b": sa.Float, "target_total_params_b": sa.Float}
 SPECBUNDLE = re.compile(r"^SpecBundle: (.+), bs \d+$")
 
 
@@ -65,30 +61,18 @@ def _merge_specbundle(bind) -> None:
             groups[match.group(1)].append(deployment_id)
     for model, ids in groups.items():
         survivor, merged = ids[0], ids[1:]
-        taken = bind.execute(
-            sa.text("SELECT id FROM deployment WHERE name = :n"), {"n": f"SpecBundle: {model}"}
-        ).scalar()
+        taken = bind.execute(sa.text("SELECT id FROM deployment WHERE name = :n"),
+                             {"n": f"SpecBundle: {model}"}).scalar()
         if taken is not None and taken not in ids:
             continue  # a deployment of that name exists already: leave these alone
-        bind.execute(
-            sa.text("UPDATE deployment SET name = :n WHERE id = :i"),
-            {"n": f"SpecBundle: {model}", "i": survivor},
-        )
+        bind.execute(sa.text("UPDATE deployment SET name = :n WHERE id = :i"),
+                     {"n": f"SpecBundle: {model}", "i": survivor})
         for old in merged:
             params = {"old": old, "new": survivor}
-            bind.execute(
-                sa.text("UPDATE benchmark SET deployment_id = :new WHERE deployment_id = :old"), params
-            )
-            bind.execute(
-                sa.text(
-                    "UPDATE prediction SET parameter_set_id = NULL WHERE parameter_set_id IN "
-                    "(SELECT id FROM parameter_set WHERE deployment_id = :old)"
-                ),
-                params,
-            )
-            bind.execute(
-                sa.text("UPDATE prediction SET deployment_id = :new WHERE deployment_id = :old"), params
-            )
+            bind.execute(sa.text("UPDATE benchmark SET deployment_id = :new WHERE deployment_id = :old"), params)
+            bind.execute(sa.text("UPDATE prediction SET parameter_set_id = NULL WHERE parameter_set_id IN "
+                                 "(SELECT id FROM parameter_set WHERE deployment_id = :old)"), params)
+            bind.execute(sa.text("UPDATE prediction SET deployment_id = :new WHERE deployment_id = :old"), params)
             bind.execute(sa.text("DELETE FROM parameter_set WHERE deployment_id = :old"), params)
             bind.execute(sa.text("DELETE FROM deployment WHERE id = :old"), params)
 
