@@ -209,14 +209,9 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
                 loads = [(1, pset.baseline_tps or deployment.baseline_tps)]
             scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
             facts = deployment_facts(deployment)
-            reference = (pset.fit or {}).get("reference_concurrency")
             for concurrency, baseline_tps in loads:
                 # a calibrated set's drafting and overhead, fitted at its reference load, grow with the step
-                reference_tps = (
-                    baselines.at_load(deployment.id, reference, None, facts)
-                    if reference is not None and reference != concurrency
-                    else None
-                )
+                reference_tps = baselines.at_reference(deployment.id, pset.fit, concurrency, None, facts)
                 advice = advise_depth(
                     # the profile's costs, the priors for what it leaves unstated, at this load
                     cost_params(

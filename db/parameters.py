@@ -220,6 +220,23 @@ class Baselines:
                 return found.baseline_tps
         return None
 
+    def at_reference(
+        self,
+        deployment_id: int,
+        fit: dict | None,
+        concurrency: int,
+        dataset: str | None,
+        facts: DeploymentFacts,
+        comm_fraction: float = 0.0,
+    ) -> float | None:
+        """The baseline at the load a calibrated set's fit states its drafting and overhead at
+        (`fit.reference_concurrency`), for cost_params' reference_baseline_tps; None when the set has no
+        reference load or this is it."""
+        reference = (fit or {}).get("reference_concurrency")
+        if reference is None or reference == concurrency:
+            return None
+        return self.at_load(deployment_id, reference, dataset, facts, comm_fraction)
+
 
 def load_baselines(session: Session, deployment_id: int | None = None) -> Baselines:
     query = select(

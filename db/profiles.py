@@ -366,10 +366,7 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
         or 100.0
     )
     # a calibrated set's drafting and overhead were fitted at its reference load
-    reference = (pset.fit or {}).get("reference_concurrency")
-    reference_tps = (
-        baselines.at_load(deployment_id, reference, None, facts, comm) if reference not in (None, 1) else None
-    )
+    reference_tps = baselines.at_reference(deployment_id, pset.fit, 1, None, facts, comm)
     params = cost_params(
         pset, baseline, facts, DEFAULT_FAMILY, 1, draft_tokens, reference_baseline_tps=reference_tps
     )

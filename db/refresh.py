@@ -575,15 +575,7 @@ def _refresh_predictions(
         list,
         {
             deployment_id: [
-                (
-                    p.id,
-                    p.source,
-                    p.acc_to_acceptance,
-                    p.baseline_tps,
-                    fit_error_band(p.fit),
-                    p.comm_fraction,
-                    (p.fit or {}).get("reference_concurrency"),
-                )
+                (p.id, p.source, p.acc_to_acceptance, p.baseline_tps, fit_error_band(p.fit), p.comm_fraction)
                 for p in sets
             ]
             for deployment_id, sets in sets_by_deployment.items()
@@ -602,15 +594,9 @@ def _refresh_predictions(
         measured_baseline = baselines.lookup(deployment_id, concurrency, dataset)
         measured_taus = [b.accept_length for b in group if b.accept_length]
         results = []
-        for (
-            pset_id,
-            source,
-            acc_to_acceptance,
-            profile_baseline,
-            fitted_band,
-            comm_fraction,
-            reference,
-        ) in plans[deployment_id]:
+        for pset_id, source, acc_to_acceptance, profile_baseline, fitted_band, comm_fraction in plans[
+            deployment_id
+        ]:
             # at a load without a no-speculation benchmark: interpolated between the measured loads
             baseline_tps = (
                 measured_baseline
@@ -621,13 +607,10 @@ def _refresh_predictions(
             )
             if not baseline_tps:
                 continue
+            fit = psets[pset_id].fit or {}
             # a calibrated set's drafting and overhead were fitted at its reference load
-            reference_tps = (
-                baselines.at_load(
-                    deployment_id, reference, dataset, facts[deployment_id], comm_fraction or 0.0
-                )
-                if reference is not None and reference != concurrency
-                else None
+            reference_tps = baselines.at_reference(
+                deployment_id, fit, concurrency, dataset, facts[deployment_id], comm_fraction or 0.0
             )
             if rates:
                 tau_key = (checkpoint_id, steps, topk, draft_tokens, acc_to_acceptance)
@@ -651,7 +634,6 @@ def _refresh_predictions(
             else:
                 continue
             # a set's costs differ by drafter and dataset only when its fit has per-drafter or per-dataset values
-            fit = psets[pset_id].fit or {}
             params_key = (
                 pset_id,
                 baseline_tps,
