@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
+from specdash.db.bulk import chunks
 from specdash.db.models import (
     ACTIVE_STATUSES,
     BENCHMARK_SETTING,
@@ -334,8 +335,7 @@ def change_status_many(
     if not alert_ids:
         raise AlertChangeError("no alert in this group")
     events = []
-    for start in range(0, len(alert_ids), 5000):
-        chunk = alert_ids[start : start + 5000]
+    for chunk in chunks(alert_ids):
         for alert in session.scalars(select(Alert).where(Alert.benchmark_id.in_(chunk))):
             if alert.status != status or note is not None:
                 events.append(_record(session, alert, status, who, note))

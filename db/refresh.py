@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import NamedTuple
 
-from sqlalchemy import JSON, Boolean, DateTime, Text, bindparam, select, tuple_, type_coerce
+from sqlalchemy import Text, select, type_coerce
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import (
@@ -31,6 +31,7 @@ from specdash.costmodel import (
 from specdash.costmodel.diagnoses import worst_severity
 from specdash.costmodel.priors import DeploymentFacts, drafter_family
 from specdash.costmodel.uncertainty import prior_error_band
+from specdash.db.bulk import chunks, expire_loaded, insert_rows, select_in, select_tuples_in, update_rows
 from specdash.db.models import (
     BENCHMARK_SETTING,
     BUILTIN_SOURCES,
@@ -56,7 +57,6 @@ from specdash.db.parameters import (
 from specdash.db.settings import applicable_threshold, get_gap_threshold
 from specdash.db.verdicts import Candidate, acceptance_references, write_verdicts
 
-CHUNK = 5000  # ids per IN (...) list, well under SQLite's bound-parameter limit
 BATCH = 10_000  # benchmarks refreshed at a time
 
 BENCHMARK_COLUMNS = (
@@ -170,35 +170,10 @@ def _key_of(row) -> PredictionKey:
     return PredictionKey._make(_KEY_COLUMNS(row))
 
 
-def _chunks(ids: list[int]) -> Iterator[list[int]]:
-    for start in range(0, len(ids), CHUNK):
-        yield ids[start : start + CHUNK]
-
-
-def _select_in(session: Session, query, column, ids: list[int] | None) -> Iterator:
-    """Rows of `query` with `column` in `ids` (chunked), or every row when ids is None: a full refresh
-    reads whole tables rather than building IN lists of tens of thousands of ids."""
-    connection = session.connection()
-    if ids is None:
-        yield from connection.execute(query).all()
-        return
-    for chunk in _chunks(ids):
-        yield from connection.execute(query.where(column.in_(chunk))).all()
-
-
-KEYS_PER_STATEMENT = CHUNK // len(PREDICTION_KEY)  # seven bound parameters per key
-
-
 def _select_keys(session: Session, query, keys: Iterable[PredictionKey]) -> Iterator:
     """Rows of `query` (on predictions) whose PREDICTION_KEY columns are one of `keys`: a batch reads
     its own predictions, not every prediction of its checkpoints."""
-    connection = session.connection()
-    keys = list(keys)
-    columns = tuple_(*PREDICTION_KEY)
-    for start in range(0, len(keys), KEYS_PER_STATEMENT):
-        yield from connection.execute(
-            query.where(columns.in_(keys[start : start + KEYS_PER_STATEMENT]))
-        ).all()
+    return select_tuples_in(session, query, PREDICTION_KEY, keys)
 
 
 def _select_predictions(session: Session, query, keys, checkpoint_ids: list[int] | None) -> Iterator:
@@ -207,7 +182,7 @@ def _select_predictions(session: Session, query, keys, checkpoint_ids: list[int]
     if checkpoint_ids is None:
         yield from _select_keys(session, query, keys)
     else:
-        yield from _select_in(session, query, Prediction.checkpoint_id, checkpoint_ids)
+        yield from select_in(session, query, Prediction.checkpoint_id, checkpoint_ids)
 
 
 def _key_of_values(row: dict) -> PredictionKey:
@@ -227,7 +202,7 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> dict[int, l
     else:
         touched = [
             row
-            for chunk in _chunks(list(benchmark_ids))
+            for chunk in chunks(list(benchmark_ids))
             for row in connection.execute(
                 select(
                     Benchmark.checkpoint_id,
@@ -255,7 +230,7 @@ def _rows(session: Session, ids: list[int]) -> list:
     """The cost model's columns (BENCHMARK_COLUMNS) of these benchmarks, in id order."""
     connection = session.connection()
     query = select(*BENCHMARK_COLUMNS).order_by(Benchmark.id)
-    return [row for chunk in _chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk)))]
+    return [row for chunk in chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk)))]
 
 
 @dataclass(frozen=True)
@@ -272,7 +247,7 @@ class _Drafter:
 def _drafters(session: Session, checkpoint_ids: list[int] | None) -> dict[int, _Drafter]:
     rates: dict[int, list[float]] = defaultdict(list)
     runs = {}
-    for checkpoint_id, rate in _select_in(
+    for checkpoint_id, rate in select_in(
         session,
         select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate).order_by(
             PositionAcceptance.checkpoint_id, PositionAcceptance.position
@@ -281,7 +256,7 @@ def _drafters(session: Session, checkpoint_ids: list[int] | None) -> dict[int, _
         checkpoint_ids,
     ):
         rates[checkpoint_id].append(rate)
-    for checkpoint_id, *run in _select_in(
+    for checkpoint_id, *run in select_in(
         session,
         select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length, Run.id).join(
             Run, Checkpoint.run_id == Run.id
@@ -353,7 +328,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         if not everything and untrained:
             # a benchmark measured before stored ones (a backfill) changes their references: judge them again
             known = {b.id for b in benches}
-            for bench in _select_in(
+            for bench in select_in(
                 session,
                 select(*BENCHMARK_COLUMNS).where(Benchmark.speculative_algorithm.is_not(None)),
                 Benchmark.checkpoint_id,
@@ -371,7 +346,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         for batch in batches:
             predictions = _refresh_predictions(session, batch, part, summary, whole)
             _refresh_gaps(session, batch, predictions, part, summary)
-    _expire(session, (Prediction, Gap, Alert))
+    expire_loaded(session, (Prediction, Gap, Alert))
     return summary
 
 
@@ -434,7 +409,7 @@ def _refresh_gaps(session: Session, groups, predictions, context: _Context, summ
     ]
     existing_gaps = {
         (row.benchmark_id, row.prediction_id): Stored(row.id, GapValues._make(_GAP_VALUES_OF(row)))
-        for row in _select_in(
+        for row in select_in(
             session,
             select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *gap_columns),
             Gap.benchmark_id,
@@ -525,12 +500,12 @@ def _refresh_gaps(session: Session, groups, predictions, context: _Context, summ
                     changed_gaps.append(dict(id=existing.id, updated_at=now, **values))
                 summary.gaps += 1
     if new_gaps:
-        _insert(session, Gap, new_gaps)
+        insert_rows(session, Gap, new_gaps)
     if changed_gaps:
-        _update_by_id(session, Gap, changed_gaps)
+        update_rows(session, Gap, changed_gaps)
     gap_ids = {pair: stored.id for pair, stored in existing_gaps.items()}
     if new_gaps:
-        for row in _select_in(
+        for row in select_in(
             session,
             select(Gap.id, Gap.benchmark_id, Gap.prediction_id),
             Gap.benchmark_id,
@@ -697,7 +672,7 @@ def _refresh_predictions(
             summary.predictions += 1
         computed[key] = results
     if new_rows:
-        _insert(session, Prediction, new_rows)
+        insert_rows(session, Prediction, new_rows)
         # read the new ids back by their unique key
         for row in _select_predictions(
             session,
@@ -709,7 +684,7 @@ def _refresh_predictions(
         ):
             existing[_key_of(row)].setdefault(row.source, Stored(row.id, None))
     if changed_rows:
-        _update_by_id(session, Prediction, changed_rows)
+        update_rows(session, Prediction, changed_rows)
 
     out: dict[tuple, list[tuple[int, PredictionValues, Throughput | None, str, CostParams | None]]] = {}
     for key, group in groups.items():
@@ -729,53 +704,6 @@ def _refresh_predictions(
         else:
             summary.skipped += len(group)
     return out
-
-
-def _insert(session: Session, model: type, rows: list[dict]) -> None:
-    """One executemany. The ORM's bulk insert splits rows by which values are None (thousands of
-    statements instead of one); on SQLite the rows go to the driver as tuples, converted here once,
-    since SQLAlchemy's per-value type processing costs more than SQLite's own insert."""
-    connection = session.connection()
-    table = model.__table__
-    if connection.dialect.name != "sqlite":
-        connection.execute(table.insert(), rows)
-        return
-    names = list(rows[0])
-    columns = [table.c[name] for name in names]
-    sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
-    converters = [_SQLITE_CONVERTERS.get(type(column.type)) for column in columns]
-    connection.exec_driver_sql(
-        sql,
-        [
-            tuple(
-                value if convert is None or value is None else convert(value)
-                for value, convert in zip(row.values(), converters, strict=True)
-            )
-            for row in rows
-        ],
-    )
-
-
-# How SQLAlchemy's SQLite dialect stores these types (JSON text, DateTime as ISO text with microseconds).
-_SQLITE_CONVERTERS = {
-    JSON: json.dumps,
-    DateTime: lambda value: value.strftime("%Y-%m-%d %H:%M:%S.%f"),
-    Boolean: int,
-}
-
-
-def _update_by_id(session: Session, model: type, rows: list[dict]) -> None:
-    """One executemany UPDATE ... WHERE id = ? (Core: the ORM's bulk update costs ~50 us a row more)."""
-    table = model.__table__
-    statement = table.update().where(table.c.id == bindparam("row_id"))
-    session.connection().execute(statement, [{"row_id": r.pop("id"), **r} for r in rows])
-
-
-def _expire(session: Session, models: tuple[type, ...]) -> None:
-    """Bulk statements bypass loaded objects: make those of `models` reload on next access."""
-    for obj in list(session.identity_map.values()):
-        if isinstance(obj, models):
-            session.expire(obj)
 
 
 def _external_throughput(pred: PredictionValues, bench) -> Throughput:

@@ -10,11 +10,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import Diagnosis, judge
 from specdash.costmodel.diagnoses import _norm
+from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.models import ACTIVE_STATUSES, Alert, AlertEvent, Benchmark, Checkpoint, Run
 
 # Which prediction judges a benchmark, best first: the deployment's active calibration, else an external
@@ -84,11 +85,7 @@ def acceptance_references(session: Session, checkpoint_ids: list[int], steps_of)
         .join(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.speculative_algorithm.is_not(None))
     )
-    rows = []
-    for start in range(0, len(checkpoint_ids), 5000):
-        chunk = checkpoint_ids[start : start + 5000]
-        rows += session.connection().execute(query.where(Benchmark.checkpoint_id.in_(chunk))).all()
-    for row in rows:
+    for row in select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids):
         steps = steps_of(row)
         if steps is None:
             continue
@@ -141,8 +138,6 @@ def write_verdicts(
 ) -> int:
     """Judge each benchmark by its best candidate and store the verdict on its alert (bulk statements,
     no ORM object per benchmark); returns how many alerts were newly raised."""
-    from specdash.db.refresh import _insert, _select_in
-
     if not candidates:
         return 0
     ids = sorted(candidates)
@@ -150,7 +145,7 @@ def write_verdicts(
     # judged against comes from the gaps at hand
     existing = {
         row.benchmark_id: row
-        for row in _select_in(
+        for row in select_in(
             session,
             select(
                 Alert.benchmark_id,
@@ -222,14 +217,10 @@ def write_verdicts(
                     note=note,
                 )
             )
-        changed.append(dict(key=benchmark_id, **values, status=status, note=note, updated_at=now))
-    if new_rows:
-        _insert(session, Alert, new_rows)
-    if changed:
-        table = Alert.__table__
-        session.connection().execute(table.update().where(table.c.benchmark_id == bindparam("key")), changed)
-    if events:
-        _insert(session, AlertEvent, events)
+        changed.append(dict(benchmark_id=benchmark_id, **values, status=status, note=note, updated_at=now))
+    insert_rows(session, Alert, new_rows)
+    update_rows(session, Alert, changed, key="benchmark_id")
+    insert_rows(session, AlertEvent, events)
     return raised
 
 

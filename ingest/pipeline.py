@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sqlalchemy import Engine, delete, select
-from sqlalchemy import update as sql_update
 from sqlalchemy.orm import Session
 
 from specdash.db.advisories import AdvisorySummary, refresh_advisories
+from specdash.db.bulk import chunks, update_in
 from specdash.db.changes import current_who, record_change
 from specdash.db.engine import WRITE_OPTION, transaction
 from specdash.db.models import Benchmark, Gap, IngestedFile
@@ -38,7 +38,6 @@ CHUNK_BYTES = 1024 * 1024
 MAX_LINKS_SHOWN = 5
 SPOOL_BATCH = 2000
 STORE_BATCH = 1000  # records stored together: one duplicate check, one multi-row INSERT of benchmarks
-IN_CHUNK = 500  # ids per IN (...): far under every backend's parameter limit
 MAX_INTERVAL_NOTES = 12
 
 Progress = Callable[[int], None]
@@ -386,10 +385,7 @@ def ingest_source(
             )
             session.add(ingested)
             session.flush()
-            for chunk in _chunks(summary.benchmark_ids):
-                session.execute(
-                    sql_update(Benchmark).where(Benchmark.id.in_(chunk)).values(ingested_file_id=ingested.id)
-                )
+            update_in(session, Benchmark, summary.benchmark_ids, ingested_file_id=ingested.id)
             result.refresh = _refresh(session, summary)
             result.advisories = refresh_runs_advice(session, store)
             result.store = summary
@@ -407,11 +403,6 @@ def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
     session.delete(ingested)
     session.flush()
     return f"replaced the earlier ingest of {ingested.path} ({removed} benchmark(s) removed)"
-
-
-def _chunks(ids: list[int]) -> Iterator[list[int]]:
-    for start in range(0, len(ids), IN_CHUNK):
-        yield ids[start : start + IN_CHUNK]
 
 
 def preview_source(
@@ -449,7 +440,7 @@ def _gap_rows(session: Session, summary: StoreSummary) -> list[dict]:
         return []
     rows = [
         row
-        for chunk in _chunks(summary.benchmark_ids)
+        for chunk in chunks(summary.benchmark_ids)
         for row in session.execute(
             select(
                 Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import verified_tokens
 from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
+from specdash.db.bulk import chunks
 from specdash.db.changes import record_change
 from specdash.db.models import (
     Benchmark,
@@ -39,7 +40,6 @@ from specdash.ingest.records import (
 # Fields that change as a run goes on (a run in training finishes): a newer value is no conflict.
 PROGRESSING = frozenset({"status", "ended_at", "notes"})
 BENCHMARK_BATCH = 1000  # benchmarks per multi-row INSERT
-IN_CHUNK = 500  # values per IN (...): far under every backend's parameter limit
 MAX_LINKS_KEPT = 10_000  # where each benchmark went, kept to be listed; the counts cover every one
 
 
@@ -430,14 +430,13 @@ class Store:
             self.summary.links.append(link)
 
     def prefetch_keys(self, records) -> None:
-        """Which of these benchmarks are stored already, in one query per IN_CHUNK of them."""
+        """Which of these benchmarks are stored already, in one query per CHUNK of them."""
         self._key_of = {
             id(r): benchmark_record_key(r) for r in records if getattr(r, "kind", None) == "benchmark"
         }
         keys = list(self._key_of.values())
         self._prefetched = set()
-        for start in range(0, len(keys), IN_CHUNK):
-            chunk = keys[start : start + IN_CHUNK]
+        for chunk in chunks(keys):
             self._prefetched.update(
                 self.session.scalars(select(Benchmark.record_key).where(Benchmark.record_key.in_(chunk)))
             )
