@@ -364,7 +364,7 @@ def preview_upload(
 
 @st.cache_data(show_spinner=False)
 def benchmark_outcomes(url: str, benchmark_ids: tuple[int, ...]) -> pd.DataFrame:
-    return _read(url, alerts.benchmark_outcomes, list(benchmark_ids))
+    return _read(url, queries.benchmark_outcomes, list(benchmark_ids))
 
 
 # --- Alerts ------------------------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ def _filters(status, severity, deployment, run, diagnosis, show, muted):
     )
 
 
-def _table(rows: list[dict]) -> str:
+def alert_table(rows: list[dict]) -> str:
+    """Alerts as the terminal shows them: one aligned line each (also `specdash check`)."""
     header = (
         "id",
         "severity",
@@ -146,7 +147,7 @@ def alerts(ctx, status, severity, deployment, run, diagnosis, show, muted, group
     if not rows:
         click.echo("no alerts match")
         return
-    click.echo(_table(rows))
+    click.echo(alert_table(rows))
     if total > len(rows):
         click.echo(f"\n{len(rows)} of {total} shown (--limit)", err=True)
 

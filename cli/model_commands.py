@@ -200,23 +200,28 @@ def _report_lines(report) -> list[str]:
     return lines
 
 
+# What `calibrate --format json` shows of a fit, as the calibrated set records it
+FIT_COUNTS = ("n_benchmarks", "excluded", "exclusions")
+FIT_QUALITY = (
+    "error_band",
+    "reference_concurrency",
+    "free",
+    "median_abs_rel_error",
+    "p90_abs_rel_error",
+    "loo_median_abs_rel_error",
+    "loo_p90_abs_rel_error",
+    "cross_validation",
+)
+
+
 def _report_json(report) -> dict:
-    fit = report.fit
+    fit = report.calibrated_set().to_json()
     return {
         "deployment_id": report.deployment_id,
         "deployment": report.deployment_name,
-        "n_benchmarks": report.n_benchmarks,
-        "excluded": report.excluded,
-        "exclusions": report.exclusions,
+        **{key: fit[key] for key in FIT_COUNTS},
         "params": {**vars(report.params), "draft_step_ms_by_drafter": report.draft_step_ms_by_name()},
-        "error_band": report.error_band,
-        "reference_concurrency": report.reference_concurrency,
-        "free": list(fit.free),
-        "median_abs_rel_error": fit.median_abs_rel_error,
-        "p90_abs_rel_error": fit.p90_abs_rel_error,
-        "loo_median_abs_rel_error": fit.loo_median_abs_rel_error,
-        "loo_p90_abs_rel_error": fit.loo_p90_abs_rel_error,
-        "cross_validation": fit.cross_validation,
+        **{key: fit[key] for key in FIT_QUALITY},
     }
 
 

@@ -56,7 +56,9 @@ class GapContext:
 ALGORITHM_ALIASES = {"NEXTN": "EAGLE"}
 
 
-def _norm(algorithm: str | None) -> str | None:
+def normalised_algorithm(algorithm: str | None) -> str | None:
+    """An algorithm's name as compared between a benchmark and its drafter: upper case, no dashes or
+    underscores, engine aliases resolved (None when not given)."""
     if not algorithm:
         return None
     name = algorithm.strip().upper().replace("-", "").replace("_", "")
@@ -64,7 +66,10 @@ def _norm(algorithm: str | None) -> str | None:
 
 
 def algorithm_mismatch(ctx: GapContext) -> Diagnosis | None:
-    served, trained = _norm(ctx.benchmark_algorithm), _norm(ctx.drafter_algorithm)
+    served, trained = (
+        normalised_algorithm(ctx.benchmark_algorithm),
+        normalised_algorithm(ctx.drafter_algorithm),
+    )
     if not served or not trained or served == trained:
         return None
     return Diagnosis(

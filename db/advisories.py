@@ -2,8 +2,6 @@
 deeper drafts than the run trains (the cost model's advisor), kept as records with a status, a note and
 a history like the alerts; refreshed as training metrics arrive and quiet while the configuration is fine."""
 
-import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -11,24 +9,22 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.advisor import CURVE_MIN_STEPS, DEFAULT_MIN_GAIN, advise_depth, choose_curve
+from specdash.costmodel.sources import advice_loads
+from specdash.db import investigation
+from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
 from specdash.db.models import (
     ACTIVE_STATUSES,
-    GAP_STATUSES,
-    Checkpoint,
     Deployment,
-    MetricKey,
-    MetricPoint,
     ParameterSet,
     Run,
     utcnow,
 )
-from specdash.db.parameters import cost_params, deployment_facts, ensure_theory_set, load_baselines
+from specdash.db.parameters import cost_set, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.settings import get_setting, set_setting
 
 ADVISOR = "specdash"  # who the history names when the advice itself changes
 MIN_GAIN_SETTING = "advisory_min_gain"
-_ACC_KEY = re.compile(r"^train/acc_(\d+)$")
 OPEN_STATUSES = ACTIVE_STATUSES  # advisories share the alerts' statuses
 
 
@@ -93,56 +89,6 @@ def name_target_deployments(session: Session, run: Run, names: list[str]) -> Non
     session.flush()
 
 
-def training_curves(session: Session, run_ids: list[int]) -> dict[int, tuple[list[float], int]]:
-    """Per run: train/acc_0, train/acc_1, ... as last logged (contiguous positions in [0, 1]) and the
-    last step train/acc_0 was logged at."""
-    keys = {
-        key_id: int(m[1])
-        for key_id, name in session.execute(
-            select(MetricKey.id, MetricKey.name).where(MetricKey.name.like("train/acc\\_%", escape="\\"))
-        )
-        if (m := _ACC_KEY.match(name))
-    }
-    if not keys or not run_ids:
-        return {}
-    last = (
-        select(MetricPoint.run_id, MetricPoint.key_id, func.max(MetricPoint.step).label("step"))
-        .where(MetricPoint.run_id.in_(run_ids), MetricPoint.key_id.in_(keys))
-        .group_by(MetricPoint.run_id, MetricPoint.key_id)
-        .subquery()
-    )
-    found: dict[int, dict[int, tuple[float, int]]] = defaultdict(dict)
-    for run_id, key_id, value, step in session.execute(
-        select(MetricPoint.run_id, MetricPoint.key_id, MetricPoint.value, MetricPoint.step).join(
-            last,
-            (MetricPoint.run_id == last.c.run_id)
-            & (MetricPoint.key_id == last.c.key_id)
-            & (MetricPoint.step == last.c.step),
-        )
-    ):
-        found[run_id][keys[key_id]] = (value, step)
-    curves = {}
-    for run_id, positions in found.items():
-        rates = []
-        while len(rates) in positions and 0 <= positions[len(rates)][0] <= 1:
-            rates.append(positions[len(rates)][0])
-        if rates:
-            curves[run_id] = (rates, positions[0][1])
-    return curves
-
-
-def _checkpoint_curve(session: Session, run_id: int) -> list[float]:
-    latest = session.scalars(
-        select(Checkpoint)
-        .where(Checkpoint.run_id == run_id)
-        .order_by(Checkpoint.step.desc().nulls_last(), Checkpoint.id.desc())
-    ).all()
-    for checkpoint in latest:
-        if checkpoint.position_acceptance:
-            return [p.rate for p in checkpoint.position_acceptance]
-    return []
-
-
 def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
     """The deployment's active calibrated set when it has one, else its theory set."""
     calibrated = session.scalar(
@@ -161,18 +107,11 @@ def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
 def _event(
     session: Session, advisory: Advisory, status: str, note: str | None, who: str = ADVISOR
 ) -> AdvisoryEvent:
-    """Move the advisory to `status` with a history entry saying who and why."""
-    event = AdvisoryEvent(
-        advisory_id=advisory.id,
-        who=who,
-        from_status=advisory.status,
-        to_status=status,
-        note=note,
-        at=utcnow(),
+    """specdash moves the advisory to `status` as the advice changes, saying why (a person's note stays)."""
+    owner = {"advisory_id": advisory.id}
+    return investigation.record_change(
+        session, advisory, AdvisoryEvent, owner, status, who, note, keep_note=True
     )
-    advisory.status, advisory.updated_at = status, event.at
-    session.add(event)
-    return event
 
 
 def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> AdvisorySummary:
@@ -188,7 +127,7 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
     if not runs:
         return summary
     min_gain = get_min_gain(session)
-    curves = training_curves(session, [r.id for r in runs])
+    curves = last_accuracies(session, [r.id for r in runs])
     baselines = load_baselines(session)
     existing = {
         (a.run_id, a.deployment_id, a.concurrency): a
@@ -199,27 +138,24 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
     for run in runs:
         rates, logged = curves.get(run.id, ([], None))
         if not rates:
-            rates = _checkpoint_curve(session, run.id)
+            rates = latest_checkpoint_rates(session, run.id)
             logged = CURVE_MIN_STEPS if rates else None  # a saved checkpoint's acceptance is a settled curve
         curve, source = choose_curve(rates, logged, run.speculative_algorithm)
         for deployment in target_deployments(session, run):
             pset = _parameter_set(session, deployment)
-            loads = sorted((c, tps) for (d, c), tps in baselines.by_concurrency.items() if d == deployment.id)
-            if not loads and (pset.baseline_tps or deployment.baseline_tps):
-                loads = [(1, pset.baseline_tps or deployment.baseline_tps)]
+            costs = cost_set(pset)
+            loads = advice_loads(
+                baselines.measured_loads(deployment.id), pset.baseline_tps or deployment.baseline_tps
+            )
             scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
             facts = deployment_facts(deployment)
             for concurrency, baseline_tps in loads:
                 # a calibrated set's drafting and overhead, fitted at its reference load, grow with the step
-                reference_tps = baselines.at_reference(deployment.id, pset.fit, concurrency, None, facts)
+                reference_tps = baselines.at_reference(deployment.id, costs.fit, concurrency, None, facts)
                 advice = advise_depth(
                     # the profile's costs, the priors for what it leaves unstated, at this load
-                    cost_params(
-                        pset,
-                        baseline_tps,
-                        facts,
-                        concurrency=concurrency,
-                        reference_baseline_tps=reference_tps,
+                    costs.costs(
+                        baseline_tps, facts, concurrency=concurrency, reference_baseline_tps=reference_tps
                     ),
                     scaled,
                     run.ttt_length,
@@ -361,42 +297,26 @@ def open_advisory_count(session: Session) -> int:
 
 def advisory_history(session: Session, advisory_id: int) -> pd.DataFrame:
     """Who changed the advisory's status or note (specdash itself as the advice changed), oldest first."""
-    query = (
-        select(
-            AdvisoryEvent.at,
-            AdvisoryEvent.who,
-            AdvisoryEvent.from_status,
-            AdvisoryEvent.to_status,
-            AdvisoryEvent.note,
-        )
-        .where(AdvisoryEvent.advisory_id == advisory_id)
-        .order_by(AdvisoryEvent.id)
-    )
-    return pd.DataFrame(
-        session.execute(query).mappings().all(), columns=["at", "who", "from_status", "to_status", "note"]
-    )
+    return investigation.history_frame(session, AdvisoryEvent, AdvisoryEvent.advisory_id, advisory_id)
 
 
 def change_advisory_status(
     session: Session, advisory_id: int, status: str, who: str, note: str | None = None
 ) -> AdvisoryEvent:
     """Set an advisory's status (and note) and record who did; the alerts' rules."""
-    if status not in GAP_STATUSES:
-        raise AdvisoryChangeError(f"status must be one of {', '.join(GAP_STATUSES)}, not {status!r}")
-    who = (who or "").strip()
-    if not who:
-        raise AdvisoryChangeError("say who you are: the advisory's history records who changed it")
-    note = (note or "").strip() or None
-    advisory = session.get(Advisory, advisory_id)
-    if advisory is None:
-        raise AdvisoryChangeError(f"no advisory with id {advisory_id}")
-    if status == advisory.status and note is None:
-        raise AdvisoryChangeError(f"the advisory is already {status}; add a note to record something")
-    event = _event(session, advisory, status, note, who)
-    if note is not None:
-        advisory.note = note
-    session.flush()
-    return event
+    return investigation.change_status(
+        session,
+        session.get(Advisory, advisory_id),
+        AdvisoryEvent,
+        {"advisory_id": advisory_id},
+        status,
+        who,
+        note,
+        AdvisoryChangeError,
+        "advisory",
+        missing=f"no advisory with id {advisory_id}",
+        already="the advisory",
+    )
 
 
 def save_advice_settings(session: Session, min_gain: float) -> AdvisorySummary:

@@ -3,7 +3,7 @@ them, and the result is saved as a new calibrated parameter set (never an overwr
 
 import dataclasses
 import statistics
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -20,7 +20,7 @@ from specdash.costmodel import (
     has_critical,
     verified_tokens,
 )
-from specdash.costmodel import calibration as fitting
+from specdash.costmodel.calibrated import CalibratedSet, CostSet
 from specdash.costmodel.priors import (
     DEFAULT_FAMILY,
     GROWTH_REFERENCE,
@@ -28,7 +28,9 @@ from specdash.costmodel.priors import (
     drafter_family,
     growth_shape,
 )
+from specdash.costmodel.throughput import draft_steps
 from specdash.costmodel.uncertainty import error_band
+from specdash.db.acceptance import checkpoint_rates
 from specdash.db.changes import record_change
 from specdash.db.models import (
     BENCHMARK_SETTING,
@@ -36,19 +38,17 @@ from specdash.db.models import (
     Checkpoint,
     Deployment,
     ParameterSet,
-    PositionAcceptance,
     Run,
 )
 from specdash.db.parameters import (
     Baselines,
     active_sets,
-    cost_params,
+    cost_set,
     deployment_facts,
-    fitted_params,
     load_baselines,
     next_version,
+    profile_costs,
 )
-from specdash.db.refresh import benchmark_steps
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,16 @@ class CalibrationReport:
     exclusions: dict[str, int] = field(default_factory=dict)  # reason -> benchmarks left out
     drafter_names: dict[str, str] = field(default_factory=dict)  # drafter key (run id) -> run name
     reference_concurrency: int | None = None  # the load drafting and overhead were fitted at
+
+    def calibrated_set(self) -> CalibratedSet:
+        """The fit as the calibrated parameter set saved from it records it."""
+        return CalibratedSet.from_fit(
+            self.fit,
+            self.exclusions,
+            self.reference_concurrency,
+            self.base_parameter_set_id,
+            self.benchmark_ids,
+        )
 
     def draft_step_ms_by_name(self) -> dict[str, float]:
         return {self.drafter_names.get(k, k): v for k, v in self.params.draft_step_ms_by_drafter}
@@ -132,50 +142,25 @@ def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None
     ).first()
 
 
-def _profile_as_set(deployment: Deployment) -> ParameterSet:
-    """The deployment's profile as an unsaved theory set (before refresh has created one)."""
-    return ParameterSet(
-        comm_fraction=deployment.comm_fraction,
-        draft_step_ms=deployment.draft_step_ms,
-        round_overhead_ms=deployment.round_overhead_ms,
-        verify_growth_compute=deployment.verify_growth_compute,
-        verify_growth_comm=deployment.verify_growth_comm,
-        draft_branch_ms=0.0,
-        acc_to_acceptance=1.0,
-    )
-
-
-def _prior(pset: ParameterSet, facts: DeploymentFacts, screened: _Screened) -> FittedParams:
+def _prior(costs: CostSet, facts: DeploymentFacts, screened: _Screened) -> FittedParams:
     """Where the fit starts and what it is pulled toward: the profile's stated costs, the published priors
     for the rest (at the median load and baseline of the benchmarks), a draft cost per drafter by family."""
     if not screened.observations:
-        return fitted_params(pset)
+        return costs.as_fitted()
     base_tps = float(statistics.median(o.baseline_tps for o in screened.observations))
     concurrency = int(statistics.median(screened.concurrencies))
     per_drafter = {}
     for drafter, family in screened.families.items():
-        per_drafter[drafter] = cost_params(pset, base_tps, facts, family, concurrency).draft_step_ms
-    shared = cost_params(pset, base_tps, facts, DEFAULT_FAMILY, *GROWTH_REFERENCE)
+        per_drafter[drafter] = costs.costs(base_tps, facts, family, concurrency).draft_step_ms
+    shared = costs.costs(base_tps, facts, DEFAULT_FAMILY, *GROWTH_REFERENCE)
     return FittedParams(
         draft_step_ms=float(statistics.median(per_drafter.values())),
-        draft_branch_ms=pset.draft_branch_ms or 0.0,
-        round_overhead_ms=cost_params(pset, base_tps, facts, DEFAULT_FAMILY, concurrency).round_overhead_ms,
+        draft_branch_ms=costs.draft_branch_ms or 0.0,
+        round_overhead_ms=costs.costs(base_tps, facts, DEFAULT_FAMILY, concurrency).round_overhead_ms,
         verify_growth=shared.verify_growth,
-        acc_to_acceptance=pset.acc_to_acceptance or 1.0,
+        acc_to_acceptance=costs.acc_to_acceptance or 1.0,
         draft_step_ms_by_drafter=tuple(sorted(per_drafter.items())),
     )
-
-
-def _rates_by_checkpoint(session: Session, checkpoint_ids: set[int]) -> dict[int, tuple[float, ...]]:
-    rates: dict[int, list[float]] = defaultdict(list)
-    if checkpoint_ids:
-        for checkpoint_id, rate in session.execute(
-            select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate)
-            .where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids))
-            .order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position)
-        ):
-            rates[checkpoint_id].append(rate)
-    return {key: tuple(value) for key, value in rates.items()}
 
 
 def _screen(
@@ -206,11 +191,11 @@ def _screen(
         .where(Benchmark.deployment_id == deployment.id, Benchmark.speculative_algorithm.is_not(None))
         .order_by(Benchmark.id)
     ).all()
-    rates = _rates_by_checkpoint(session, {b.checkpoint_id for b in rows if b.checkpoint_id})
+    rates = checkpoint_rates(session, sorted({b.checkpoint_id for b in rows if b.checkpoint_id}))
     out = _Screened()
     for bench in rows:
         topk = bench.topk or 1
-        steps = benchmark_steps(bench)
+        steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
         verdict = diagnose(
             GapContext(
                 decomposition=None,
@@ -220,11 +205,14 @@ def _screen(
                 drafter_hidden_size=bench.drafter_hidden_size,
             )
         )
-        baseline = (
-            baselines.lookup(deployment.id, bench.concurrency, bench.dataset)
-            # interpolated between measured loads, never extrapolated: a fit rests on measurements
-            or baselines.at_load(deployment.id, bench.concurrency, bench.dataset, facts, extrapolate=False)
-            or profile_baseline
+        # interpolated between measured loads, never extrapolated: a fit rests on measurements
+        baseline = baselines.choose(
+            deployment.id,
+            bench.concurrency,
+            bench.dataset,
+            facts,
+            profile_tps=profile_baseline,
+            extrapolate=False,
         )
         trained = rates.get(bench.checkpoint_id) if bench.checkpoint_id else None
         # rates past the trained depth are extrapolated: they would bias the acc-to-acceptance factor
@@ -285,7 +273,7 @@ def _scale_to_reference_load(
     ):
         if concurrency == reference:
             continue
-        at_reference = baselines.at_load(deployment.id, reference, dataset, facts)
+        at_reference = baselines.choose(deployment.id, reference, dataset, facts)
         if at_reference:
             screened.observations[index] = dataclasses.replace(
                 observation, load_scale=at_reference / observation.baseline_tps
@@ -307,7 +295,8 @@ def calibrate_all(
         profile_baseline = theory.baseline_tps if theory else deployment.baseline_tps
         facts = deployment_facts(deployment)
         screened = _screen(session, deployment, baselines, profile_baseline, facts)
-        prior = _prior(theory or _profile_as_set(deployment), facts, screened)
+        costs = cost_set(theory) if theory else profile_costs(deployment)
+        prior = _prior(costs, facts, screened)
         try:
             fit = fit_calibration(screened.observations, prior)
         except NotEnoughObservations as exc:
@@ -321,7 +310,7 @@ def calibrate_all(
                 deployment_name=deployment.name,
                 fit=fit,
                 base_parameter_set_id=theory.id if theory else None,
-                comm_fraction=cost_params(theory or _profile_as_set(deployment), 100.0, facts).comm_fraction,
+                comm_fraction=costs.costs(100.0, facts).comm_fraction,
                 baseline_tps=profile_baseline,
                 benchmark_ids=tuple(screened.benchmark_ids),
                 exclusions=dict(screened.exclusions),
@@ -338,33 +327,8 @@ def calibrate(session: Session, deployment_id: int | None = None) -> list[Calibr
 
 
 def fit_summary(report: CalibrationReport) -> dict:
-    """What a calibrated parameter set records about how it was obtained."""
-    fit = report.fit
-    return {
-        "n_benchmarks": report.n_benchmarks,
-        "excluded": report.excluded,
-        "exclusions": report.exclusions,
-        "free": list(fit.free),
-        "median_abs_rel_error": fit.median_abs_rel_error,
-        "p90_abs_rel_error": fit.p90_abs_rel_error,
-        "loo_median_abs_rel_error": fit.loo_median_abs_rel_error,
-        "loo_p90_abs_rel_error": fit.loo_p90_abs_rel_error,
-        "cross_validation": fit.cross_validation,
-        "error_band": error_band(fit.cv_errors),
-        # each drafter's own draft step ms (run id -> ms); the verify growth is stated at bs 1 / 4 tokens and
-        # carried to other loads and settings by the target architecture's shape
-        "draft_step_ms_by_drafter": dict(fit.params.draft_step_ms_by_drafter),
-        "growth_shape": "architecture",
-        # drafting and overhead are stated at this load and grow with the baseline step at others
-        "reference_concurrency": report.reference_concurrency,
-        "round_scale_by_dataset": dict(fit.params.round_scale_by_dataset),
-        "loss": fitting.LOSS,
-        "loss_scale": fitting.LOSS_SCALE,
-        "prior_weight": fitting.PRIOR_WEIGHT,
-        "prior": vars(fit.prior),
-        "base_parameter_set_id": report.base_parameter_set_id,
-        "benchmark_ids": list(report.benchmark_ids),
-    }
+    """What a calibrated parameter set records about how it was obtained (its `fit`)."""
+    return report.calibrated_set().to_json()
 
 
 def apply_calibration(session: Session, report: CalibrationReport) -> ParameterSet:

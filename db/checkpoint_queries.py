@@ -9,6 +9,7 @@ from sqlalchemy import Integer, cast, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.measured import conditional_from_measured
+from specdash.db.acceptance import checkpoint_acceptance
 from specdash.db.models import (
     BUILTIN_SOURCES,
     Benchmark,
@@ -17,7 +18,6 @@ from specdash.db.models import (
     Gap,
     MetricKey,
     MetricPoint,
-    PositionAcceptance,
     Prediction,
     Run,
 )
@@ -351,39 +351,37 @@ def position_acceptance_frame(
     MEASURED_SOURCE_PREFIX + how); the columns are there even when no checkpoint has any."""
     if not checkpoint_ids:
         return pd.DataFrame(columns=POSITION_COLUMNS)
-    query = (
-        select(
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Checkpoint.step,
-            PositionAcceptance.position,
-            PositionAcceptance.rate,
-            PositionAcceptance.source,
-        )
-        .join(Checkpoint, PositionAcceptance.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
-        .where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids))
-        .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name, PositionAcceptance.position)
-    )
-    rows = list(session.execute(query).mappings().all())
-    if not from_benchmarks:
-        return pd.DataFrame(rows, columns=POSITION_COLUMNS)
-    # drafters without training metrics: the per-position acceptance their benchmarks imply (as the What-if)
-    known = {(r["run"], r["checkpoint"]) for r in rows}
-    for checkpoint_id, run, checkpoint, step in session.execute(
+    stored = checkpoint_acceptance(session, checkpoint_ids)
+    named = session.execute(
         select(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
         .join(Run, Checkpoint.run_id == Run.id)
         .where(Checkpoint.id.in_(checkpoint_ids))
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
-    ):
-        if (run, checkpoint) in known:
-            continue
-        measured = measured_acceptance(session, checkpoint_id)
-        source = f"{MEASURED_SOURCE_PREFIX}{measured.source}"
-        rows += [
-            dict(run=run, checkpoint=checkpoint, step=step, position=i, rate=rate, source=source)
-            for i, rate in enumerate(measured.rates)
-        ]
+    ).all()
+    rows = [
+        dict(
+            run=run,
+            checkpoint=checkpoint,
+            step=step,
+            position=i,
+            rate=rate,
+            source=stored[checkpoint_id].source,
+        )
+        for checkpoint_id, run, checkpoint, step in named
+        if checkpoint_id in stored
+        for i, rate in enumerate(stored[checkpoint_id].rates)
+    ]
+    if from_benchmarks:
+        # drafters without training metrics: the per-position acceptance their benchmarks imply (as the What-if)
+        for checkpoint_id, run, checkpoint, step in named:
+            if checkpoint_id in stored:
+                continue
+            measured = measured_acceptance(session, checkpoint_id)
+            source = f"{MEASURED_SOURCE_PREFIX}{measured.source}"
+            rows += [
+                dict(run=run, checkpoint=checkpoint, step=step, position=i, rate=rate, source=source)
+                for i, rate in enumerate(measured.rates)
+            ]
     return pd.DataFrame(rows, columns=POSITION_COLUMNS)
 
 

@@ -418,7 +418,3 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
-
-
-# Live-training tables live in their own module; imported here so every table is in Base.metadata.
-from specdash.db import live_models  # noqa: E402, F401

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, aliased
 
+from specdash.db.acceptance import checkpoint_rates
 from specdash.db.models import (
     Alert,
     Benchmark,
@@ -23,7 +24,6 @@ from specdash.db.models import (
     MetricKey,
     MetricPoint,
     ParameterSet,
-    PositionAcceptance,
     Prediction,
     Run,
 )
@@ -237,12 +237,7 @@ def rows(session: Session, table: str, run: str | None = None) -> tuple[list[str
     acceptance: dict[int, list[float]] = {}
     if table == "checkpoints":
         columns = [c for c in columns if c != "id"] + ["acceptance"]
-        for checkpoint_id, rate in session.execute(
-            select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate).order_by(
-                PositionAcceptance.checkpoint_id, PositionAcceptance.position
-            )
-        ):
-            acceptance.setdefault(checkpoint_id, []).append(rate)
+        acceptance = {key: list(rates) for key, rates in checkpoint_rates(session, None).items()}
 
     def records() -> Iterator[dict[str, Any]]:
         names = list(result.keys())

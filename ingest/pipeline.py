@@ -27,10 +27,11 @@ from specdash.db.bulk import chunks, update_in
 from specdash.db.changes import current_who, record_change
 from specdash.db.engine import WRITE_OPTION, transaction
 from specdash.db.models import Benchmark, Gap, IngestedFile
+from specdash.db.records import MAX_INT, NAME_CHARS, PATH_CHARS
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.ingest.formats import BY_NAME, Format, Located, detect_format
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import MAX_INT, NAME_CHARS, PATH_CHARS, MetricRows
+from specdash.ingest.records import MetricRows
 from specdash.ingest.store import BenchmarkLink, LinkError, LinkOptions, Store, StoreSummary
 
 HEAD_BYTES = 64 * 1024

@@ -9,6 +9,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import verified_tokens
+from specdash.db.acceptance import accuracies_at
 from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
 from specdash.db.bulk import chunks
 from specdash.db.changes import record_change
@@ -546,7 +547,7 @@ class Store:
         for checkpoint in candidates.values():
             if checkpoint.step is None or checkpoint.position_acceptance:
                 continue
-            rates = self.points.accuracies_at(checkpoint.run_id, checkpoint.step)
+            rates = accuracies_at(self.session, checkpoint.run_id, checkpoint.step)
             if rates:
                 self.set_acceptance(checkpoint, rates, "training")
                 self.summary.derived_acceptance += 1

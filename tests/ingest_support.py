@@ -5,7 +5,8 @@ from pathlib import Path
 from sqlalchemy import select, text
 
 from specdash.db.engine import reading
-from specdash.db.models import Base, Benchmark
+from specdash.db.models import Benchmark
+from specdash.db.schema import store_metadata
 from specdash.ingest.pipeline import FileResult, ingest_path
 from tests.conftest import FIXTURES
 
@@ -21,7 +22,7 @@ def content(engine) -> dict[str, list[tuple]]:
             table.name: sorted(
                 (tuple(repr(v) for v in row) for row in session.execute(text(f"SELECT * FROM {table.name}"))),
             )
-            for table in Base.metadata.sorted_tables
+            for table in store_metadata().sorted_tables
         }
 
 

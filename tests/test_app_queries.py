@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import insert, select
 
-from specdash.db import alerts, queries
 from specdash.db import checkpoint_queries as cq
+from specdash.db import queries
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, MetricKey, MetricPoint, Run
 from specdash.ingest.pipeline import ingest_bytes
@@ -78,7 +78,7 @@ def test_latest_checkpoint_per_run_with_its_best_speedup(demo):
 
 def test_benchmark_outcomes_mark_alerts(demo):
     with reading(demo) as session:
-        outcomes = alerts.benchmark_outcomes(session, [1, 3])
+        outcomes = queries.benchmark_outcomes(session, [1, 3])
     baseline = outcomes[outcomes["benchmark_id"] == 1].iloc[0]
     assert pd.isna(baseline["source"]) and not baseline["is_alert"]
     story = outcomes[outcomes["benchmark_id"] == 3].iloc[0]
@@ -180,5 +180,5 @@ def test_empty_selections_give_empty_frames(engine):
         assert cq.checkpoint_comparison(session, [], 1, None).empty
         assert cq.training_curves(session, [], ["x"]).empty
         assert cq.metric_keys(session, []) == []
-        assert alerts.benchmark_outcomes(session, []).empty
+        assert queries.benchmark_outcomes(session, []).empty
         assert queries.latest_checkpoints(session).empty

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from specdash.db.records import MAX_INT
 from specdash.ingest.pipeline import ingest_bytes
-from specdash.ingest.records import MAX_INT
 from specdash.ingest.store import LinkOptions
 from tests.ingest_support import SGLANG, VLLM, content, load
 

@@ -10,7 +10,6 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from specdash.db.engine import make_engine
-from specdash.db.models import Base
 from specdash.db.schema import (
     SchemaOutOfDate,
     alembic_config,
@@ -19,6 +18,7 @@ from specdash.db.schema import (
     downgrade,
     head_revision,
     revision_history,
+    store_metadata,
     upgrade,
 )
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
@@ -44,7 +44,7 @@ def test_upgrade_matches_models(tmp_path):
     upgrade(engine)
     assert current_revision(engine) == head_revision()
     with engine.connect() as connection:
-        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+        diff = compare_metadata(MigrationContext.configure(connection), store_metadata())
     assert diff == []
 
 

@@ -14,8 +14,8 @@ from sqlalchemy import create_engine, func, make_url, select, text
 
 from specdash.cli.main import cli
 from specdash.db.engine import make_engine, reading
-from specdash.db.models import Base, Benchmark, MetricPoint
-from specdash.db.schema import downgrade, upgrade
+from specdash.db.models import Benchmark, MetricPoint
+from specdash.db.schema import downgrade, store_metadata, upgrade
 from specdash.ingest.pipeline import ingest_path
 from tests.conftest import FIXTURES, REAL_FIXTURES
 
@@ -48,7 +48,7 @@ def test_migrations_match_the_models_and_go_both_ways(pg_url):
     engine = make_engine(pg_url)
     upgrade(engine)
     with engine.connect() as connection:
-        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+        assert compare_metadata(MigrationContext.configure(connection), store_metadata()) == []
     downgrade(engine, "base")
     upgrade(engine)
     engine.dispose()

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from specdash.ingest.formats import Located
+from specdash.ingest.formats.base import Located
 from specdash.ingest.jsontext import LENIENT_DECODER, LinedDict
 from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.problems import Problem, field_first

@@ -14,7 +14,7 @@ from typing import Annotated, TextIO
 
 from pydantic import Field
 
-from specdash.ingest.formats import Format
+from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     EngineModel,
     benchmark,

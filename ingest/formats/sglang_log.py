@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import TextIO
 
-from specdash.ingest.formats import Format
+from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     algorithm_name,
     benchmark,

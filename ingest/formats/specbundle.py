@@ -16,7 +16,7 @@ from typing import Annotated, Any, TextIO
 
 from pydantic import Field
 
-from specdash.ingest.formats import Format, Located
+from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import (
     EngineModel,
     benchmark,

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pathlib import PurePath
 from typing import TextIO
 
-from specdash.ingest.formats import Format, Located
+from specdash.costmodel.accuracies import accuracy_position, rates_from_accuracies
+from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import clean_path, model_short_name, prose_or_source, run_record
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
 from specdash.ingest.links import parse_checkpoint_name, path_parts, run_from_parents
@@ -184,14 +185,12 @@ class TrainingLog:
         latest = {}
         if self.last_step is not None:
             for key, value in zip(*self.last_step, strict=True):
-                if key.startswith("train/acc_") and key[10:].isdigit():
-                    latest[int(key[10:])] = value
+                position = accuracy_position(key)
+                if position is not None:
+                    latest[position] = value
         if self.epoch_newer or not latest:
             latest.update(self.epoch_acc)
-        rates = []
-        while len(rates) in latest and 0 <= latest[len(rates)] <= 1:
-            rates.append(latest[len(rates)])
-        return rates
+        return rates_from_accuracies(latest)
 
     def checkpoint(self, line: int, save_path: str) -> Iterator:
         if save_path in self.saved or not path_parts(save_path):
