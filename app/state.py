@@ -23,8 +23,8 @@ from specdash.db.faults import explain
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
-from specdash.ingest.pipeline import Preview, preview_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import Preview, preview_bytes
 
 # At most this many points reach the parity plot; the largest gaps are always among them.
 PARITY_POINTS = 4000
@@ -356,7 +356,7 @@ def preview_upload(
     checkpoint: str | None,
     deployment: str | None,
 ) -> Preview:
-    """The ingest pipeline's dry run of an uploaded file with these links; keyed on the upload's id, not its
+    """The ingest's dry run (ingest/load.py) of an uploaded file with these links; keyed on the upload's id, not its
     bytes (the leading underscore keeps Streamlit from hashing a file of up to 200 MB on every rerun)."""
     link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment)
     return preview_bytes(get_engine(url), name, _data, link=link)

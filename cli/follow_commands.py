@@ -9,8 +9,8 @@ import click
 
 from specdash.cli.common import db_option, open_db
 from specdash.db.engine import reading, transaction
+from specdash.ingest.links import LinkOptions
 from specdash.ingest.problems import format_report
-from specdash.ingest.store import LinkOptions
 
 WATCHED_SUFFIXES = (".log", ".txt", ".out", ".jsonl", ".json")
 

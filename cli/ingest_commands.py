@@ -6,10 +6,11 @@ from pathlib import Path
 import click
 
 from specdash.cli.common import db_option, open_db, shown
+from specdash.ingest.describe import describe, describe_totals
 from specdash.ingest.formats import FORMATS
-from specdash.ingest.pipeline import describe, describe_totals, ingest_path
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_path
 from specdash.ingest.problems import format_report
-from specdash.ingest.store import LinkOptions
 
 
 @click.command()

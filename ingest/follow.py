@@ -26,22 +26,14 @@ from sqlalchemy.exc import IntegrityError
 from specdash.db.engine import transaction
 from specdash.db.live_models import FollowedFile
 from specdash.db.models import utcnow
+from specdash.ingest.describe import describe
 from specdash.ingest.formats import BY_NAME, Format, detect_format
 from specdash.ingest.formats.specforge_log import NAME as TRAINING_LOG
 from specdash.ingest.formats.specforge_log import TrainingLog, parse_lines
-from specdash.ingest.pipeline import (
-    HEAD_BYTES,
-    FileResult,
-    _metric_rows_problem,
-    _refresh,
-    _store,
-    file_transaction,
-    ingest_path,
-    refresh_runs_advice,
-)
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import FileResult, Parsed, file_transaction, ingest_path, load_file
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import MetricRows
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.read import HEAD_BYTES, checked
 
 MAX_CHUNK_BYTES = 4 * 1024 * 1024
 FINGERPRINT_BYTES = 1024
@@ -73,8 +65,6 @@ class FollowEvent:
 
     def describe(self) -> str:
         if self.result is not None:
-            from specdash.ingest.pipeline import describe
-
             return describe(self.result)
         parts = [f"{self.path}: +{self.lines} line(s)"]
         if self.metric_points:
@@ -351,26 +341,27 @@ class Follower:
                     "parse",
                 )
             )
-        else:  # parsed before the write lock, as the pipeline does; one chunk is the memory bound
+        else:  # parsed before the write lock, as a whole file is; one chunk is the memory bound
             text = io.StringIO(chunk.decode("utf-8", errors="replace"))
-            for item in parse_lines(log, text, first_line=tracked.lines + 1):
-                if isinstance(item, Problem):
-                    problems.append(item)
-                elif isinstance(item.record, MetricRows) and (
-                    bad := _metric_rows_problem(tracked.path, item)
-                ):
-                    problems.append(bad)
-                else:
-                    items.append(item)
+            items = list(
+                checked(parse_lines(log, text, first_line=tracked.lines + 1), tracked.path, problems)
+            )
+        offset = tracked.offset + (skipped or len(chunk))
+
+        def save(session, result: FileResult) -> None:
+            self._save(session, tracked, offset, tracked.lines + lines, log)
+            if self.in_transaction is not None:
+                self.in_transaction(session)
+
         try:
-            with file_transaction(self.engine, bulk_points=True) as session:
-                store = _store(session, tracked.fmt, tracked.path, items, self.link, problems)
-                refreshed = _refresh(session, store.summary)
-                advice = refresh_runs_advice(session, store)
-                offset = tracked.offset + (skipped or len(chunk))
-                self._save(session, tracked, offset, tracked.lines + lines, log)
-                if self.in_transaction is not None:
-                    self.in_transaction(session)
+            # the chunk's records, the refresh and advice they bring, and the new offset commit together
+            result = load_file(
+                self.engine,
+                Parsed(tracked.path, tracked.fmt, items, problems),
+                link=self.link,
+                invalid="keep",
+                after=save,
+            )
         except (_Moved, IntegrityError):  # IntegrityError: both inserted the file's first row at once
             tracked.close()
             tracked.loaded = False  # read the offset and state the other follower stored
@@ -382,10 +373,10 @@ class Follower:
             raise
         tracked.offset, tracked.lines = offset, tracked.lines + lines
         event.lines += lines
-        event.records += store.summary.records
-        event.metric_points += store.summary.metric_points
-        event.new_alerts += refreshed.new_alerts
-        event.new_advisories += len(advice.new)
+        event.records += result.store.records
+        event.metric_points += result.store.metric_points
+        event.new_alerts += result.refresh.new_alerts
+        event.new_advisories += len(result.advisories.new)
         event.problems += problems
 
     def _save(self, session, tracked: _Tracked, offset: int, lines: int, log: TrainingLog | None) -> None:

@@ -3,6 +3,7 @@
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sqlalchemy import insert, select
@@ -23,8 +24,17 @@ from specdash.db.models import (
     utcnow,
 )
 from specdash.db.parameters import ensure_theory_set
-from specdash.ingest.links import meaningful_folder, name_from_path, parse_checkpoint_name, path_parts
+from specdash.ingest.formats.base import Located
+from specdash.ingest.links import (
+    LinkError,
+    LinkOptions,
+    meaningful_folder,
+    name_from_path,
+    parse_checkpoint_name,
+    path_parts,
+)
 from specdash.ingest.metric_points import MetricPointWriter
+from specdash.ingest.problems import Problem
 from specdash.ingest.records import (
     OWN_HEAD_ALGORITHMS,
     SPECULATION_UNKNOWN,
@@ -41,26 +51,8 @@ from specdash.ingest.records import (
 # Fields that change as a run goes on (a run in training finishes): a newer value is no conflict.
 PROGRESSING = frozenset({"status", "ended_at", "notes"})
 BENCHMARK_BATCH = 1000  # benchmarks per multi-row INSERT
+STORE_BATCH = 1000  # records stored together: one duplicate check, one multi-row INSERT of benchmarks
 MAX_LINKS_KEPT = 10_000  # where each benchmark went, kept to be listed; the counts cover every one
-
-
-class LinkError(ValueError):
-    """A record names something that cannot be linked; reported against its field."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
-
-
-@dataclass
-class LinkOptions:
-    """Names that override or fill in what a file says (CLI `--run/--checkpoint/--deployment`)."""
-
-    run: str | None = None
-    checkpoint: str | None = None
-    deployment: str | None = None
-    target: str | None = None  # the target model of the file's runs (`--target`)
-    target_deployments: tuple[str, ...] = ()  # deployments the file's runs are for (`--target-deployment`)
 
 
 @dataclass
@@ -551,3 +543,40 @@ class Store:
             if rates:
                 self.set_acceptance(checkpoint, rates, "training")
                 self.summary.derived_acceptance += 1
+
+
+def store_records(
+    session: Session,
+    fmt_name: str,
+    name: str,
+    items: Iterable[Located],
+    link: LinkOptions | None,
+    problems: list[Problem],
+    update: bool = False,
+    action: str = "ingest --update",
+) -> Store:
+    """Store validated records in the session's transaction, STORE_BATCH at a time (one duplicate check,
+    one multi-row INSERT of benchmarks per batch); a record that cannot be linked is a problem on its line
+    in `problems`, and the others are stored."""
+    store = Store(session, link, fmt_name, update=update, source_name=name, change_action=action)
+    batch: list[Located] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= STORE_BATCH:
+            _add_batch(store, batch, name, problems)
+            batch = []
+    _add_batch(store, batch, name, problems)
+    try:
+        store.finish()
+    except LinkError as exc:
+        problems.append(Problem(name, None, exc.field, str(exc)))
+    return store
+
+
+def _add_batch(store: Store, batch: list[Located], name: str, problems: list[Problem]) -> None:
+    store.prefetch_keys([item.record for item in batch])  # one duplicate check for the whole batch
+    for item in batch:
+        try:
+            store.add(item.record, item.line)
+        except LinkError as exc:
+            problems.append(Problem(name, item.line, exc.field, str(exc)))

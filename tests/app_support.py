@@ -11,7 +11,7 @@ import pytest
 from specdash.db.engine import make_engine
 from specdash.db.schema import upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES, sqlite_url
 
 SPECBUNDLE = FIXTURES / "real" / "specbundle-data.json"

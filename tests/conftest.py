@@ -10,7 +10,7 @@ from specdash.cli.main import cli
 from specdash.db.engine import make_engine
 from specdash.db.schema import upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -216,8 +216,8 @@ class Outcome:
 
 def check(engine, case: Case, content) -> Outcome:
     """Ingest one case into a database already holding data; judge what happened."""
-    from specdash.ingest.pipeline import ingest_bytes
-    from specdash.ingest.store import LinkOptions
+    from specdash.ingest.links import LinkOptions
+    from specdash.ingest.load import ingest_bytes
 
     before = content(engine)
     try:
@@ -271,7 +271,7 @@ def summarise(outcomes: list[Outcome]) -> str:
 def main() -> None:
     from specdash.db.engine import make_engine
     from specdash.db.schema import upgrade
-    from specdash.ingest.pipeline import ingest_path
+    from specdash.ingest.load import ingest_path
     from tests.ingest_support import content
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

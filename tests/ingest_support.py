@@ -7,7 +7,7 @@ from sqlalchemy import select, text
 from specdash.db.engine import reading
 from specdash.db.models import Benchmark
 from specdash.db.schema import store_metadata
-from specdash.ingest.pipeline import FileResult, ingest_path
+from specdash.ingest.load import FileResult, ingest_path
 from tests.conftest import FIXTURES
 
 SGLANG = FIXTURES / "sglang"

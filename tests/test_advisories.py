@@ -20,7 +20,7 @@ from specdash.db.live_models import Advisory
 from specdash.db.models import Run
 from specdash.db.schema import current_revision, head_revision, upgrade
 from specdash.demo import PCIE, RUN_10K, RUN_KILLED, RUN_TTT5
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 
 # The story's PCIe box: 90 tok/s (11.11 ms a step), half of it all-reduce, 1.93 ms to draft 3 steps.
 PCIE_PARAMS = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3)

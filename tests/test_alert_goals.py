@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Alert, AlertEvent, Benchmark
-from specdash.ingest.pipeline import ingest_bytes, ingest_path
+from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.conftest import REAL_FIXTURES
 
 SPECBUNDLE = REAL_FIXTURES / "specbundle-data.json"

@@ -6,7 +6,7 @@ import pytest
 
 from specdash.app import charts
 from specdash.db.engine import make_engine
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES
 from tests.test_app import run_page, table_with
 

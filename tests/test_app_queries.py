@@ -10,7 +10,7 @@ from specdash.db import checkpoint_queries as cq
 from specdash.db import queries
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, MetricKey, MetricPoint, Run
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 TTT5 = "k25-eagle3-100k-ttt5"

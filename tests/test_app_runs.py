@@ -10,7 +10,7 @@ from specdash.db import runs as run_store
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Checkpoint, Gap, IngestedFile, MetricPoint, Prediction, Run
 from specdash.db.schema import upgrade
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES, sqlite_url
 from tests.test_app import run_page, table_with
 

@@ -7,8 +7,8 @@ from specdash.app import uploads
 from specdash.app.text import unmd
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Deployment, IngestedFile, Run
-from specdash.ingest.pipeline import preview_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import preview_bytes
 from tests.conftest import FIXTURES
 from tests.test_app import run_page, table_with
 

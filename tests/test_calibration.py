@@ -22,7 +22,7 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
 from specdash.db.profiles import effective_profile
 from specdash.db.refresh import refresh
-from specdash.ingest.pipeline import ingest_bytes, ingest_path
+from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.conftest import REAL_FIXTURES
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"

@@ -78,8 +78,8 @@ def test_run_tags_archive_delete_and_undone_ingest_are_recorded(demo_url):
 
 
 def test_a_target_named_at_ingest_over_the_stored_one_is_recorded(engine):
-    from specdash.ingest.pipeline import ingest_bytes
-    from specdash.ingest.store import LinkOptions
+    from specdash.ingest.links import LinkOptions
+    from specdash.ingest.load import ingest_bytes
 
     run = b'{"kind": "run", "name": "r", "target_model": "meta-llama/Llama-3.1-8B-Instruct"}\n'
     assert ingest_bytes(engine, "a.jsonl", run).ok

@@ -14,7 +14,7 @@ from specdash.costmodel.uncertainty import PRIOR_ROUND_BAND
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Alert, Deployment, Prediction
 from specdash.db.schema import upgrade
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 
 
 def test_predictions_at_a_load_without_a_baseline_interpolate_it(engine):

@@ -11,7 +11,7 @@ from specdash.db.models import Alert, Benchmark, Deployment, Gap, Prediction
 from specdash.db.refresh import refresh
 from specdash.db.schema import upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.pipeline import ingest_bytes, ingest_path
+from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.app_support import SPECBUNDLE
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"

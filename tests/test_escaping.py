@@ -15,7 +15,7 @@ from specdash.cli.main import cli
 from specdash.db import queries
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Deployment, Run
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from tests.test_app import run_page
 
 MARKUP = "[x](https://tracker.example) <img src=https://tracker.example/p.gif> $\\frac{1}{2}$ :red[**run**]"

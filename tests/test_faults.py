@@ -124,7 +124,7 @@ def test_paths_that_never_end_are_refused_without_opening(db_url, tmp_path, kind
 
 
 def test_a_file_removed_before_it_is_read(engine, tmp_path):
-    from specdash.ingest.pipeline import ingest_path
+    from specdash.ingest.load import ingest_path
 
     result = ingest_path(engine, tmp_path / "gone.jsonl")
     assert result.status == "failed"
@@ -137,7 +137,7 @@ def test_bom_and_crlf_read_as_plain_text(engine, tmp_path):
     """Every line-based and JSON format: a byte-order mark and CRLF line ends load the same records."""
     plain = (SGLANG / "bench_serving_0.5.9.jsonl").read_bytes()
     windows = b"\xef\xbb\xbf" + plain.replace(b"\n", b"\r\n")
-    from specdash.ingest.pipeline import preview_bytes
+    from specdash.ingest.load import preview_bytes
 
     a = preview_bytes(engine, "plain.jsonl", plain)
     b = preview_bytes(engine, "windows.jsonl", windows)

@@ -12,7 +12,7 @@ from specdash.db.engine import reading
 from specdash.db.live_models import FollowedFile
 from specdash.db.models import Benchmark, MetricPoint, Run
 from specdash.ingest.follow import Follower
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES
 
 ARGS = """\

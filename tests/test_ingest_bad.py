@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from specdash.ingest.pipeline import ingest_bytes, ingest_path
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes, ingest_path
 from specdash.ingest.problems import format_report
-from specdash.ingest.store import LinkOptions
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, content, load
 

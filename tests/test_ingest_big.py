@@ -11,7 +11,7 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Gap, Prediction
 from specdash.db.refresh import refresh
 from specdash.db.schema import upgrade
-from specdash.ingest.pipeline import ingest_path
+from specdash.ingest.load import ingest_path
 
 LIMIT = 5001  # bound parameters per statement on this test's connections
 BENCHMARKS = 12_000  # more than twice the limit: any IN list of a file's ids fails

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from specdash.db.records import MAX_INT
-from specdash.ingest.pipeline import ingest_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes
 from tests.ingest_support import SGLANG, VLLM, content, load
 
 BENCH = {"kind": "benchmark", "deployment": "1x H100", "decode_tps": 100.0}

@@ -10,8 +10,9 @@ from specdash.cli.main import cli
 from specdash.db.changes import acting_as, login_name
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Change, Deployment, IngestedFile, Run
-from specdash.ingest.pipeline import describe, ingest_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.describe import describe
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes
 from tests.ingest_support import content
 
 

@@ -11,8 +11,8 @@ from sqlalchemy import select
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Deployment, Run
 from specdash.ingest.export import TABLES
+from specdash.ingest.links import LinkOptions
 from specdash.ingest.native_schema import native_json_schema
-from specdash.ingest.store import LinkOptions
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, SPECFORGE, load
 

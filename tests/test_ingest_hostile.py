@@ -50,7 +50,7 @@ def test_log_literals_with_escapes_or_deep_nesting_are_read_without_a_warning(us
     import warnings
 
     from specdash.ingest.lines import python_literal
-    from specdash.ingest.pipeline import ingest_path
+    from specdash.ingest.load import ingest_path
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from specdash.ingest.describe import describe
 from specdash.ingest.links import name_from_path
-from specdash.ingest.pipeline import describe, ingest_bytes
+from specdash.ingest.load import ingest_bytes
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,9 @@ Expected numbers are worked out here from the fixture records."""
 
 import pytest
 
-from specdash.ingest.pipeline import describe, ingest_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.describe import describe
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes
 from tests.ingest_support import SGLANG, VLLM, benchmarks, load
 
 H200 = LinkOptions(deployment="8x H200, TP8, NVLink")  # old bench_serving files do not name the server

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from specdash.db.engine import reading
 from specdash.db.models import Checkpoint, Run
 from specdash.ingest.formats import detect_format
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, SPECFORGE, benchmarks, load
 from tests.test_ingest_specforge import points

@@ -17,7 +17,7 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
-from specdash.ingest.pipeline import ingest_bytes, ingest_path
+from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.conftest import FIXTURES
 
 NATIVE = FIXTURES / "native"

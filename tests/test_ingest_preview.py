@@ -1,8 +1,8 @@
 """The upload page's dry run: what a file would link to and which alerts it would raise, writing nothing."""
 
 from specdash.db.engine import make_engine
-from specdash.ingest.pipeline import ingest_bytes, preview_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes, preview_bytes
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, content
 

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from specdash.db.engine import reading
 from specdash.db.models import Prediction
-from specdash.ingest.pipeline import describe
+from specdash.ingest.describe import describe
 from tests.ingest_support import SGLANG, VLLM, benchmarks, load
 
 DRAFTER = "/data/drafters/llama31-eagle3/epoch_3"
@@ -190,7 +190,7 @@ def test_specdash_ingest_on_a_pipeline_of_servers_and_loads(invoke, db_url, engi
 
 def test_the_upload_preview_shows_what_each_benchmark_used(engine):
     from specdash.app import uploads
-    from specdash.ingest.pipeline import preview_bytes
+    from specdash.ingest.load import preview_bytes
 
     data = (VLLM / "server_concurrency_sweep.log").read_bytes()
     frame = uploads.links_frame(preview_bytes(engine, "server.log", data))
@@ -203,8 +203,8 @@ def test_the_upload_preview_shows_what_each_benchmark_used(engine):
 
 
 def test_a_request_rate_run_is_one_level_at_its_median_running_count(engine):
-    from specdash.ingest.pipeline import ingest_bytes
-    from specdash.ingest.store import LinkOptions
+    from specdash.ingest.links import LinkOptions
+    from specdash.ingest.load import ingest_bytes
 
     # Poisson arrivals: the running count never holds; every interval ran prefills
     prompts = [900, 850, 1200, 700, 1000, 950, 800]
@@ -279,8 +279,8 @@ def test_server_start_arguments_in_every_wording(line, expected):
 def test_speculation_switching_without_a_start_line_begins_a_new_benchmark(engine):
     """Two servers' logs pasted one after the other, the start-up lines cut off: the speculative metrics
     stop, and so does the speculative benchmark."""
-    from specdash.ingest.pipeline import ingest_bytes
-    from specdash.ingest.store import LinkOptions
+    from specdash.ingest.links import LinkOptions
+    from specdash.ingest.load import ingest_bytes
 
     def decode(second, gen, accept=None):
         spec = f"accept len: {accept:.2f}, accept rate: 0.70, " if accept else ""

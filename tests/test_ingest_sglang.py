@@ -7,8 +7,8 @@ from sqlalchemy import select
 
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Checkpoint, Gap, Run
-from specdash.ingest.pipeline import ingest_path
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_path
 from tests.ingest_support import SGLANG, benchmarks, content, load
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Deployment, Run
 from specdash.db.schema import upgrade
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from tests.conftest import REAL_FIXTURES, sqlite_url
 from tests.ingest_support import benchmarks, content, load
 

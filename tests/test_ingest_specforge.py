@@ -7,8 +7,8 @@ from sqlalchemy import select, text
 
 from specdash.db.engine import reading
 from specdash.db.models import Checkpoint, MetricKey, MetricPoint, Run
-from specdash.ingest.pipeline import ingest_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes
 from tests.ingest_support import SPECFORGE, benchmarks, content, load
 
 

@@ -4,8 +4,8 @@ from sqlalchemy import func, select
 
 from specdash.db.engine import reading
 from specdash.db.models import MetricPoint, Run
-from specdash.ingest.pipeline import ingest_path
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_path
 from tests.ingest_support import SPECFORGE, content, load
 from tests.test_ingest_specforge import points
 

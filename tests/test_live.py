@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from specdash.db.engine import make_engine, reading
 from specdash.db.live_models import FollowedFile, Notification
 from specdash.db.models import MetricPoint
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from tests.test_advisories import DEPLOYMENT
 from tests.test_app import run_page
 from tests.test_follow import ARGS, KEYS, step_line

@@ -10,7 +10,7 @@ from specdash.db.engine import reading, transaction
 from specdash.db.live_models import FollowedFile, Notification
 from specdash.db.models import MetricPoint
 from specdash.demo import DEMO_FILE_NAME, PCIE, RUN_KILLED, demo_bytes
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from specdash.notify import prime, queue_notifications
 from tests.test_advisories import DEPLOYMENT
 from tests.test_follow import ARGS, KEYS, poll_once, step_line

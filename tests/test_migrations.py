@@ -22,7 +22,7 @@ from specdash.db.schema import (
     upgrade,
 )
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.pipeline import ingest_bytes, ingest_path
+from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.conftest import FIXTURES, REAL_FIXTURES, sqlite_url
 
 PRERELEASE_0001 = FIXTURES / "migrations" / "prerelease-0001-schema.sql"

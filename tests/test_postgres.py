@@ -16,7 +16,7 @@ from specdash.cli.main import cli
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, MetricPoint
 from specdash.db.schema import downgrade, store_metadata, upgrade
-from specdash.ingest.pipeline import ingest_path
+from specdash.ingest.load import ingest_path
 from tests.conftest import FIXTURES, REAL_FIXTURES
 
 ADMIN_URL = os.environ.get("SPECDASH_TEST_PG_URL")

@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from specdash.ingest.formats.base import Located
 from specdash.ingest.jsontext import LENIENT_DECODER, LinedDict
 from specdash.ingest.lines import TooLong, bounded_lines
+from specdash.ingest.links import LinkOptions
 from specdash.ingest.problems import Problem, field_first
 from specdash.ingest.records import OWN_HEAD_ALGORITHMS, BenchmarkRecord, DeploymentRecord, RunRecord
-from specdash.ingest.store import LinkOptions
 
 # Per-request lists a benchmark may carry (one value per prompt); kept out of the stored raw record.
 DETAIL_KEYS = frozenset(
