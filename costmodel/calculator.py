@@ -1,4 +1,4 @@
-"""The cost model as a calculator: one setting in, every figure of DESIGN.md section 3 out (`specdash model`)."""
+"""The cost model as a calculator: one setting in, every figure of docs/cost-model.md out (`specdash model`)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass

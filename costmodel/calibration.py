@@ -1,8 +1,8 @@
 """Calibration: fit a deployment's free cost parameters to measured benchmarks by robust least squares.
 
-Works on plain observations (one per benchmark); the store builds them. The model fitted is DESIGN.md
-section 3 with one verify growth b for compute and collectives alike (throughput alone cannot tell them
-apart: both multiply T_base (N - 1)) and a tree term for drafting with topk > 1:
+Works on plain observations (one per benchmark); the store builds them. The model fitted is the one of
+docs/cost-model.md with one verify growth b for compute and collectives alike (throughput alone cannot
+tell them apart: both multiply T_base (N - 1)) and a tree term for drafting with topk > 1:
 
     T_round = T_base (1 + b g (N - 1)) + K (t_draft_step[drafter] + t_branch (topk - 1)) + t_round_overhead
     tau     = measured accept length, or the chain of the training rates scaled by acc_to_acceptance

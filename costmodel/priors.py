@@ -2,7 +2,7 @@
 share of a step in collectives, and verify growth from the target's architecture (dense or MoE) and load.
 
 Every cost is relative to the no-speculation decode step (a "baseline step") so one prior serves any
-hardware; the README's "Priors" table gives each value with the measurements it comes from."""
+hardware; docs/cost-model.md's priors table gives each value with the measurements it comes from."""
 
 import math
 import re
@@ -52,7 +52,7 @@ GPU_KNEE_TOKENS = {
 }
 DEFAULT_KNEE_TOKENS = 200
 # Share of a step in TP collectives when the profile does not say: none on one GPU; the story's TP8 over
-# PCIe spends about half a step in all-reduce (DESIGN.md), NVLink about an eighth.
+# PCIe spends about half a step in all-reduce (docs/cost-model.md), NVLink about an eighth.
 COMM_FRACTION_BY_INTERCONNECT = {"pcie": 0.5, "nvlink": 0.12}
 COMM_FRACTION_UNKNOWN_LINK = 0.15
 # An eager PyTorch harness (the EAGLE repository, Spec-Bench, Hugging Face generate) runs the target without

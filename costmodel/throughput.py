@@ -1,4 +1,4 @@
-"""Round time and decode throughput of speculative decoding on a deployment (DESIGN.md section 3)."""
+"""Round time and decode throughput of speculative decoding on a deployment (docs/cost-model.md)."""
 
 import math
 from dataclasses import dataclass

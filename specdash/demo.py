@@ -1,4 +1,4 @@
-"""The demo data set: the PCIe story of DESIGN.md section 1 as a native specdash document.
+"""The demo data set: the PCIe story (docs/cost-model.md) as a native specdash document.
 
 Everything here is labelled demo. The document is deterministic, so loading it twice adds nothing (the
 second load is recognised by its sha256), and it goes through the same ingest path as any user file."""

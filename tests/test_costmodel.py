@@ -1,4 +1,4 @@
-"""The cost model reproduces the test vectors of DESIGN.md section 3, and its documented rules."""
+"""The cost model reproduces the test vectors of docs/cost-model.md, and its documented rules."""
 
 import pytest
 

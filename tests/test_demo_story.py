@@ -1,4 +1,4 @@
-"""The story of DESIGN.md section 1, as the demo data tells it."""
+"""The PCIe story (docs/cost-model.md), as the demo data tells it."""
 
 import json
 
