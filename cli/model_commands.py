@@ -125,11 +125,10 @@ def model(
         ) from None
     curve = acceptance_rates or survival_rates
     resolved_steps = steps or (len(curve) if curve else DEFAULT_STEPS)
-    step_ms = draft_ms / resolved_steps if draft_ms is not None else (draft_step_ms or 0.0)
     params = CostParams(
         baseline_tps=baseline_tps or 1000.0 / base_step_ms,
         comm_fraction=comm_fraction,
-        draft_step_ms=step_ms,
+        draft_step_ms=draft_ms / resolved_steps if draft_ms is not None else (draft_step_ms or 0.0),
         draft_branch_ms=draft_branch_ms,
         round_overhead_ms=overhead_ms,
         verify_growth_compute=verify_growth_compute,
@@ -145,6 +144,10 @@ def model(
         measured_accept_length,
         max_steps,
     )
+    _show(out, fmt)
+
+
+def _show(out: dict, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return

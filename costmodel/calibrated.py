@@ -96,29 +96,9 @@ class CalibratedSet:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The fit as stored with the set (and shown by `specdash calibrate --format json`)."""
-        return {
-            "n_benchmarks": self.n_benchmarks,
-            "excluded": self.excluded,
-            "exclusions": dict(self.exclusions),
-            "free": list(self.free),
-            "median_abs_rel_error": self.median_abs_rel_error,
-            "p90_abs_rel_error": self.p90_abs_rel_error,
-            "loo_median_abs_rel_error": self.loo_median_abs_rel_error,
-            "loo_p90_abs_rel_error": self.loo_p90_abs_rel_error,
-            "cross_validation": self.cross_validation,
-            "error_band": self.error_band,
-            "draft_step_ms_by_drafter": dict(self.draft_step_ms_by_drafter),
-            "growth_shape": self.growth_shape,
-            "reference_concurrency": self.reference_concurrency,
-            "round_scale_by_dataset": dict(self.round_scale_by_dataset),
-            "loss": self.loss,
-            "loss_scale": self.loss_scale,
-            "prior_weight": self.prior_weight,
-            "prior": dict(self.prior),
-            "base_parameter_set_id": self.base_parameter_set_id,
-            "benchmark_ids": list(self.benchmark_ids),
-        }
+        """The fit as stored with the set (and shown by `specdash calibrate --format json`), key by key in
+        the order of the fields above."""
+        return {name: _plain(getattr(self, name)) for name in self.__dataclass_fields__}
 
     def prediction_band(self) -> float | None:
         """The expected-error band of the set's predictions: the one its fit recorded; a fit saved before
@@ -238,6 +218,15 @@ class CostSet:
             + (self.verify_growth_comm or 0.0) * comm,
             acc_to_acceptance=self.acc_to_acceptance,
         )
+
+
+def _plain(value: Any) -> Any:
+    """A field's value as JSON holds it: mappings as dicts, tuples as lists."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
 
 
 _NO_FIT = CalibratedSet()

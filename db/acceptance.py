@@ -1,16 +1,19 @@
-"""A checkpoint's per-position acceptance as stored, and the training accuracies (train/acc_i) it is read
-from: the one reader of both, for the refresh, calibration, the depth advisor, the pages and export."""
+"""A checkpoint's per-position acceptance: as stored, from the training accuracies (train/acc_i) it is
+read from, and as its benchmarks imply it. The one reader of each, for the refresh, calibration, the
+depth advisor, the pages and export."""
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.accuracies import ACCURACY_PREFIX, accuracy_position, rates_from_accuracies
+from specdash.costmodel.measured import conditional_from_measured
 from specdash.db.bulk import select_in
-from specdash.db.models import Checkpoint, MetricKey, MetricPoint, PositionAcceptance
+from specdash.db.models import Benchmark, Checkpoint, MetricKey, MetricPoint, PositionAcceptance
 
 
 class StoredAcceptance(NamedTuple):
@@ -120,3 +123,58 @@ def accuracies_at(session: Session, run_id: int, step: int) -> list[float]:
         )
     }
     return rates_from_accuracies(found)
+
+
+@dataclass(frozen=True)
+class MeasuredAcceptance:
+    """A checkpoint's per-position acceptance derived from its benchmarks (no training metrics needed)."""
+
+    rates: tuple[float, ...]
+    source: str  # survival | accept_length | none
+    accept_lengths: dict[int, float]  # chain depth K -> mean measured tau
+    benchmarks: int
+    datasets: tuple[str, ...]
+
+    @property
+    def depth(self) -> int:
+        """The deepest position the benchmarks measured; deeper ones are extrapolated."""
+        return len(self.rates)
+
+
+def measured_acceptance(
+    session: Session, checkpoint_id: int, dataset: str | None = None
+) -> MeasuredAcceptance:
+    """Conditional acceptance per position from the checkpoint's benchmarks (superseded ones left out, one
+    dataset or all): vLLM's per-position survival rates averaged per position when any benchmark has them,
+    else the mean measured accept length of chain speculation at each depth K."""
+    query = select(
+        Benchmark.num_steps,
+        Benchmark.topk,
+        Benchmark.accept_length,
+        Benchmark.position_survival,
+        Benchmark.dataset,
+    ).where(
+        Benchmark.checkpoint_id == checkpoint_id,
+        Benchmark.speculative_algorithm.is_not(None),
+        Benchmark.superseded_by_id.is_(None),
+        *((Benchmark.dataset == dataset,) if dataset is not None else ()),
+    )
+    taus: dict[int, list[float]] = {}
+    survival: dict[int, list[float]] = {}
+    used, datasets = 0, set()
+    for steps, topk, tau, positions, name in session.execute(query):
+        counted = False
+        if positions:
+            for i, value in enumerate(positions):
+                survival.setdefault(i, []).append(float(value))
+            counted = True
+        if steps and (topk or 1) == 1 and tau is not None and tau >= 1:
+            taus.setdefault(int(steps), []).append(float(tau))
+            counted = True
+        if counted:
+            used += 1
+            datasets.add(name or "")
+    accept_lengths = {k: sum(v) / len(v) for k, v in sorted(taus.items())}
+    mean_survival = [sum(survival[i]) / len(survival[i]) for i in sorted(survival)]
+    rates, source = conditional_from_measured(mean_survival, accept_lengths)
+    return MeasuredAcceptance(tuple(rates), source, accept_lengths, used, tuple(sorted(datasets)))

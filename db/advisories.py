@@ -3,12 +3,19 @@ deeper drafts than the run trains (the cost model's advisor), kept as records wi
 a history like the alerts; refreshed as training metrics arrive and quiet while the configuration is fine."""
 
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.advisor import CURVE_MIN_STEPS, DEFAULT_MIN_GAIN, advise_depth, choose_curve
+from specdash.costmodel.advisor import (
+    CURVE_MIN_STEPS,
+    DEFAULT_MIN_GAIN,
+    DepthAdvice,
+    advise_depth,
+    choose_curve,
+)
 from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
 from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
@@ -20,7 +27,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.parameters import cost_set, deployment_facts, ensure_theory_set, load_baselines
+from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.settings import get_setting, set_setting
 
 ADVISOR = "specdash"  # who the history names when the advice itself changes
@@ -114,6 +121,27 @@ def _event(
     )
 
 
+@dataclass(frozen=True)
+class _Advising:
+    """What one refresh of advice reads once."""
+
+    min_gain: float
+    baselines: Baselines
+    existing: dict[tuple[int, int, int], Advisory]  # (run, deployment, concurrency) -> its advisory
+
+
+class _Target(NamedTuple):
+    """One run advised on one deployment at one load, with the curve and parameter set used."""
+
+    run: Run
+    deployment: Deployment
+    concurrency: int
+    label: str
+    curve: tuple[float, ...]
+    source: str  # where the curve came from: training | prior
+    parameter_set_id: int
+
+
 def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> AdvisorySummary:
     """Recompute the depth advice of the given runs (all when None) in the caller's transaction."""
     session.flush()
@@ -126,15 +154,17 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
     summary = AdvisorySummary(runs=len(runs))
     if not runs:
         return summary
-    min_gain = get_min_gain(session)
+    advising = _Advising(
+        get_min_gain(session),
+        load_baselines(session),
+        {
+            (a.run_id, a.deployment_id, a.concurrency): a
+            for a in session.scalars(
+                select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_([r.id for r in runs]))
+            )
+        },
+    )
     curves = last_accuracies(session, [r.id for r in runs])
-    baselines = load_baselines(session)
-    existing = {
-        (a.run_id, a.deployment_id, a.concurrency): a
-        for a in session.scalars(
-            select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_([r.id for r in runs]))
-        )
-    }
     for run in runs:
         rates, logged = curves.get(run.id, ([], None))
         if not rates:
@@ -142,53 +172,70 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
             logged = CURVE_MIN_STEPS if rates else None  # a saved checkpoint's acceptance is a settled curve
         curve, source = choose_curve(rates, logged, run.speculative_algorithm)
         for deployment in target_deployments(session, run):
-            pset = _parameter_set(session, deployment)
-            costs = cost_set(pset)
-            loads = advice_loads(
-                baselines.measured_loads(deployment.id), pset.baseline_tps or deployment.baseline_tps
-            )
-            scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
-            facts = deployment_facts(deployment)
-            for concurrency, baseline_tps in loads:
-                # a calibrated set's drafting and overhead, fitted at its reference load, grow with the step
-                reference_tps = baselines.at_reference(deployment.id, costs.fit, concurrency, None, facts)
-                advice = advise_depth(
-                    # the profile's costs, the priors for what it leaves unstated, at this load
-                    costs.costs(
-                        baseline_tps, facts, concurrency=concurrency, reference_baseline_tps=reference_tps
-                    ),
-                    scaled,
-                    run.ttt_length,
-                    min_gain=min_gain,
-                )
-                label = (
-                    deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
-                )
-                row = existing.get((run.id, deployment.id, concurrency))
-                _apply(
-                    session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset.id
-                )
+            _advise_on(session, summary, advising, run, deployment, curve, source)
     session.flush()
     return summary
 
 
-def _apply(
-    session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset_id
+def _advise_on(
+    session: Session,
+    summary: AdvisorySummary,
+    advising: _Advising,
+    run: Run,
+    deployment: Deployment,
+    curve: tuple[float, ...],
+    source: str,
 ) -> None:
-    if not advice.advise:
-        if row is not None and row.active:
-            row.active = False
-            note = (
-                f"configuration fine now: on {label} the best depth is {advice.best.steps} "
-                f"({advice.gain:+.0%} against the trained {advice.trained_depth})"
-            )
-            if row.status in OPEN_STATUSES:
-                _event(session, row, "resolved", note)
-                summary.resolved += 1
-        return
-    message = advice.message(label) + (
-        f" (curve: {run.speculative_algorithm or 'EAGLE3'} prior, before the run's own accuracies settle)"
-        if source == "prior"
+    """The run's advice on one deployment, at every load it was measured at (else batch 1)."""
+    pset = _parameter_set(session, deployment)
+    costs = cost_set(pset)
+    baselines = advising.baselines
+    loads = advice_loads(
+        baselines.measured_loads(deployment.id), pset.baseline_tps or deployment.baseline_tps
+    )
+    scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
+    facts = deployment_facts(deployment)
+    for concurrency, baseline_tps in loads:
+        # a calibrated set's drafting and overhead, fitted at its reference load, grow with the step
+        reference_tps = baselines.at_reference(deployment.id, costs.fit, concurrency, None, facts)
+        advice = advise_depth(
+            # the profile's costs, the priors for what it leaves unstated, at this load
+            costs.costs(baseline_tps, facts, concurrency=concurrency, reference_baseline_tps=reference_tps),
+            scaled,
+            run.ttt_length,
+            min_gain=advising.min_gain,
+        )
+        label = deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
+        target = _Target(run, deployment, concurrency, label, curve, source, pset.id)
+        row = advising.existing.get((run.id, deployment.id, concurrency))
+        if advice.advise:
+            _hold(session, summary, row, target, advice)
+        elif row is not None and row.active:
+            _quiet(session, summary, row, target, advice)
+
+
+def _quiet(
+    session: Session, summary: AdvisorySummary, row: Advisory, target: _Target, advice: DepthAdvice
+) -> None:
+    """The configuration is fine now: the advisory goes quiet, and resolved when still open."""
+    row.active = False
+    note = (
+        f"configuration fine now: on {target.label} the best depth is {advice.best.steps} "
+        f"({advice.gain:+.0%} against the trained {advice.trained_depth})"
+    )
+    if row.status in OPEN_STATUSES:
+        _event(session, row, "resolved", note)
+        summary.resolved += 1
+
+
+def _hold(
+    session: Session, summary: AdvisorySummary, row: Advisory | None, target: _Target, advice: DepthAdvice
+) -> None:
+    """The advice holds: a new advisory, or the stored one updated (and opened again when specdash had
+    resolved it)."""
+    message = advice.message(target.label) + (
+        f" (curve: {target.run.speculative_algorithm or 'EAGLE3'} prior, before the run's own accuracies settle)"
+        if target.source == "prior"
         else ""
     )
     values = dict(
@@ -199,35 +246,14 @@ def _apply(
         best_tps=advice.best.tps,
         suggested_ttt=advice.suggested_ttt,
         time_factor=advice.time_factor,
-        curve_source=source,
-        curve=[round(r, 6) for r in curve],
-        parameter_set_id=pset_id,
+        curve_source=target.source,
+        curve=[round(r, 6) for r in target.curve],
+        parameter_set_id=target.parameter_set_id,
         message=message,
     )
     summary.advised += 1
     if row is None:
-        row = Advisory(
-            run_id=run.id,
-            deployment_id=deployment.id,
-            concurrency=concurrency,
-            kind="depth",
-            status="open",
-            active=True,
-            **values,
-        )
-        session.add(row)
-        session.flush()
-        session.add(
-            AdvisoryEvent(
-                advisory_id=row.id,
-                who=ADVISOR,
-                from_status=None,
-                to_status="open",
-                note=message,
-                at=row.created_at,
-            )
-        )
-        summary.new.append(row.id)
+        _raise(session, summary, target, values)
         return
     changed = any(getattr(row, k) != v for k, v in values.items())
     for k, v in values.items():
@@ -239,6 +265,31 @@ def _apply(
             summary.new.append(row.id)
     elif changed:
         row.updated_at = utcnow()
+
+
+def _raise(session: Session, summary: AdvisorySummary, target: _Target, values: dict[str, Any]) -> None:
+    row = Advisory(
+        run_id=target.run.id,
+        deployment_id=target.deployment.id,
+        concurrency=target.concurrency,
+        kind="depth",
+        status="open",
+        active=True,
+        **values,
+    )
+    session.add(row)
+    session.flush()
+    session.add(
+        AdvisoryEvent(
+            advisory_id=row.id,
+            who=ADVISOR,
+            from_status=None,
+            to_status="open",
+            note=values["message"],
+            at=row.created_at,
+        )
+    )
+    summary.new.append(row.id)
 
 
 # --- reading and investigating --------------------------------------------------------------------------

@@ -5,8 +5,9 @@ import dataclasses
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import (
@@ -163,6 +164,21 @@ def _prior(costs: CostSet, facts: DeploymentFacts, screened: _Screened) -> Fitte
     )
 
 
+_SCREENED_COLUMNS = (
+    Benchmark.id,
+    Benchmark.checkpoint_id,
+    *BENCHMARK_SETTING,
+    Benchmark.decode_tps,
+    Benchmark.accept_length,
+    Benchmark.draft_hidden_size,
+    Benchmark.superseded_by_id,
+    Run.speculative_algorithm.label("drafter_algorithm"),
+    Run.hidden_size.label("drafter_hidden_size"),
+    Run.id.label("run_id"),
+    Run.name.label("run_name"),
+)
+
+
 def _screen(
     session: Session,
     deployment: Deployment,
@@ -173,19 +189,7 @@ def _screen(
     """Trusted benchmarks as observations; the rest counted by why they were left out."""
     # plain columns, not ORM objects: a deployment may hold tens of thousands of benchmarks
     rows = session.execute(
-        select(
-            Benchmark.id,
-            Benchmark.checkpoint_id,
-            *BENCHMARK_SETTING,
-            Benchmark.decode_tps,
-            Benchmark.accept_length,
-            Benchmark.draft_hidden_size,
-            Benchmark.superseded_by_id,
-            Run.speculative_algorithm.label("drafter_algorithm"),
-            Run.hidden_size.label("drafter_hidden_size"),
-            Run.id.label("run_id"),
-            Run.name.label("run_name"),
-        )
+        select(*_SCREENED_COLUMNS)
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .outerjoin(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.deployment_id == deployment.id, Benchmark.speculative_algorithm.is_not(None))
@@ -194,17 +198,7 @@ def _screen(
     rates = checkpoint_rates(session, sorted({b.checkpoint_id for b in rows if b.checkpoint_id}))
     out = _Screened()
     for bench in rows:
-        topk = bench.topk or 1
         steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
-        verdict = diagnose(
-            GapContext(
-                decomposition=None,
-                benchmark_algorithm=bench.speculative_algorithm,
-                drafter_algorithm=bench.drafter_algorithm,
-                draft_hidden_size=bench.draft_hidden_size,
-                drafter_hidden_size=bench.drafter_hidden_size,
-            )
-        )
         # interpolated between measured loads, never extrapolated: a fit rests on measurements
         baseline = baselines.choose(
             deployment.id,
@@ -214,49 +208,92 @@ def _screen(
             profile_tps=profile_baseline,
             extrapolate=False,
         )
-        trained = rates.get(bench.checkpoint_id) if bench.checkpoint_id else None
-        # rates past the trained depth are extrapolated: they would bias the acc-to-acceptance factor
-        if (
-            trained
-            and steps
-            and min(steps, verified_tokens(steps, topk, bench.num_draft_tokens) - 1) > len(trained)
-        ):
-            trained = None
-        if bench.superseded_by_id is not None:
-            out.exclusions["superseded"] += 1
-        elif has_critical(verdict):
-            out.exclusions["critical diagnosis"] += 1
-        elif not steps:
-            out.exclusions["no speculation setting"] += 1
-        elif not baseline:
-            out.exclusions["no baseline"] += 1
-        elif not bench.accept_length and not trained:
-            out.exclusions["no accept length"] += 1
+        trained = _trained_rates(
+            rates.get(bench.checkpoint_id) if bench.checkpoint_id else None, bench, steps
+        )
+        why = _left_out(bench, steps, baseline, trained)
+        if why is not None:
+            out.exclusions[why] += 1
         else:
-            draft_tokens = verified_tokens(steps, topk, bench.num_draft_tokens)
-            drafter = str(bench.run_id or "")
-            out.families[drafter] = drafter_family(bench.drafter_algorithm, bench.speculative_algorithm)
-            out.names[drafter] = bench.run_name or drafter
-            out.observations.append(
-                CalibrationObservation(
-                    steps=steps,
-                    topk=topk,
-                    draft_tokens=draft_tokens,
-                    measured_tps=bench.decode_tps,
-                    baseline_tps=baseline,
-                    measured_accept_length=bench.accept_length or None,
-                    training_rates=trained,
-                    label=f"benchmark {bench.id}",
-                    drafter=drafter,
-                    growth_shape=growth_shape(facts, bench.concurrency, draft_tokens),
-                    dataset=bench.dataset or "",
-                )
-            )
-            out.benchmark_ids.append(bench.id)
-            out.concurrencies.append(bench.concurrency)
-            out.datasets.append(bench.dataset)
+            assert steps is not None and baseline is not None
+            _observe(out, bench, steps, baseline, trained, facts)
     _scale_to_reference_load(out, deployment, baselines, facts)
     return out
+
+
+def _trained_rates(
+    trained: tuple[float, ...] | None, bench: Row[Any], steps: int | None
+) -> tuple[float, ...] | None:
+    """The drafter's training rates for a fit, unless the setting drafts past them: rates past the trained
+    depth are extrapolated, and would bias the acc-to-acceptance factor."""
+    topk = bench.topk or 1
+    if (
+        trained
+        and steps
+        and min(steps, verified_tokens(steps, topk, bench.num_draft_tokens) - 1) > len(trained)
+    ):
+        return None
+    return trained
+
+
+def _left_out(
+    bench: Row[Any], steps: int | None, baseline: float | None, trained: tuple[float, ...] | None
+) -> str | None:
+    """Why a benchmark cannot be fitted to (None: it can)."""
+    verdict = diagnose(
+        GapContext(
+            decomposition=None,
+            benchmark_algorithm=bench.speculative_algorithm,
+            drafter_algorithm=bench.drafter_algorithm,
+            draft_hidden_size=bench.draft_hidden_size,
+            drafter_hidden_size=bench.drafter_hidden_size,
+        )
+    )
+    if bench.superseded_by_id is not None:
+        return "superseded"
+    if has_critical(verdict):
+        return "critical diagnosis"
+    if not steps:
+        return "no speculation setting"
+    if not baseline:
+        return "no baseline"
+    if not bench.accept_length and not trained:
+        return "no accept length"
+    return None
+
+
+def _observe(
+    out: _Screened,
+    bench: Row[Any],
+    steps: int,
+    baseline: float,
+    trained: tuple[float, ...] | None,
+    facts: DeploymentFacts,
+) -> None:
+    """A trusted benchmark as one observation of the fit."""
+    topk = bench.topk or 1
+    draft_tokens = verified_tokens(steps, topk, bench.num_draft_tokens)
+    drafter = str(bench.run_id or "")
+    out.families[drafter] = drafter_family(bench.drafter_algorithm, bench.speculative_algorithm)
+    out.names[drafter] = bench.run_name or drafter
+    out.observations.append(
+        CalibrationObservation(
+            steps=steps,
+            topk=topk,
+            draft_tokens=draft_tokens,
+            measured_tps=bench.decode_tps,
+            baseline_tps=baseline,
+            measured_accept_length=bench.accept_length or None,
+            training_rates=trained,
+            label=f"benchmark {bench.id}",
+            drafter=drafter,
+            growth_shape=growth_shape(facts, bench.concurrency, draft_tokens),
+            dataset=bench.dataset or "",
+        )
+    )
+    out.benchmark_ids.append(bench.id)
+    out.concurrencies.append(bench.concurrency)
+    out.datasets.append(bench.dataset)
 
 
 def _scale_to_reference_load(

@@ -11,7 +11,16 @@ from typing import Any, NamedTuple
 from sqlalchemy import Row, Text, select, type_coerce
 from sqlalchemy.orm import Session
 
-from specdash.costmodel import GapContext, RoundTime, Throughput, decompose, diagnose, throughput
+from specdash.costmodel import (
+    Diagnosis,
+    GapContext,
+    GapDecomposition,
+    RoundTime,
+    Throughput,
+    decompose,
+    diagnose,
+    throughput,
+)
 from specdash.costmodel.diagnoses import worst_severity
 from specdash.costmodel.sources import choose_accept_length
 from specdash.db.bulk import insert_rows, select_in, update_rows
@@ -139,36 +148,20 @@ def _judge(
     context: RefreshContext,
 ) -> None:
     """One benchmark against one prediction: its gap (new or changed), and the candidate for its verdict."""
-    pred, key = prediction.values, group.key
-    measured_tau, tau_source, tau_text = bench.accept_length, pred.accept_length_source, ""
-    result = prediction.result
-    if result is None:  # external: only its tok/s and perhaps tau and round time are known
-        result = _external_throughput(pred, bench)
-        if pred.accept_length is None:
-            measured_tau = None  # no predicted tau to split the gap against
-    else:
-        # the prediction has its key's accept length; this benchmark may have a reference of its own
-        trained = pred if pred.accept_length_source == "training" else None
-        tau = choose_accept_length(trained, reference, (pred.accept_length,))
-        if tau is not None:
-            tau_source, tau_text = tau.source, tau.reference
-            if tau.accept_length != result.accept_length:
-                assert prediction.params is not None  # computed predictions carry their costs
-                result = throughput(
-                    prediction.params, tau.accept_length, key.steps, key.draft_tokens, key.topk
-                )
+    pred, key, drafter = prediction.values, group.key, group.drafter
+    result, measured_tau, tau_source, tau_text = _as_judged(prediction, bench, reference, key)
     decomposition = decompose(result, bench.decode_tps, measured_tau)
     diagnoses = diagnose(
         GapContext(
             decomposition=decomposition,
             threshold=group.threshold,
             benchmark_algorithm=bench.speculative_algorithm,
-            drafter_algorithm=group.drafter.speculative_algorithm,
+            drafter_algorithm=drafter.speculative_algorithm,
             draft_hidden_size=bench.draft_hidden_size,
-            drafter_hidden_size=group.drafter.hidden_size,
+            drafter_hidden_size=drafter.hidden_size,
             num_steps=key.steps,
             num_draft_tokens=key.draft_tokens,
-            ttt_length=group.drafter.ttt_length,
+            ttt_length=drafter.ttt_length,
             baseline_tps=group.measured_baseline or pred.baseline_tps or group.deployment.baseline_tps,
             baseline_measured=group.measured_baseline is not None,
             deployment=group.deployment.name,
@@ -177,6 +170,7 @@ def _judge(
             acceptance_reference=tau_text,
         )
     )
+    version = context.versions.get(pred.parameter_set_id) if pred.parameter_set_id is not None else None
     judged.candidates[bench.id].append(
         Candidate(
             source=prediction.source,
@@ -187,12 +181,38 @@ def _judge(
             diagnoses=diagnoses,
             acceptance_factor=decomposition.acceptance_factor,
             accept_length_source=tau_source,
-            version=context.versions.get(pred.parameter_set_id)
-            if pred.parameter_set_id is not None
-            else None,
+            version=version,
         )
     )
-    values = dict(
+    _keep(
+        judged, existing, bench.id, prediction.prediction_id, _gap_values(decomposition, diagnoses), context
+    )
+
+
+def _as_judged(
+    prediction: Predicted, bench: Row[Any], reference: Reference | None, key: PredictionKey
+) -> tuple[Throughput, float | None, str | None, str]:
+    """The prediction as this benchmark is judged against it: its throughput (with the benchmark's own
+    accept-length reference where it has one), the measured tau to split the gap by, and where the
+    predicted tau came from (source and the text a diagnosis cites)."""
+    pred, result = prediction.values, prediction.result
+    if result is None:  # external: only its tok/s and perhaps tau and round time are known
+        # no predicted tau to split the gap against without one
+        measured_tau = bench.accept_length if pred.accept_length is not None else None
+        return _external_throughput(pred, bench), measured_tau, pred.accept_length_source, ""
+    # the prediction has its key's accept length; this benchmark may have a reference of its own
+    trained = pred if pred.accept_length_source == "training" else None
+    tau = choose_accept_length(trained, reference, (pred.accept_length,) if pred.accept_length else ())
+    if tau is None:
+        return result, bench.accept_length, pred.accept_length_source, ""
+    if tau.accept_length != result.accept_length:
+        assert prediction.params is not None  # computed predictions carry their costs
+        result = throughput(prediction.params, tau.accept_length, key.steps, key.draft_tokens, key.topk)
+    return result, bench.accept_length, tau.source, tau.reference
+
+
+def _gap_values(decomposition: GapDecomposition, diagnoses: list[Diagnosis]) -> dict[str, Any]:
+    return dict(
         gap=decomposition.gap,
         measured_tps=decomposition.measured_tps,
         predicted_tps=decomposition.predicted_tps,
@@ -204,20 +224,24 @@ def _judge(
         diagnoses=[d.as_dict() for d in diagnoses],
         severity=worst_severity(diagnoses),
     )
-    stored = existing.get((bench.id, prediction.prediction_id))
+
+
+def _keep(
+    judged: _Judged,
+    existing: dict[tuple[int, int], Stored],
+    benchmark_id: int,
+    prediction_id: int,
+    values: dict[str, Any],
+    context: RefreshContext,
+) -> None:
+    """Queue the gap's row: new, or rewritten when its numbers changed (compared as stored)."""
+    stored = existing.get((benchmark_id, prediction_id))
     if stored is None:
         judged.new.append(
-            dict(
-                benchmark_id=bench.id,
-                prediction_id=prediction.prediction_id,
-                updated_at=context.now,
-                **values,
-            )
+            dict(benchmark_id=benchmark_id, prediction_id=prediction_id, updated_at=context.now, **values)
         )
     elif stored.values != GapValues(**dict(values, diagnoses=json.dumps(values["diagnoses"]))):
-        judged.changed.append(
-            dict(id=stored.id, updated_at=context.now, **values)
-        )  # rewrite only what changed
+        judged.changed.append(dict(id=stored.id, updated_at=context.now, **values))
     judged.count += 1
 
 

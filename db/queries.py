@@ -18,7 +18,7 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
-from specdash.db.selects import GAP_DETAIL_COLUMNS, muted_clause, with_gap_joins
+from specdash.db.selects import GAP_DETAIL_COLUMNS, NAMES, muted_clause, with_gap_joins
 from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 
 
@@ -136,9 +136,7 @@ def _parity_select(source: str) -> Select:
         select(
             Benchmark.id.label("benchmark_id"),
             Gap.id.label("gap_id"),
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
+            *NAMES,
             *BENCHMARK_SETTING,
             Gap.measured_tps,
             Gap.predicted_tps,
@@ -341,9 +339,7 @@ def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFra
     query = (
         select(
             Benchmark.id.label("benchmark_id"),
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
+            *NAMES,
             *BENCHMARK_SETTING,
             Benchmark.decode_tps.label("measured_tps"),
             Benchmark.accept_length.label("measured_accept_length"),

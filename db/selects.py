@@ -18,11 +18,15 @@ from specdash.db.models import (
     Run,
 )
 
-# A gap with what it is about: run, checkpoint, deployment, setting, prediction, and its decomposition.
-GAP_DETAIL_COLUMNS: tuple[ColumnElement[Any], ...] = (
+# What a benchmark, gap or prediction is about, by name.
+NAMES: tuple[ColumnElement[Any], ...] = (
     Run.name.label("run"),
     Checkpoint.name.label("checkpoint"),
     Deployment.name.label("deployment"),
+)
+# A gap with what it is about: run, checkpoint, deployment, setting, prediction, and its decomposition.
+GAP_DETAIL_COLUMNS: tuple[ColumnElement[Any], ...] = (
+    *NAMES,
     Prediction.source,
     Prediction.parameter_set_id,
     *BENCHMARK_SETTING,

@@ -4,7 +4,7 @@ each file, and the closing line of a multi-file ingest."""
 from collections import Counter
 
 from specdash.ingest.load import FileResult
-from specdash.ingest.store import StoreSummary
+from specdash.ingest.store_summary import StoreSummary
 
 MAX_LINKS_SHOWN = 5
 MAX_INTERVAL_NOTES = 12

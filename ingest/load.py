@@ -38,7 +38,8 @@ from specdash.ingest.read import (
     parse_file,
     sha256_of,
 )
-from specdash.ingest.store import BenchmarkLink, Store, StoreSummary, store_records
+from specdash.ingest.store import Store, store_records
+from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
 
 # What a batch's problems do: refuse it (nothing written), skip the invalid records (--skip-invalid; a
 # batch with no valid record is refused), or keep the valid ones whatever (a followed log moves on).

@@ -9,7 +9,7 @@ from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth, tau_chain
 from specdash.costmodel.measured import conditional_from_accept_lengths, conditional_from_measured
 from specdash.costmodel.priors import DeploymentFacts, architecture_for, resolve_costs
-from specdash.db import checkpoint_queries
+from specdash.db import acceptance, checkpoint_queries
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Checkpoint, Run
 from tests.app_support import chain_accept_lengths
@@ -114,7 +114,7 @@ def test_rates_from_accept_lengths_reproduce_each_measured_depth():
 def test_measured_acceptance_of_a_specbundle_drafter(real_url):
     with reading(make_engine(real_url)) as session:
         checkpoint = session.scalars(select(Checkpoint.id).join(Run).where(Run.name == SB_DRAFTER)).one()
-        measured = checkpoint_queries.measured_acceptance(session, checkpoint)
+        measured = acceptance.measured_acceptance(session, checkpoint)
     published = chain_accept_lengths(SB_DRAFTER)
     assert list(published) == [3, 5, 7]
     assert measured.source == "accept_length" and measured.accept_lengths == pytest.approx(published)
@@ -176,7 +176,7 @@ def test_checkpoints_page_shows_the_acceptance_a_drafter_without_training_metric
 
     with reading(make_engine(real_url)) as session:
         checkpoint = session.scalars(select(Checkpoint.id).join(Run).where(Run.name == SB_DRAFTER)).one()
-        measured = checkpoint_queries.measured_acceptance(session, checkpoint)
+        measured = acceptance.measured_acceptance(session, checkpoint)
         assert checkpoint_queries.position_acceptance_frame(session, [checkpoint]).empty  # no training rates
         frame = checkpoint_queries.position_acceptance_frame(session, [checkpoint], from_benchmarks=True)
     assert frame["rate"].tolist() == pytest.approx(list(measured.rates))

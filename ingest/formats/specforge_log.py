@@ -26,7 +26,7 @@ from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_
 from specdash.ingest.links import parse_checkpoint_name, path_parts, run_from_parents
 from specdash.ingest.metric_points import MAX_KEY_CHARS
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import CheckpointRecord, MetricRows
+from specdash.ingest.records import CheckpointRecord, MetricRows, RunRecord
 
 NAME = "specforge-log"
 HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [e/E], position i' lines"
@@ -111,7 +111,32 @@ def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     return tuple(numbers), list(numbers.values())
 
 
+def _run_of(run: str, args: dict[str, str]) -> RunRecord:
+    ttt = args.get("ttt_length", "")
+    specforge = bool(args)  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
+    return run_record(
+        run,
+        framework="specforge" if specforge else None,
+        speculative_algorithm="EAGLE3" if specforge else None,
+        ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
+        target_model=model_short_name(args.get("target_model_path")),
+    )
+
+
+def _problems(path: str, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
+    """A logged step's values that cannot be stored: not finite, or under a key over the cap."""
+    problems = []
+    for key, value in zip(keys, values, strict=True):
+        if not math.isfinite(value):
+            problems.append(Problem(path, line, key, f"must be a finite number, not {value}"))
+        elif len(key) > MAX_KEY_CHARS:
+            problems.append(Problem(path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}"))
+    return problems
+
+
 class TrainingLog:
+    """The parser's state over a log's lines (kept with a followed log's offset between chunks)."""
+
     def __init__(self, path: str, link):
         self.path = path
         self.forced_run = link.run if link is not None else None
@@ -133,34 +158,13 @@ class TrainingLog:
             self.run = self.forced_run or (
                 run_from_parents(parts) if parts else PurePath(self.path).stem or "training-log"
             )
-            ttt = self.args.get("ttt_length", "")
-            specforge = bool(
-                self.args
-            )  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
-            yield Located(
-                line,
-                run_record(
-                    self.run,
-                    framework="specforge" if specforge else None,
-                    speculative_algorithm="EAGLE3" if specforge else None,
-                    ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
-                    target_model=model_short_name(self.args.get("target_model_path")),
-                ),
-            )
+            yield Located(line, _run_of(self.run, self.args))
 
     def problems(self, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
         if math.isfinite(sum(values)) and (keys in self.checked or max(map(len, keys)) <= MAX_KEY_CHARS):
             self.checked.add(keys)
             return []  # the common case, checked in one go
-        problems = []
-        for key, value in zip(keys, values, strict=True):
-            if not math.isfinite(value):
-                problems.append(Problem(self.path, line, key, f"must be a finite number, not {value}"))
-            elif len(key) > MAX_KEY_CHARS:
-                problems.append(
-                    Problem(self.path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}")
-                )
-        return problems
+        return _problems(self.path, line, keys, values)
 
     def metrics(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> Iterator:
         problems = self.problems(line, keys, values)
