@@ -21,21 +21,10 @@ from specdash.db.models import Run
 from specdash.db.schema import current_revision, head_revision, upgrade
 from specdash.demo import PCIE, RUN_10K, RUN_KILLED, RUN_TTT5
 from specdash.ingest.load import ingest_bytes
+from tests.live_support import DEPLOYMENT
 
 # The story's PCIe box: 90 tok/s (11.11 ms a step), half of it all-reduce, 1.93 ms to draft 3 steps.
 PCIE_PARAMS = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3)
-DEPLOYMENT = {
-    "name": "8x RTX PRO 6000, TP8, PCIe",
-    "target_model": "Kimi-K2.5",
-    "interconnect": "pcie",
-    "baseline_tps": 90.0,
-    "comm_fraction": 0.5,
-    "draft_step_ms": 1.93 / 3,
-    # the story's profile states no overhead and no verify growth (else the published priors would apply)
-    "round_overhead_ms": 0.0,
-    "verify_growth_compute": 0.0,
-    "verify_growth_comm": 0.0,
-}
 
 
 def chain_tps(rates: list[float], steps: int) -> float:
@@ -276,8 +265,8 @@ def test_upgrade_from_the_previous_revision_keeps_data_and_adds_advisories(tmp_p
 
 def test_dashboard_sees_what_another_writer_stored(monkeypatch, ttt3, tmp_path):
     from specdash.app.text import unmd
-    from tests.test_app import run_page
-    from tests.test_follow import ARGS, poll_once, step_line
+    from tests.app_support import run_page
+    from tests.live_support import ARGS, poll_once, step_line
 
     url = str(ttt3.url)
     at = run_page(monkeypatch, url, "views/checkpoints.py")

@@ -1,17 +1,13 @@
 """The Streamlit app, run by AppTest on real databases: every page renders, and the Overview and Checkpoints
 pages show what the demo data says."""
 
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
 
-import specdash.app
 from specdash.app.text import unmd
 from specdash.db.engine import make_engine, transaction
 from specdash.db.models import Run
+from tests.app_support import run_page, table_with
 
-APP = str(Path(specdash.app.__file__).resolve().parent / "main.py")
 PAGES = [
     "views/overview.py",
     "views/leaderboard.py",
@@ -22,23 +18,6 @@ PAGES = [
     "views/whatif.py",
     "views/settings.py",
 ]
-
-
-def run_page(monkeypatch, url: str, page: str | None = None, query: dict | None = None) -> AppTest:
-    monkeypatch.setenv("SPECDASH_DB_URL", url)
-    at = AppTest.from_file(APP, default_timeout=30)
-    at.run()
-    if page:
-        at.switch_page(page)
-        if query:
-            at.query_params.update(query)
-        at.run()
-    return at
-
-
-def table_with(at: AppTest, column: str):
-    """The first table on the page that has `column` (display-only tables carry no key in AppTest)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -10,7 +10,7 @@ from specdash.db import alerts
 from specdash.db.alerts import AlertChangeError, AlertFilters
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, AlertEvent, Benchmark
-from tests.test_app import run_page, table_with
+from tests.app_support import run_page, table_with
 
 # Alert ids are benchmark ids. The demo's alerts: the EAGLE-flag benchmark (#3, critical), the 16-token one
 # (#12, 15 steps on a drafter trained 5 deep) and the two 7-step ones (#11 on PCIe, judged by the external

@@ -3,7 +3,7 @@ format, no `None` or unrounded numbers, and columns that long names cannot push 
 
 import re
 
-from tests.test_app import run_page, table_with
+from tests.app_support import run_page, table_with
 
 SB_DRAFTER = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"
 SB_DEPLOYMENT = "SpecBundle: Qwen3-30B-A3B-Instruct-2507"

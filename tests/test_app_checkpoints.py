@@ -7,8 +7,8 @@ import pytest
 from specdash.app import charts
 from specdash.db.engine import make_engine
 from specdash.ingest.load import ingest_bytes
+from tests.app_support import run_page, table_with
 from tests.conftest import FIXTURES
-from tests.test_app import run_page, table_with
 
 TTT5 = "k25-eagle3-100k-ttt5"
 SB_DRAFTER = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"

@@ -13,8 +13,7 @@ from specdash.app.text import abbreviate
 from specdash.db.engine import make_engine, reading
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard
 from specdash.db.models import Deployment
-from tests.app_support import specbundle_rows
-from tests.test_app import run_page, table_with
+from tests.app_support import run_page, specbundle_rows, table_with
 
 LLAMA8B = "Llama-3.1-8B-Instruct"
 LLAMA8B_DEPLOYMENT = "SpecBundle: Llama-3.1-8B-Instruct"

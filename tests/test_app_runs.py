@@ -11,8 +11,8 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Checkpoint, Gap, IngestedFile, MetricPoint, Prediction, Run
 from specdash.db.schema import upgrade
 from specdash.ingest.load import ingest_bytes
+from tests.app_support import run_page, table_with
 from tests.conftest import FIXTURES, sqlite_url
-from tests.test_app import run_page, table_with
 
 TEN_K = "k25-eagle3-10k"
 TTT5 = "k25-eagle3-100k-ttt5"

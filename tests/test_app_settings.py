@@ -10,7 +10,7 @@ from specdash.db.models import Alert, Deployment, Gap, ParameterSet, Prediction
 from specdash.db.profiles import ProfileError
 from specdash.db.queries import open_alert_counts
 from specdash.db.settings import get_gap_threshold
-from tests.test_app import run_page, table_with
+from tests.app_support import run_page, table_with
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 NVLINK = "8x H200, TP8, NVLink"

@@ -9,8 +9,8 @@ from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Deployment, IngestedFile, Run
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import preview_bytes
+from tests.app_support import run_page, table_with
 from tests.conftest import FIXTURES
-from tests.test_app import run_page, table_with
 
 DASHBOARD = FIXTURES / "dashboard"
 PCIE = "8x RTX PRO 6000, TP8, PCIe"

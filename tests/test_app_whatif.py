@@ -12,8 +12,7 @@ from specdash.costmodel.priors import DeploymentFacts, architecture_for, resolve
 from specdash.db import acceptance, checkpoint_queries
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Checkpoint, Run
-from tests.app_support import chain_accept_lengths
-from tests.test_app import run_page
+from tests.app_support import chain_accept_lengths, run_page
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 NVLINK = "8x H200, TP8, NVLink"

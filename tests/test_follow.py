@@ -14,22 +14,7 @@ from specdash.db.models import Benchmark, MetricPoint, Run
 from specdash.ingest.follow import Follower
 from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES
-
-ARGS = """\
- -----------\u3010args\u3011-----------
-target_model_path  \u00b7\u00b7\u00b7 /models/Kimi-K2.5
-output_dir         \u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7 /ckpt/k25-ttt3
-ttt_length         \u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7\u00b7 3
-"""
-KEYS = 4  # train/acc_0..2 and train/lr on every step line
-
-
-def step_line(step: int) -> str:
-    acc = [round(0.2 + step / 10_000, 4), round(0.15 + step / 12_000, 4), round(0.1 + step / 15_000, 4)]
-    return (
-        f"2026-12-01 09:00:00,000 - specforge - INFO - step {step}: {{'train/lr': 9e-05, "
-        f"'train/acc_0': {acc[0]}, 'train/acc_1': {acc[1]}, 'train/acc_2': {acc[2]}}}\n"
-    )
+from tests.live_support import ARGS, KEYS, poll_once, step_line
 
 
 def points(engine) -> int:
@@ -56,12 +41,6 @@ def _followers_closed(monkeypatch):
     yield
     for follower in made:
         follower.close()
-
-
-def poll_once(engine, paths, **options) -> list:
-    """One poll of a follower that is closed afterwards (as a restarted process would be)."""
-    with Follower(engine, paths, **options) as follower:
-        return follower.poll()
 
 
 @pytest.fixture

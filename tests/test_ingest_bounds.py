@@ -1,14 +1,12 @@
 """Plausibility bounds of the shared records: each refused in every format, the refusal naming its bound,
 its file, line and field, and the store left as it was."""
 
-import json
-
 import pytest
 
 from specdash.db.records import MAX_INT
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_bytes
-from tests.ingest_support import SGLANG, VLLM, content, load
+from tests.ingest_support import SGLANG, VLLM, content, load, native
 
 BENCH = {"kind": "benchmark", "deployment": "1x H100", "decode_tps": 100.0}
 SPEC = {**BENCH, "speculative_algorithm": "EAGLE3", "num_steps": 3, "topk": 1, "num_draft_tokens": 4}
@@ -18,10 +16,6 @@ SPEC = {**BENCH, "speculative_algorithm": "EAGLE3", "num_steps": 3, "topk": 1, "
 def used(engine):
     load(engine, SGLANG / "bench_serving_0.5.23.jsonl")
     return engine
-
-
-def native(*records: dict) -> bytes:
-    return "".join(json.dumps(r) + "\n" for r in records).encode()
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,7 @@ from specdash.db.models import Checkpoint, Run
 from specdash.ingest.formats import detect_format
 from specdash.ingest.links import LinkOptions
 from tests.conftest import FIXTURES
-from tests.ingest_support import SGLANG, SPECFORGE, benchmarks, load
-from tests.test_ingest_specforge import points
+from tests.ingest_support import SGLANG, SPECFORGE, benchmarks, load, points
 
 SPECULATORS = FIXTURES / "speculators"
 H100 = LinkOptions(deployment="1x H100, TP1")

@@ -6,23 +6,10 @@ import pytest
 from sqlalchemy import select, text
 
 from specdash.db.engine import reading
-from specdash.db.models import Checkpoint, MetricKey, MetricPoint, Run
+from specdash.db.models import Checkpoint, Run
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_bytes
-from tests.ingest_support import SPECFORGE, benchmarks, content, load
-
-
-def points(engine, run: str) -> dict[tuple[str, int], float]:
-    with reading(engine) as session:
-        return {
-            (key, step): value
-            for key, step, value in session.execute(
-                select(MetricKey.name, MetricPoint.step, MetricPoint.value)
-                .join(MetricPoint, MetricPoint.key_id == MetricKey.id)
-                .join(Run, MetricPoint.run_id == Run.id)
-                .where(Run.name == run)
-            )
-        }
+from tests.ingest_support import SPECFORGE, benchmarks, content, load, points
 
 
 def checkpoints(engine) -> dict[str, tuple]:

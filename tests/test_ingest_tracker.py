@@ -6,8 +6,7 @@ from specdash.db.engine import reading
 from specdash.db.models import MetricPoint, Run
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_path
-from tests.ingest_support import SPECFORGE, content, load
-from tests.test_ingest_specforge import points
+from tests.ingest_support import SPECFORGE, content, load, points
 
 EXPORT = SPECFORGE / "wandb_export_three_runs.csv"
 

@@ -15,9 +15,8 @@ from specdash.db.engine import make_engine, reading
 from specdash.db.live_models import FollowedFile, Notification
 from specdash.db.models import MetricPoint
 from specdash.ingest.load import ingest_bytes
-from tests.test_advisories import DEPLOYMENT
-from tests.test_app import run_page
-from tests.test_follow import ARGS, KEYS, step_line
+from tests.app_support import run_page
+from tests.live_support import ARGS, DEPLOYMENT, KEYS, step_line
 from tests.webhook_support import Receiver
 
 FIRST, SECOND = range(10, 210, 10), range(210, 410, 10)  # steps before and after the follower is killed

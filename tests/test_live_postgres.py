@@ -12,9 +12,10 @@ from specdash.db.models import MetricPoint
 from specdash.demo import DEMO_FILE_NAME, PCIE, RUN_KILLED, demo_bytes
 from specdash.ingest.load import ingest_bytes
 from specdash.notify import prime, queue_notifications
-from tests.test_advisories import DEPLOYMENT
-from tests.test_follow import ARGS, KEYS, poll_once, step_line
-from tests.test_postgres import pg_engine, pg_url, pytestmark  # noqa: F401 (fixtures and the skip mark)
+from tests.conftest import needs_postgres
+from tests.live_support import ARGS, DEPLOYMENT, KEYS, poll_once, step_line
+
+pytestmark = needs_postgres
 
 
 def test_demo_advisories_on_postgres(pg_engine):  # noqa: F811

@@ -10,7 +10,7 @@ from specdash.db.models import Alert, AlertEvent
 from specdash.db.refresh import refresh
 from specdash.db.schema import downgrade, upgrade
 from tests.conftest import sqlite_url
-from tests.test_migrations import _fill_at
+from tests.migration_support import fill_at
 
 
 def _before(demo_url, tmp_path):
@@ -19,7 +19,7 @@ def _before(demo_url, tmp_path):
     with sqlite3.connect(demo_url.removeprefix("sqlite:///")) as src, sqlite3.connect(source) as dst:
         src.backup(dst)
     path = tmp_path / "at-0007.db"
-    _fill_at("0007", source, path)
+    fill_at("0007", source, path)
     with sqlite3.connect(path) as con:
         gaps = {
             (b, s): g

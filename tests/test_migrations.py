@@ -24,6 +24,7 @@ from specdash.db.schema import (
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
 from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.conftest import FIXTURES, REAL_FIXTURES, sqlite_url
+from tests.migration_support import as_before_0007, fill_at, table_rows
 
 PRERELEASE_0001 = FIXTURES / "migrations" / "prerelease-0001-schema.sql"
 
@@ -67,21 +68,6 @@ def test_sqlite_pragmas(engine):
 # --- data survives (MLflow's snapshot-before/after check, at every past revision) ---
 
 
-def _tables(path: Path) -> dict[str, list[str]]:
-    with sqlite3.connect(path) as con:
-        names = [
-            row[0]
-            for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            if row[0] != "alembic_version" and not row[0].startswith("sqlite_")
-        ]
-        return {name: [col[1] for col in con.execute(f"PRAGMA table_info({name})")] for name in names}
-
-
-def _rows(path: Path, table: str, columns: list[str]) -> set[tuple]:
-    with sqlite3.connect(path) as con:
-        return set(con.execute(f"SELECT {', '.join(columns)} FROM {table}"))
-
-
 @pytest.fixture(scope="module")
 def filled_head(tmp_path_factory) -> Path:
     """A database at the head revision holding the demo data set and the real SpecBundle file."""
@@ -98,59 +84,10 @@ def filled_head(tmp_path_factory) -> Path:
 
 # Required columns a later revision moved elsewhere (gap.status became the benchmark's alert in 0008): what
 # rows copied back to an older revision hold in them.
-DROPPED_LATER = {"gap": {"status": "open"}}
-
-
-# Unstated profile costs: NULL since revision 0007, 0 (the ingest default) before; 0007 maps one to the other.
-UNSTATED_COSTS = {
-    table: (
-        "comm_fraction",
-        "draft_step_ms",
-        "round_overhead_ms",
-        "verify_growth_compute",
-        "verify_growth_comm",
-    )
-    for table in ("deployment", "parameter_set")
-}
-
-
-def _as_before_0007(table: str, columns: list[str], rows: set[tuple]) -> set[tuple]:
-    costs = [i for i, c in enumerate(columns) if c in UNSTATED_COSTS.get(table, ())]
-    return {tuple(0.0 if i in costs and v is None else v for i, v in enumerate(row)) for row in rows}
-
-
-def _fill_at(revision: str, source: Path, target: Path) -> dict[str, set[tuple]]:
-    """Create a database at `revision` and copy into it every row of `source` that its tables can hold;
-    return what was written, table by table, in the columns that revision has."""
-    engine = make_engine(sqlite_url(target))
-    upgrade(engine, revision)
-    engine.dispose()
-    at_revision, at_head = _tables(target), _tables(source)
-    written = {}
-    with sqlite3.connect(target) as con:
-        con.execute("PRAGMA foreign_keys=OFF")
-        for table, columns in at_revision.items():
-            shared = [c for c in columns if c in at_head.get(table, [])]
-            rows = _rows(source, table, shared) if shared else set()
-            if revision_history().index(revision) < revision_history().index("0007"):
-                rows = _as_before_0007(table, shared, rows)
-            fill = {c: v for c, v in DROPPED_LATER.get(table, {}).items() if c in columns}
-            names = [*shared, *fill]
-            if not shared:  # a table the head no longer has (gap_event became alert_event in 0008)
-                continue
-            marks = ", ".join("?" for _ in names)
-            con.executemany(
-                f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})",
-                [(*row, *fill.values()) for row in rows],
-            )
-            written[table] = (shared, rows)
-    return written
-
-
 @pytest.mark.parametrize("revision", revision_history()[:-1])
 def test_data_survives_upgrade_from(revision, filled_head, tmp_path):
     path = tmp_path / f"at-{revision}.db"
-    written = _fill_at(revision, filled_head, path)
+    written = fill_at(revision, filled_head, path)
     # demo + SpecBundle, not an empty shell
     assert len(written["benchmark"][1]) > 500 and len(written["metric_point"][1]) > 3000
     assert all(written[table][1] for table in ("deployment", "run", "checkpoint", "prediction"))
@@ -163,8 +100,8 @@ def test_data_survives_upgrade_from(revision, filled_head, tmp_path):
     before_0007 = revision_history().index(revision) < revision_history().index("0007")
 
     def stored(table, columns):
-        found = _rows(path, table, columns)
-        return _as_before_0007(table, columns, found) if before_0007 else found
+        found = table_rows(path, table, columns)
+        return as_before_0007(table, columns, found) if before_0007 else found
 
     for table, (columns, rows) in written.items():
         assert stored(table, columns) == rows, table

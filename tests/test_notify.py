@@ -10,7 +10,7 @@ from specdash.db.engine import reading, transaction
 from specdash.db.live_models import Notification
 from specdash.ingest.load import ingest_bytes
 from specdash.notify import WebhookSender, prime, queue_notifications, webhook_target
-from tests.test_advisories import DEPLOYMENT
+from tests.live_support import DEPLOYMENT
 from tests.webhook_support import Receiver
 
 

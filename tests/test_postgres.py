@@ -3,45 +3,21 @@
 Runs when SPECDASH_TEST_PG_URL names a server (`.ci/run` starts one); each test gets a database of its own."""
 
 import json
-import os
-import uuid
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
-from sqlalchemy import create_engine, func, make_url, select, text
+from sqlalchemy import func, select
 
 from specdash.cli.main import cli
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, MetricPoint
 from specdash.db.schema import downgrade, store_metadata, upgrade
 from specdash.ingest.load import ingest_path
-from tests.conftest import FIXTURES, REAL_FIXTURES
+from tests.conftest import FIXTURES, REAL_FIXTURES, needs_postgres
 
-ADMIN_URL = os.environ.get("SPECDASH_TEST_PG_URL")
-pytestmark = pytest.mark.skipif(not ADMIN_URL, reason="SPECDASH_TEST_PG_URL not set (.ci/run sets it)")
-
-
-@pytest.fixture
-def pg_url():
-    name = f"specdash_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    yield url
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
-@pytest.fixture
-def pg_engine(pg_url):
-    engine = make_engine(pg_url)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
+pytestmark = needs_postgres
 
 
 def test_migrations_match_the_models_and_go_both_ways(pg_url):
@@ -92,7 +68,7 @@ def test_specbundle_and_refresh_on_postgres(pg_engine):
 def test_text_and_integers_at_the_bounds_load_the_same_as_on_sqlite(pg_engine, tmp_path):
     """What SQLite would store and PostgreSQL refuse (201-character names, NUL, steps past INTEGER) is
     refused by the records on both; what fits the columns loads on both."""
-    from tests.test_ingest_bounds import native
+    from tests.ingest_support import native
 
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(

@@ -13,8 +13,8 @@ from specdash.cli import serve_command
 from specdash.cli.main import cli
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import AlertEvent, Change, IngestedFile
+from tests.app_support import run_page
 from tests.ingest_support import content
-from tests.test_app import run_page
 
 STORY_GAP = 3  # the story's alert (the EAGLE-flag benchmark against theory)
 
