@@ -3,7 +3,7 @@ format, and the check each must pass: no traceback, every problem naming its fil
 exists), and nothing written by a file that fails.
 
 `python -m tests.hostile --count 2000 --seed 7` runs a large batch and prints trials, correct and wrong per
-category; the suite runs a small batch (tests/test_ingest_hostile.py) and a large one behind the `hostile`
+category; the suite runs a small batch (tests/ingest/test_hostile.py) and a large one behind the `hostile`
 marker."""
 
 import argparse

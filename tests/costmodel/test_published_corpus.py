@@ -3,7 +3,6 @@ goal on the rows they were not read from. One row is worked through by hand."""
 
 import json
 import math
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -20,8 +19,9 @@ from bench.costmodel_accuracy import (
 )
 from specdash.costmodel import priors
 from specdash.costmodel.calibration import CalibrationObservation, FittedParams, fit_calibration
+from tests.conftest import FIXTURES
 
-CORPUS = Path(__file__).resolve().parent / "fixtures" / "published" / "corpus.json"
+CORPUS = FIXTURES / "published" / "corpus.json"
 ROWS = json.loads(CORPUS.read_text())["rows"]
 
 
