@@ -9,11 +9,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Table, bindparam, tuple_, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 # Bound parameters per IN (...) list. SQLite allows 32,766 per statement (since 3.32; the test of big files
 # lowers it to 5,001), PostgreSQL 65,535: this leaves room for a statement's other parameters on both.
 CHUNK = 4000
+
+# A column to select by: a mapped attribute (Benchmark.id) or any column expression.
+Column = ColumnElement[Any] | InstrumentedAttribute[Any]
 
 
 def chunks(values: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -22,9 +25,7 @@ def chunks(values: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield values[start : start + size]
 
 
-def select_in(
-    session: Session, query: Select[Any], column: ColumnElement[Any], values: Sequence[Any] | None
-) -> Iterator[Row[Any]]:
+def select_in(session: Session, query: Select, column: Column, values: Sequence[Any] | None) -> Iterator[Row]:
     """Rows of `query` with `column` in `values` (chunked), or every row when values is None: a full refresh
     reads whole tables rather than building IN lists of tens of thousands of ids. Core rows, no ORM."""
     connection = session.connection()
@@ -37,10 +38,10 @@ def select_in(
 
 def select_tuples_in(
     session: Session,
-    query: Select[Any],
-    columns: Sequence[ColumnElement[Any]],
+    query: Select,
+    columns: Sequence[Column],
     keys: Iterable[tuple[Any, ...]],
-) -> Iterator[Row[Any]]:
+) -> Iterator[Row]:
     """Rows of `query` whose `columns` together equal one of `keys`, chunked by the parameters each key binds."""
     connection = session.connection()
     per_statement = CHUNK // len(columns)

@@ -5,7 +5,6 @@ import dataclasses
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
@@ -222,7 +221,7 @@ def _screen(
 
 
 def _trained_rates(
-    trained: tuple[float, ...] | None, bench: Row[Any], steps: int | None
+    trained: tuple[float, ...] | None, bench: Row, steps: int | None
 ) -> tuple[float, ...] | None:
     """The drafter's training rates for a fit, unless the setting drafts past them: rates past the trained
     depth are extrapolated, and would bias the acc-to-acceptance factor."""
@@ -237,7 +236,7 @@ def _trained_rates(
 
 
 def _left_out(
-    bench: Row[Any], steps: int | None, baseline: float | None, trained: tuple[float, ...] | None
+    bench: Row, steps: int | None, baseline: float | None, trained: tuple[float, ...] | None
 ) -> str | None:
     """Why a benchmark cannot be fitted to (None: it can)."""
     verdict = diagnose(
@@ -264,7 +263,7 @@ def _left_out(
 
 def _observe(
     out: _Screened,
-    bench: Row[Any],
+    bench: Row,
     steps: int,
     baseline: float,
     trained: tuple[float, ...] | None,

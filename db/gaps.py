@@ -6,7 +6,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Row, Text, select, type_coerce
 from sqlalchemy.orm import Session
@@ -22,7 +22,7 @@ from specdash.costmodel import (
     throughput,
 )
 from specdash.costmodel.diagnoses import worst_severity
-from specdash.costmodel.sources import choose_accept_length
+from specdash.costmodel.sources import Trained, choose_accept_length
 from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.history import Reference
 from specdash.db.models import Deployment, Gap
@@ -142,7 +142,7 @@ def _judge(
     judged: _Judged,
     existing: dict[tuple[int, int], Stored],
     group: _Group,
-    bench: Row[Any],
+    bench: Row,
     prediction: Predicted,
     reference: Reference | None,
     context: RefreshContext,
@@ -190,7 +190,7 @@ def _judge(
 
 
 def _as_judged(
-    prediction: Predicted, bench: Row[Any], reference: Reference | None, key: PredictionKey
+    prediction: Predicted, bench: Row, reference: Reference | None, key: PredictionKey
 ) -> tuple[Throughput, float | None, str | None, str]:
     """The prediction as this benchmark is judged against it: its throughput (with the benchmark's own
     accept-length reference where it has one), the measured tau to split the gap by, and where the
@@ -201,7 +201,8 @@ def _as_judged(
         measured_tau = bench.accept_length if pred.accept_length is not None else None
         return _external_throughput(pred, bench), measured_tau, pred.accept_length_source, ""
     # the prediction has its key's accept length; this benchmark may have a reference of its own
-    trained = pred if pred.accept_length_source == "training" else None
+    # a prediction from training rates stores its tau, whether extrapolated, and the tree rule
+    trained = cast(Trained, pred) if pred.accept_length_source == "training" else None
     tau = choose_accept_length(trained, reference, (pred.accept_length,) if pred.accept_length else ())
     if tau is None:
         return result, bench.accept_length, pred.accept_length_source, ""
@@ -245,7 +246,7 @@ def _keep(
     judged.count += 1
 
 
-def _external_throughput(pred: PredictionValues, bench: Row[Any]) -> Throughput:
+def _external_throughput(pred: PredictionValues, bench: Row) -> Throughput:
     tau = pred.accept_length or bench.accept_length or 1.0
     round_ms = pred.round_ms or 1000.0 * tau / pred.predicted_tps
     return Throughput(

@@ -69,7 +69,7 @@ def acceptance_references(session: Session, checkpoint_ids: Sequence[int]) -> di
     return out
 
 
-def _series(session: Session, checkpoint_ids: Sequence[int]) -> dict[tuple[Any, ...], list[Row[Any]]]:
+def _series(session: Session, checkpoint_ids: Sequence[int]) -> dict[tuple[Any, ...], list[Row]]:
     """The checkpoints' speculative benchmarks by (checkpoint, dataset, K, topk, N)."""
     query = (
         select(*_SERIES_COLUMNS)
@@ -77,7 +77,7 @@ def _series(session: Session, checkpoint_ids: Sequence[int]) -> dict[tuple[Any, 
         .join(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.speculative_algorithm.is_not(None))
     )
-    series: dict[tuple[Any, ...], list[Row[Any]]] = defaultdict(list)
+    series: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
     for row in select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids):
         steps = draft_steps(row.num_steps, row.topk, row.num_draft_tokens)
         if steps is not None:
@@ -86,7 +86,7 @@ def _series(session: Session, checkpoint_ids: Sequence[int]) -> dict[tuple[Any, 
     return series
 
 
-def _earlier(members: list[Row[Any]]) -> list[tuple[Row[Any], list[Row[Any]]]]:
+def _earlier(members: list[Row]) -> list[tuple[Row, list[Row]]]:
     """Each benchmark of a series with the trusted ones before it that make its reference (the first of
     a series has none and is left out)."""
     dated = all(m.measured_at is not None for m in members)
@@ -101,7 +101,7 @@ def _earlier(members: list[Row[Any]]) -> list[tuple[Row[Any], list[Row[Any]]]]:
     return out
 
 
-def _trusted(row: Row[Any]) -> bool:
+def _trusted(row: Row) -> bool:
     if row.superseded_by_id is not None or not row.accept_length or row.accept_length <= 0:
         return False
     served, trained = (
@@ -114,7 +114,7 @@ def _trusted(row: Row[Any]) -> bool:
     return not (fed and expected and fed != expected)
 
 
-def _nearest(earlier: list[Row[Any]], bench: Row[Any]) -> list[Row[Any]]:
+def _nearest(earlier: list[Row], bench: Row) -> list[Row]:
     """Same load first, else other loads; the latest ones, at most HISTORY_WINDOW."""
     same = [m for m in earlier if m.concurrency == bench.concurrency]
     return (same or earlier)[-HISTORY_WINDOW:]

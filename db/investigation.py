@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 import pandas as pd
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from specdash.db.bulk import Column
 from specdash.db.models import GAP_STATUSES, utcnow
 
 HISTORY_COLUMNS = ("at", "who", "from_status", "to_status", "note")
@@ -93,9 +94,7 @@ def change_status(
     return event
 
 
-def history_frame(
-    session: Session, event_model: type, owner: ColumnElement[int], owner_id: int
-) -> pd.DataFrame:
+def history_frame(session: Session, event_model: type, owner: Column, owner_id: int) -> pd.DataFrame:
     """Who changed a row's status or note, and when, oldest first (`owner`: the events' column naming it)."""
     columns = [getattr(event_model, name) for name in HISTORY_COLUMNS]
     query = select(*columns).where(owner == owner_id).order_by(event_model.id)  # type: ignore[attr-defined]

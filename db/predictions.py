@@ -107,13 +107,13 @@ class Predicted(NamedTuple):
     params: CostParams | None
 
 
-Groups = dict[PredictionKey, list[Row[Any]]]
+Groups = dict[PredictionKey, list[Row]]
 # Rows read back by column name, in one C-level call per row (tens of thousands of rows per refresh).
 _KEY_COLUMNS = attrgetter(*(column.key for column in PREDICTION_KEY))
 _VALUES_OF = attrgetter(*PREDICTION_VALUES)
 
 
-def prediction_key(bench: Row[Any], steps: int) -> PredictionKey:
+def prediction_key(bench: Row, steps: int) -> PredictionKey:
     """The key of a benchmark row's prediction (K already resolved)."""
     draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
     return PredictionKey(
@@ -127,14 +127,14 @@ def prediction_key(bench: Row[Any], steps: int) -> PredictionKey:
     )
 
 
-def _key_of(row: Row[Any]) -> PredictionKey:
+def _key_of(row: Row) -> PredictionKey:
     """The PredictionKey of a row selected with the PREDICTION_KEY columns."""
     return PredictionKey._make(_KEY_COLUMNS(row))
 
 
 def _select(
-    session: Session, query: Select[Any], keys: Iterable[PredictionKey], checkpoint_ids: Sequence[int] | None
-) -> Iterator[Row[Any]]:
+    session: Session, query: Select, keys: Iterable[PredictionKey], checkpoint_ids: Sequence[int] | None
+) -> Iterator[Row]:
     """Rows of `query` (on predictions) for these keys: every prediction of `checkpoint_ids` when given (a
     batch that holds them whole, in a few statements), else by key (a batch reads its own predictions,
     not every prediction of its checkpoints)."""
@@ -199,7 +199,7 @@ def _stored(
 
 
 def _predict_group(
-    key: PredictionKey, group: list[Row[Any]], context: RefreshContext, made: _Made
+    key: PredictionKey, group: list[Row], context: RefreshContext, made: _Made
 ) -> list[tuple[str, PredictionValues, Throughput, CostParams]]:
     """The group's prediction under each active set of its deployment that has a baseline and an accept
     length to predict with."""

@@ -110,8 +110,9 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> dict[int, l
     query = select(Benchmark.checkpoint_id, Benchmark.id).where(
         Benchmark.checkpoint_id.is_not(None), Benchmark.speculative_algorithm.is_not(None)
     )
+    rows: list[Any]
     if benchmark_ids is None:
-        rows = connection.execute(query).all()
+        rows = list(connection.execute(query).all())
     else:
         touched = select(
             Benchmark.checkpoint_id,
@@ -134,14 +135,14 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> dict[int, l
     return {checkpoint_id: sorted(ids) for checkpoint_id, ids in scope.items()}
 
 
-def _rows(session: Session, ids: list[int]) -> list[Row[Any]]:
+def _rows(session: Session, ids: list[int]) -> list[Row]:
     """The cost model's columns (BENCHMARK_COLUMNS) of these benchmarks, in id order."""
     connection = session.connection()
     query = select(*BENCHMARK_COLUMNS).order_by(Benchmark.id)
     return [row for chunk in chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk)))]
 
 
-def _groups(benches: list[Row[Any]]) -> tuple[Groups, int]:
+def _groups(benches: list[Row]) -> tuple[Groups, int]:
     """The benchmarks by prediction key, and how many were left out: a tree that does not say K."""
     groups: Groups = defaultdict(list)
     skipped = 0

@@ -2,10 +2,9 @@
 alert, the prediction, and the checkpoint, run and deployment they are about; the columns a gap is shown
 with; whether an alert's leading diagnosis is muted."""
 
-from typing import Any
+from sqlalchemy import Exists, Select, exists
 
-from sqlalchemy import ColumnElement, Exists, Select, exists
-
+from specdash.db.bulk import Column
 from specdash.db.models import (
     BENCHMARK_SETTING,
     Alert,
@@ -19,13 +18,13 @@ from specdash.db.models import (
 )
 
 # What a benchmark, gap or prediction is about, by name.
-NAMES: tuple[ColumnElement[Any], ...] = (
+NAMES: tuple[Column, ...] = (
     Run.name.label("run"),
     Checkpoint.name.label("checkpoint"),
     Deployment.name.label("deployment"),
 )
 # A gap with what it is about: run, checkpoint, deployment, setting, prediction, and its decomposition.
-GAP_DETAIL_COLUMNS: tuple[ColumnElement[Any], ...] = (
+GAP_DETAIL_COLUMNS: tuple[Column, ...] = (
     *NAMES,
     Prediction.source,
     Prediction.parameter_set_id,
@@ -46,7 +45,7 @@ GAP_DETAIL_COLUMNS: tuple[ColumnElement[Any], ...] = (
 )
 
 
-def with_gap_joins(query: Select[Any]) -> Select[Any]:
+def with_gap_joins(query: Select) -> Select:
     """`query` over gaps, joined to each gap's benchmark, the benchmark's alert (when it has one), the
     gap's prediction, and the benchmark's checkpoint, run and deployment."""
     return (
@@ -59,7 +58,7 @@ def with_gap_joins(query: Select[Any]) -> Select[Any]:
     )
 
 
-def with_verdict_joins(query: Select[Any]) -> Select[Any]:
+def with_verdict_joins(query: Select) -> Select:
     """`query` over alerts (verdicts), joined to each alert's benchmark, its checkpoint, run and deployment,
     and the gap it is judged on with that gap's prediction (none while the gap is gone)."""
     return (

@@ -101,7 +101,7 @@ def write_verdicts(
     return writes.raised
 
 
-def _alerts(session: Session, benchmark_ids: list[int]) -> dict[int, Row[Any]]:
+def _alerts(session: Session, benchmark_ids: list[int]) -> dict[int, Row]:
     """The stored alerts of these benchmarks as plain rows (no joins: this runs over every benchmark on a
     full refresh); the source an alert was judged against comes from the gaps at hand."""
     query = select(
@@ -113,7 +113,7 @@ def _alerts(session: Session, benchmark_ids: list[int]) -> dict[int, Row[Any]]:
 def _change(
     session: Session,
     writes: _Writes,
-    old: Row[Any],
+    old: Row,
     best: Candidate,
     verdict: Verdict,
     values: dict[str, Any],
@@ -132,7 +132,8 @@ def _change(
         status, note = "resolved", f"no longer an alert: {why}; {reason}"
     elif not old.is_alert and verdict.is_alert:
         writes.raised += 1
-        if status == "resolved" and session.get(Benchmark, old.benchmark_id).superseded_by_id is None:
+        bench = session.get(Benchmark, old.benchmark_id)
+        if status == "resolved" and bench is not None and bench.superseded_by_id is None:
             status, note = "open", f"raised again: {reason}"
     if status != old.status:
         writes.events.append(

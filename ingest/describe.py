@@ -22,10 +22,11 @@ def describe_links(summary: StoreSummary) -> str:
 def describe(result: FileResult) -> str:
     """One paragraph on what happened to a file, the same in the CLI and the upload page."""
     if result.status == "skipped":
-        return f"{result.path}: skipped, {result.message} (sha256 {result.sha256[:12]})"
+        return f"{result.path}: skipped, {result.message} (sha256 {(result.sha256 or '')[:12]})"
     if result.status == "failed":
         return f"{result.path}: nothing written ({len(result.problems)} problem(s))"
     s, r = result.store, result.refresh
+    assert s is not None  # a loaded file's records were stored
     created = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.created.items())) or "nothing new"
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
     if s.replaced:
@@ -70,16 +71,17 @@ def describe(result: FileResult) -> str:
 def describe_totals(results: list[FileResult]) -> str:
     """The closing paragraph of a multi-file ingest: files, records, what was linked and created."""
     loaded = [r for r in results if r.status == "loaded"]
-    created: Counter = Counter()
-    for r in loaded:
-        created.update(r.store.created)
+    stores = [r.store for r in loaded if r.store is not None]
+    created: Counter[str] = Counter()
+    for store in stores:
+        created.update(store.created)
     status = Counter(r.status for r in results)
     parts = [
         f"{len(results)} file(s): {status['loaded']} loaded, {status['skipped']} skipped, {status['failed']} failed",
-        f"{sum(r.store.records for r in loaded)} record(s)",
+        f"{sum(s.records for s in stores)} record(s)",
         f"created {', '.join(f'{n} {k}(s)' for k, n in sorted(created.items())) or 'nothing new'}",
-        f"{sum(r.store.linked for r in loaded)} benchmark(s) linked, {sum(r.store.unlinked for r in loaded)} not linked",
-        f"{sum(r.store.duplicates for r in loaded)} duplicate(s) skipped",
+        f"{sum(s.linked for s in stores)} benchmark(s) linked, {sum(s.unlinked for s in stores)} not linked",
+        f"{sum(s.duplicates for s in stores)} duplicate(s) skipped",
         f"{sum(r.refresh.new_alerts for r in loaded if r.refresh)} new alert(s)",
     ]
     return "; ".join(parts) + "."

@@ -143,6 +143,7 @@ class Follower:
             with open(tracked.path, "rb") as stream:
                 if not self._detect(tracked, stream.read(HEAD_BYTES), event):
                     return
+        assert tracked.fmt is not None  # detected above, or stored with the file
         if tracked.fmt.name in INCREMENTAL:
             self.tail.poll(tracked, stat, event)
         else:
@@ -157,6 +158,7 @@ class Follower:
             return
         if now - tracked.stable_since < self.settle_seconds or tracked.state.get("ingested") == list(seen):
             return
+        assert tracked.fmt is not None  # polled once its format was known
         result = ingest_path(
             self.engine, tracked.path, fmt_name=tracked.fmt.name, skip_invalid=True, link=self.link
         )

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import CursorResult, Engine, delete, select
 from sqlalchemy.orm import Session
 
 from specdash.db.advisories import AdvisorySummary, refresh_advisories
@@ -119,6 +119,7 @@ def file_transaction(engine: Engine, bulk_points: bool = False) -> Iterator[Sess
         return
     with engine.connect() as connection:
         raw = connection.connection.driver_connection
+        assert raw is not None  # a live SQLite connection
         raw.execute("PRAGMA foreign_keys=OFF")  # only takes effect outside a transaction: before BEGIN
         try:
             bind = connection.execution_options(**{WRITE_OPTION: True})
@@ -223,7 +224,8 @@ def _record_file(session: Session, parsed: Parsed, summary: StoreSummary) -> Non
 
 def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
     """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record."""
-    removed = session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == ingested.id)).rowcount
+    deleted = session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == ingested.id))
+    removed = cast(CursorResult[Any], deleted).rowcount
     session.delete(ingested)
     session.flush()
     return f"replaced the earlier ingest of {ingested.path} ({removed} benchmark(s) removed)"

@@ -2,7 +2,7 @@
 mention, and a benchmark's checkpoint found by its names or its drafter path."""
 
 from collections import Counter
-from typing import Any
+from typing import Any, Literal, overload
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -45,6 +45,10 @@ class Rows:
             self.session.scalar(select(Deployment.id).where(Deployment.name == name))
         )
 
+    @overload
+    def deployment(self, name: str, create: Literal[True] = True) -> Deployment: ...
+    @overload
+    def deployment(self, name: str, create: bool) -> Deployment | None: ...
     def deployment(self, name: str, create: bool = True) -> Deployment | None:
         if name not in self.deployments:
             row = self.session.scalar(select(Deployment).where(Deployment.name == name))
@@ -60,6 +64,10 @@ class Rows:
             self.deployments[name] = row
         return self.deployments[name]
 
+    @overload
+    def run(self, name: str, create: Literal[True] = True) -> Run: ...
+    @overload
+    def run(self, name: str, create: bool) -> Run | None: ...
     def run(self, name: str, create: bool = True) -> Run | None:
         if name not in self.runs:
             row = self.session.scalar(select(Run).where(Run.name == name))
@@ -74,6 +82,10 @@ class Rows:
             self.runs[name] = row
         return self.runs[name]
 
+    @overload
+    def checkpoint(self, run: Run, name: str, create: Literal[True] = True) -> Checkpoint: ...
+    @overload
+    def checkpoint(self, run: Run, name: str, create: bool) -> Checkpoint | None: ...
     def checkpoint(self, run: Run, name: str, create: bool = True) -> Checkpoint | None:
         key = (run.id, name)
         if key not in self._checkpoints:
@@ -141,10 +153,10 @@ class Rows:
         parsed = parse_checkpoint_name(parts[-1])
         derived = name_from_path(drafter_path)
         if run_name:
-            owners = [run_name]
+            owners: list[str | None] = [run_name]
         else:  # the run the parent folders name, a meaningful parent folder, the run of "{run}-stepN"
             parent = parts[-2] if len(parts) >= 2 and meaningful_folder(parts[-2]) else None
-            owners = [derived.run if derived else None, parent, parsed and parsed.run]
+            owners = [derived.run if derived else None, parent, parsed.run if parsed else None]
         found = {}
         for owner in dict.fromkeys(name for name in owners if name):
             owner_run = self.run(owner, create=False)

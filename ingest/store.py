@@ -27,6 +27,7 @@ from specdash.ingest.metric_points import MetricPointWriter
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import (
     AnyRecord,
+    BenchmarkRecord,
     CheckpointRecord,
     DeploymentRecord,
     MetricRows,
@@ -66,12 +67,12 @@ class Store:
 
     # --- records -------------------------------------------------------------------------------------
     def add(self, record: AnyRecord | MetricRows, line: int | None = None) -> None:
-        if record.kind == "benchmark":
+        if isinstance(record, BenchmarkRecord):
             self.benchmarks.add(record, line)
         else:
             getattr(self, f"_add_{record.kind}")(record)
         # counted once stored: a record refused for its links is not one of the file's records
-        self.summary.records += len(record.steps) if record.kind == "metric_rows" else 1
+        self.summary.records += len(record.steps) if isinstance(record, MetricRows) else 1
 
     def _upsert(self, row, record, fields: set[str], kind: str) -> None:
         """Fill what the store does not know; a stored value the file contradicts is a conflict, reported

@@ -12,6 +12,7 @@ import io
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
@@ -84,7 +85,7 @@ class Tracked:
     def __init__(self, path: str):
         self.path = path
         self.fmt: Format | None = None
-        self.handle = None
+        self.handle: BinaryIO | None = None
         self.identity: tuple[int, int] | None = None  # (device, inode) of the file being read
         self.offset = 0
         self.stored_offset = 0  # the offset the store held when this follower last read or wrote it
@@ -113,7 +114,10 @@ def load_tracked(engine: Engine, tracked: Tracked) -> None:
             tracked.stored_offset = row.offset_bytes
             tracked.fingerprint, tracked.fingerprint_bytes = row.fingerprint, row.fingerprint_bytes
             tracked.state = dict(row.state or {})
-            tracked.identity = (row.device, row.inode) if row.inode is not None else None
+            if row.device is not None and row.inode is not None:
+                tracked.identity = (row.device, row.inode)
+            else:
+                tracked.identity = None
             if row.format:
                 tracked.fmt = BY_NAME.get(row.format)
     tracked.loaded = True
@@ -268,6 +272,7 @@ class LogTail:
 
         try:
             # the chunk's records, the refresh and advice they bring, and the new offset commit together
+            assert tracked.fmt is not None  # polled once its format was known
             result = load_file(
                 self.engine,
                 Parsed(tracked.path, tracked.fmt, items, problems),
@@ -286,6 +291,8 @@ class LogTail:
             raise
         tracked.offset, tracked.lines = offset, tracked.lines + lines
         event.lines += lines
+        # a kept chunk is stored, refreshed and advised on, problems or not
+        assert result.store is not None and result.refresh is not None and result.advisories is not None
         event.records += result.store.records
         event.metric_points += result.store.metric_points
         event.new_alerts += result.refresh.new_alerts
