@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import PurePath
 from typing import TextIO
 
-from specdash.costmodel.accuracies import accuracy_position, rates_from_accuracies
+from specdash.costmodel.accuracies import ACCURACY_PREFIX, accuracy_position, rates_from_accuracies
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import clean_path, model_short_name, prose_or_source, run_record
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
@@ -41,6 +41,7 @@ SAVED = re.compile(r"Saved model configuration to (\S+)")
 ARG = re.compile(r"^(\w+)\s+\u00b7+ (.*)$")
 MAX_LITERAL_CHARS = 200_000
 BATCH_STEPS = 2000  # logged steps handed to the store at a time
+FIRST_ACCURACY = f"{ACCURACY_PREFIX}0"  # a step dict with it carries the acceptance curve
 
 
 def _evidence(line: str) -> bool:
@@ -236,7 +237,7 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
             if found is None:
                 yield Problem(path, number, None, "metrics are not a dict of names to numbers", "parse")
                 continue
-            if "train/acc_0" in found[0]:
+            if FIRST_ACCURACY in found[0]:
                 log.last_step, log.epoch_newer = found, False
             yield from log.metrics(number, int(match[1]), *found)
         elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
