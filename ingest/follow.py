@@ -1,9 +1,9 @@
 """Follow growing files (`specdash ingest --follow`, `specdash watch`): new lines ingested as they arrive.
 
 A training log (SpecForge console output) is read as it grows, a chunk of complete lines per transaction
-(ingest/tail.py). Other formats (a server log summarised into one benchmark, a result file) are ingested whole once they
-stop changing for a moment, by the ordinary pipeline: a new version supersedes the benchmark the
-previous version gave."""
+(ingest/tail.py). Other formats (a server log summarised into one benchmark, a result file) are ingested
+whole once they stop changing for a moment, as `specdash ingest` loads a file (ingest/load.py): a new
+version supersedes the benchmark the previous version gave."""
 
 import os
 import time
