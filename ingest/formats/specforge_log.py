@@ -129,8 +129,8 @@ class TrainingLog:
         if self.run is None:
             output_dir = self.args.get("output_dir")
             parts = path_parts(output_dir) if output_dir else ()
-            self.run = self.forced_run or (
-                run_from_parents(parts) if parts else PurePath(self.path).stem or "training-log"
+            self.run = (
+                self.forced_run or run_from_parents(parts) or PurePath(self.path).stem or "training-log"
             )
             ttt = self.args.get("ttt_length", "")
             specforge = bool(
@@ -176,6 +176,7 @@ class TrainingLog:
 
     def flush(self) -> Iterator[Located]:
         if self.batch:
+            assert self.run is not None  # a batch starts only once run_name() named the run
             yield Located(self.batch_line, MetricRows(self.run, self.batch))
             self.batch = []
 
@@ -188,7 +189,7 @@ class TrainingLog:
                     latest[int(key[10:])] = value
         if self.epoch_newer or not latest:
             latest.update(self.epoch_acc)
-        rates = []
+        rates: list[float] = []
         while len(rates) in latest and 0 <= latest[len(rates)] <= 1:
             rates.append(latest[len(rates)])
         return rates
@@ -198,6 +199,7 @@ class TrainingLog:
             return
         self.saved.add(save_path)
         yield from self.run_name(line)
+        assert self.run is not None  # run_name() named it
         name = path_parts(save_path)[-1][:200]
         parsed = parse_checkpoint_name(name)
         yield Located(

@@ -94,6 +94,7 @@ class TrainerLog:
     def flush(self) -> Iterator[Located]:
         if self.batch:
             yield from self.announce(self.batch_line)
+            assert self.run is not None  # announce() named it
             yield Located(self.batch_line, MetricRows(self.run, self.batch))
             self.batch = []
 
@@ -148,8 +149,9 @@ class TrainerLog:
             self.run = run_from_parents(parts[:-1])
         yield from self.flush()
         yield from self.announce(line)
+        assert self.run is not None  # announce() named it
         name = parts[-1][:200]
-        rates = []
+        rates: list[float] = []
         while len(rates) in self.acceptance and 0 <= self.acceptance[len(rates)] <= 1:
             rates.append(self.acceptance[len(rates)])
         yield Located(
