@@ -64,6 +64,10 @@ def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=Non
     def on_signal(_signum, _frame):
         stop.set()
 
+    def queue(session) -> None:  # the follower's hook returns nothing; queue_notifications counts
+        assert url is not None  # handed to the follower only with a webhook URL
+        queue_notifications(session, url)
+
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     follower = Follower(
         engine,
@@ -71,7 +75,7 @@ def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=Non
         discover=discover,
         fmt_name=fmt_name,
         link=link,
-        in_transaction=(lambda session: queue_notifications(session, url)) if url else None,
+        in_transaction=queue if url else None,
     )
     click.echo(
         f"following {len(follower.tracked)} file(s)"

@@ -81,7 +81,7 @@ def _table(rows: list[dict]) -> str:
         "status",
         "diagnoses",
     )
-    lines = [header]
+    lines: list[tuple[str, ...]] = [header]
     for r in rows:
         setting = setting_label(r)
         codes = ",".join(d["code"] for d in r["diagnoses"]) or "-"

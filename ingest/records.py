@@ -242,7 +242,7 @@ AnyRecord = (
     DeploymentRecord | RunRecord | CheckpointRecord | MetricsRecord | BenchmarkRecord | PredictionRecord
 )
 
-RECORD_TYPES: dict[str, type[Record]] = {
+RECORD_TYPES: dict[str, type[AnyRecord]] = {
     "deployment": DeploymentRecord,
     "run": RunRecord,
     "checkpoint": CheckpointRecord,

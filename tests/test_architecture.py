@@ -42,10 +42,12 @@ class Import:
 
 
 def modules(root: Path) -> dict[str, Path]:
-    """Every module of the installed package, by name, from pyproject's package-dir."""
+    """Every module of the installed package, by name, from pyproject's package list: `specdash.X.Y` is
+    the top-level folder X/Y (specdash/X is a link to it), `specdash` itself the folder specdash/."""
     config = tomllib.loads((root / "pyproject.toml").read_text())
     found = {}
-    for package, folder in config["tool"]["setuptools"]["package-dir"].items():
+    for package in config["tool"]["setuptools"]["packages"]:
+        folder = "specdash" if package == "specdash" else package.removeprefix("specdash.").replace(".", "/")
         for path in sorted((root / folder).glob("*.py")):
             found[package if path.name == "__init__.py" else f"{package}.{path.stem}"] = path
     return found

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -82,7 +82,12 @@ def located_problems(
     return problems
 
 
-def validate(model: type[BaseModel], data: Any, path: str, line: int | None, prefix: str = ""):
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate(
+    model: type[Model], data: Any, path: str, line: int | None, prefix: str = ""
+) -> Model | list[Problem]:
     """The model instance, or the list of problems."""
     try:
         return model.model_validate(data)

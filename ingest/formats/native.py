@@ -80,7 +80,8 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
     if rest is None:
         yield Problem(path, None, None, f"document larger than {MAX_DOCUMENT_CHARS:,} characters", "parse")
         return
-    yield from _parse_document("".join(t for _, t in leading) + rest, path)
+    # the lines read ahead are blank but the first: all text (a line too long returned above)
+    yield from _parse_document("".join(t for _, t in leading if isinstance(t, str)) + rest, path)
 
 
 def _parse_document(text: str, path: str) -> Iterator:

@@ -156,8 +156,8 @@ class TrainingLog:
         if self.run is None:
             output_dir = self.args.get("output_dir")
             parts = path_parts(output_dir) if output_dir else ()
-            self.run = self.forced_run or (
-                run_from_parents(parts) if parts else PurePath(self.path).stem or "training-log"
+            self.run = (
+                self.forced_run or run_from_parents(parts) or PurePath(self.path).stem or "training-log"
             )
             yield Located(line, _run_of(self.run, self.args))
 
@@ -182,6 +182,7 @@ class TrainingLog:
 
     def flush(self) -> Iterator[Located]:
         if self.batch:
+            assert self.run is not None  # a batch starts only once run_name() named the run
             yield Located(self.batch_line, MetricRows(self.run, self.batch))
             self.batch = []
 
@@ -202,6 +203,7 @@ class TrainingLog:
             return
         self.saved.add(save_path)
         yield from self.run_name(line)
+        assert self.run is not None  # run_name() named it
         name = path_parts(save_path)[-1][:200]
         parsed = parse_checkpoint_name(name)
         yield Located(

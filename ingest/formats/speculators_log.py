@@ -95,6 +95,7 @@ class TrainerLog:
     def flush(self) -> Iterator[Located]:
         if self.batch:
             yield from self.announce(self.batch_line)
+            assert self.run is not None  # announce() named it
             yield Located(self.batch_line, MetricRows(self.run, self.batch))
             self.batch = []
 
@@ -147,6 +148,7 @@ class TrainerLog:
             self.run = run_from_parents(parts[:-1])
         yield from self.flush()
         yield from self.announce(line)
+        assert self.run is not None  # announce() named it
         name = parts[-1][:200]
         rates = rates_from_accuracies(self.acceptance)
         yield Located(

@@ -18,6 +18,7 @@ from specdash.costmodel import (
     throughput,
     tree_shape,
 )
+from specdash.costmodel.calculator import Acceptance, calculate
 
 STORY = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=1.93 / 3)
 TTT5_ACC = [0.742, 0.60, 0.58, 0.56, 0.55]
@@ -239,3 +240,12 @@ def test_depth_sweep_marks_extrapolated_depths():
         depth_sweep(STORY, TTT5_ACC, max_steps=0)
     with pytest.raises(ValueError):
         optimal_depth([])
+
+
+@pytest.mark.parametrize("field", ["conditional_rates", "survival_rates"])
+def test_an_empty_rate_curve_is_refused_where_it_is_given(field):
+    """An empty list used to count as the one way given, then fail deep in throughput() on a None tau."""
+    with pytest.raises(ValueError, match=f"{field} is empty: give at least one rate"):
+        Acceptance(**{field: []})
+    # one rate is a curve: chain tau at one step = 1 + p_1
+    assert calculate(STORY, Acceptance(**{field: [0.5]}), steps=1)["accept_length"] == pytest.approx(1.5)
