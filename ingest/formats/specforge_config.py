@@ -68,7 +68,11 @@ def _positive_int(value: Any) -> int | None:
 
 def run_of_config(data: dict, path: str, forced_run: str | None = None) -> dict:
     """The RunRecord fields a SpecForge config gives (run name, algorithm, TTT length, target, config)."""
-    model, training, tracking = _section(data, "model"), _section(data, "training"), _section(data, "tracking")
+    model, training, tracking = (
+        _section(data, "model"),
+        _section(data, "training"),
+        _section(data, "tracking"),
+    )
     strategy = str(training.get("strategy") or "eagle3")  # SpecForge's default strategy
     algorithm = algorithm_name(strategy)
     block_size = _positive_int(model.get("draft_block_size"))
