@@ -261,6 +261,7 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             if server.started:  # a new start once the previous one has measured something
                 server = Server(number)
                 servers.append(server)
+            server.intervals.fresh = True  # its first interval follows the start-up
             if found := VERSION.search(line):
                 server.version = server.version or found[1] or found[2]
             if "non-default args:" in line:
