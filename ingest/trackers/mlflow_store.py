@@ -16,18 +16,14 @@ import heapq
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from pydantic import ValidationError
-
 from specdash.ingest.formats import Located
-from specdash.ingest.formats.common import algorithm_name, model_short_name, run_record
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import MAX_STEPS
 from specdash.ingest.trackers.base import TrackerReader, extra_problem
 from specdash.ingest.trackers.batching import metric_batches
+from specdash.ingest.trackers.runs import announce, run_fields
 
 NAME = "mlflow"
 HELP = (
@@ -85,49 +81,6 @@ def detect(path: str) -> bool:
     return _sqlite_path(path) is not None or _folder_path(path) is not None or _is_server_uri(path)
 
 
-def _moment(millis) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(int(millis) / 1000, tz=UTC) if millis else None
-    except (TypeError, ValueError, OverflowError, OSError):
-        return None
-
-
-def _positive_int(text) -> int | None:
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        return None
-    return value if 0 < value <= MAX_STEPS else None
-
-
-def run_fields(name: str, status: str | None, start, end, params: dict[str, str], context: dict) -> dict:
-    """RunRecord fields of a tracked run: its name, state and times, and what its params say of the drafter
-    (`ttt_length`, `target_model_path` as SpecForge and speculators log their arguments)."""
-    algorithm = params.get("speculative_algorithm") or params.get("strategy")
-    target = params.get("target_model_path") or params.get("target_model") or params.get("verifier")
-    fields = dict(
-        name=name[:200],
-        status=status or "finished",
-        started_at=_moment(start),
-        ended_at=_moment(end),
-        ttt_length=_positive_int(params.get("ttt_length")),
-        target_model=model_short_name(target) if target else None,
-        speculative_algorithm=algorithm_name(algorithm) if algorithm else None,
-        config={**context, "params": dict(list(sorted(params.items()))[:100])},
-    )
-    if fields["ended_at"] and fields["started_at"] and fields["ended_at"] < fields["started_at"]:
-        fields["ended_at"] = None
-    return fields
-
-
-def _announce(path: str, fields: dict) -> Iterator["Located | Problem"]:
-    try:
-        yield Located(None, run_record(**fields))
-    except ValidationError as exc:
-        for error in exc.errors(include_url=False):
-            yield Problem(path, None, ".".join(str(p) for p in error["loc"]) or None, error["msg"])
-
-
 def _unique(name: str, run_id: str, seen: set[str]) -> str:
     """Runs of one name in several experiments stay apart: the second gets its id's first 8 characters."""
     unique = name if name not in seen else f"{name} ({run_id[:8]})"
@@ -147,9 +100,7 @@ def _read_sqlite(db: Path, label: str, forced: str | None) -> Iterator["Located 
             params = dict(connection.execute("SELECT key, value FROM params WHERE run_uuid = ?", (run_id,)))
             run = forced or _unique(name or run_id, run_id, seen)
             context = {"mlflow_run_id": run_id, "experiment": experiments.get(experiment)}
-            yield from _announce(
-                label, run_fields(run, STATUS.get(status or ""), start, end, params, context)
-            )
+            yield from announce(label, run_fields(run, STATUS.get(status or ""), start, end, params, context))
             history = connection.execute(
                 "SELECT step, key, CASE WHEN is_nan THEN 'nan' ELSE value END FROM metrics "
                 "WHERE run_uuid = ? ORDER BY step, timestamp, key",
@@ -210,7 +161,7 @@ def _read_folder(root: Path, label: str, forced: str | None) -> Iterator["Locate
         run = forced or _unique(name, run_dir.name, seen)
         context = {"mlflow_run_id": run_dir.name, "experiment": experiment.get("name")}
         status = FILE_STATUS.get(meta.get("status"))
-        yield from _announce(
+        yield from announce(
             label, run_fields(run, status, meta.get("start_time"), meta.get("end_time"), params, context)
         )
         streams: list[Iterable] = [_metric_lines(key, file) for key, file in _files(run_dir / "metrics")]
@@ -234,7 +185,7 @@ def read_with_client(uri: str, label: str, forced: str | None) -> Iterator["Loca
             fields = run_fields(
                 run, STATUS.get(info.status), info.start_time, info.end_time, data.params, context
             )
-            yield from _announce(label, fields)
+            yield from announce(label, fields)
             for key in sorted(data.metrics):  # one history in memory at a time
                 history = client.get_metric_history(info.run_id, key)
                 yield from metric_batches(label, run[:200], ((m.step, m.key, m.value) for m in history))
