@@ -37,6 +37,19 @@ def stored_name(name: str) -> str:
     return full
 
 
+# speculators logs `train/cond_acc_i` (position i right given every earlier one was): the conditional
+# acceptance specdash's acc_i stands for, stored under both names
+_CONDITIONAL = re.compile(r"^(?P<ns>train|val|eval)/cond_acc_(?P<i>\d+)$")
+
+
+def aliases(stored: str) -> tuple[str, ...]:
+    """Further names a stored metric is also kept under: `train/acc_i` for speculators' `train/cond_acc_i`."""
+    match = _CONDITIONAL.match(stored)
+    if match is None:
+        return ()
+    return (f"{'train' if match['ns'] == 'train' else 'eval'}/acc_{match['i']}",)
+
+
 def looks_like_trainer_metrics(names) -> bool:
     """Names a SpecForge-like trainer logs: namespaced (`train/acc_0`) or its bare strategy names."""
     return any(name.startswith(NAMESPACES[:3]) or _BARE_EVIDENCE.match(name) for name in names)

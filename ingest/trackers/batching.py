@@ -5,7 +5,7 @@ import math
 from collections.abc import Iterable, Iterator
 
 from specdash.ingest.formats import Located
-from specdash.ingest.formats.metric_names import stored_name
+from specdash.ingest.formats.metric_names import aliases, stored_name
 from specdash.ingest.metric_points import MAX_KEY_CHARS
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import MAX_INT, MetricRows
@@ -41,6 +41,8 @@ def metric_batches(
                 batch = []
         current = step
         values[key] = value
+        for alias in aliases(key):
+            values.setdefault(alias, value)
     if values:
         batch.append((current, tuple(values), list(values.values())))
     if batch:
