@@ -37,7 +37,6 @@ def _registry() -> list[Format]:
         sglang_serving,
         specbundle,
         specforge_bench,
-        specforge_config,
         specforge_log,
         specforge_tracker,
         speculators_log,
@@ -47,7 +46,7 @@ def _registry() -> list[Format]:
 
     formats = [native.FORMAT, native.CSV_FORMAT]
     # More specific detectors first: a vLLM result also has SGLang-like keys, a SpecBundle file is JSON.
-    for module in (specforge_config, specbundle, specforge_bench, vllm_serve, sglang_serving, sglang_batch):
+    for module in (specbundle, specforge_bench, vllm_serve, sglang_serving, sglang_batch):
         formats.extend(module.FORMATS)
     for module in (specforge_tracker, speculators_log, specforge_log, vllm_log, sglang_log):
         formats.extend(module.FORMATS)

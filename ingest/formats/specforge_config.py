@@ -1,5 +1,6 @@
 """SpecForge's training config (YAML or JSON, as `specforge/config/schema.py` loads it): the run it describes,
-and the checkpoints its output folder holds.
+and the checkpoints its output folder holds. A path reader (like the tracker readers, `ingest.trackers`):
+its checkpoints are folders beside it on disk, not text in the file.
 
 The run is `run_id` (else the file's name); `training.strategy` is the algorithm (eagle3, dflash, dspark,
 domino, peagle); the TTT length is `training.ttt_length` for a chain drafter and, for a block drafter
@@ -16,12 +17,13 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from specdash.costmodel.priors import drafter_family, is_block_family
-from specdash.ingest.formats import Format, Located
+from specdash.ingest.formats import Located
 from specdash.ingest.formats.common import algorithm_name, model_short_name, run_record
 from specdash.ingest.lines import read_document
 from specdash.ingest.links import parse_checkpoint_name
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import MAX_STEPS, CheckpointRecord
+from specdash.ingest.trackers.base import TrackerReader
 
 NAME = "specforge-config"
 HELP = "SpecForge training config (YAML/JSON: model.target_model_path, training.strategy, run_id, output_dir)"
@@ -30,11 +32,20 @@ MAX_CONFIG_CHARS = 1024 * 1024
 MAX_CHECKPOINTS = 10_000
 
 
-def detect(head: str, filename: str) -> bool:
+def looks_like_config(head: str, filename: str) -> bool:
     name = filename.lower()
     if not name.endswith((".yaml", ".yml", ".json")):
         return False
     return "target_model_path" in head and ("strategy" in head or "run_id" in head or "ttt_length" in head)
+
+
+def detect(path: str) -> bool:
+    file = Path(path)
+    try:
+        with open(file, encoding="utf-8", errors="replace") as handle:
+            return file.is_file() and looks_like_config(handle.read(64 * 1024), file.name)
+    except OSError:
+        return False
 
 
 def _load(text: str, path: str) -> dict | Problem:
@@ -124,14 +135,20 @@ def _output_folder(path: str, output_dir: Any) -> Path | None:
         return None
     folder = Path(output_dir)
     if not folder.is_absolute():
-        config = Path(path)
-        if not config.is_file():
-            return None  # an upload: no folder beside it on this machine
-        folder = config.parent / folder
+        folder = Path(path).parent / folder
     return folder if folder.is_dir() else None
 
 
+def read(path: str, link=None) -> Iterator:
+    try:
+        with open(path, encoding="utf-8") as stream:
+            yield from parse(stream, path, link)
+    except (OSError, UnicodeDecodeError) as exc:
+        yield Problem(path, None, None, f"cannot read the config: {exc}", "parse")
+
+
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
+    """The run of a config read from `stream`; checkpoints too when `path` is the config on disk."""
     text = read_document(stream, MAX_CONFIG_CHARS)
     if text is None:
         yield Problem(path, None, None, f"a config over {MAX_CONFIG_CHARS:,} characters", "parse")
@@ -158,4 +175,4 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             yield Located(None, checkpoint)
 
 
-FORMATS = [Format(NAME, HELP, detect, parse)]
+READER = TrackerReader(NAME, HELP, detect, read)

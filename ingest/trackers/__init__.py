@@ -1,5 +1,6 @@
 """Readers of experiment trackers' own stores, read where they lie: TensorBoard event files, an MLflow
-tracking store, W&B offline runs, a Trackio project store. Each module gives READER (NAME, HELP, detect(path), read(path, link) -> Iterator[Located |
+tracking store, W&B offline runs, a Trackio project store; and SpecForge's training config, whose
+checkpoints are folders beside it. Each module gives READER (NAME, HELP, detect(path), read(path, link) -> Iterator[Located |
 Problem]): the records the training logs give (RunRecord, MetricRows in batches, CheckpointRecord), with
 metric names mapped by `ingest.formats.metric_names` (one rule for logs and trackers).
 
@@ -10,9 +11,11 @@ from specdash.ingest.trackers.base import TrackerReader
 
 
 def readers() -> list[TrackerReader]:
+    from specdash.ingest.formats import specforge_config
     from specdash.ingest.trackers import mlflow_store, tensorboard, trackio_store, wandb_offline
 
-    return [tensorboard.READER, wandb_offline.READER, trackio_store.READER, mlflow_store.READER]
+    readers = [tensorboard.READER, wandb_offline.READER, trackio_store.READER, mlflow_store.READER]
+    return [*readers, specforge_config.READER]
 
 
 def reader_for(path: str) -> TrackerReader | None:
