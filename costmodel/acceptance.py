@@ -62,13 +62,24 @@ def extend_rates(
     return out, extrapolated
 
 
-def tree_shape(steps: int, topk: int = 1, draft_tokens: int | None = None) -> tuple[int, float]:
+def drafts_a_block(steps: int, topk: int = 1, draft_tokens: int | None = None) -> bool:
+    """Whether a setting drafts more positions than it runs steps: only a block drafter does (DFlash's one
+    step of 16 tokens), as a chain or tree drafts one position a step."""
+    return topk == 1 and draft_tokens is not None and draft_tokens - 1 > steps
+
+
+def tree_shape(
+    steps: int, topk: int = 1, draft_tokens: int | None = None, block: bool | None = None
+) -> tuple[int, float]:
     """(depth, candidates per depth) of the chain that stands in for a draft tree.
 
     The N - 1 drafted tokens a round verifies (N counts the root) reach at most min(K, N - 1) deep and are
-    spread evenly over that depth, at most `topk` per position. A chain is depth K, one candidate each."""
+    spread evenly over that depth, at most `topk` per position. A chain is depth K, one candidate each. A
+    block drafter (`block`; None: told by `drafts_a_block`) drafts all N - 1 positions in its one step."""
     budget = (draft_tokens - 1) if draft_tokens is not None else steps * topk
-    depth = max(0, min(steps, budget))
+    if block is None:
+        block = drafts_a_block(steps, topk, draft_tokens)
+    depth = max(0, budget if block and topk == 1 else min(steps, budget))
     if depth == 0:
         return 0, 1.0
     return depth, max(1.0, min(float(topk), budget / depth))
@@ -87,16 +98,18 @@ def predict_accept_length(
     topk: int = 1,
     draft_tokens: int | None = None,
     acc_to_acceptance: float = 1.0,
+    block: bool | None = None,
 ) -> AcceptLength:
     """tau of a drafter with trained conditional rates `rates` at K steps (and a tree of `topk`, N tokens).
 
     Each rate is scaled by `acc_to_acceptance` (training accuracy -> serving acceptance, capped at 1);
     past the trained depth rates decay by EXTRAPOLATION_DECAY per position. A tree is approximated by a
     chain of `tree_shape` whose position j accepts when any of its w candidates does: 1 - (1 - p_j)^w,
-    an optimistic rule (siblings are not independent, and not all hang below the accepted path)."""
+    an optimistic rule (siblings are not independent, and not all hang below the accepted path). A block
+    drafter (`block`, or a setting with more draft tokens than steps) is a chain N - 1 deep."""
     if topk == 1:
         draft_tokens = verified_tokens(steps, topk, draft_tokens)
-    depth, width = tree_shape(steps, topk, draft_tokens)
+    depth, width = tree_shape(steps, topk, draft_tokens, block)
     if depth == 0:
         return AcceptLength(1.0, False, None)
     extended, extrapolated = extend_rates(rates, depth)

@@ -20,16 +20,19 @@ class DepthPoint:
 
 
 def depth_sweep(
-    params: CostParams, rates: Sequence[float], max_steps: int, topk: int = 1
+    params: CostParams, rates: Sequence[float], max_steps: int, topk: int = 1, block: bool = False
 ) -> list[DepthPoint]:
-    """One point per draft depth K = 1..max_steps for a drafter with conditional rates `rates`
-    (extrapolated past their length). A chain verifies K + 1 tokens; a tree K * topk + 1."""
+    """One point per draft depth d = 1..max_steps for a drafter with conditional rates `rates`
+    (extrapolated past their length). A chain runs K = d steps and verifies K + 1 tokens; a tree K * topk + 1.
+    A block drafter (`block`: DFlash, DSpark) drafts a block of d tokens in one step: K = 1, N = d + 1, and
+    its draft cost (params.draft_step_ms, per round for such a family) is paid once whatever the depth."""
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
     points = []
-    for steps in range(1, max_steps + 1):
-        draft_tokens = verified_tokens(steps, topk)
-        tau = predict_accept_length(rates, steps, topk, draft_tokens)
+    for depth in range(1, max_steps + 1):
+        steps = 1 if block else depth
+        draft_tokens = verified_tokens(steps, topk, tokens_per_step=depth if block else 1)
+        tau = predict_accept_length(rates, steps, topk, draft_tokens, block=block)
         result = throughput(params, tau.accept_length, steps, draft_tokens, topk)
         points.append(
             DepthPoint(
@@ -50,4 +53,4 @@ def optimal_depth(points: list[DepthPoint]) -> DepthPoint:
     """The fastest point; among equally fast ones the shallowest (it drafts less for the same tok/s)."""
     if not points:
         raise ValueError("no depth points to choose from")
-    return max(points, key=lambda p: (round(p.tps, 9), -p.steps))
+    return max(points, key=lambda p: (round(p.tps, 9), -p.steps, -p.draft_tokens))

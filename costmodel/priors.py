@@ -78,9 +78,14 @@ def harness_factors(engine: str | None) -> tuple[float, float]:
 @dataclass(frozen=True)
 class FamilyPrior:
     family: str
-    draft_step: float  # baseline steps per autoregressive draft step (8B-per-GPU target, batch 1)
+    # baseline steps per draft step (8B-per-GPU target, batch 1); a block drafter's one step drafts its whole
+    # block, so for it this is the cost of a round's drafting
+    draft_step: float
     extra_overhead: float  # baseline steps per round on top of ROUND_OVERHEAD
     source: str
+    # proposes all its draft tokens in one step (DFlash, DSpark): tokens per step = draft tokens - 1, so
+    # neither the accept-length bound nor the depth a round reaches is its steps + 1
+    block: bool = False
 
 
 FAMILIES = {
@@ -108,11 +113,49 @@ FAMILIES = {
         FamilyPrior("ngram", 0.0, 0.0, "prompt lookup on the CPU; Spec-Bench PLD: 1.09 steps"),
         FamilyPrior("lookahead", 0.0, 0.1, "Jacobi window in the verify forward; Spec-Bench Lookahead"),
         FamilyPrior("retrieval", 0.0, 0.05, "datastore lookup; Spec-Bench REST: 1.23 steps"),
+        # Block drafters: one forward of a few target-width layers drafts the whole block, so the cost is per
+        # round. Back-solved with the priors' own round (verify growth, overhead, comm share, size factor):
+        # SGLang #29244 (A800, Qwen3-8B, DFlash b16): 88 -> 162 tok/s at accept len 2.8, a round of 1.52 steps
+        # less a 16-token verify (1.035) and the overhead (0.10): 0.39. SGLang #19952 (H100 TP4 over NVLink,
+        # Qwen3.5-27B): 103.6 -> 207.2 tok/s at 3.233, a round of 1.62 steps: 0.53 at 8B per GPU. Mean 0.46.
+        FamilyPrior(
+            "dflash",
+            0.46,
+            0.0,
+            "per round: SGLang #29244 (A800, Qwen3-8B, b16) 0.39; SGLang #19952 (H100 TP4, Qwen3.5-27B) 0.53",
+            block=True,
+        ),
+        FamilyPrior(
+            "dspark",
+            0.46,
+            0.0,
+            "per round: DFlash's backbone plus a rank-256 Markov head (0.2-1.3 % of latency): DFlash's prior",
+            block=True,
+        ),
+        FamilyPrior(
+            "domino",
+            0.46,
+            0.0,
+            "per round: DFlash's backbone with a GRU logit correction: DFlash's prior",
+            block=True,
+        ),
+        FamilyPrior(
+            "peagle",
+            0.13,
+            0.0,
+            "per round: P-EAGLE drafts every position in one pass of an EAGLE-3 layer, EAGLE-3's one step",
+            block=True,
+        ),
     )
 }
 DEFAULT_FAMILY = "eagle3"
 
 _FAMILY_PATTERNS = (
+    # block drafters first: "p-eagle" and "...-eagle3-dflash" names hold an EAGLE family's name too
+    ("dspark", r"dspark"),
+    ("domino", r"domino"),
+    ("dflash", r"(?:\b|_)d[-_]?flash"),
+    ("peagle", r"\bp[-_]?eagle"),
     ("eagle3", r"eagle[-_ ]?3|eagle3"),
     ("mtp", r"nextn|mtp|deepseek"),
     ("eagle", r"eagle|hass|griffin"),
@@ -135,6 +178,12 @@ def drafter_family(*names: str | None) -> str:
             if re.search(pattern, text):
                 return family
     return DEFAULT_FAMILY
+
+
+def is_block_family(family: str) -> bool:
+    """Whether drafters of `family` propose all their draft tokens in one step."""
+    prior = FAMILIES.get(family)
+    return prior is not None and prior.block
 
 
 @dataclass(frozen=True)

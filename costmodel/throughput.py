@@ -72,12 +72,15 @@ class Throughput:
         return self.round.total_ms
 
 
-def verified_tokens(steps: int, topk: int = 1, draft_tokens: int | None = None) -> int:
-    """N, the tokens one verify forward scores (root included): given, else K + 1 for a chain and
-    K * topk + 1 for a full tree of `topk` candidates per step."""
+def verified_tokens(
+    steps: int, topk: int = 1, draft_tokens: int | None = None, tokens_per_step: int = 1
+) -> int:
+    """N, the tokens one verify forward scores (root included): given, else K * topk * tokens_per_step + 1:
+    K + 1 for a chain (one token a step), K * topk + 1 for a full tree of `topk` candidates per step, and
+    for a block drafter (DFlash, DSpark: all its tokens in one step) its block of tokens_per_step + 1."""
     if draft_tokens is not None:
         return draft_tokens
-    return steps * topk + 1
+    return steps * topk * tokens_per_step + 1
 
 
 def draft_steps(num_steps: int | None, topk: int | None, num_draft_tokens: int | None) -> int | None:

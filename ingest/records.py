@@ -10,6 +10,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from specdash.costmodel.acceptance import drafts_a_block
+from specdash.costmodel.priors import drafter_family, is_block_family
 from specdash.db.models import BUILTIN_SOURCES
 from specdash.db.records import (
     MAX_DRAFT_TOKENS,
@@ -117,11 +119,25 @@ class SpeculationSetting(Record):
             raise ValueError(f"{value} draft tokens cannot hold {steps} draft steps (need >= num_steps)")
         return value
 
+    def drafts_a_block(self) -> bool:
+        """Whether the drafter proposes all its tokens in one step (DFlash, DSpark): its family says so, or,
+        when the algorithm is unknown, a setting with more draft tokens than steps can only be one."""
+        if self.speculative_algorithm is None:
+            return False
+        if is_block_family(drafter_family(self.speculative_algorithm)):
+            return True
+        return self.speculative_algorithm == SPECULATION_UNKNOWN and drafts_a_block(
+            self.num_steps or 1, self.topk or 1, self.num_draft_tokens
+        )
+
     def max_accept_length(self) -> float | None:
-        """The most tokens one round can emit: the draft tokens N (which count the root) and the draft
-        steps plus the bonus token, whichever is smaller; 1 without speculation; None when unknown."""
+        """The most tokens one round can emit; 1 without speculation; None when unknown. A chain or tree
+        drafts one token a step: the draft tokens N (which count the root) and the draft steps plus the
+        bonus token, whichever is smaller. A block drafter drafts N - 1 in one step: N."""
         if self.speculative_algorithm is None:
             return 1.0
+        if self.drafts_a_block():
+            return float(self.num_draft_tokens) if self.num_draft_tokens else None
         bounds = [b for b in (self.num_draft_tokens, self.num_steps and self.num_steps + 1) if b]
         return float(min(bounds)) if bounds else None
 
@@ -132,9 +148,13 @@ class SpeculationSetting(Record):
         if self.speculative_algorithm is None:
             raise ValueError(f"accept_length: {value:g} without speculation (a baseline emits exactly 1)")
         setting = f"{self.num_steps}/{self.topk or 1}/{self.num_draft_tokens}"
+        rule = (
+            f"a {self.speculative_algorithm} round verifies its block of draft tokens"
+            if self.drafts_a_block()
+            else "min(draft tokens, steps + 1)"
+        )
         raise ValueError(
-            f"accept_length: {value:g} is more than a round of {setting} can emit "
-            f"(at most {ceiling:g}: min(draft tokens, steps + 1))"
+            f"accept_length: {value:g} is more than a round of {setting} can emit (at most {ceiling:g}: {rule})"
         )
 
 

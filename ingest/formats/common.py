@@ -10,6 +10,8 @@ from typing import Any, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from specdash.costmodel.priors import drafter_family, is_block_family
+from specdash.costmodel.throughput import verified_tokens
 from specdash.ingest.formats.base import Located
 from specdash.ingest.jsontext import LENIENT_DECODER, LinedDict
 from specdash.ingest.lines import TooLong, bounded_lines
@@ -46,6 +48,9 @@ ALGORITHMS = {
     "ngram": "NGRAM",
     "standalone": "STANDALONE",
     "deepseek_mtp": "MTP",
+    "dflash": "DFLASH",
+    "dspark": "DSPARK",
+    "draft_model": "STANDALONE",
 }
 
 
@@ -155,6 +160,19 @@ def client_load(
     if decode is None and level and output_throughput:
         decode, decode_from = output_throughput / level, "output_throughput / concurrency"
     return Load(decode, decode_from, level, source, told)
+
+
+def draft_setting(
+    algorithm: str | None, drafted: int | None, topk: int = 1, draft_tokens: int | None = None
+) -> tuple[int | None, int | None]:
+    """(steps K, draft tokens N) of a setting an engine states as `drafted` speculative tokens (vLLM's
+    num_speculative_tokens, the positions of its per-position rates): a chain drafts one a step (K =
+    drafted, N = K + 1); a block drafter (DFlash, DSpark) drafts them all in one step (K = 1, N = drafted + 1)."""
+    if not drafted:
+        return None, None
+    if is_block_family(drafter_family(algorithm)):
+        return 1, verified_tokens(1, 1, draft_tokens, tokens_per_step=drafted)
+    return drafted, verified_tokens(drafted, topk, draft_tokens)
 
 
 def no_per_request(path: str, line: int | None) -> Problem:

@@ -40,6 +40,8 @@ REASONS = {
     "off-level": "running count off the level's (a request finished or waited inside it)",
     "prefill": "a prefill ran inside it",
     "more-prefill": "more prefill than the level's least-prefill quarter",
+    "start": "the load began inside it (idle before): its tokens are spread over the whole interval",
+    "short": "a load that never filled a whole interval (it began and ended inside them): too short to measure",
     "cap": f"over {MAX_INTERVALS:,} intervals in one server start",
 }
 
@@ -53,6 +55,8 @@ SHORT = {
     "off-level": "off the level's running count",
     "prefill": "with a prefill in them",
     "more-prefill": "with more prefill than the least-prefill quarter",
+    "start": "in which the load began",
+    "short": "of a load too short to fill an interval",
     "cap": "over the interval cap",
 }
 
@@ -69,7 +73,18 @@ Spec = tuple[float, float, tuple[float, ...]]
 
 class Interval:
     # prefill: how much prefill ran inside the interval (vLLM prompt tokens/s, SGLang new tokens); 0: none
-    __slots__ = ("line", "rank", "running", "gen_tps", "prefill", "accept", "spec", "total", "speculated")
+    __slots__ = (
+        "line",
+        "rank",
+        "running",
+        "gen_tps",
+        "prefill",
+        "accept",
+        "spec",
+        "total",
+        "speculated",
+        "starts_load",
+    )
 
     def __init__(
         self,
@@ -85,6 +100,7 @@ class Interval:
         self.prefill, self.accept, self.spec = prefill, accept, spec
         self.speculated = accept is not None  # set by the parser when speculative metrics belong to it
         self.total = running  # running count over all ranks when it was written
+        self.starts_load = False  # the first busy interval after idle (or the start): load began inside it
 
 
 @dataclass
@@ -189,6 +205,7 @@ def server_pieces(server: "ServerIntervals"):
         piece = ServerIntervals()
         piece.intervals = intervals
         piece.over_cap = server.over_cap if number == 0 else 0
+        piece.fresh = server.fresh if number == 0 else False
         yield piece, speculating, intervals[0].line if intervals else None
 
 
@@ -198,6 +215,8 @@ class ServerIntervals:
     def __init__(self) -> None:
         self.intervals: list[Interval] = []
         self.over_cap = 0
+        # the server's start-up was logged before its first interval: that interval began idle
+        self.fresh = False
         self._running: dict[str, int] = {}
 
     def add(self, interval: Interval) -> None:
@@ -241,19 +260,30 @@ class ServerIntervals:
                 merged[key].left_out.update(level.left_out)
             else:
                 merged[key] = level
-        result = [level for level in merged.values() if _measure(level)]
+        result = []
+        for level in merged.values():
+            if _measure(level):
+                result.append(level)
+            else:
+                left["short"] += len(level.intervals)
         return sorted(result, key=lambda level: level.first_line), left
 
     def _episodes(self, left: Counter) -> list[list[Interval]]:
+        """Runs of busy intervals between idle ones. An episode's first interval began idle (after an idle
+        one, or after the logged start-up) when the load started inside it; a log cut off mid-load did not."""
         episodes: list[list[Interval]] = []
         current: list[Interval] = []
+        after_idle = self.fresh
         for interval in self.intervals:
             if interval.total == 0 and interval.gen_tps <= 0:
                 left["idle"] += 1
+                after_idle = True
                 if current:
                     episodes.append(current)
                     current = []
             else:
+                interval.starts_load = after_idle and not current
+                after_idle = False
                 current.append(interval)
         if current:
             episodes.append(current)
@@ -281,8 +311,19 @@ def _episode_levels(episode: list[Interval], left: Counter) -> list[Level]:
         else:
             levels.append((value, first, last))
     if not levels:  # never held a count: request-rate load, one level at its median
-        totals = sorted(i.total for i in busy)
-        level = Level(max(1, round(statistics.median(totals))), varying=True, intervals=list(episode))
+        # the load's end: busy intervals whose count fell by more than SAME_LEVEL from the one before (the
+        # requests finished inside them, so the count at their end is not the count their tokens ran at)
+        drained = 0
+        while (
+            len(busy) - drained > 1 and busy[-1 - drained].total < (1 - SAME_LEVEL) * busy[-2 - drained].total
+        ):
+            drained += 1
+        kept = busy[: len(busy) - drained]
+        if drained:
+            left["ramp"] += drained
+        totals = sorted(i.total for i in kept)
+        intervals = [i for i in episode if i not in busy[len(kept) :]]
+        level = Level(max(1, round(statistics.median(totals))), varying=True, intervals=intervals)
         for tail in tails:
             level.left_out[_tail_reason(tail)] += 1
         return [level]
@@ -333,6 +374,14 @@ def _measure(level: Level) -> bool:
         if HOLD <= len(least) < len(used):
             level.left_out["more-prefill"] += len(used) - len(least)
             used = least
+    partial = [i for i in used if i.starts_load]
+    if partial:
+        # idle until the load began inside it: its tokens/s are spread over the whole interval. A load that
+        # never filled an interval cannot be measured from this log: no benchmark rather than a diluted one
+        if len(used) == len(partial):
+            return False
+        level.left_out["start"] += len(partial)
+        used = [i for i in used if i not in partial]
     level.prefill_kept = sum(1 for i in used if i.prefill)
     level.used = used
     totals = [i.total for i in busy]

@@ -139,6 +139,7 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             if server.intervals.intervals:  # a new start once the previous one has measured something
                 server = Server(number)
                 servers.append(server)
+            server.intervals.fresh = True  # its first interval follows the start-up
             if match and not server.args:
                 server.args = server_args(match[1])
     produced = False

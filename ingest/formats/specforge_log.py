@@ -1,9 +1,11 @@
 """SpecForge (and EAGLE repo) training console output.
 
-Read line by line, whatever prefix the logger put in front:
+Read line by line, whatever prefix the logger put in front (or none):
 - `step 50: {'train/lr': 9.5e-05, 'train/acc_0': 0.71, 'train/ploss_0': 1.9, ...}`: the tracker's
   metrics dict, a Python dict repr (a fast path for the all-numeric dict; ast.literal_eval, never eval,
-  for anything else);
+  for anything else); the rebuilt trainer (2026) `print`s bare `step 50: {'acc_0': 0.71, 'ploss_0': 1.9,
+  'acc': 0.7, 'loss': 2.3, 'grad_norm': 0.5, 'lr': 9.5e-05}` without a tracker, list values as lists
+  (`'eval/per_position_acc': [0.71, 0.52]`): names are stored by `metric_names.stored_name`;
 - `Train Epoch [3/5], position 0,  Acc: 0.71` and `... position 0, pLoss: 1.93` (also `Test Epoch`,
   `Train Step [n]`): epoch averages, stored as train/epoch_acc_i, train/epoch_ploss_i at step = epoch;
 - `Eval - Step 1200 [..], position 0,  Acc: 0.69`: stored as eval/acc_i, eval/ploss_i;
@@ -22,6 +24,7 @@ from typing import TextIO
 from specdash.costmodel.accuracies import ACCURACY_PREFIX, accuracy_position, rates_from_accuracies
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import clean_path, model_short_name, prose_or_source, run_record
+from specdash.ingest.formats.metric_names import flatten, looks_like_trainer_metrics, stored_name
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
 from specdash.ingest.links import parse_checkpoint_name, path_parts, run_from_parents
 from specdash.ingest.metric_points import MAX_KEY_CHARS
@@ -39,6 +42,7 @@ EPOCH_LINE = re.compile(
 EVAL_STEP = re.compile(rf"\bEval - Step (\d+) \[[^\]]*\], position (\d+),\s+(Acc|pLoss): ({NUM})")
 SAVED = re.compile(r"Saved model configuration to (\S+)")
 ARG = re.compile(r"^(\w+)\s+\u00b7+ (.*)$")
+RAW_KEY = re.compile(r"'([^']{1,200})': ")
 MAX_LITERAL_CHARS = 200_000
 BATCH_STEPS = 2000  # logged steps handed to the store at a time
 FIRST_ACCURACY = f"{ACCURACY_PREFIX}0"  # a step dict with it carries the acceptance curve
@@ -47,8 +51,7 @@ FIRST_ACCURACY = f"{ACCURACY_PREFIX}0"  # a step dict with it carries the accept
 def _evidence(line: str) -> bool:
     """A whole log line of this format, not a mention of one: the record runs to the end of the line."""
     if "step " in line and (match := STEP_DICT.search(line)):
-        found = _pairs(match[2])
-        return found is not None and any(key.startswith(("train/", "eval/", "test/")) for key in found[0])
+        return _pairs(match[2]) is not None and looks_like_trainer_metrics(RAW_KEY.findall(match[2]))
     if "position" in line and (match := EPOCH_LINE.search(line) or EVAL_STEP.search(line)):
         return not line[match.end() :].strip()
     if "Saved model configuration to" in line and (match := SAVED.search(line)):
@@ -86,7 +89,7 @@ def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
             return None
         if len(_KEY_NAMES) >= MAX_KEY_SETS:
             _KEY_NAMES.clear()
-        names = _KEY_NAMES.setdefault(quoted, tuple(key[1:-1] for key in quoted))
+        names = _KEY_NAMES.setdefault(quoted, tuple(stored_name(key[1:-1]) for key in quoted))
     if text.count("'") != 2 * len(quoted):
         return None  # a quoted value: not a plain number
     try:
@@ -105,10 +108,8 @@ def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     value = python_literal(text)
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return None
-    # numbers only: strings and nested values in the dict are not metrics
-    numbers = {
-        k: float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
+    # numbers, and lists of numbers as `name/index`; strings and other values in the dict are not metrics
+    numbers = {stored_name(k): v for key, item in value.items() for k, v in flatten(key, item)}
     return tuple(numbers), list(numbers.values())
 
 

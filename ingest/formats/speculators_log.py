@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from pathlib import PurePath
 from typing import TextIO
 
-from specdash.costmodel.accuracies import ACCURACY_PREFIX, accuracy_position, rates_from_accuracies
+from specdash.costmodel.accuracies import accuracy_position, rates_from_accuracies
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import prose_or_source, run_record
+from specdash.ingest.formats.metric_names import aliases
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.links import path_parts, run_from_parents
 from specdash.ingest.metric_points import MAX_KEY_CHARS
@@ -36,7 +37,6 @@ BLOCK_START = re.compile(r"^(?:\[[^\]]{1,40}\]|\s{4,})\s*(DEBUG|INFO|WARNING|ERR
 SOURCE_COLUMN = re.compile(r"\s{2,}[\w.\-]+\.py:\d+\s*$")
 PAIR = re.compile(r"(?:^|,\s)([A-Za-z_][\w/.\-]*)=([^,\s]+)")
 METRIC_KEY = re.compile(r"\btrain/(?:loss|full_acc|cond_acc)_\d+=")
-COND_ACC = re.compile(r"^train/cond_acc_(\d+)$")
 SAVED = re.compile(r"Checkpoint saved to (\S+)")
 BATCH_STEPS = 2000
 MAX_BLOCK_CHARS = 200_000
@@ -123,8 +123,8 @@ class TrainerLog:
                 )
             else:
                 values[name] = value
-                if match := COND_ACC.match(name):
-                    values[f"{ACCURACY_PREFIX}{match[1]}"] = value
+                for alias in aliases(name):
+                    values[alias] = value
         if problems:
             yield from problems
             return

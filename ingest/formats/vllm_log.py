@@ -20,13 +20,13 @@ import re
 from collections.abc import Iterator
 from typing import TextIO
 
-from specdash.costmodel.throughput import verified_tokens
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     algorithm_name,
     benchmark,
     choose_deployment,
     deployment_name,
+    draft_setting,
     drafter_of,
     missing_deployment,
     prose_or_source,
@@ -261,6 +261,7 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             if server.started:  # a new start once the previous one has measured something
                 server = Server(number)
                 servers.append(server)
+            server.intervals.fresh = True  # its first interval follows the start-up
             if found := VERSION.search(line):
                 server.version = server.version or found[1] or found[2]
             if "non-default args:" in line:
@@ -312,6 +313,7 @@ def _benchmark(
     algorithm = (algorithm_name(config.get("method")) or SPECULATION_UNKNOWN) if speculating else None
     k = config.get("spec_tokens") or (len(survival) if survival else None)
     speculative = algorithm is not None
+    steps, draft_tokens = draft_setting(algorithm, k) if speculative else (None, None)
     drafter = drafter_of(algorithm, config.get("draft_model"), model)
     intervals = level.summary(server_left)
     start = f"start {index + 1} of {starts} (line {server.line}), " if starts > 1 else ""
@@ -325,9 +327,9 @@ def _benchmark(
         engine_version=server.version,
         speculative_algorithm=algorithm,
         drafter_path=drafter,
-        num_steps=k if speculative else None,
-        topk=1 if speculative and k else None,
-        num_draft_tokens=verified_tokens(k) if speculative and k else None,
+        num_steps=steps,
+        topk=1 if steps else None,
+        num_draft_tokens=draft_tokens,
         concurrency=level.concurrency,
         concurrency_source="log",
         decode_tps=level.decode_tps,

@@ -13,7 +13,6 @@ from typing import Annotated, TextIO
 
 from pydantic import BeforeValidator, Field
 
-from specdash.costmodel.throughput import verified_tokens
 from specdash.db.records import NonNegFloat, PositiveFloat
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
@@ -23,6 +22,7 @@ from specdash.ingest.formats.common import (
     choose_deployment,
     client_load,
     deployment_name,
+    draft_setting,
     missing_deployment,
     no_per_request,
     safe_raw,
@@ -132,6 +132,11 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
     if steps is None and result.spec_decode_num_drafts and result.spec_decode_draft_tokens:
         steps = round(result.spec_decode_draft_tokens / result.spec_decode_num_drafts) or None
     speculative = algorithm is not None
+    steps, draft_tokens = (
+        draft_setting(algorithm, steps, result.topk or 1, result.num_draft_tokens)
+        if speculative
+        else (None, None)
+    )
     # max_concurrent_requests is the peak in flight the client saw, not the load it held: not a concurrency
     load = client_load(
         median_tpot_ms=result.median_tpot_ms,
@@ -154,11 +159,9 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         drafter_path=(result.drafter_path or result.drafter) if speculative else None,
         engine="vllm",
         speculative_algorithm=algorithm,
-        num_steps=steps if speculative else None,
-        topk=(result.topk or 1) if speculative and steps else None,
-        num_draft_tokens=verified_tokens(steps, result.topk or 1, result.num_draft_tokens)
-        if speculative and steps
-        else None,
+        num_steps=steps,
+        topk=(result.topk or 1) if steps else None,
+        num_draft_tokens=draft_tokens,
         concurrency=load.concurrency,
         concurrency_source=load.concurrency_source,
         dataset=result.dataset,

@@ -309,3 +309,56 @@ def test_speculation_switching_without_a_start_line_begins_a_new_benchmark(engin
     assert (base.speculative_algorithm, base.accept_length, base.interval_count) == (None, None, 3)
     assert base.decode_tps == pytest.approx(51.0)
     assert base.label == "server log, no speculation from line 5, 1 running"
+
+
+def test_short_client_runs_are_measured_from_their_full_intervals_only(engine):
+    """Six starts of a pipeline, each a short closed-loop client run (vllm bench serve, 40-200 prompts) that
+    fills a 10-s log interval once or twice. The interval in which a run began was idle until then, so its
+    tokens/s are spread over time nothing ran: it is left out, and a run that never filled an interval is no
+    benchmark at all. Figures from the log's lines; the client's from pipeline_short_runs_client.jsonl."""
+    load(engine, VLLM / "pipeline_short_runs.log")
+    load(engine, VLLM / "pipeline_short_runs_client.jsonl")
+    logs = benchmarks(engine, source_format="vllm-log")
+    clients = benchmarks(engine, source_format="vllm-bench-serve")
+    assert [(b.speculative_algorithm, b.concurrency) for b in logs] == [
+        (None, 16),
+        ("EAGLE3", 16),
+        (None, 32),
+        ("EAGLE3", 32),
+        (None, 8),
+    ]
+    # start 1: 16 running at 311.4 (the run began inside it) and 897.8 tok/s, then 2 running (the drain)
+    # and the tail: 897.8 / 16. Start 3: 227.3 (began) and 1212.8 at 32: 1212.8 / 32. Start 5: 26.4 and
+    # 605.9 at 8: 605.9 / 8. (Before, the first interval was averaged in: 37.8, 22.5 and 39.5 tok/s.)
+    assert [b.decode_tps for b in logs if b.speculative_algorithm is None] == pytest.approx(
+        [897.8 / 16, 1212.8 / 32, 605.9 / 8]
+    )
+    assert [b.raw["intervals"]["left_out"] for b in logs] == [{"start": 1, "tail": 1}] * 5
+    # EAGLE3 at 16: 1445.1 / 16; at 32: 1910.0 / 32 (the 2-running drain and the tail left out)
+    assert [b.decode_tps for b in logs if b.speculative_algorithm] == pytest.approx(
+        [1445.1 / 16, 1910.0 / 32]
+    )
+    # accept length over the level's SpecDecoding lines, k = 3: 1 + accepted / (drafted / 3)
+    assert logs[1].accept_length == pytest.approx(1 + (1642 + 8643 + 2025) / ((3216 + 17232 + 4137) / 3))
+    # start 6 (EAGLE3 at 8) began and ended inside its first interval (483.9 tok/s, then the tail): too short
+    # to measure from 10-s lines, so no benchmark (above); its client's record is the only measure of it
+    # each measured start lands within 10 % of the client's 1000 / median TPOT for the same run
+    by_client = {(c.speculative_algorithm, c.concurrency): c for c in clients}
+    for bench in logs:
+        client = by_client[(bench.speculative_algorithm, bench.concurrency)]
+        assert abs(bench.decode_tps / client.decode_tps - 1) < 0.10, (bench.label, client.decode_tps)
+
+
+def test_a_load_that_never_fills_an_interval_is_no_benchmark():
+    from specdash.ingest.formats.logsummary import Interval, ServerIntervals
+
+    server = ServerIntervals()
+    server.fresh = True  # the start-up was logged: the first interval began idle
+    for number, (running, gen) in enumerate([(8, 483.9), (0, 269.7), (0, 0.0)], start=1):
+        server.add(Interval(number, "0", running, gen))
+    levels, left = server.levels()
+    assert levels == [] and left == {"short": 2, "idle": 1}
+    # the same lines cut from the middle of a log (no start-up before them) are a measured level
+    server.fresh = False
+    (level,) = server.levels()[0]
+    assert level.output_throughput == 483.9

@@ -196,3 +196,21 @@ def test_bulk_points_leave_foreign_keys_on(engine):
     assert points(engine, "bulk")[("train/loss", 3998)] == 3.998
     with engine.connect() as connection:  # the pooled connection the ingest used
         assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
+
+
+# SpecForge's rebuilt trainer (2026): bare names and list values on its console
+def test_the_bare_console_of_the_rebuilt_trainer(engine):
+    result = load(engine, SPECFORGE / "train_console_2026.log")
+    assert result.format == "specforge-log"
+    got = points(engine, "train_console_2026")  # no args block: the run is the file's name
+    # steps 10 and 20: 12 keys each; the eval line at step 20: avg_loss, avg_acc, a list of 3,
+    # simulated_acc_len and 3 plosses, 9; step 30: the 12 and 4 acceptance rates, 16
+    assert len(got) == 12 + 12 + 9 + 16
+    assert got[("train/acc_0", 10)] == 0.6125 and got[("train/ploss_2", 10)] == 3.125
+    assert got[("train/loss", 20)] == 5.75 and got[("train/lr", 30)] == 3e-05
+    assert got[("train/grad_norm", 30)] == 1.0625
+    assert got[("train/acceptance_rate_2", 30)] == 0.375
+    assert got[("train/perf/optimizer_step_time_s", 20)] == 0.692
+    # eval/per_position_acc: [0.6875, 0.53125, 0.40625] at step 20 -> eval/acc_0..2
+    assert [got[(f"eval/acc_{i}", 20)] for i in range(3)] == [0.6875, 0.53125, 0.40625]
+    assert got[("eval/simulated_acc_len", 20)] == 2.1484375
