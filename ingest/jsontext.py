@@ -9,7 +9,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 
 
 class JSONPositionError(ValueError):
-    def __init__(self, message: str, line: int):
+    def __init__(self, message: str, line: int | None):  # None: the document as a whole
         super().__init__(message)
         self.line = line
 

@@ -168,8 +168,11 @@ class BenchmarkRecord(SpeculationSetting):
     drafter_path: PathText | None = None
     engine: Short | None = None
     concurrency: Count = 1
-    # How the concurrency was told: read from the file, the log's running count, or derived.
-    concurrency_source: Literal["file", "log", "derived: Little's law", "derived: prompt count"] | None = None
+    # How the concurrency was told: read from the file, the log's running count, the mean in flight a
+    # client measured (GuideLLM's request_concurrency), or derived.
+    concurrency_source: (
+        Literal["file", "log", "measured mean", "derived: Little's law", "derived: prompt count"] | None
+    ) = None
     dataset: Text200 | None = None
     num_prompts: Whole | None = None
     decode_tps: RequestTps  # per request

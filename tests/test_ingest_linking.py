@@ -149,6 +149,7 @@ def test_formats_lists_every_format(invoke):
         "speculators-log",
         "specforge-model-speedup",
         "sglang-one-batch-offline",
+        "guidellm",
     } == {f.name for f in FORMATS}
 
 

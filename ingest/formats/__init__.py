@@ -11,6 +11,7 @@ __all__ = ["BY_NAME", "FORMATS", "Format", "Located", "detect_format"]
 
 def _registry() -> list[Format]:
     from specdash.ingest.formats import (
+        guidellm,
         native,
         sglang_batch,
         sglang_log,
@@ -26,7 +27,7 @@ def _registry() -> list[Format]:
 
     formats = [native.FORMAT, native.CSV_FORMAT]
     # More specific detectors first: a vLLM result also has SGLang-like keys, a SpecBundle file is JSON.
-    for module in (specbundle, specforge_bench, vllm_serve, sglang_serving, sglang_batch):
+    for module in (specbundle, specforge_bench, guidellm, vllm_serve, sglang_serving, sglang_batch):
         formats.extend(module.FORMATS)
     for module in (specforge_tracker, speculators_log, specforge_log, vllm_log, sglang_log):
         formats.extend(module.FORMATS)
@@ -35,10 +36,13 @@ def _registry() -> list[Format]:
 
 FORMATS: list[Format] = _registry()
 BY_NAME = {f.name: f for f in FORMATS}
+# A GuideLLM report is one JSON line whose backend has a "kind" key, which native JSONL's detector takes
+# for its own: GuideLLM's stricter detector runs first.
+DETECT_ORDER = [BY_NAME["guidellm"], *(f for f in FORMATS if f.name != "guidellm")]
 
 
 def detect_format(head: str, filename: str) -> Format | None:
-    for fmt in FORMATS:
+    for fmt in DETECT_ORDER:
         if fmt.detect(head, filename):
             return fmt
     return None

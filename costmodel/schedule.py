@@ -1,0 +1,134 @@
+"""A depth schedule: the best draft depth at each batch size under a load model, and the same schedule in
+vLLM's and TensorRT-LLM's own configuration syntax."""
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from specdash.costmodel.acceptance import predict_accept_length
+from specdash.costmodel.loadmodel import LoadParams
+
+# vLLM checks only that a range is positive; the last one reaches past any batch a server admits.
+VLLM_MAX_BATCH = 4096
+
+
+@dataclass(frozen=True)
+class ScheduleEntry:
+    concurrency: float
+    num_steps: int  # 0: no speculation at this batch size
+    accept_length: float
+    tok_s: float  # per request
+    aggregate_tok_s: float  # tok_s x concurrency
+    speedup: float  # against the no-speculation step at this batch size
+    baseline_estimated: bool  # the speedup is against an estimated baseline
+
+    def as_json(self) -> dict[str, float | int | bool]:
+        return {
+            "concurrency": self.concurrency,
+            "num_steps": self.num_steps,
+            "tok_s": round(self.tok_s, 3),
+            "aggregate_tok_s": round(self.aggregate_tok_s, 3),
+            "speedup": round(self.speedup, 4),
+            "baseline_estimated": self.baseline_estimated,
+        }
+
+
+def accept_lengths(
+    acceptance: Sequence[float] | Mapping[int, float], max_steps: int, topk: int = 1
+) -> dict[int, float]:
+    """tau per candidate depth: a mapping {K: measured tau} as given (only those depths are candidates),
+    or conditional per-position rates, chained (and extrapolated past their length) for K = 1..max_steps."""
+    if isinstance(acceptance, Mapping):
+        return {int(k): float(v) for k, v in acceptance.items() if 1 <= int(k) <= max_steps}
+    return {k: predict_accept_length(acceptance, k, topk).accept_length for k in range(1, max_steps + 1)}
+
+
+def depth_schedule(
+    params: LoadParams,
+    acceptance: Sequence[float] | Mapping[int, float],
+    concurrencies: Sequence[float],
+    max_steps: int = 10,
+    topk: int = 1,
+    drafter: str = "",
+    baseline_estimated: bool = False,
+) -> list[ScheduleEntry]:
+    """At each concurrency, the depth K (0 = no speculation) with the most predicted per-request tok/s;
+    among equally fast ones the shallowest."""
+    taus = accept_lengths(acceptance, max_steps, topk)
+    out = []
+    for batch in sorted(concurrencies):
+        base = params.tps(1.0, batch, 0)
+        best = (base, 0, 1.0)
+        for steps, tau in sorted(taus.items()):
+            tps = params.tps(tau, batch, steps, steps * topk + 1, topk, drafter)
+            if round(tps, 9) > round(best[0], 9):
+                best = (tps, steps, tau)
+        tps, steps, tau = best
+        out.append(ScheduleEntry(batch, steps, tau, tps, tps * batch, tps / base, baseline_estimated))
+    return out
+
+
+def schedule_ranges(entries: Sequence[ScheduleEntry], max_batch: int) -> list[tuple[int, int, int]]:
+    """(first batch, last batch, K) ranges covering 1..max_batch: each entry's K holds up to the geometric
+    midpoint between its concurrency and the next one's; neighbours with one K merge."""
+    ordered = sorted(entries, key=lambda e: e.concurrency)
+    ranges: list[tuple[int, int, int]] = []
+    low = 1
+    for i, entry in enumerate(ordered):
+        if i + 1 < len(ordered):
+            high = math.floor(math.sqrt(entry.concurrency * ordered[i + 1].concurrency))
+        else:
+            high = max_batch
+        high = max(high, low)
+        if ranges and ranges[-1][2] == entry.num_steps:
+            ranges[-1] = (ranges[-1][0], high, entry.num_steps)
+        else:
+            ranges.append((low, high, entry.num_steps))
+        low = high + 1
+        if low > max_batch:
+            break
+    return ranges
+
+
+def vllm_config(entries: Sequence[ScheduleEntry], method: str, model: str | None = None) -> str:
+    """`--speculative-config` JSON for vLLM's dynamic speculative decoding. vLLM reads
+    `num_speculative_tokens_per_batch_size` as a list of `[bs_lo, bs_hi, K]` entries, the first starting
+    at batch 1, non-overlapping, each K clamped to `num_speculative_tokens`, the startup maximum
+    (vllm/v1/spec_decode/dynamic/utils.py, validate_and_normalize_dynamic_sd_schedule)."""
+    ranges = schedule_ranges(entries, VLLM_MAX_BATCH)
+    deepest = max((k for _, _, k in ranges), default=0)
+    if deepest == 0:
+        return "# no draft depth beats no speculation at any batch size: serve without --speculative-config"
+    config: dict[str, object] = {"method": method}
+    if model:
+        config["model"] = model
+    config["num_speculative_tokens"] = deepest
+    config["num_speculative_tokens_per_batch_size"] = [list(r) for r in ranges]
+    return "--speculative-config '" + json.dumps(config) + "'"
+
+
+def trtllm_config(entries: Sequence[ScheduleEntry], decoding_type: str = "Eagle3") -> str:
+    """`speculative_config` for TensorRT-LLM's `extra_llm_api_options` YAML. Its `draft_len_schedule`
+    maps a batch size to the draft length used from that batch size up ("{1: 4, 4: 2, 8: 0} means
+    batch_size >= 1: use draft_len=4 ... >= 8: use draft_len=0 (disable speculation)"), and must hold
+    batch size 1 with `max_draft_len` as its value (tensorrt_llm/llmapi/llm_args.py, DecodingBaseConfig):
+    deeper drafts later in the schedule are clamped to the batch-1 depth, and said so."""
+    ranges = schedule_ranges(entries, VLLM_MAX_BATCH)
+    if not ranges or ranges[0][2] == 0:
+        return "# no speculation at batch size 1: TensorRT-LLM's schedule must start there; serve without it"
+    first = ranges[0][2]
+    lines = ["speculative_config:", f"  decoding_type: {decoding_type}", f"  max_draft_len: {first}"]
+    lines.append("  draft_len_schedule:")
+    clamped = []
+    for low, _, steps in ranges:
+        if steps > first:
+            clamped.append(low)
+        lines.append(f"    {low}: {min(steps, first)}")
+    if clamped:
+        lines.append(
+            f"# clamped to max_draft_len {first} from batch size "
+            + ", ".join(str(b) for b in clamped)
+            + ": TensorRT-LLM starts the schedule at its deepest draft"
+        )
+    return "\n".join(lines)

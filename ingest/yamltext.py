@@ -1,0 +1,47 @@
+"""YAML documents read safely (PyYAML's safe loader: no Python objects) into the same line-aware
+objects the JSON reader gives (ingest/jsontext.py LinedDict), so problems name their line."""
+
+from typing import Any
+
+import yaml
+
+from specdash.ingest.jsontext import MAX_DEPTH, LinedDict
+
+
+class YAMLPositionError(ValueError):
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.line = line
+
+
+def _value(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise YAMLPositionError(f"nested deeper than {MAX_DEPTH} levels", node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        obj = LinedDict()
+        obj.line, obj.key_lines = node.start_mark.line + 1, {}
+        for key_node, value_node in node.value:
+            key = constructor.construct_object(key_node)
+            if not isinstance(key, str | int | float | bool):
+                raise YAMLPositionError("a mapping key must be a plain value", key_node.start_mark.line + 1)
+            key = str(key)
+            obj.key_lines[key] = key_node.start_mark.line + 1
+            obj[key] = _value(value_node, constructor, depth + 1)
+        return obj
+    if isinstance(node, yaml.SequenceNode):
+        return [_value(item, constructor, depth + 1) for item in node.value]
+    return constructor.construct_object(node)
+
+
+def load_yaml_with_lines(text: str) -> Any:
+    """The one YAML document of `text`, mappings as LinedDicts (1-based lines)."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise YAMLPositionError(str(exc.problem or exc), mark.line + 1 if mark else None) from exc
+    except yaml.YAMLError as exc:
+        raise YAMLPositionError(str(exc), None) from exc
+    if node is None:
+        return None
+    return _value(node, yaml.constructor.SafeConstructor(), 0)

@@ -1,0 +1,87 @@
+"""The load model's figures on published sweeps (bench/load_accuracy.py) and the honest held-out figures of
+the priors (bench/heldout.py). Each assertion holds the measured figure with the margin stated; where a
+goal of the issue is missed the test says so and holds today's value, so a regression still shows."""
+
+import json
+
+import pytest
+
+from bench import heldout, load_accuracy
+from bench.costmodel_accuracy import CORPUS
+
+ROWS = json.loads(CORPUS.read_text())["rows"]
+
+
+@pytest.fixture(scope="module")
+def figures():
+    return load_accuracy.report()
+
+
+def test_held_out_cells_beat_the_linear_round_model(figures):
+    """Each (load, setting) of 122 sweeps predicted by a fit to the rest: measured 4.6 % against the linear
+    round model's 6.8 % on the same splits (goal: <= 5 % and no worse than the linear model)."""
+    cells = figures["cell_split"]
+    assert cells["load_model"]["n"] == cells["linear"]["n"] >= 600
+    assert cells["load_model"]["median"] <= 0.05  # measured 4.6 %: a 0.4-point margin
+    assert cells["load_model"]["median"] < 0.8 * cells["linear"]["median"]
+
+
+def test_held_out_loads(figures):
+    """A whole load (its no-speculation run too) predicted from the other loads: 5.6 % against 13.1 %."""
+    loads = figures["load_split"]
+    assert loads["load_model"]["median"] <= 0.07  # measured 5.6 %
+    assert loads["load_model"]["median"] < 0.6 * loads["linear"]["median"]
+
+
+def test_cross_load_pairs(figures):
+    """Fit at the lowest load, predict the others (each load's own no-speculation run known, as in
+    bench.costmodel_accuracy load_transfer, today 19.5 %): 10.8 % -- the 10 % goal is missed by 0.8 points;
+    15.3 % when the other loads' no-speculation runs are unknown too."""
+    assert figures["cross_load"]["load_model"]["median"] <= 0.12
+    assert figures["cross_load"]["load_model"]["median"] < 0.6 * 0.195
+    assert figures["cross_load_no_other_baselines"]["load_model"]["median"] <= 0.17
+
+
+def test_the_schedule_picks(figures):
+    """At 150 measured loads with two or more candidates, the depth the schedule picks (from predictions
+    that did not see it) reaches >= 97 % of the best measured at 123 (goal: all; SpecBundle's noisy
+    batch-8 MoE sweeps hold most of the misses)."""
+    sched = figures["schedule"]
+    assert sched["loads"] >= 150 and sched["meeting_goal"] >= 120
+    assert sched["median"] >= 0.99
+
+
+def test_held_out_by_source_rules():
+    kept, repeats = heldout.held_out_rows(ROWS)
+    excluded = heldout.prior_sources(ROWS)
+    assert {"spec-bench", "vllm-20780", "eagle2-paper", "specbundle"} <= excluded
+    assert not any(r["source"] in excluded or r["steps"] is None for r in kept)
+    # the EAGLE-3 paper's EAGLE-2 cell printed twice (LLaMA-3.1-8B MT-bench and DeepSeek-R1-Distill GSM8K)
+    assert [(r["source"], r["accept_length"], r["speedup"]) for r in repeats] == [
+        ("eagle3-paper", 4.05, 3.16)
+    ]
+    assert len(kept) == 150
+
+
+def test_honest_uncalibrated_figures():
+    """Measured 12.0 % over 150 rows from 18 sources, but the by-source interval runs to 30.2 %: the goal
+    (upper end under 15 %) is missed; vLLM (31 rows) sits at 21.3 %, over its 15 % goal."""
+    kept, _ = heldout.held_out_rows(ROWS)
+    u = heldout.uncalibrated(kept)
+    assert u["n"] == 150 and u["sources"] == 18
+    assert u["median"] == pytest.approx(0.120, abs=0.005)
+    low, high = u["interval"]
+    assert low <= u["median"] <= high and high > 0.15
+    engines = {e: f for e, f in u["per_engine"].items() if f["n"] >= heldout.MIN_ENGINE_ROWS}
+    assert set(engines) == {"pytorch", "sglang", "vllm"}
+    assert engines["sglang"]["median"] <= 0.15 and engines["pytorch"]["median"] <= 0.15
+    assert engines["vllm"]["median"] == pytest.approx(0.213, abs=0.005)
+
+
+def test_the_bootstrap_resamples_sources_not_rows():
+    """Two sources, one all at 10 % and one all at 30 %: a resample holds one, the other or both, so the
+    interval spans 10-30 % however many rows each source has."""
+    errors = [0.1] * 50 + [0.3] * 5
+    sources = ["a"] * 50 + ["b"] * 5
+    low, high = heldout.bootstrap_median(errors, sources, samples=400)
+    assert low == pytest.approx(0.1) and high == pytest.approx(0.3)

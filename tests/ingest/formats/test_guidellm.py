@@ -1,0 +1,134 @@
+"""GuideLLM reports in the three shapes of its 2025-2026 releases (tests/fixtures/guidellm/README.md), stored
+through the one ingest path, and the `--setting` syntax. Expected numbers are read off the fixtures."""
+
+import pytest
+
+from specdash.ingest.formats import BY_NAME, detect_format
+from specdash.ingest.formats.guidellm import parse
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_path
+from specdash.ingest.setting import Setting, parse_setting
+from tests.conftest import FIXTURES
+from tests.ingest_support import benchmarks, content, load
+
+GUIDELLM = FIXTURES / "guidellm"
+
+
+@pytest.mark.parametrize(
+    "name", ["benchmarks_stripped_v0.3.1.json", "sweep_v0.5.4.yaml", "concurrent_eagle3_v0.7.json"]
+)
+def test_every_shape_is_detected(name):
+    path = GUIDELLM / name
+    assert detect_format(path.read_text()[:65536], name) is BY_NAME["guidellm"]
+
+
+def test_the_real_v0_3_report(engine):
+    """guidellm's own test asset (v0.3.1): one synchronous benchmark of `example_model`. TPOT median
+    4.885653 ms -> 204.68 tok/s per request; request_concurrency.successful.mean 0.99776 -> 1; output
+    tok/s mean 198.133; TTFT median 16.3805 ms; 46 successful requests."""
+    load(engine, GUIDELLM / "benchmarks_stripped_v0.3.1.json", link=LinkOptions(deployment="test box"))
+    (bench,) = benchmarks(engine)
+    assert bench.source_format == "guidellm" and bench.deployment.name == "test box"
+    assert bench.decode_tps == pytest.approx(1000 / 4.885653033852577)
+    assert bench.concurrency == 1 and bench.concurrency_source == "measured mean"
+    assert bench.raw["concurrency_mean"] == pytest.approx(0.9977627456483604)
+    assert bench.raw["concurrency_field"] == "metrics.request_concurrency.successful.mean"
+    assert bench.output_throughput == pytest.approx(198.13346751788123)
+    assert bench.median_ttft_ms == pytest.approx(16.38054847717285)
+    assert bench.p99_ttft_ms == pytest.approx(21.281957626342773)
+    assert bench.median_itl_ms == pytest.approx(4.9241227427805505)
+    assert bench.num_prompts == 46 and bench.label == "synchronous"
+    assert bench.raw["model"] == "example_model"
+    # a report does not say how the server speculated
+    assert bench.speculative_algorithm == "unknown" and bench.num_steps is None
+
+
+def test_a_v0_7_concurrency_sweep_with_its_setting_label(engine):
+    """0.7 report, `--label setting=EAGLE3/3/1/4 --label drafter=... --label engine=vllm`, streams 1/8/32:
+    TPOT medians 4, 5 and 8 ms -> 250, 200, 125 tok/s per request; mean concurrency 0.99, 7.8, 30.6."""
+    load(engine, GUIDELLM / "concurrent_eagle3_v0.7.json")
+    rows = benchmarks(engine)
+    assert [b.concurrency for b in rows] == [1, 8, 31]
+    assert [b.raw["concurrency_mean"] for b in rows] == [0.99, 7.8, 30.6]
+    assert [b.decode_tps for b in rows] == pytest.approx([250.0, 200.0, 125.0])
+    assert [b.output_throughput for b in rows] == [245.0, 1560.0, 3825.0]
+    assert {(b.speculative_algorithm, b.num_steps, b.topk, b.num_draft_tokens) for b in rows} == {
+        ("EAGLE3", 3, 1, 4)
+    }
+    assert {b.deployment.name for b in rows} == {"Llama-3.1-8B-Instruct, vllm"}
+    assert rows[2].label == "concurrent streams=32" and rows[2].p99_itl_ms == 14.0
+    assert rows[1].raw["metrics"]["time_to_first_token_ms"]["p90"] == pytest.approx(67.5)
+
+
+def test_a_v0_5_yaml_sweep(engine):
+    """0.5 YAML (keys sorted, as yaml.dump writes them): synchronous, throughput and a constant rate of 5/s
+    -> concurrency 1, 118 (118.4), 13 (12.6); 160, 40, 125 tok/s per request; model from the report."""
+    load(engine, GUIDELLM / "sweep_v0.5.4.yaml")
+    rows = benchmarks(engine)
+    assert [(b.concurrency, round(b.decode_tps, 6)) for b in rows] == [(1, 160.0), (118, 40.0), (13, 125.0)]
+    assert rows[2].request_rate == 5.0 and rows[2].label == "constant rate=5"
+    assert {b.deployment.name for b in rows} == {"Qwen3-8B, guidellm"}
+    assert rows[0].raw["guidellm_version"] == "0.5.4"
+
+
+def test_reingesting_changes_nothing(engine):
+    load(engine, GUIDELLM / "concurrent_eagle3_v0.7.json")
+    before = content(engine)
+    ingest_path(engine, GUIDELLM / "concurrent_eagle3_v0.7.json")
+    assert content(engine) == before
+
+
+def test_bad_reports_name_file_line_and_field(tmp_path, engine):
+    text = (GUIDELLM / "sweep_v0.5.4.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    # the second benchmark's TPOT median made negative
+    bad.write_text(text.replace("median: 25.0", "median: -25.0", 1))
+    before = content(engine)
+    result = ingest_path(engine, bad, fmt_name="guidellm")
+    assert result.status != "loaded" and content(engine) == before
+    messages = [str(p) for p in result.problems]
+    assert any("benchmarks[1].metrics.time_per_output_token_ms.successful.median" in m for m in messages)
+    line = next(p.line for p in result.problems if "time_per_output_token_ms" in (p.field or ""))
+    assert "median: -25.0" in text.replace("median: 25.0", "median: -25.0", 1).splitlines()[line - 1]
+
+
+def test_a_broken_yaml_says_where():
+    problems = list(parse(iter_text("benchmarks:\n- metrics: {a: 1\n"), "x.yaml"))
+    assert len(problems) == 1 and problems[0].line == 3 and "invalid YAML" in problems[0].message
+
+
+def iter_text(text):
+    import io
+
+    return io.StringIO(text)
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("EAGLE3/3/1/4", Setting("EAGLE3", 3, 1, 4)),
+        ("eagle3/5", Setting("EAGLE3", 5, 1, 6)),  # chain: K + 1 tokens verified
+        ("EAGLE/4/2", Setting("EAGLE", 4, 2, 9)),  # full tree: K * topk + 1
+        ("nextn/2/1/3", Setting("NEXTN", 2, 1, 3)),
+        ("none", Setting(None)),
+        ("unknown", Setting("unknown")),
+        ("MTP", Setting("MTP")),
+    ],
+)
+def test_the_setting_syntax(text, expected):
+    assert parse_setting(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("EAGLE3/three", "steps must be a whole number, got 'three'"),
+        ("EAGLE3/3/1/2", "2 draft tokens cannot hold 3 draft steps"),
+        ("EAGLE3/0", "steps must be between 1 and 64, got 0"),
+        ("none/3", "no steps without speculation"),
+        ("EAGLE3/3/1/4/9", "at most 4 parts"),
+    ],
+)
+def test_bad_settings_say_why(text, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_setting(text)
