@@ -230,8 +230,14 @@ class BenchmarkRecord(SpeculationSetting):
     drafter_path: PathText | None = None
     engine: Short | None = None
     concurrency: Count = 1
-    # How the concurrency was told: read from the file, the log's running count, or derived.
-    concurrency_source: Literal["file", "log", "derived: Little's law", "derived: prompt count"] | None = None
+    # How the concurrency was told: read from the file, the log's running count, derived, or the mean of
+    # the running-requests gauge sampled at every scrape of a live window.
+    concurrency_source: (
+        Literal[
+            "file", "log", "derived: Little's law", "derived: prompt count", "scrape: running-requests gauge"
+        ]
+        | None
+    ) = None
     dataset: Text200 | None = None
     num_prompts: Whole | None = None
     decode_tps: RequestTps  # per request
