@@ -217,7 +217,7 @@ class Benchmark(Base):
     topk: Mapped[int | None]
     num_draft_tokens: Mapped[int | None]
     concurrency: Mapped[int] = mapped_column(Integer, default=1)
-    # file | log | derived: Little's law | derived: prompt count; None: stored before it was recorded
+    # one of ingest/records.py's ConcurrencySource values; None: stored before it was recorded
     concurrency_source: Mapped[str | None] = mapped_column(String(40))
     dataset: Mapped[str | None] = mapped_column(String(200))
     num_prompts: Mapped[int | None]

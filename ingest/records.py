@@ -6,7 +6,7 @@ modules and produce the same records."""
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -37,6 +37,17 @@ from specdash.db.records import (
     Text200,
     Whole,
 )
+
+# How a benchmark's concurrency was told (BenchmarkRecord.concurrency_source), every way in one list.
+ConcurrencySource = Literal[
+    "file",  # the file states it
+    "log",  # a server log's running count
+    "measured mean",  # the mean in flight a client measured (GuideLLM's request_concurrency)
+    "scrape: running-requests gauge",  # the gauge's mean over a live window's scrapes
+    "derived: Little's law",  # aggregate over per-request tok/s
+    "derived: prompt count",  # an offline batch: all its prompts at once
+]
+CONCURRENCY_SOURCES: tuple[str, ...] = get_args(ConcurrencySource)
 
 
 class RunRecord(Record):
@@ -168,11 +179,7 @@ class BenchmarkRecord(SpeculationSetting):
     drafter_path: PathText | None = None
     engine: Short | None = None
     concurrency: Count = 1
-    # How the concurrency was told: read from the file, the log's running count, the mean in flight a
-    # client measured (GuideLLM's request_concurrency), or derived.
-    concurrency_source: (
-        Literal["file", "log", "measured mean", "derived: Little's law", "derived: prompt count"] | None
-    ) = None
+    concurrency_source: ConcurrencySource | None = None
     dataset: Text200 | None = None
     num_prompts: Whole | None = None
     decode_tps: RequestTps  # per request

@@ -17,7 +17,13 @@ from specdash.ingest.jsontext import LENIENT_DECODER, LinedDict
 from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.problems import Problem, field_first
-from specdash.ingest.records import OWN_HEAD_ALGORITHMS, BenchmarkRecord, DeploymentRecord, RunRecord
+from specdash.ingest.records import (
+    OWN_HEAD_ALGORITHMS,
+    BenchmarkRecord,
+    ConcurrencySource,
+    DeploymentRecord,
+    RunRecord,
+)
 
 # Per-request lists a benchmark may carry (one value per prompt); kept out of the stored raw record.
 DETAIL_KEYS = frozenset(
@@ -115,7 +121,7 @@ class Load:
     decode_tps: float | None
     decode_from: str
     concurrency: int | None
-    concurrency_source: str | None
+    concurrency_source: ConcurrencySource | None
     concurrency_from: str
 
     def raw(self) -> dict:
@@ -148,6 +154,7 @@ def client_load(
             decode_from = "accept_length * 1000 / median_itl_ms (ITL per verify round)"
         else:
             decode, decode_from = 1000.0 / median_itl_ms, "1000 / median_itl_ms"
+    source: ConcurrencySource | None
     if concurrency and concurrency >= 1:
         level, source, told = max(1, round(concurrency)), "file", "the file's"
     elif request_rate is not None and math.isinf(request_rate) and prompts:
