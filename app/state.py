@@ -226,7 +226,8 @@ def setting_param(row) -> str:
     return ":".join("" if p is None or p != p else str(p) for p in parts)
 
 
-def parse_setting(text: str) -> SpeculationSetting:
+def setting_from_param(text: str) -> SpeculationSetting:
+    """The setting a URL names, as setting_param writes it."""
     algorithm, steps, topk, draft_tokens, concurrency = text.split(":")
     number = lambda v: int(v) if v else None  # noqa: E731
     return SpeculationSetting(algorithm, number(steps), number(topk), number(draft_tokens), int(concurrency))

@@ -4,8 +4,15 @@ conditional acceptance at draft positions 0, 1, ... (SpecForge's and the EAGLE r
 import re
 from collections.abc import Mapping
 
-ACCURACY_PREFIX = "train/acc_"
-_ACCURACY_KEY = re.compile(r"^train/acc_(\d+)$")
+TRAIN_NAMESPACE = "train/"
+ACCURACY = "acc"  # the metric's own name, before its namespace and its position
+ACCURACY_PREFIX = f"{TRAIN_NAMESPACE}{ACCURACY}_"
+_ACCURACY_KEY = re.compile(rf"^{re.escape(ACCURACY_PREFIX)}(\d+)$")
+
+
+def accuracy_name(position: int, namespace: str = TRAIN_NAMESPACE) -> str:
+    """The name the accuracy at a draft position is stored under: train/acc_i (eval/acc_i in `eval/`)."""
+    return f"{namespace}{ACCURACY}_{position}"
 
 
 def accuracy_position(name: str) -> int | None:

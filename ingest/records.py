@@ -116,6 +116,10 @@ class MetricsRecord(Record):
         return values
 
 
+# The fields that make a speculation setting (SpeculationSetting's own, without a benchmark's others).
+SPECULATION_FIELDS = ("speculative_algorithm", "num_steps", "topk", "num_draft_tokens")
+
+
 class SpeculationSetting(Record):
     speculative_algorithm: Short | None = None  # None: no speculation (a baseline)
     num_steps: Annotated[int, Field(ge=1, le=MAX_STEPS)] | None = None
@@ -129,6 +133,10 @@ class SpeculationSetting(Record):
         if value is not None and steps is not None and topk == 1 and value < steps:
             raise ValueError(f"{value} draft tokens cannot hold {steps} draft steps (need >= num_steps)")
         return value
+
+    def setting_fields(self) -> dict[str, Any]:
+        """The setting's own fields by name, for a record built from it."""
+        return {name: getattr(self, name) for name in SPECULATION_FIELDS}
 
     def drafts_a_block(self) -> bool:
         """Whether the drafter proposes all its tokens in one step (DFlash, DSpark): its family says so, or,

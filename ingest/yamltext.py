@@ -1,11 +1,15 @@
 """YAML documents read safely (PyYAML's safe loader: no Python objects) into the same line-aware
-objects the JSON reader gives (ingest/jsontext.py LinedDict), so problems name their line."""
+objects the JSON reader gives (ingest/jsontext.py LinedDict), so problems name their line: every YAML
+specdash reads (GuideLLM reports, SpecForge configs, MLflow's meta.yaml) goes through here."""
 
 from typing import Any
 
 import yaml
 
-from specdash.ingest.jsontext import MAX_DEPTH, LinedDict
+from specdash.ingest.jsontext import MAX_DEPTH, JSONPositionError, LinedDict, iter_values_with_lines
+from specdash.ingest.problems import Problem
+
+YAML_NAMES = (".yaml", ".yml")
 
 
 class YAMLPositionError(ValueError):
@@ -45,3 +49,20 @@ def load_yaml_with_lines(text: str) -> Any:
     if node is None:
         return None
     return _value(node, yaml.constructor.SafeConstructor(), 0)
+
+
+def load_yaml_or_json(text: str, filename: str) -> Any:
+    """The one document of a file written as YAML or JSON: YAML by its name (.yaml, .yml) unless it holds a
+    JSON object, else JSON. Raises YAMLPositionError or JSONPositionError."""
+    if filename.lower().endswith(YAML_NAMES) and not text.lstrip().startswith("{"):
+        return load_yaml_with_lines(text)
+    values = list(iter_values_with_lines(text))
+    if len(values) != 1:
+        raise JSONPositionError("expected one JSON document", None)
+    return values[0]
+
+
+def invalid_document(path: str, error: "YAMLPositionError | JSONPositionError") -> Problem:
+    """The parse problem of a document load_yaml_or_json refused, at its line."""
+    kind = "YAML" if isinstance(error, YAMLPositionError) else "JSON"
+    return Problem(path, error.line, None, f"invalid {kind}: {error}", "parse")

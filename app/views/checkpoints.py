@@ -92,7 +92,9 @@ else:
         if not settings:
             st.info("Only no-speculation benchmarks on this deployment.")
         else:
-            url_state.restore("checkpoints_setting", "setting", list(settings), parse=state.parse_setting)
+            url_state.restore(
+                "checkpoints_setting", "setting", list(settings), parse=state.setting_from_param
+            )
             setting = pick[1].selectbox(
                 "Speculation setting (algorithm steps/top-k/draft tokens)",
                 settings,

@@ -45,20 +45,6 @@ DETAIL_KEYS = frozenset(
 )
 MAX_RAW_STRING = 2000
 
-ALGORITHMS = {
-    "eagle": "EAGLE",
-    "eagle3": "EAGLE3",
-    "nextn": "NEXTN",
-    "mtp": "MTP",
-    "medusa": "MEDUSA",
-    "ngram": "NGRAM",
-    "standalone": "STANDALONE",
-    "deepseek_mtp": "MTP",
-    "dflash": "DFLASH",
-    "dspark": "DSPARK",
-    "draft_model": "STANDALONE",
-}
-
 
 class EngineModel(BaseModel):
     """An engine's record: unknown keys ignored (engines add keys between versions), numbers finite."""
@@ -217,13 +203,6 @@ def clean_path(text: str) -> bool:
         and not any(mark in text for mark in "`'\"<>|*")
         and not text.endswith((",", ".", ";", ")"))
     )
-
-
-def algorithm_name(value: str | None) -> str | None:
-    if value is None or not str(value).strip() or str(value).strip().upper() == "NONE":
-        return None
-    text = str(value).strip()
-    return ALGORITHMS.get(text.lower(), text.upper())
 
 
 def model_short_name(model_path: str | None) -> str | None:

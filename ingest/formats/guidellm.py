@@ -34,12 +34,12 @@ from specdash.ingest.formats.common import (
     safe_raw,
     validate,
 )
-from specdash.ingest.jsontext import JSONPositionError, LinedDict, iter_values_with_lines
+from specdash.ingest.jsontext import JSONPositionError, LinedDict
 from specdash.ingest.lines import MAX_DOCUMENT_CHARS, read_document
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import SPECULATION_UNKNOWN
-from specdash.ingest.setting import Setting, parse_setting
-from specdash.ingest.yamltext import YAMLPositionError, load_yaml_with_lines
+from specdash.ingest.records import SPECULATION_UNKNOWN, SpeculationSetting
+from specdash.ingest.setting import parse_setting
+from specdash.ingest.yamltext import YAMLPositionError, invalid_document, load_yaml_or_json
 
 NAME = "guidellm"
 HELP = "GuideLLM benchmark report (JSON or YAML, --output-path), one benchmark per load level"
@@ -85,30 +85,15 @@ def detect(head: str, filename: str) -> bool:
     return False
 
 
-def _load(text: str, path: str) -> Any:
-    if path.lower().endswith((".yaml", ".yml")) and not text.lstrip().startswith("{"):
-        return load_yaml_with_lines(text)
-    values = list(iter_values_with_lines(text))
-    if len(values) != 1:
-        raise JSONPositionError("expected one JSON report", None)
-    return values[0]
-
-
 def parse(stream: TextIO, path: str, link: Any = None) -> Iterator[Any]:
     text = read_document(stream)
     if text is None:
         yield Problem(path, None, None, f"larger than {MAX_DOCUMENT_CHARS:,} characters", "parse")
         return
     try:
-        report = _load(text, path)
+        report = load_yaml_or_json(text, path)
     except (JSONPositionError, YAMLPositionError) as exc:
-        yield Problem(
-            path,
-            exc.line,
-            None,
-            f"invalid {'YAML' if isinstance(exc, YAMLPositionError) else 'JSON'}: {exc}",
-            "parse",
-        )
+        yield invalid_document(path, exc)
         return
     if not isinstance(report, LinedDict) or not isinstance(report.get("benchmarks"), list):
         yield Problem(path, None, "benchmarks", "a GuideLLM report holds a list of benchmarks")
@@ -158,13 +143,13 @@ def _strategy(bench: LinedDict) -> Mapping[str, Any]:
     return strategy if isinstance(strategy, Mapping) else {}
 
 
-def _setting(labels: Mapping[str, str], link: Any) -> Setting:
+def _setting(labels: Mapping[str, str], link: Any) -> SpeculationSetting:
     stated = getattr(link, "setting", None) or labels.get("setting")
-    if isinstance(stated, Setting):
+    if isinstance(stated, SpeculationSetting):
         return stated
     if stated:
         return parse_setting(str(stated))
-    return Setting(SPECULATION_UNKNOWN)
+    return SpeculationSetting(speculative_algorithm=SPECULATION_UNKNOWN)
 
 
 def _version(report: LinedDict) -> str | None:
@@ -231,7 +216,7 @@ def _benchmark(
         checkpoint=(getattr(link, "checkpoint", None) or labels.get("checkpoint")) if speculative else None,
         drafter_path=labels.get("drafter") if speculative else None,
         engine=labels.get("engine"),
-        **setting.fields(),
+        **setting.setting_fields(),
         concurrency=max(1, round(concurrency.mean)),
         concurrency_source="measured mean",
         dataset=labels.get("dataset"),
@@ -259,7 +244,7 @@ def _raw(
     model: str | None,
     concurrency_mean: float,
     latency: Mapping[str, Mapping[str, float]],
-    setting: Setting,
+    setting: SpeculationSetting,
 ) -> Any:
     """What the stored raw record keeps: the load as measured (the mean in flight and its field), every
     latency percentile, the strategy and how the setting was told; not the per-request samples."""

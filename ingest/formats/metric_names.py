@@ -5,19 +5,22 @@ SpecForge's rebuilt trainer prints backend-neutral names (`acc_0`, `ploss_0`, `l
 and adds the `train/` namespace only at the tracker boundary (`training_metric_names` in
 specforge/training/tracking.py); a list-valued metric becomes `name/index` keys there (`scalar_metrics`), so
 `eval/per_position_acc: [0.71, 0.52]` is `eval/per_position_acc/0`, `eval/per_position_acc/1`. The same
-rules apply to a console line, a TensorBoard tag, an MLflow metric key and a W&B history key."""
+rules apply to a console line, a TensorBoard tag, an MLflow metric key and a W&B history key. The
+accuracy's names are costmodel/accuracies.py's (`train/acc_i`, what the acceptance curve is read from)."""
 
 import re
 from collections.abc import Iterator
 
-NAMESPACES = ("train/", "eval/", "test/", "val/")
+from specdash.costmodel.accuracies import ACCURACY, TRAIN_NAMESPACE, accuracy_name
+
+NAMESPACES = (TRAIN_NAMESPACE, "eval/", "test/", "val/")
 # `<namespace>/<name>/<index>` of a per-position metric, and the specdash name each becomes
 _INDEXED = re.compile(
-    r"^(?P<ns>(?:train|eval|test|val)/)(?P<name>acc|ploss|per_position_acc|acceptance_rate)/(?P<i>\d+)$"
+    rf"^(?P<ns>(?:train|eval|test|val)/)(?P<name>{ACCURACY}|ploss|per_position_acc|acceptance_rate)/(?P<i>\d+)$"
 )
-_CANONICAL = {"per_position_acc": "acc"}
+_CANONICAL = {"per_position_acc": ACCURACY}
 # metrics a SpecForge strategy reports under their bare names (the console without a tracker)
-_BARE_EVIDENCE = re.compile(r"^(?:acc|ploss|acceptance_rate)_\d+$|^(?:acc|loss)$")
+_BARE_EVIDENCE = re.compile(rf"^(?:{ACCURACY}|ploss|acceptance_rate)_\d+$|^(?:{ACCURACY}|loss)$")
 _CACHE: dict[str, str] = {}
 MAX_CACHED = 10_000  # a run has a few dozen names; a file with endless new ones must not grow memory
 
@@ -28,9 +31,15 @@ def stored_name(name: str) -> str:
     found = _CACHE.get(name)
     if found is not None:
         return found
-    full = name if name.startswith(NAMESPACES) else f"train/{name}"
+    full = name if name.startswith(NAMESPACES) else f"{TRAIN_NAMESPACE}{name}"
     if match := _INDEXED.match(full):
-        full = f"{match['ns']}{_CANONICAL.get(match['name'], match['name'])}_{match['i']}"
+        metric = _CANONICAL.get(match["name"], match["name"])
+        position = int(match["i"])
+        full = (
+            accuracy_name(position, match["ns"])
+            if metric == ACCURACY
+            else f"{match['ns']}{metric}_{position}"
+        )
     if len(_CACHE) >= MAX_CACHED:
         _CACHE.clear()
     _CACHE[name] = full
@@ -47,7 +56,8 @@ def aliases(stored: str) -> tuple[str, ...]:
     match = _CONDITIONAL.match(stored)
     if match is None:
         return ()
-    return (f"{'train' if match['ns'] == 'train' else 'eval'}/acc_{match['i']}",)
+    namespace = TRAIN_NAMESPACE if match["ns"] == "train" else "eval/"
+    return (accuracy_name(int(match["i"]), namespace),)
 
 
 def looks_like_trainer_metrics(names) -> bool:

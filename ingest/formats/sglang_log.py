@@ -12,7 +12,6 @@ from typing import TextIO
 
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
-    algorithm_name,
     benchmark,
     choose_deployment,
     deployment_name,
@@ -24,6 +23,7 @@ from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals,
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
+from specdash.ingest.setting import algorithm_name
 
 NAME = "sglang-log"
 HELP = "SGLang server log: 'Decode batch' lines (0.5.2 and 0.5.9+ wording), a benchmark per start and load"

@@ -18,7 +18,6 @@ from specdash.db.records import NonNegFloat, PositiveFloat
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     EngineModel,
-    algorithm_name,
     benchmark,
     choose_deployment,
     client_load,
@@ -32,6 +31,7 @@ from specdash.ingest.formats.common import (
 )
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
+from specdash.ingest.setting import algorithm_name
 
 NAME = "sglang-bench-serving"
 HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23 and older"

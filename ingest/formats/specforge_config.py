@@ -8,7 +8,6 @@ domino, peagle); the TTT length is `training.ttt_length` for a chain drafter and
 `model.target_model_path`. Checkpoints are `{output_dir}/{run_id}-step{N}/` folders (with their
 `training_state.pt`), read when the output folder is on this machine: absolute, or relative to the config."""
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path, PurePath
@@ -17,13 +16,17 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from specdash.costmodel.priors import drafter_family, is_block_family
+from specdash.db.records import MAX_STEPS
 from specdash.ingest.formats.base import Located
-from specdash.ingest.formats.common import algorithm_name, model_short_name, run_record
+from specdash.ingest.formats.common import model_short_name, run_record
+from specdash.ingest.jsontext import JSONPositionError
 from specdash.ingest.lines import read_document
 from specdash.ingest.links import parse_checkpoint_name
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import MAX_STEPS, CheckpointRecord
+from specdash.ingest.records import CheckpointRecord
+from specdash.ingest.setting import algorithm_name
 from specdash.ingest.trackers.base import TrackerReader
+from specdash.ingest.yamltext import YAMLPositionError, invalid_document, load_yaml_or_json
 
 NAME = "specforge-config"
 HELP = "SpecForge training config (YAML/JSON: model.target_model_path, training.strategy, run_id, output_dir)"
@@ -49,20 +52,10 @@ def detect(path: str) -> bool:
 
 
 def _load(text: str, path: str) -> dict | Problem:
-    if path.lower().endswith(".json"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return Problem(path, exc.lineno, None, f"invalid JSON: {exc.msg}", "parse")
-    else:
-        import yaml  # a core dependency; loaded only when a YAML config is read
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            return Problem(path, line, None, f"invalid YAML: {getattr(exc, 'problem', None) or exc}", "parse")
+    try:
+        data = load_yaml_or_json(text, path)
+    except (JSONPositionError, YAMLPositionError) as exc:
+        return invalid_document(path, exc)
     if not isinstance(data, dict):
         return Problem(path, 1, None, "expected a mapping of config sections", "parse")
     return data

@@ -22,7 +22,6 @@ from typing import TextIO
 
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
-    algorithm_name,
     benchmark,
     choose_deployment,
     deployment_name,
@@ -35,6 +34,7 @@ from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals,
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
+from specdash.ingest.setting import algorithm_name
 
 NAME = "vllm-log"
 HELP = "vLLM server log: throughput and SpecDecoding / V0 Speculative metrics lines, a benchmark per start and load"

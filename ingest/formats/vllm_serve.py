@@ -17,7 +17,6 @@ from specdash.db.records import NonNegFloat, PositiveFloat
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     EngineModel,
-    algorithm_name,
     benchmark,
     choose_deployment,
     client_load,
@@ -32,6 +31,7 @@ from specdash.ingest.jsontext import JSONPositionError, LinedDict, iter_values_w
 from specdash.ingest.lines import MAX_DOCUMENT_CHARS, read_document
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
+from specdash.ingest.setting import algorithm_name
 
 NAME = "vllm-bench-serve"
 HELP = (

@@ -17,6 +17,7 @@ from specdash.ingest.live.engines import LLAMA_CPP, SGLANG, VLLM, Reading, posit
 from specdash.ingest.live.exposition import Labels
 from specdash.ingest.problems import Problem, from_validation_error
 from specdash.ingest.records import (
+    SPECULATION_FIELDS,
     SPECULATION_UNKNOWN,
     BenchmarkRecord,
     ConcurrencySource,
@@ -30,7 +31,6 @@ DEFAULT_WINDOW_SECONDS = 60.0
 WINDOW_SLACK = 0.05
 CONCURRENCY_SOURCE: ConcurrencySource = "scrape: running-requests gauge"
 SOURCE_FORMAT = "live"  # the format every window's record is stored under
-SETTING_FIELDS = ("speculative_algorithm", "num_steps", "topk", "num_draft_tokens")
 # Why a window was skipped, as counted in a scrape's summary.
 IDLE, PREFILL_ONLY, TOO_LITTLE, NO_LATENCY, NOTHING_FINISHED = (
     "idle",
@@ -235,14 +235,14 @@ def resolve_setting(flag: SpeculationSetting | None, last: Reading, speculating:
             num_draft_tokens=last.steps + 1 if chain else last.draft_tokens,
         )
     if flag is not None:
-        given = flag.model_dump(include=set(SETTING_FIELDS))
+        given = flag.setting_fields()
         if given["speculative_algorithm"] is None:
             return dict.fromkeys(given), "--setting"
         return {
             key: value if value is not None else engine.get(key) for key, value in given.items()
         }, "--setting"
     source = "unknown" if speculating and not last.steps else "engine metrics"
-    return {key: engine.get(key) for key in SETTING_FIELDS}, source
+    return {key: engine.get(key) for key in SPECULATION_FIELDS}, source
 
 
 def accept_length_of(readings: Sequence[Reading], d: Deltas) -> float | None:

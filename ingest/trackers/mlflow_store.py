@@ -24,6 +24,7 @@ from specdash.ingest.problems import Problem
 from specdash.ingest.trackers.base import TrackerReader, extra_problem
 from specdash.ingest.trackers.batching import metric_batches
 from specdash.ingest.trackers.runs import announce, run_fields
+from specdash.ingest.yamltext import YAMLPositionError, load_yaml_with_lines
 
 NAME = "mlflow"
 HELP = (
@@ -129,20 +130,19 @@ def _metric_lines(key: str, file: Path) -> Iterator[tuple[int, str, float]]:
 
 
 def _file_runs(root: Path) -> Iterator[tuple[Path, dict, dict]]:
-    import yaml
-
     for experiment in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        meta = _yaml(experiment / "meta.yaml", yaml)
+        meta = _meta(experiment / "meta.yaml")
         for run_dir in sorted(p for p in experiment.iterdir() if p.is_dir()):
-            run_meta = _yaml(run_dir / "meta.yaml", yaml)
+            run_meta = _meta(run_dir / "meta.yaml")
             if run_meta and run_meta.get("lifecycle_stage", "active") == "active":
                 yield run_dir, run_meta, meta
 
 
-def _yaml(file: Path, yaml) -> dict:
+def _meta(file: Path) -> dict:
+    """A meta.yaml's mapping; one that cannot be read or parsed is empty: no run."""
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = load_yaml_with_lines(file.read_text(encoding="utf-8"))
+    except (OSError, YAMLPositionError):
         return {}
     return data if isinstance(data, dict) else {}
 

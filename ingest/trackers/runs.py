@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
+from specdash.db.records import MAX_STEPS
 from specdash.ingest.formats.base import Located
-from specdash.ingest.formats.common import algorithm_name, model_short_name, run_record
+from specdash.ingest.formats.common import model_short_name, run_record
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import MAX_STEPS
+from specdash.ingest.setting import algorithm_name
 
 
 def moment(millis) -> datetime | None:

@@ -1,5 +1,5 @@
 """GuideLLM reports in the three shapes of its 2025-2026 releases (tests/fixtures/guidellm/README.md), stored
-through the one ingest path, and the `--setting` syntax. Expected numbers are read off the fixtures."""
+through the one ingest path (the setting syntax is tests/ingest/test_setting.py). Expected numbers are read off the fixtures."""
 
 import pytest
 
@@ -7,7 +7,6 @@ from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.guidellm import parse
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_path
-from specdash.ingest.setting import Setting, parse_setting
 from tests.conftest import FIXTURES
 from tests.ingest_support import benchmarks, content, load
 
@@ -101,34 +100,3 @@ def iter_text(text):
     import io
 
     return io.StringIO(text)
-
-
-@pytest.mark.parametrize(
-    "text,expected",
-    [
-        ("EAGLE3/3/1/4", Setting("EAGLE3", 3, 1, 4)),
-        ("eagle3/5", Setting("EAGLE3", 5, 1, 6)),  # chain: K + 1 tokens verified
-        ("EAGLE/4/2", Setting("EAGLE", 4, 2, 9)),  # full tree: K * topk + 1
-        ("nextn/2/1/3", Setting("NEXTN", 2, 1, 3)),
-        ("none", Setting(None)),
-        ("unknown", Setting("unknown")),
-        ("MTP", Setting("MTP")),
-    ],
-)
-def test_the_setting_syntax(text, expected):
-    assert parse_setting(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text,message",
-    [
-        ("EAGLE3/three", "steps must be a whole number, got 'three'"),
-        ("EAGLE3/3/1/2", "2 draft tokens cannot hold 3 draft steps"),
-        ("EAGLE3/0", "steps must be between 1 and 64, got 0"),
-        ("none/3", "no steps without speculation"),
-        ("EAGLE3/3/1/4/9", "at most 4 parts"),
-    ],
-)
-def test_bad_settings_say_why(text, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        parse_setting(text)

@@ -9,7 +9,6 @@ import pytest
 
 from specdash.ingest.live.engines import read_engine
 from specdash.ingest.live.exposition import ExpositionError, parse_scrape
-from specdash.ingest.live.setting import parse_setting
 from specdash.ingest.live.sources import fetch_scrape, window_from_files
 from specdash.ingest.live.windows import (
     CONCURRENCY_SOURCE,
@@ -22,6 +21,7 @@ from specdash.ingest.live.windows import (
     windows_of,
 )
 from specdash.ingest.records import SPECULATION_UNKNOWN
+from specdash.ingest.setting import parse_setting
 from tests.scrape_support import EPOCH, LIVE, scenario
 
 
@@ -142,12 +142,19 @@ def test_sglang_window():
     assert (r.concurrency, r.num_steps, r.topk, r.num_draft_tokens) == (6, 3, None, 4)
 
 
+def saved_scrapes(folder, first_mtime: int, second_mtime: int):
+    """llama-server's two recorded scrapes saved as files modified at the times given."""
+    saved = []
+    for name, mtime in (("llamacpp_a.prom", first_mtime), ("llamacpp_b.prom", second_mtime)):
+        path = folder / name
+        path.write_bytes((LIVE / name).read_bytes())
+        os.utime(path, (mtime, mtime))
+        saved.append(path)
+    return saved
+
+
 def test_llama_server_once_from_two_saved_scrapes(tmp_path):
-    a, b = tmp_path / "a.prom", tmp_path / "b.prom"
-    a.write_bytes((LIVE / "llamacpp_a.prom").read_bytes())
-    b.write_bytes((LIVE / "llamacpp_b.prom").read_bytes())
-    os.utime(a, (1_800_000_000, 1_800_000_000))
-    os.utime(b, (1_800_000_030, 1_800_000_030))
+    a, b = saved_scrapes(tmp_path, 1_800_000_000, 1_800_000_030)
     outcome = window_from_files(a, b, WindowOptions("mac-studio"))
     r = outcome.record
     assert outcome.seconds == 30
@@ -162,11 +169,7 @@ def test_llama_server_once_from_two_saved_scrapes(tmp_path):
 
 
 def test_once_needs_the_second_scrape_later(tmp_path):
-    a, b = tmp_path / "a.prom", tmp_path / "b.prom"
-    a.write_bytes((LIVE / "llamacpp_a.prom").read_bytes())
-    b.write_bytes((LIVE / "llamacpp_b.prom").read_bytes())
-    os.utime(a, (1_800_000_030, 1_800_000_030))
-    os.utime(b, (1_800_000_000, 1_800_000_000))
+    a, b = saved_scrapes(tmp_path, 1_800_000_030, 1_800_000_000)
     with pytest.raises(ExpositionError, match="give the seconds between the two scrapes"):
         window_from_files(a, b, WindowOptions("mac-studio"))
 
