@@ -12,6 +12,7 @@ import dataclasses
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -45,7 +46,8 @@ SPECBUNDLE = REPO / "tests" / "fixtures" / "real" / "specbundle-data.json"
 ASSUMED_SETTING = (3, 1, 4)
 
 
-def _facts(row: dict) -> DeploymentFacts:
+def deployment_facts(row: dict) -> DeploymentFacts:
+    """What a published row says of its deployment, as the priors read it."""
     return DeploymentFacts(
         row.get("gpu"),
         row.get("tp_size"),
@@ -59,13 +61,16 @@ def uncalibrated_error(row: dict) -> float:
     """predicted / measured speedup - 1 with priors only and the measured accept length."""
     steps, topk, n = row["steps"], row["topk"], row["draft_tokens"]
     # speedups are ratios: any baseline works, 100 tok/s here
-    params = resolve_costs({}, _facts(row), 100.0, row["family"], row["concurrency"], n)
+    params = resolve_costs({}, deployment_facts(row), 100.0, row["family"], row["concurrency"], n)
     predicted = throughput(params, row["accept_length"], steps, n, topk).speedup
     return predicted / row["speedup"] - 1.0
 
 
-def _quantiles(errors) -> dict:
+def error_quantiles(errors) -> dict:
+    """Count, median and p90 of the errors' sizes; the count alone (0) when there are none."""
     values = np.abs(np.asarray(errors, dtype=float))
+    if not len(values):
+        return {"n": 0}
     return {
         "n": int(len(values)),
         "median": float(np.median(values)),
@@ -109,8 +114,8 @@ def corpus_uncalibrated(rows: list[dict]) -> dict:
     within = np.mean([abs(e) <= PRIOR_ROUND_BAND for e in held])
     rounds = [r["accept_length"] / r["speedup"] for r in known]
     return {
-        "all": _quantiles(errors),
-        "held_out": _quantiles(held),
+        "all": error_quantiles(errors),
+        "held_out": error_quantiles(held),
         "signed_median": float(np.median(errors)),
         "prior_band": PRIOR_ROUND_BAND,
         "held_out_within_band": float(within),
@@ -177,7 +182,7 @@ def leave_one_dataset_out(
         else:
             per_group[name] = float(np.median(np.abs(mine)))
             errors += mine
-    return {**_quantiles(errors), "groups": per_group} if errors else {"n": 0}
+    return {**error_quantiles(errors), "groups": per_group} if errors else {"n": 0}
 
 
 def specbundle_observations():
@@ -235,7 +240,7 @@ def prior_band_coverage(rows: list[dict], groups) -> dict:
         "n": len(pooled),
         "p90": float(np.percentile(pooled, 90)),
         "within_band": float(np.mean(pooled <= PRIOR_ROUND_BAND)),
-        "specbundle_uncalibrated": _quantiles(bundle),
+        "specbundle_uncalibrated": error_quantiles(bundle),
     }
 
 
@@ -258,7 +263,7 @@ def specbundle(groups) -> dict:
         lambda t: {o.drafter: "eagle3" for o, _, _ in groups[t]},
         lambda t: groups[t][0][2],
     )
-    return {"leave_one_out": _quantiles(all_cv), "per_target": per, "leave_one_dataset_out": lodo}
+    return {"leave_one_out": error_quantiles(all_cv), "per_target": per, "leave_one_dataset_out": lodo}
 
 
 def corpus_calibrated(rows: list[dict]) -> dict:
@@ -267,7 +272,7 @@ def corpus_calibrated(rows: list[dict]) -> dict:
         if row["concurrency"] != 1:
             continue
         name = row["group"]
-        facts[name] = _facts(row)
+        facts[name] = deployment_facts(row)
         families[name][row["drafter"]] = row["family"]
         concurrency[name] = 1
         # the published no-speculation tok/s where the source gives it (a dataset's baseline can differ
@@ -291,7 +296,7 @@ def load_transfer(rows: list[dict], scale_with_load: bool = True) -> dict:
         # the load rule needs each load's own no-speculation tok/s
         if len(loads) < 2 or loads[0] != 1 or not all(r.get("baseline_tps") for r in items):
             continue
-        facts = _facts(items[0])
+        facts = deployment_facts(items[0])
         low = [_observation(r, facts, r["baseline_tps"]) for r in items if r["concurrency"] == 1]
         prior = _prior(low, facts, {r["drafter"]: r["family"] for r in items}, 1)
         try:
@@ -314,7 +319,7 @@ def load_transfer(rows: list[dict], scale_with_load: bool = True) -> dict:
             predicted = predict_observations(params, high)
             errors = [p / o.measured_tps - 1 for p, o in zip(predicted, high, strict=True)]
             out[f"{name}: 1 -> {load}"] = {
-                **_quantiles(errors),
+                **error_quantiles(errors),
                 "fitted": label,
                 "load": load,
                 "errors": errors,
@@ -323,9 +328,21 @@ def load_transfer(rows: list[dict], scale_with_load: bool = True) -> dict:
     at_8 = [e for q in out.values() if q["load"] == 8 for e in q["errors"]]
     return {
         "groups": out,
-        "pooled": _quantiles(pooled) if pooled else {"n": 0},
-        "batch_1_to_8": _quantiles(at_8) if at_8 else {"n": 0},
+        "pooled": error_quantiles(pooled) if pooled else {"n": 0},
+        "batch_1_to_8": error_quantiles(at_8) if at_8 else {"n": 0},
     }
+
+
+def report_main(description: str, report: Callable[[], dict], show: Callable[[dict], None]) -> None:
+    """A figures script's command line: its report as JSON with --json, else the lines `show` prints."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    out = report()
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        show(out)
 
 
 def main() -> None:

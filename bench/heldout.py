@@ -9,7 +9,6 @@ speedup and load: a revision copy or a renamed table cell). Every figure comes p
 family too, with a 95 % bootstrap interval that resamples sources (rows of one source are not
 independent); a goal is met when the interval's upper end is under it."""
 
-import argparse
 import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ import numpy as np
 from bench.costmodel_accuracy import (
     CORPUS,
     corpus_calibrated,
+    report_main,
     specbundle,
     specbundle_observations,
     uncalibrated_error,
@@ -139,14 +139,7 @@ def _line(name: str, f: dict) -> str:
     return f"  {name}: median {f.get('median', float('nan')):.1%} (n={f['n']}, {f['sources']} sources{span})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    out = report()
-    if args.json:
-        print(json.dumps(out, indent=1))
-        return
+def show(out: dict) -> None:
     print(f"held out: {out['held_out_rows']} rows; prior sources left out: {', '.join(out['prior_sources'])}")
     print(f"repeats removed: {len(out['repeats_removed'])}")
     u = out["uncalibrated"]
@@ -162,6 +155,10 @@ def main() -> None:
         )
     s = out["specbundle_leave_one_out"]
     print(f"  SpecBundle leave-one-out: median {s['median']:.1%} (n={s['n']})")
+
+
+def main() -> None:
+    report_main((__doc__ or "").splitlines()[0], report, show)
 
 
 if __name__ == "__main__":

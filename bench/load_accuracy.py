@@ -12,13 +12,12 @@ Splits (bench/load_sweeps.py builds the sweeps):
 Schedule: at each load with two or more candidates (its settings and no speculation), the candidate with
 the most tok/s predicted by the cell split, against the best measured."""
 
-import argparse
-import json
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
+from bench.costmodel_accuracy import error_quantiles, report_main
 from bench.load_sweeps import LinearRoundModel, Sweep, corpus_sweeps, load_corpus_rows, specbundle_sweeps
 from specdash.costmodel.loadfit import fit_load_model, predict_load_observations
 from specdash.costmodel.loadmodel import LoadObservation
@@ -28,17 +27,6 @@ SCHEDULE_GOAL = 0.97
 
 def _cell(o: LoadObservation) -> Hashable:
     return (o.concurrency, o.steps, o.topk, o.draft_tokens)
-
-
-def _quantiles(errors: Sequence[float]) -> dict:
-    values = np.abs(np.asarray(errors, dtype=float))
-    if not len(values):
-        return {"n": 0}
-    return {
-        "n": int(len(values)),
-        "median": float(np.median(values)),
-        "p90": float(np.percentile(values, 90)),
-    }
 
 
 def split_errors(
@@ -76,13 +64,13 @@ def _summary(sweeps: Sequence[Sweep], results: dict[str, list[dict]]) -> dict:
     for name, rs in results.items():
         by_engine[engine[name]] += [r for r in rs if r["observation"].speculative]
     return {
-        "load_model": _quantiles([r["load_model"] for r in pooled]),
-        "linear": _quantiles([r["linear"] for r in pooled]),
+        "load_model": error_quantiles([r["load_model"] for r in pooled]),
+        "linear": error_quantiles([r["linear"] for r in pooled]),
         "sweeps": sum(1 for rs in results.values() if rs),
         "per_engine": {
             e: {
-                "load_model": _quantiles([r["load_model"] for r in rs]),
-                "linear": _quantiles([r["linear"] for r in rs]),
+                "load_model": error_quantiles([r["load_model"] for r in rs]),
+                "linear": error_quantiles([r["linear"] for r in rs]),
             }
             for e, rs in sorted(by_engine.items())
         },
@@ -120,7 +108,7 @@ def cross_load(sweeps: Sequence[Sweep], with_other_baselines: bool) -> dict:
         if with_other_baselines:
             model = LinearRoundModel(train)
             linear += [model.tps(o) / o.measured_tps - 1.0 for o in test]
-    return {"load_model": _quantiles(errors), "linear": _quantiles(linear), "per_sweep": pairs}
+    return {"load_model": error_quantiles(errors), "linear": error_quantiles(linear), "per_sweep": pairs}
 
 
 def schedule_picks(sweeps: Sequence[Sweep], results: dict[str, list[dict]]) -> dict:
@@ -164,14 +152,7 @@ def report() -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    out = report()
-    if args.json:
-        print(json.dumps(out, indent=1))
-        return
+def show(out: dict) -> None:
     print(f"{out['sweeps']} sweeps, {out['observations']} observations")
     for key in ("cell_split", "load_split", "cross_load", "cross_load_no_other_baselines"):
         q = out[key]
@@ -191,6 +172,10 @@ def main() -> None:
     )
     for name, ratio in sched["below_goal"].items():
         print(f"    {name}: {ratio:.1%}")
+
+
+def main() -> None:
+    report_main((__doc__ or "").splitlines()[0], report, show)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.costmodel_accuracy import CORPUS, SPECBUNDLE, deployment_facts
 from specdash.costmodel.loadmodel import LoadObservation, LoadParams, prior_load_params
 from specdash.costmodel.priors import DeploymentFacts, architecture_for
 
-REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO / "tests" / "fixtures" / "published" / "corpus.json"
-SPECBUNDLE = REPO / "tests" / "fixtures" / "real" / "specbundle-data.json"
 UNSTATED_BASELINE_TPS = 100.0
 
 
@@ -46,16 +44,6 @@ class Sweep:
     @property
     def settings(self) -> list[tuple[int, int, int | None]]:
         return sorted({(o.steps, o.topk, o.draft_tokens or 0) for o in self.observations if o.speculative})
-
-
-def _facts(row: dict) -> DeploymentFacts:
-    return DeploymentFacts(
-        row.get("gpu"),
-        row.get("tp_size"),
-        row.get("interconnect"),
-        architecture_for(row.get("target")),
-        row.get("engine"),
-    )
 
 
 def corpus_sweeps(rows: Sequence[dict], exclude_sources: frozenset[str] = frozenset()) -> list[Sweep]:
@@ -98,7 +86,7 @@ def corpus_sweeps(rows: Sequence[dict], exclude_sources: frozenset[str] = frozen
                 first["source"],
                 first["engine"],
                 first["family"],
-                _facts(first),
+                deployment_facts(first),
                 tuple(observations),
             )
         )

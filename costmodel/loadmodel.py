@@ -33,6 +33,7 @@ from specdash.costmodel.priors import (
     prior_comm_fraction,
     prior_costs,
 )
+from specdash.costmodel.throughput import verified_tokens
 
 # Drafting and overhead grow with the batch as the step does (g = 1): fitted at one request and scaled
 # this way, the published cross-load pairs are predicted twice as well as with costs held in ms
@@ -121,7 +122,7 @@ class LoadParams:
         B x topk candidates), the overhead. K = 0 is a step without speculation (no overhead either)."""
         if steps <= 0:
             return self.base_step_ms(concurrency)
-        verified = draft_tokens if draft_tokens is not None else steps * topk + 1
+        verified = verified_tokens(steps, topk, draft_tokens)
         batch = max(concurrency, 1.0)
         drafting = steps * self.draft_step_for(drafter) * self.load_growth(batch * max(topk, 1))
         return self.forward_ms(batch * verified) + drafting + self.overhead_ms * self.load_growth(batch)

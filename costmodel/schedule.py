@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.loadmodel import LoadParams
+from specdash.costmodel.throughput import verified_tokens
 
 # vLLM checks only that a range is positive; the last one reaches past any batch a server admits.
 VLLM_MAX_BATCH = 4096
@@ -61,7 +62,7 @@ def depth_schedule(
         base = params.tps(1.0, batch, 0)
         best = (base, 0, 1.0)
         for steps, tau in sorted(taus.items()):
-            tps = params.tps(tau, batch, steps, steps * topk + 1, topk, drafter)
+            tps = params.tps(tau, batch, steps, verified_tokens(steps, topk), topk, drafter)
             if round(tps, 9) > round(best[0], 9):
                 best = (tps, steps, tau)
         tps, steps, tau = best

@@ -16,7 +16,7 @@ from pathlib import Path
 from specdash.ingest.formats.base import Located
 from specdash.ingest.formats.common import run_record
 from specdash.ingest.problems import Problem
-from specdash.ingest.trackers.base import TrackerReader, extra_module, extra_problem
+from specdash.ingest.trackers.base import TrackerReader, decoded, extra_module, extra_problem
 from specdash.ingest.trackers.batching import metric_batches
 
 NAME = "tensorboard"
@@ -100,19 +100,9 @@ def points(event_file: Path, problems: list) -> Iterator[tuple[int, str, float]]
     crc32c = extra_module("tensorboardX.crc32c").crc32c
     event_type = extra_module("tensorboardX.proto.event_pb2").Event
 
+    path = str(event_file)
     with open(event_file, "rb") as stream:
-        for data in records(stream, str(event_file), crc32c):
-            if isinstance(data, Problem):
-                problems.append(data)
-                return
-            event = event_type()
-            try:
-                event.ParseFromString(data)
-            except Exception:  # a damaged record: protobuf's DecodeError
-                problems.append(
-                    Problem(str(event_file), None, None, "an event record does not decode", "parse")
-                )
-                return
+        for event in decoded(records(stream, path, crc32c), event_type, path, "an event record", problems):
             if not event.HasField("summary"):
                 continue
             for value in event.summary.value:

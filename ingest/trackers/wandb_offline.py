@@ -22,7 +22,7 @@ from typing import Any
 from specdash.ingest.formats.base import Located
 from specdash.ingest.formats.specforge_config import run_of_config
 from specdash.ingest.problems import Problem
-from specdash.ingest.trackers.base import TrackerReader, extra_module, extra_problem
+from specdash.ingest.trackers.base import TrackerReader, decoded, extra_module, extra_problem
 from specdash.ingest.trackers.batching import metric_batches
 from specdash.ingest.trackers.runs import announce, run_fields
 
@@ -146,16 +146,7 @@ def _records(file: Path, forced: str | None, problems: list) -> Iterator:
     record_type = extra_module("wandb.proto.wandb_internal_pb2").Record
 
     with open(file, "rb") as handle:
-        for data in chunks(handle, str(file)):
-            if isinstance(data, Problem):
-                problems.append(data)
-                return
-            record = record_type()
-            try:
-                record.ParseFromString(data)
-            except Exception:  # protobuf's DecodeError
-                problems.append(Problem(str(file), None, None, "a record does not decode", "parse"))
-                return
+        for record in decoded(chunks(handle, str(file)), record_type, str(file), "a record", problems):
             kind = record.WhichOneof("record_type")
             if kind == "run":
                 yield "run", _run(record.run, str(file), forced)
