@@ -28,6 +28,7 @@ run: install
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest
 

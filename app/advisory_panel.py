@@ -17,12 +17,12 @@ LIVE_WINDOW = timedelta(minutes=10)  # a followed file read this recently: a fol
 def keep_fresh(url: str) -> None:
     """Drop cached reads when another process (a follower, a CLI ingest) wrote since the last rerun; while
     a log is being followed, look again every LIVE_SECONDS so curves and advice follow the run."""
-    stamp = state._read(url, advisories.live_stamp)
+    stamp = state.read(url, advisories.live_stamp)
     known = st.session_state.get("live_stamp")
     if known is not None and known != stamp:
         state.clear_caches()
     st.session_state["live_stamp"] = stamp
-    if state._read(url, advisories.following_since, utcnow() - LIVE_WINDOW):
+    if state.read(url, advisories.following_since, utcnow() - LIVE_WINDOW):
         _watch(url, stamp)
 
 
@@ -31,13 +31,13 @@ def _watch(url: str, stamp: tuple) -> None:
     st.caption(
         f":material/sensors: Following live logs: this page looks for new data every {LIVE_SECONDS} s."
     )
-    if state._read(url, advisories.live_stamp) != stamp:
+    if state.read(url, advisories.live_stamp) != stamp:
         st.rerun(scope="app")
 
 
 @st.cache_data(show_spinner=False)
 def advisory_rows(url: str, run_ids: tuple[int, ...] | None, open_only: bool) -> list[dict]:
-    return state._read(
+    return state.read(
         url,
         advisories.advisory_rows,
         None if run_ids is None else list(run_ids),
@@ -48,26 +48,26 @@ def advisory_rows(url: str, run_ids: tuple[int, ...] | None, open_only: bool) ->
 
 @st.cache_data(show_spinner=False)
 def open_count(url: str) -> int:
-    return state._read(url, advisories.open_advisory_count)
+    return state.read(url, advisories.open_advisory_count)
 
 
 @st.cache_data(show_spinner=False)
 def history(url: str, advisory_id: int):
-    return state._read(url, advisories.advisory_history, advisory_id)
+    return state.read(url, advisories.advisory_history, advisory_id)
 
 
 @st.cache_data(show_spinner=False)
 def webhook(url: str) -> str:
     from specdash.notify import get_webhook_url
 
-    return state._read(url, get_webhook_url) or ""
+    return state.read(url, get_webhook_url) or ""
 
 
 @st.cache_data(show_spinner=False)
 def notifications(url: str) -> list[dict]:
     from specdash.notify import notification_rows
 
-    return state._read(url, notification_rows)
+    return state.read(url, notification_rows)
 
 
 def show(rows: list[dict], key: str, editable: bool = False) -> None:
@@ -143,7 +143,7 @@ def settings_section(url: str) -> None:
             "Advise a deeper TTT when it gains at least (% tok/s)",
             min_value=0.0,
             max_value=100.0,
-            value=round(state._read(url, advisories.get_min_gain) * 100, 2),
+            value=round(state.read(url, advisories.get_min_gain) * 100, 2),
             step=1.0,
             key="settings_min_gain",
         )

@@ -30,7 +30,8 @@ def _headers() -> dict:
 def _login_user() -> str | None:
     try:
         if st.user.is_logged_in:
-            return st.user.get("email") or st.user.get("name")
+            user = st.user.get("email") or st.user.get("name")
+            return user if isinstance(user, str) else None  # claims are text; st.user types them loosely
     except Exception:  # noqa: BLE001 - no [auth] configured: st.user has no login
         return None
     return None

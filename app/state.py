@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
-from specdash.db import alerts, checkpoint_queries, profiles, queries
+from specdash.db import acceptance, alerts, checkpoint_queries, profiles, queries
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
@@ -23,8 +23,8 @@ from specdash.db.faults import explain
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
-from specdash.ingest.pipeline import Preview, preview_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import Preview, preview_bytes
 
 # At most this many points reach the parity plot; the largest gaps are always among them.
 PARITY_POINTS = 4000
@@ -57,7 +57,8 @@ def require_schema() -> None:
         st.stop()
 
 
-def _read(url: str, query: Callable, *args, **kwargs):
+def read(url: str, query: Callable, *args, **kwargs):
+    """query(session, *args, **kwargs) on a read-only session of the store at `url`."""
     with reading(get_engine(url)) as session:
         return query(session, *args, **kwargs)
 
@@ -112,7 +113,7 @@ def _seen_versions() -> dict[str, tuple]:
 def sync_with_store(url: str) -> bool:
     """Drop every cached query result when the store changed since they were read (a CLI ingest, another
     browser's status change); True when it had. One cheap query (queries.store_version) per call."""
-    version = _read(url, queries.store_version)
+    version = read(url, queries.store_version)
     seen = _seen_versions()
     if seen.get(url) != version:
         if url in seen:
@@ -140,77 +141,77 @@ def follow_store(url: str) -> None:
 # --- Overview ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def changes(url: str, limit: int = 200) -> pd.DataFrame:
-    return _read(url, recent_changes, limit)
+    return read(url, recent_changes, limit)
 
 
 @st.cache_data(show_spinner=False)
 def counts(url: str) -> dict:
-    return _read(url, queries.counts)
+    return read(url, queries.counts)
 
 
 @st.cache_data(show_spinner=False)
 def open_alert_counts(url: str) -> dict[str, int]:
-    return _read(url, queries.open_alert_counts)
+    return read(url, queries.open_alert_counts)
 
 
 @st.cache_data(show_spinner=False)
 def gap_threshold(url: str) -> float:
-    return _read(url, get_gap_threshold)
+    return read(url, get_gap_threshold)
 
 
 @st.cache_data(show_spinner=False)
 def prediction_sources(url: str) -> list[str]:
-    return _read(url, queries.prediction_sources)
+    return read(url, queries.prediction_sources)
 
 
 @st.cache_data(show_spinner=False)
 def parity(url: str, source: str) -> tuple[pd.DataFrame, int]:
     """The parity plot's points (thinned past PARITY_POINTS) and how many there are in all."""
-    total = _read(url, queries.parity_total, source)
-    return _read(url, queries.parity_frame, source, max_points=PARITY_POINTS, total=total), total
+    total = read(url, queries.parity_total, source)
+    return read(url, queries.parity_frame, source, max_points=PARITY_POINTS, total=total), total
 
 
 @st.cache_data(show_spinner=False)
 def latest_checkpoints(url: str) -> pd.DataFrame:
-    return _read(url, queries.latest_checkpoints)
+    return read(url, queries.latest_checkpoints)
 
 
 @st.cache_data(show_spinner=False)
 def top_alerts(url: str, limit: int) -> list[dict]:
-    rows, _ = _read(url, alerts.alert_page, AlertFilters(statuses=("open",)), 0, limit, count=False)
+    rows, _ = read(url, alerts.alert_page, AlertFilters(statuses=("open",)), 0, limit, count=False)
     return rows
 
 
 # --- Runs ------------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def runs_table(url: str, search: str, include_archived: bool) -> pd.DataFrame:
-    return _read(url, run_store.runs_table, search, include_archived)
+    return read(url, run_store.runs_table, search, include_archived)
 
 
 @st.cache_data(show_spinner=False)
 def run_removal(url: str, run_ids: tuple[int, ...]):
-    return _read(url, run_store.run_removal, list(run_ids))
+    return read(url, run_store.run_removal, list(run_ids))
 
 
 @st.cache_data(show_spinner=False)
 def ingested_files(url: str) -> pd.DataFrame:
-    return _read(url, run_store.ingested_files)
+    return read(url, run_store.ingested_files)
 
 
 @st.cache_data(show_spinner=False)
 def file_removal(url: str, file_id: int):
-    return _read(url, run_store.file_removal, file_id)
+    return read(url, run_store.file_removal, file_id)
 
 
 # --- Leaderboard -----------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def leaderboard_choices(url: str) -> dict:
-    return _read(url, leaderboard_queries.leaderboard_choices)
+    return read(url, leaderboard_queries.leaderboard_choices)
 
 
 @st.cache_data(show_spinner=False)
 def leaderboard(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
-    return _read(url, leaderboard_queries.leaderboard, flt)
+    return read(url, leaderboard_queries.leaderboard, flt)
 
 
 def setting_param(row) -> str:
@@ -247,39 +248,39 @@ def checkpoint_link(row, dataset: str | None) -> dict[str, str]:
 # --- Checkpoints -------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def runs_frame(url: str) -> pd.DataFrame:
-    return _read(url, queries.runs_frame)
+    return read(url, queries.runs_frame)
 
 
 @st.cache_data(show_spinner=False)
 def deployments_frame(url: str) -> pd.DataFrame:
-    return _read(url, queries.deployments_frame)
+    return read(url, queries.deployments_frame)
 
 
 @st.cache_data(show_spinner=False)
 def effective_profile(url: str, deployment_id: int) -> dict:
-    return _read(url, profiles.effective_profile, deployment_id)
+    return read(url, profiles.effective_profile, deployment_id)
 
 
 @st.cache_data(show_spinner=False)
 def checkpoints_frame(url: str, run_ids: tuple[int, ...]) -> pd.DataFrame:
-    return _read(url, checkpoint_queries.checkpoints_frame, list(run_ids))
+    return read(url, checkpoint_queries.checkpoints_frame, list(run_ids))
 
 
 @st.cache_data(show_spinner=False)
 def benchmarked_deployments(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFrame:
-    return _read(url, checkpoint_queries.benchmarked_deployments, list(checkpoint_ids))
+    return read(url, checkpoint_queries.benchmarked_deployments, list(checkpoint_ids))
 
 
 @st.cache_data(show_spinner=False)
 def speculation_settings(
     url: str, checkpoint_ids: tuple[int, ...], deployment_id: int
 ) -> list[SpeculationSetting]:
-    return _read(url, checkpoint_queries.speculation_settings, list(checkpoint_ids), deployment_id)
+    return read(url, checkpoint_queries.speculation_settings, list(checkpoint_ids), deployment_id)
 
 
 @st.cache_data(show_spinner=False)
 def benchmark_datasets(url: str, checkpoint_ids: tuple[int, ...], deployment_id: int) -> list[str]:
-    return _read(url, checkpoint_queries.benchmark_datasets, list(checkpoint_ids), deployment_id)
+    return read(url, checkpoint_queries.benchmark_datasets, list(checkpoint_ids), deployment_id)
 
 
 @st.cache_data(show_spinner=False)
@@ -290,47 +291,47 @@ def checkpoint_comparison(
     setting: SpeculationSetting,
     dataset: str | None,
 ) -> pd.DataFrame:
-    return _read(
+    return read(
         url, checkpoint_queries.checkpoint_comparison, list(checkpoint_ids), deployment_id, setting, dataset
     )
 
 
 @st.cache_data(show_spinner=False)
 def metric_keys(url: str, run_ids: tuple[int, ...]) -> list[str]:
-    return _read(url, checkpoint_queries.metric_keys, list(run_ids))
+    return read(url, checkpoint_queries.metric_keys, list(run_ids))
 
 
 @st.cache_data(show_spinner=False)
 def training_curves(url: str, run_ids: tuple[int, ...], keys: tuple[str, ...]) -> pd.DataFrame:
-    return _read(url, checkpoint_queries.training_curves, list(run_ids), list(keys))
+    return read(url, checkpoint_queries.training_curves, list(run_ids), list(keys))
 
 
 @st.cache_data(show_spinner=False)
 def position_acceptance(
     url: str, checkpoint_ids: tuple[int, ...], from_benchmarks: bool = False
 ) -> pd.DataFrame:
-    return _read(url, checkpoint_queries.position_acceptance_frame, list(checkpoint_ids), from_benchmarks)
+    return read(url, checkpoint_queries.position_acceptance_frame, list(checkpoint_ids), from_benchmarks)
 
 
 @st.cache_data(show_spinner=False)
 def measured_acceptance(url: str, checkpoint_id: int, dataset: str | None):
-    return _read(url, checkpoint_queries.measured_acceptance, checkpoint_id, dataset)
+    return read(url, acceptance.measured_acceptance, checkpoint_id, dataset)
 
 
 # --- Settings ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def parameter_sets(url: str) -> pd.DataFrame:
-    return _read(url, profiles.parameter_sets_frame)
+    return read(url, profiles.parameter_sets_frame)
 
 
 @st.cache_data(show_spinner=False)
 def profile_values(url: str, deployment_id: int) -> dict:
-    return _read(url, profiles.profile_values, deployment_id)
+    return read(url, profiles.profile_values, deployment_id)
 
 
 @st.cache_data(show_spinner=False)
 def profile_revision(url: str, deployment_id: int) -> int:
-    return _read(url, profiles.profile_revision, deployment_id)
+    return read(url, profiles.profile_revision, deployment_id)
 
 
 def applied_version(report) -> int | None:
@@ -356,7 +357,7 @@ def preview_upload(
     checkpoint: str | None,
     deployment: str | None,
 ) -> Preview:
-    """The ingest pipeline's dry run of an uploaded file with these links; keyed on the upload's id, not its
+    """The ingest's dry run (ingest/load.py) of an uploaded file with these links; keyed on the upload's id, not its
     bytes (the leading underscore keeps Streamlit from hashing a file of up to 200 MB on every rerun)."""
     link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment)
     return preview_bytes(get_engine(url), name, _data, link=link)
@@ -364,40 +365,40 @@ def preview_upload(
 
 @st.cache_data(show_spinner=False)
 def benchmark_outcomes(url: str, benchmark_ids: tuple[int, ...]) -> pd.DataFrame:
-    return _read(url, alerts.benchmark_outcomes, list(benchmark_ids))
+    return read(url, queries.benchmark_outcomes, list(benchmark_ids))
 
 
 # --- Alerts ------------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def alert_page(url: str, filters: AlertFilters, offset: int, limit: int) -> tuple[list[dict], int]:
-    return _read(url, alerts.alert_page, filters, offset, limit)
+    return read(url, alerts.alert_page, filters, offset, limit)
 
 
 @st.cache_data(show_spinner=False)
 def alert_groups(url: str, filters: AlertFilters, by: str) -> pd.DataFrame:
-    return _read(url, alerts.alert_groups, filters, by)
+    return read(url, alerts.alert_groups, filters, by)
 
 
 @st.cache_data(show_spinner=False)
 def mutes(url: str) -> pd.DataFrame:
-    return _read(url, alerts.mutes_frame)
+    return read(url, alerts.mutes_frame)
 
 
 @st.cache_data(show_spinner=False)
 def alert_choices(url: str) -> dict[str, list[str]]:
-    return _read(url, alerts.alert_choices)
+    return read(url, alerts.alert_choices)
 
 
 @st.cache_data(show_spinner=False)
 def alert_detail(url: str, alert_id: int) -> dict | None:
-    return _read(url, alerts.alert_detail, alert_id)
+    return read(url, alerts.alert_detail, alert_id)
 
 
 @st.cache_data(show_spinner=False)
 def alert_history(url: str, alert_id: int) -> pd.DataFrame:
-    return _read(url, alerts.alert_history, alert_id)
+    return read(url, alerts.alert_history, alert_id)
 
 
 @st.cache_data(show_spinner=False)
 def supersede_candidates(url: str, benchmark_id: int) -> pd.DataFrame:
-    return _read(url, alerts.supersede_candidates, benchmark_id)
+    return read(url, alerts.supersede_candidates, benchmark_id)

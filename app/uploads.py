@@ -1,9 +1,9 @@
-"""What the Upload page shows about a file before saving it, read from the ingest pipeline's dry run
+"""What the Upload page shows about a file before saving it, read from the ingest's dry run (ingest/load.py)
 (preview_bytes: the whole ingest, rolled back): plain functions of a Preview, testable without Streamlit."""
 
 import pandas as pd
 
-from specdash.ingest.pipeline import Preview
+from specdash.ingest.load import Preview
 from specdash.ingest.problems import format_report
 
 

@@ -48,7 +48,8 @@ def _filters(status, severity, deployment, run, diagnosis, show, muted):
     )
 
 
-def _table(rows: list[dict]) -> str:
+def alert_table(rows: list[dict]) -> str:
+    """Alerts as the terminal shows them: one aligned line each (also `specdash check`)."""
     header = (
         "id",
         "severity",
@@ -61,7 +62,7 @@ def _table(rows: list[dict]) -> str:
         "status",
         "diagnosis",
     )
-    lines = [header]
+    lines: list[tuple[str, ...]] = [header]
     for r in rows:
         lines.append(
             tuple(
@@ -146,8 +147,8 @@ def alerts(ctx, status, severity, deployment, run, diagnosis, show, muted, group
     if not rows:
         click.echo("no alerts match")
         return
-    click.echo(_table(rows))
-    if total > len(rows):
+    click.echo(alert_table(rows))
+    if total is not None and total > len(rows):
         click.echo(f"\n{len(rows)} of {total} shown (--limit)", err=True)
 
 
@@ -195,7 +196,7 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
     with reading(engine) as session:
         detail = queries.alert_detail(session, alert_id)
         history = queries.alert_history(session, alert_id) if detail else None
-    if detail is None:
+    if detail is None or history is None:
         raise click.ClickException(f"no alert with id {alert_id}")
     if fmt == "json":
         out = {k: detail[k] for k in LIST_FIELDS} | {

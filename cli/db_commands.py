@@ -6,7 +6,8 @@ from specdash.cli.common import db_option, make_cli_engine, open_db, shown
 from specdash.db.engine import reading
 from specdash.db.schema import current_revision, revision_history, upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.pipeline import describe, ingest_bytes
+from specdash.ingest.describe import describe
+from specdash.ingest.load import ingest_bytes
 
 
 @click.command()

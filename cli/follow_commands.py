@@ -9,8 +9,8 @@ import click
 
 from specdash.cli.common import db_option, open_db
 from specdash.db.engine import reading, transaction
+from specdash.ingest.links import LinkOptions
 from specdash.ingest.problems import format_report
-from specdash.ingest.store import LinkOptions
 
 WATCHED_SUFFIXES = (".log", ".txt", ".out", ".jsonl", ".json")
 
@@ -64,6 +64,10 @@ def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=Non
     def on_signal(_signum, _frame):
         stop.set()
 
+    def queue(session) -> None:  # the follower's hook returns nothing; queue_notifications counts
+        assert url is not None  # handed to the follower only with a webhook URL
+        queue_notifications(session, url)
+
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     follower = Follower(
         engine,
@@ -71,7 +75,7 @@ def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=Non
         discover=discover,
         fmt_name=fmt_name,
         link=link,
-        in_transaction=(lambda session: queue_notifications(session, url)) if url else None,
+        in_transaction=queue if url else None,
     )
     click.echo(
         f"following {len(follower.tracked)} file(s)"

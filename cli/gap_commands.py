@@ -81,7 +81,7 @@ def _table(rows: list[dict]) -> str:
         "status",
         "diagnoses",
     )
-    lines = [header]
+    lines: list[tuple[str, ...]] = [header]
     for r in rows:
         setting = setting_label(r)
         codes = ",".join(d["code"] for d in r["diagnoses"]) or "-"
@@ -175,7 +175,7 @@ def check(ctx: click.Context, threshold) -> None:
     Example:
       specdash ingest bench.jsonl && specdash check --threshold 0.15
     """
-    from specdash.cli.alert_commands import _table as alert_table
+    from specdash.cli.alert_commands import alert_table
     from specdash.costmodel.diagnoses import CONFIGURATION_CODES
     from specdash.db.alerts import AlertFilters, alert_page
 

@@ -6,10 +6,11 @@ from pathlib import Path
 import click
 
 from specdash.cli.common import db_option, open_db, shown
+from specdash.ingest.describe import describe, describe_totals
 from specdash.ingest.formats import FORMATS
-from specdash.ingest.pipeline import describe, describe_totals, ingest_path
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_path
 from specdash.ingest.problems import format_report
-from specdash.ingest.store import LinkOptions
 
 
 @click.command()
@@ -116,16 +117,9 @@ def ingest(
 
         follow_files(engine, paths, fmt_name=fmt_name, link=link, notify=notify, poll_seconds=poll_seconds)
         return
-    from specdash.cli.follow_commands import start_sender, stop_sender, webhook_url
-
-    url = webhook_url(engine, notify)
-    sender = start_sender(engine, url)
-    try:
-        failed, results = _ingest_all(
-            engine, paths, fmt_name, skip_invalid, link, quiet, url, update=update, replace=replace
-        )
-    finally:
-        stop_sender(sender)
+    failed, results = _ingest_notifying(
+        engine, paths, fmt_name, skip_invalid, link, quiet, notify, update=update, replace=replace
+    )
     if len(results) > 1:
         click.echo(shown(describe_totals(results)))
     if failed:
@@ -133,6 +127,18 @@ def ingest(
         helps = not skip_invalid and any(p.kind != "parse" for result in failed for p in result.problems)
         hint = "\n\nFix the records or pass --skip-invalid" if helps else ""
         raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")
+
+
+def _ingest_notifying(engine, paths, fmt_name, skip_invalid, link, quiet, notify, **changes):
+    """Ingest the files one by one while new alerts and advisories go to the webhook (if any)."""
+    from specdash.cli.follow_commands import start_sender, stop_sender, webhook_url
+
+    url = webhook_url(engine, notify)
+    sender = start_sender(engine, url)
+    try:
+        return _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **changes)
+    finally:
+        stop_sender(sender)
 
 
 def _check_deployments(engine, names) -> None:

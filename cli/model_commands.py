@@ -125,11 +125,10 @@ def model(
         ) from None
     curve = acceptance_rates or survival_rates
     resolved_steps = steps or (len(curve) if curve else DEFAULT_STEPS)
-    step_ms = draft_ms / resolved_steps if draft_ms is not None else (draft_step_ms or 0.0)
     params = CostParams(
         baseline_tps=baseline_tps or 1000.0 / base_step_ms,
         comm_fraction=comm_fraction,
-        draft_step_ms=step_ms,
+        draft_step_ms=draft_ms / resolved_steps if draft_ms is not None else (draft_step_ms or 0.0),
         draft_branch_ms=draft_branch_ms,
         round_overhead_ms=overhead_ms,
         verify_growth_compute=verify_growth_compute,
@@ -145,6 +144,10 @@ def model(
         measured_accept_length,
         max_steps,
     )
+    _show(out, fmt)
+
+
+def _show(out: dict, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
@@ -200,23 +203,28 @@ def _report_lines(report) -> list[str]:
     return lines
 
 
+# What `calibrate --format json` shows of a fit, as the calibrated set records it
+FIT_COUNTS = ("n_benchmarks", "excluded", "exclusions")
+FIT_QUALITY = (
+    "error_band",
+    "reference_concurrency",
+    "free",
+    "median_abs_rel_error",
+    "p90_abs_rel_error",
+    "loo_median_abs_rel_error",
+    "loo_p90_abs_rel_error",
+    "cross_validation",
+)
+
+
 def _report_json(report) -> dict:
-    fit = report.fit
+    fit = report.calibrated_set().to_json()
     return {
         "deployment_id": report.deployment_id,
         "deployment": report.deployment_name,
-        "n_benchmarks": report.n_benchmarks,
-        "excluded": report.excluded,
-        "exclusions": report.exclusions,
+        **{key: fit[key] for key in FIT_COUNTS},
         "params": {**vars(report.params), "draft_step_ms_by_drafter": report.draft_step_ms_by_name()},
-        "error_band": report.error_band,
-        "reference_concurrency": report.reference_concurrency,
-        "free": list(fit.free),
-        "median_abs_rel_error": fit.median_abs_rel_error,
-        "p90_abs_rel_error": fit.p90_abs_rel_error,
-        "loo_median_abs_rel_error": fit.loo_median_abs_rel_error,
-        "loo_p90_abs_rel_error": fit.loo_p90_abs_rel_error,
-        "cross_validation": fit.cross_validation,
+        **{key: fit[key] for key in FIT_QUALITY},
     }
 
 

@@ -1,6 +1,8 @@
 """The cost model: acceptance length, round time, throughput, gaps, diagnoses and calibration. No database,
 no Streamlit: plain functions of numbers."""
 
+from typing import TYPE_CHECKING
+
 from specdash.costmodel.acceptance import (
     EXTRAPOLATION_DECAY,
     AcceptLength,
@@ -44,9 +46,19 @@ _CALIBRATION = (
     "fit_draft_costs",
     "predict_observations",
 )
+if TYPE_CHECKING:  # a type checker sees the lazy names as what they are
+    from specdash.costmodel.calibration import (
+        CalibrationFit,
+        CalibrationObservation,
+        FittedParams,
+        NotEnoughObservations,
+        fit_calibration,
+        fit_draft_costs,
+        predict_observations,
+    )
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _CALIBRATION:
         from specdash.costmodel import calibration
 

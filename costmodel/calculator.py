@@ -1,4 +1,4 @@
-"""The cost model as a calculator: one setting in, every figure of DESIGN.md section 3 out (`specdash model`)."""
+"""The cost model as a calculator: one setting in, every figure of docs/cost-model.md out (`specdash model`)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +38,10 @@ class Acceptance:
     def __post_init__(self) -> None:
         if len(self._given()) != 1:
             raise ValueError(f"give exactly one way to know the accept length, got {self._given() or 'none'}")
+        for name in ("conditional_rates", "survival_rates"):
+            rates = getattr(self, name)
+            if rates is not None and len(rates) == 0:
+                raise ValueError(f"{name} is empty: give at least one rate")
 
     def _given(self) -> list[str]:
         return [
@@ -66,7 +70,7 @@ def calculate(
     measured_tps: float | None = None,
     measured_accept_length: float | None = None,
     max_steps: int = 16,
-) -> dict:
+) -> dict[str, object]:
     """Every figure for one setting: accept length, round time and its parts, tok/s, speedup, break-even
     tau; the optimal depth when the acceptance is a curve; with a measurement, the back-solve and gap."""
     kind = acceptance.kind
@@ -78,12 +82,14 @@ def calculate(
     if curve is not None:
         tau = predict_accept_length(curve, steps, topk, draft_tokens)
         accept_length, extrapolated, approximation = tau.accept_length, tau.extrapolated, tau.approximation
-    elif kind == "simulated_acc_len":
+    elif acceptance.simulated_acc_len is not None:
         accept_length = tau_from_simulated_acc_len(acceptance.simulated_acc_len)
     else:
+        # exactly one way is given (__post_init__), neither a curve nor SpecForge's: tau itself
+        assert acceptance.accept_length is not None
         accept_length = acceptance.accept_length
     result = throughput(params, accept_length, steps, draft_tokens, topk)
-    out = {
+    out: dict[str, object] = {
         "baseline_tps": params.baseline_tps,
         "base_step_ms": params.base_step_ms,
         "steps": steps,

@@ -1,8 +1,8 @@
 """Calibration: fit a deployment's free cost parameters to measured benchmarks by robust least squares.
 
-Works on plain observations (one per benchmark); the store builds them. The model fitted is DESIGN.md
-section 3 with one verify growth b for compute and collectives alike (throughput alone cannot tell them
-apart: both multiply T_base (N - 1)) and a tree term for drafting with topk > 1:
+Works on plain observations (one per benchmark); the store builds them. The model fitted is the one of
+docs/cost-model.md with one verify growth b for compute and collectives alike (throughput alone cannot
+tell them apart: both multiply T_base (N - 1)) and a tree term for drafting with topk > 1:
 
     T_round = T_base (1 + b g (N - 1)) + K (t_draft_step[drafter] + t_branch (topk - 1)) + t_round_overhead
     tau     = measured accept length, or the chain of the training rates scaled by acc_to_acceptance
@@ -17,6 +17,7 @@ other loads.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import Final
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from specdash.costmodel.throughput import CostParams
 # Residuals are relative errors. Past LOSS_SCALE (5 %) the Cauchy loss flattens out (log growth), so a
 # benchmark far off the rest (a broken run no rule caught) barely moves the fit; soft-L1 and Huber
 # still let one such point shift the others by a few %.
-LOSS = "cauchy"
+LOSS: Final = "cauchy"
 LOSS_SCALE = 0.05
 # A weak pull toward the starting (theory) values: it settles what the benchmarks cannot separate (with
 # chain settings only, K draft steps and K extra verified tokens always come together).
@@ -197,7 +198,8 @@ class _Arrays:
 
     def predicted_tau(self, acc_to_acceptance: float) -> np.ndarray:
         accepted = 1.0 - (1.0 - np.minimum(1.0, self.rates * acc_to_acceptance)) ** self.width
-        return 1.0 + (np.cumprod(accepted, axis=1) * self.in_depth).sum(axis=1)
+        tau: np.ndarray = 1.0 + (np.cumprod(accepted, axis=1) * self.in_depth).sum(axis=1)
+        return tau
 
     def dataset_scales(self, p: FittedParams) -> np.ndarray | float:
         if not p.round_scale_by_dataset:
@@ -206,16 +208,18 @@ class _Arrays:
         return np.array([scales.get(d, 1.0) for d in self.datasets], dtype=float)
 
     def round_ms(self, p: FittedParams) -> np.ndarray:
-        return self.dataset_scales(p) * (
+        round_ms: np.ndarray = self.dataset_scales(p) * (
             self.base_step_ms * (1.0 + p.verify_growth * self.shape * self.extra_verified)
             + self.load_scale
             * (self.steps * (self.draft_steps(p) + p.draft_branch_ms * self.branches) + p.round_overhead_ms)
         )
+        return round_ms
 
     def predicted_tps(self, p: FittedParams) -> np.ndarray:
         """What a prediction would say: tau from training rates when known, else the measured tau."""
         tau = np.where(self.has_rates, self.predicted_tau(p.acc_to_acceptance), self.measured_tau)
-        return 1000.0 * tau / self.round_ms(p)
+        tps: np.ndarray = 1000.0 * tau / self.round_ms(p)
+        return tps
 
     def residuals(self, p: FittedParams) -> np.ndarray:
         """Relative tok/s errors of the round-time model (measured tau where known), then relative tau
@@ -254,7 +258,8 @@ def _value(p: FittedParams, name: str) -> float:
         return p.draft_step_for(name[len(DRAFTER_PREFIX) :])
     if name.startswith(DATASET_PREFIX):
         return dict(p.round_scale_by_dataset).get(name[len(DATASET_PREFIX) :], 1.0)
-    return getattr(p, name)
+    value: float = getattr(p, name)
+    return value
 
 
 def _assemble(prior: FittedParams, values: dict[str, float]) -> FittedParams:

@@ -3,7 +3,7 @@ that says whether a benchmark is an alert.
 
 Each rule is a plain function of a GapContext returning a Diagnosis or None; add one to RULES to extend."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specdash.costmodel.gaps import GapDecomposition
@@ -56,7 +56,9 @@ class GapContext:
 ALGORITHM_ALIASES = {"NEXTN": "EAGLE"}
 
 
-def _norm(algorithm: str | None) -> str | None:
+def normalised_algorithm(algorithm: str | None) -> str | None:
+    """An algorithm's name as compared between a benchmark and its drafter: upper case, no dashes or
+    underscores, engine aliases resolved (None when not given)."""
     if not algorithm:
         return None
     name = algorithm.strip().upper().replace("-", "").replace("_", "")
@@ -64,7 +66,10 @@ def _norm(algorithm: str | None) -> str | None:
 
 
 def algorithm_mismatch(ctx: GapContext) -> Diagnosis | None:
-    served, trained = _norm(ctx.benchmark_algorithm), _norm(ctx.drafter_algorithm)
+    served, trained = (
+        normalised_algorithm(ctx.benchmark_algorithm),
+        normalised_algorithm(ctx.drafter_algorithm),
+    )
     if not served or not trained or served == trained:
         return None
     return Diagnosis(
@@ -196,7 +201,8 @@ def no_baseline(ctx: GapContext) -> Diagnosis | None:
     )
 
 
-RULES: list[Callable[[GapContext], Diagnosis | None]] = [
+Rule = Callable[[GapContext], Diagnosis | None]
+RULES: list[Rule] = [
     algorithm_mismatch,
     hidden_size_mismatch,
     beyond_trained_depth,
@@ -229,7 +235,7 @@ EXCESS_CRITICAL = 3.0
 HISTORY_SHORTFALL = ACCEPTANCE_TOLERANCE
 
 
-def diagnose(ctx: GapContext, rules=None) -> list[Diagnosis]:
+def diagnose(ctx: GapContext, rules: Sequence[Rule] | None = None) -> list[Diagnosis]:
     """Every diagnosis that applies, most severe first."""
     found = [d for rule in (rules or RULES) if (d := rule(ctx)) is not None]
     return sorted(found, key=lambda d: SEVERITY_ORDER[d.severity])

@@ -53,8 +53,10 @@ def decompose(
 ) -> GapDecomposition:
     """`T_round_measured = 1000 * tau / tok/s`; without a measured tau the predicted one stands in
     and the whole gap is put on the round time (the factors stay None: they cannot be told apart)."""
-    known = measured_accept_length is not None and measured_accept_length > 0
-    tau_m = measured_accept_length if known else predicted.accept_length
+    if measured_accept_length is not None and measured_accept_length > 0:
+        known, tau_m = True, measured_accept_length
+    else:
+        known, tau_m = False, predicted.accept_length
     round_ms = measured_round_ms(measured_tps, tau_m)
     return GapDecomposition(
         measured_tps=measured_tps,

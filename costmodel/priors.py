@@ -2,13 +2,14 @@
 share of a step in collectives, and verify growth from the target's architecture (dense or MoE) and load.
 
 Every cost is relative to the no-speculation decode step (a "baseline step") so one prior serves any
-hardware; the README's "Priors" table gives each value with the measurements it comes from."""
+hardware; docs/cost-model.md's priors table gives each value with the measurements it comes from."""
 
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from specdash.costmodel.throughput import CostParams
 
@@ -52,7 +53,7 @@ GPU_KNEE_TOKENS = {
 }
 DEFAULT_KNEE_TOKENS = 200
 # Share of a step in TP collectives when the profile does not say: none on one GPU; the story's TP8 over
-# PCIe spends about half a step in all-reduce (DESIGN.md), NVLink about an eighth.
+# PCIe spends about half a step in all-reduce (docs/cost-model.md), NVLink about an eighth.
 COMM_FRACTION_BY_INTERCONNECT = {"pcie": 0.5, "nvlink": 0.12}
 COMM_FRACTION_UNKNOWN_LINK = 0.15
 # An eager PyTorch harness (the EAGLE repository, Spec-Bench, Hugging Face generate) runs the target without
@@ -151,7 +152,7 @@ class TargetArchitecture:
 
     @classmethod
     def from_config(
-        cls, config: dict, total_params_b: float | None = None, active_params_b: float | None = None
+        cls, config: dict[str, Any], total_params_b: float | None = None, active_params_b: float | None = None
     ) -> "TargetArchitecture":
         """From a Hugging Face config.json: `num_experts` (Qwen), `num_local_experts` (Mixtral, Llama 4),
         `n_routed_experts` (DeepSeek, Kimi) and `num_experts_per_tok`; nested `text_config` too."""
@@ -220,7 +221,8 @@ def knee_tokens(gpu: str | None) -> int:
 def distinct_experts(num_experts: int, experts_per_token: int, tokens: float) -> float:
     """Expected number of distinct experts that `tokens` tokens route to, each picking k of E uniformly:
     E (1 - (1 - k/E)^n)."""
-    return num_experts * (1.0 - (1.0 - experts_per_token / num_experts) ** tokens)
+    missed: float = (1.0 - experts_per_token / num_experts) ** tokens
+    return num_experts * (1.0 - missed)
 
 
 def compute_time(arch: TargetArchitecture | None, knee: int, tokens: float) -> float:
@@ -231,6 +233,7 @@ def compute_time(arch: TargetArchitecture | None, knee: int, tokens: float) -> f
     dense = math.hypot(1.0, tokens / knee) / math.hypot(1.0, 1.0 / knee)
     if arch is None or not arch.is_moe:
         return dense
+    assert arch.num_experts and arch.experts_per_token  # is_moe says both are set
     experts = distinct_experts(arch.num_experts, arch.experts_per_token, tokens) / arch.experts_per_token
     return (1.0 - MOE_EXPERT_SHARE) * dense + MOE_EXPERT_SHARE * experts
 
@@ -257,7 +260,8 @@ def size_factor(arch: TargetArchitecture | None, tp_size: int | None) -> float:
         return 1.0
     per_gpu = arch.active_params_b / max(tp_size or 1, 1)
     low, high = SIZE_FACTOR_BOUNDS
-    return min(high, max(low, (REFERENCE_PARAMS_PER_GPU_B / per_gpu) ** SIZE_EXPONENT))
+    factor: float = (REFERENCE_PARAMS_PER_GPU_B / per_gpu) ** SIZE_EXPONENT
+    return min(high, max(low, factor))
 
 
 def prior_comm_fraction(tp_size: int | None, interconnect: str | None) -> float:
@@ -356,7 +360,8 @@ def resolve_costs(
     """A deployment's cost parameters at one load and setting: what its profile states, and for every cost
     it leaves unstated (None) the prior."""
     costs = {name: stated.get(name) for name in COST_FIELDS}
-    if any(value is None for value in costs.values()):
+    resolved: dict[str, float] = {name: value for name, value in costs.items() if value is not None}
+    if len(resolved) < len(costs):
         prior = prior_costs(
             facts,
             1000.0 / baseline_tps,
@@ -365,7 +370,7 @@ def resolve_costs(
             draft_tokens,
             comm_fraction=costs["comm_fraction"],
         )
-        costs = {name: getattr(prior, name) if value is None else value for name, value in costs.items()}
+        resolved = {name: getattr(prior, name) if value is None else value for name, value in costs.items()}
     return CostParams(
-        baseline_tps=baseline_tps, draft_branch_ms=stated.get("draft_branch_ms") or 0.0, **costs
+        baseline_tps=baseline_tps, draft_branch_ms=stated.get("draft_branch_ms") or 0.0, **resolved
     )

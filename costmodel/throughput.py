@@ -1,4 +1,4 @@
-"""Round time and decode throughput of speculative decoding on a deployment (DESIGN.md section 3)."""
+"""Round time and decode throughput of speculative decoding on a deployment (docs/cost-model.md)."""
 
 import math
 from dataclasses import dataclass
@@ -78,6 +78,15 @@ def verified_tokens(steps: int, topk: int = 1, draft_tokens: int | None = None) 
     if draft_tokens is not None:
         return draft_tokens
     return steps * topk + 1
+
+
+def draft_steps(num_steps: int | None, topk: int | None, num_draft_tokens: int | None) -> int | None:
+    """K of a speculation setting: given, else N - 1 for a chain; None for a tree that does not say."""
+    if num_steps:
+        return num_steps
+    if num_draft_tokens and (topk or 1) == 1:
+        return num_draft_tokens - 1
+    return None
 
 
 def round_time(params: CostParams, steps: int, draft_tokens: int | None = None, topk: int = 1) -> RoundTime:

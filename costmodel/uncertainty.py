@@ -4,7 +4,7 @@ A band is relative: the expected |measured / predicted - 1| at BAND_COVERAGE (90
 parameter set has held-out residuals (each benchmark predicted by a fit that did not see it), and its band is
 their 90th percentile, pulled toward the prior's band when there are few of them. An uncalibrated (prior)
 prediction takes the spread of published measurements around the priors (see costmodel/priors.py and the
-README's "Priors" table), wider when its accept length comes from training accuracies rather than from a
+priors table of docs/cost-model.md), wider when its accept length comes from training accuracies rather than from a
 measurement."""
 
 import math

@@ -2,33 +2,36 @@
 deeper drafts than the run trains (the cost model's advisor), kept as records with a status, a note and
 a history like the alerts; refreshed as training metrics arrive and quiet while the configuration is fine."""
 
-import re
-from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.advisor import CURVE_MIN_STEPS, DEFAULT_MIN_GAIN, advise_depth, choose_curve
+from specdash.costmodel.advisor import (
+    CURVE_MIN_STEPS,
+    DEFAULT_MIN_GAIN,
+    DepthAdvice,
+    advise_depth,
+    choose_curve,
+)
+from specdash.costmodel.sources import advice_loads
+from specdash.db import investigation
+from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
 from specdash.db.models import (
     ACTIVE_STATUSES,
-    GAP_STATUSES,
-    Checkpoint,
     Deployment,
-    MetricKey,
-    MetricPoint,
     ParameterSet,
     Run,
     utcnow,
 )
-from specdash.db.parameters import cost_params, deployment_facts, ensure_theory_set, load_baselines
+from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.settings import get_setting, set_setting
 
 ADVISOR = "specdash"  # who the history names when the advice itself changes
 MIN_GAIN_SETTING = "advisory_min_gain"
-_ACC_KEY = re.compile(r"^train/acc_(\d+)$")
 OPEN_STATUSES = ACTIVE_STATUSES  # advisories share the alerts' statuses
 
 
@@ -93,56 +96,6 @@ def name_target_deployments(session: Session, run: Run, names: list[str]) -> Non
     session.flush()
 
 
-def training_curves(session: Session, run_ids: list[int]) -> dict[int, tuple[list[float], int]]:
-    """Per run: train/acc_0, train/acc_1, ... as last logged (contiguous positions in [0, 1]) and the
-    last step train/acc_0 was logged at."""
-    keys = {
-        key_id: int(m[1])
-        for key_id, name in session.execute(
-            select(MetricKey.id, MetricKey.name).where(MetricKey.name.like("train/acc\\_%", escape="\\"))
-        )
-        if (m := _ACC_KEY.match(name))
-    }
-    if not keys or not run_ids:
-        return {}
-    last = (
-        select(MetricPoint.run_id, MetricPoint.key_id, func.max(MetricPoint.step).label("step"))
-        .where(MetricPoint.run_id.in_(run_ids), MetricPoint.key_id.in_(keys))
-        .group_by(MetricPoint.run_id, MetricPoint.key_id)
-        .subquery()
-    )
-    found: dict[int, dict[int, tuple[float, int]]] = defaultdict(dict)
-    for run_id, key_id, value, step in session.execute(
-        select(MetricPoint.run_id, MetricPoint.key_id, MetricPoint.value, MetricPoint.step).join(
-            last,
-            (MetricPoint.run_id == last.c.run_id)
-            & (MetricPoint.key_id == last.c.key_id)
-            & (MetricPoint.step == last.c.step),
-        )
-    ):
-        found[run_id][keys[key_id]] = (value, step)
-    curves = {}
-    for run_id, positions in found.items():
-        rates = []
-        while len(rates) in positions and 0 <= positions[len(rates)][0] <= 1:
-            rates.append(positions[len(rates)][0])
-        if rates:
-            curves[run_id] = (rates, positions[0][1])
-    return curves
-
-
-def _checkpoint_curve(session: Session, run_id: int) -> list[float]:
-    latest = session.scalars(
-        select(Checkpoint)
-        .where(Checkpoint.run_id == run_id)
-        .order_by(Checkpoint.step.desc().nulls_last(), Checkpoint.id.desc())
-    ).all()
-    for checkpoint in latest:
-        if checkpoint.position_acceptance:
-            return [p.rate for p in checkpoint.position_acceptance]
-    return []
-
-
 def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
     """The deployment's active calibrated set when it has one, else its theory set."""
     calibrated = session.scalar(
@@ -161,18 +114,32 @@ def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
 def _event(
     session: Session, advisory: Advisory, status: str, note: str | None, who: str = ADVISOR
 ) -> AdvisoryEvent:
-    """Move the advisory to `status` with a history entry saying who and why."""
-    event = AdvisoryEvent(
-        advisory_id=advisory.id,
-        who=who,
-        from_status=advisory.status,
-        to_status=status,
-        note=note,
-        at=utcnow(),
+    """specdash moves the advisory to `status` as the advice changes, saying why (a person's note stays)."""
+    owner = {"advisory_id": advisory.id}
+    return investigation.record_change(
+        session, advisory, AdvisoryEvent, owner, status, who, note, keep_note=True
     )
-    advisory.status, advisory.updated_at = status, event.at
-    session.add(event)
-    return event
+
+
+@dataclass(frozen=True)
+class _Advising:
+    """What one refresh of advice reads once."""
+
+    min_gain: float
+    baselines: Baselines
+    existing: dict[tuple[int, int, int], Advisory]  # (run, deployment, concurrency) -> its advisory
+
+
+class _Target(NamedTuple):
+    """One run advised on one deployment at one load, with the curve and parameter set used."""
+
+    run: Run
+    deployment: Deployment
+    concurrency: int
+    label: str
+    curve: tuple[float, ...]
+    source: str  # where the curve came from: training | prior
+    parameter_set_id: int
 
 
 def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> AdvisorySummary:
@@ -187,72 +154,88 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
     summary = AdvisorySummary(runs=len(runs))
     if not runs:
         return summary
-    min_gain = get_min_gain(session)
-    curves = training_curves(session, [r.id for r in runs])
-    baselines = load_baselines(session)
-    existing = {
-        (a.run_id, a.deployment_id, a.concurrency): a
-        for a in session.scalars(
-            select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_([r.id for r in runs]))
-        )
-    }
+    advising = _Advising(
+        get_min_gain(session),
+        load_baselines(session),
+        {
+            (a.run_id, a.deployment_id, a.concurrency): a
+            for a in session.scalars(
+                select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_([r.id for r in runs]))
+            )
+        },
+    )
+    curves = last_accuracies(session, [r.id for r in runs])
     for run in runs:
         rates, logged = curves.get(run.id, ([], None))
         if not rates:
-            rates = _checkpoint_curve(session, run.id)
+            rates = latest_checkpoint_rates(session, run.id)
             logged = CURVE_MIN_STEPS if rates else None  # a saved checkpoint's acceptance is a settled curve
         curve, source = choose_curve(rates, logged, run.speculative_algorithm)
         for deployment in target_deployments(session, run):
-            pset = _parameter_set(session, deployment)
-            loads = sorted((c, tps) for (d, c), tps in baselines.by_concurrency.items() if d == deployment.id)
-            if not loads and (pset.baseline_tps or deployment.baseline_tps):
-                loads = [(1, pset.baseline_tps or deployment.baseline_tps)]
-            scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
-            facts = deployment_facts(deployment)
-            for concurrency, baseline_tps in loads:
-                # a calibrated set's drafting and overhead, fitted at its reference load, grow with the step
-                reference_tps = baselines.at_reference(deployment.id, pset.fit, concurrency, None, facts)
-                advice = advise_depth(
-                    # the profile's costs, the priors for what it leaves unstated, at this load
-                    cost_params(
-                        pset,
-                        baseline_tps,
-                        facts,
-                        concurrency=concurrency,
-                        reference_baseline_tps=reference_tps,
-                    ),
-                    scaled,
-                    run.ttt_length,
-                    min_gain=min_gain,
-                )
-                label = (
-                    deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
-                )
-                row = existing.get((run.id, deployment.id, concurrency))
-                _apply(
-                    session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset.id
-                )
+            _advise_on(session, summary, advising, run, deployment, curve, source)
     session.flush()
     return summary
 
 
-def _apply(
-    session, summary, row, run, deployment, concurrency, advice, label, source, curve, pset_id
+def _advise_on(
+    session: Session,
+    summary: AdvisorySummary,
+    advising: _Advising,
+    run: Run,
+    deployment: Deployment,
+    curve: tuple[float, ...],
+    source: str,
 ) -> None:
-    if not advice.advise:
-        if row is not None and row.active:
-            row.active = False
-            note = (
-                f"configuration fine now: on {label} the best depth is {advice.best.steps} "
-                f"({advice.gain:+.0%} against the trained {advice.trained_depth})"
-            )
-            if row.status in OPEN_STATUSES:
-                _event(session, row, "resolved", note)
-                summary.resolved += 1
-        return
-    message = advice.message(label) + (
-        f" (curve: {run.speculative_algorithm or 'EAGLE3'} prior, before the run's own accuracies settle)"
-        if source == "prior"
+    """The run's advice on one deployment, at every load it was measured at (else batch 1)."""
+    pset = _parameter_set(session, deployment)
+    costs = cost_set(pset)
+    baselines = advising.baselines
+    loads = advice_loads(
+        baselines.measured_loads(deployment.id), pset.baseline_tps or deployment.baseline_tps
+    )
+    scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
+    facts = deployment_facts(deployment)
+    for concurrency, baseline_tps in loads:
+        # a calibrated set's drafting and overhead, fitted at its reference load, grow with the step
+        reference_tps = baselines.at_reference(deployment.id, costs.fit, concurrency, None, facts)
+        advice = advise_depth(
+            # the profile's costs, the priors for what it leaves unstated, at this load
+            costs.costs(baseline_tps, facts, concurrency=concurrency, reference_baseline_tps=reference_tps),
+            scaled,
+            run.ttt_length,
+            min_gain=advising.min_gain,
+        )
+        label = deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
+        target = _Target(run, deployment, concurrency, label, curve, source, pset.id)
+        row = advising.existing.get((run.id, deployment.id, concurrency))
+        if advice.advise:
+            _hold(session, summary, row, target, advice)
+        elif row is not None and row.active:
+            _quiet(session, summary, row, target, advice)
+
+
+def _quiet(
+    session: Session, summary: AdvisorySummary, row: Advisory, target: _Target, advice: DepthAdvice
+) -> None:
+    """The configuration is fine now: the advisory goes quiet, and resolved when still open."""
+    row.active = False
+    note = (
+        f"configuration fine now: on {target.label} the best depth is {advice.best.steps} "
+        f"({advice.gain:+.0%} against the trained {advice.trained_depth})"
+    )
+    if row.status in OPEN_STATUSES:
+        _event(session, row, "resolved", note)
+        summary.resolved += 1
+
+
+def _hold(
+    session: Session, summary: AdvisorySummary, row: Advisory | None, target: _Target, advice: DepthAdvice
+) -> None:
+    """The advice holds: a new advisory, or the stored one updated (and opened again when specdash had
+    resolved it)."""
+    message = advice.message(target.label) + (
+        f" (curve: {target.run.speculative_algorithm or 'EAGLE3'} prior, before the run's own accuracies settle)"
+        if target.source == "prior"
         else ""
     )
     values = dict(
@@ -263,35 +246,14 @@ def _apply(
         best_tps=advice.best.tps,
         suggested_ttt=advice.suggested_ttt,
         time_factor=advice.time_factor,
-        curve_source=source,
-        curve=[round(r, 6) for r in curve],
-        parameter_set_id=pset_id,
+        curve_source=target.source,
+        curve=[round(r, 6) for r in target.curve],
+        parameter_set_id=target.parameter_set_id,
         message=message,
     )
     summary.advised += 1
     if row is None:
-        row = Advisory(
-            run_id=run.id,
-            deployment_id=deployment.id,
-            concurrency=concurrency,
-            kind="depth",
-            status="open",
-            active=True,
-            **values,
-        )
-        session.add(row)
-        session.flush()
-        session.add(
-            AdvisoryEvent(
-                advisory_id=row.id,
-                who=ADVISOR,
-                from_status=None,
-                to_status="open",
-                note=message,
-                at=row.created_at,
-            )
-        )
-        summary.new.append(row.id)
+        _raise(session, summary, target, values)
         return
     changed = any(getattr(row, k) != v for k, v in values.items())
     for k, v in values.items():
@@ -303,6 +265,31 @@ def _apply(
             summary.new.append(row.id)
     elif changed:
         row.updated_at = utcnow()
+
+
+def _raise(session: Session, summary: AdvisorySummary, target: _Target, values: dict[str, Any]) -> None:
+    row = Advisory(
+        run_id=target.run.id,
+        deployment_id=target.deployment.id,
+        concurrency=target.concurrency,
+        kind="depth",
+        status="open",
+        active=True,
+        **values,
+    )
+    session.add(row)
+    session.flush()
+    session.add(
+        AdvisoryEvent(
+            advisory_id=row.id,
+            who=ADVISOR,
+            from_status=None,
+            to_status="open",
+            note=values["message"],
+            at=row.created_at,
+        )
+    )
+    summary.new.append(row.id)
 
 
 # --- reading and investigating --------------------------------------------------------------------------
@@ -361,42 +348,26 @@ def open_advisory_count(session: Session) -> int:
 
 def advisory_history(session: Session, advisory_id: int) -> pd.DataFrame:
     """Who changed the advisory's status or note (specdash itself as the advice changed), oldest first."""
-    query = (
-        select(
-            AdvisoryEvent.at,
-            AdvisoryEvent.who,
-            AdvisoryEvent.from_status,
-            AdvisoryEvent.to_status,
-            AdvisoryEvent.note,
-        )
-        .where(AdvisoryEvent.advisory_id == advisory_id)
-        .order_by(AdvisoryEvent.id)
-    )
-    return pd.DataFrame(
-        session.execute(query).mappings().all(), columns=["at", "who", "from_status", "to_status", "note"]
-    )
+    return investigation.history_frame(session, AdvisoryEvent, AdvisoryEvent.advisory_id, advisory_id)
 
 
 def change_advisory_status(
     session: Session, advisory_id: int, status: str, who: str, note: str | None = None
 ) -> AdvisoryEvent:
     """Set an advisory's status (and note) and record who did; the alerts' rules."""
-    if status not in GAP_STATUSES:
-        raise AdvisoryChangeError(f"status must be one of {', '.join(GAP_STATUSES)}, not {status!r}")
-    who = (who or "").strip()
-    if not who:
-        raise AdvisoryChangeError("say who you are: the advisory's history records who changed it")
-    note = (note or "").strip() or None
-    advisory = session.get(Advisory, advisory_id)
-    if advisory is None:
-        raise AdvisoryChangeError(f"no advisory with id {advisory_id}")
-    if status == advisory.status and note is None:
-        raise AdvisoryChangeError(f"the advisory is already {status}; add a note to record something")
-    event = _event(session, advisory, status, note, who)
-    if note is not None:
-        advisory.note = note
-    session.flush()
-    return event
+    return investigation.change_status(
+        session,
+        session.get(Advisory, advisory_id),
+        AdvisoryEvent,
+        {"advisory_id": advisory_id},
+        status,
+        who,
+        note,
+        AdvisoryChangeError,
+        "advisory",
+        missing=f"no advisory with id {advisory_id}",
+        already="the advisory",
+    )
 
 
 def save_advice_settings(session: Session, min_gain: float) -> AdvisorySummary:

@@ -7,34 +7,44 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import and_, case, exists, func, select, true
+from sqlalchemy import case, func, select, true
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
+from specdash.db import investigation
+from specdash.db.bulk import chunks
 from specdash.db.models import (
     ACTIVE_STATUSES,
     BENCHMARK_SETTING,
-    GAP_STATUSES,
-    SETTING_FIELDS,
     Alert,
     AlertEvent,
     AlertMute,
     Benchmark,
-    Checkpoint,
     Deployment,
     Gap,
     Prediction,
     Run,
     utcnow,
 )
-from specdash.db.queries import GAP_DETAIL_COLUMNS
+from specdash.db.queries import frame_of
+from specdash.db.selects import GAP_DETAIL_COLUMNS, muted_clause, with_verdict_joins
 from specdash.db.settings import get_gap_threshold, threshold_sql
 
 # An alert's severity is its verdict's; "none" for an alert without one.
 SEVERITIES = ALERT_SEVERITIES
 __all__ = ["DIAGNOSIS_CODES", "SEVERITIES"]  # the filters' choices, defined by the cost model's rules
 GROUPINGS = ("deployment", "run", "diagnosis")
+# What an alert's detail shows of the prediction that judges it: its baseline and round-time parts.
+PREDICTION_PARTS = (
+    "baseline_tps",
+    "compute_ms",
+    "comm_ms",
+    "draft_ms",
+    "overhead_ms",
+    "accept_length_source",
+    "approximation",
+)
 
 
 class AlertChangeError(ValueError):
@@ -55,18 +65,9 @@ class AlertFilters:
     muted: bool | None = False  # False: muted alerts left out; True: only them; None: both
 
 
-def muted_clause():
-    """SQL: the alert's leading diagnosis is muted on its benchmark's deployment."""
-    return exists().where(
-        AlertMute.deployment_id == Benchmark.deployment_id,
-        AlertMute.diagnosis == Alert.code,
-        AlertMute.lifted_at.is_(None),
-    )
-
-
 def alert_select(global_threshold: float):
     """Every benchmark's verdict with its run, checkpoint, deployment and the gap it is judged on."""
-    return (
+    return with_verdict_joins(
         select(
             Alert.benchmark_id.label("alert_id"),
             Alert.benchmark_id,
@@ -82,13 +83,6 @@ def alert_select(global_threshold: float):
             Gap.diagnoses,
             threshold_sql(global_threshold).label("threshold"),
         )
-        .select_from(Alert)
-        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
-        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .outerjoin(Gap, Alert.gap_id == Gap.id)
-        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
     )
 
 
@@ -174,14 +168,9 @@ def alert_groups(session: Session, filters: AlertFilters, by: str) -> pd.DataFra
 def alert_choices(session: Session) -> dict[str, list[str]]:
     """Values the alert filters can take: prediction sources, deployments and runs that have verdicts."""
     base = (
-        select(Prediction.source, Deployment.name.label("deployment"), Run.name.label("run"))
-        .select_from(Alert)
-        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
-        .outerjoin(Gap, Alert.gap_id == Gap.id)
-        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
+        with_verdict_joins(
+            select(Prediction.source, Deployment.name.label("deployment"), Run.name.label("run"))
+        )
         .distinct()
         .subquery()
     )
@@ -215,13 +204,7 @@ def alert_detail(session: Session, alert_id: int) -> dict[str, Any] | None:
             )
         ),
         deployment_id=bench.deployment_id,
-        baseline_tps=pred.baseline_tps if pred else None,
-        compute_ms=pred.compute_ms if pred else None,
-        comm_ms=pred.comm_ms if pred else None,
-        draft_ms=pred.draft_ms if pred else None,
-        overhead_ms=pred.overhead_ms if pred else None,
-        accept_length_source=pred.accept_length_source if pred else None,
-        approximation=pred.approximation if pred else None,
+        **{name: getattr(pred, name) if pred else None for name in PREDICTION_PARTS},
         analysis=source_gaps(session, alert_id),
         mute=active_mute(session, bench.deployment_id, alert.code) if alert.code else None,
     )
@@ -246,19 +229,7 @@ def source_gaps(session: Session, benchmark_id: int) -> pd.DataFrame:
         .where(Gap.benchmark_id == benchmark_id)
         .order_by(Prediction.source)
     )
-    frame = pd.DataFrame(
-        session.execute(query).mappings().all(),
-        columns=[
-            "gap_id",
-            "source",
-            "predicted_tps",
-            "gap",
-            "predicted_accept_length",
-            "severity",
-            "diagnoses",
-            "verdict",
-        ],
-    )
+    frame = frame_of(session, query)
     frame["verdict"] = frame["verdict"].fillna(False).astype(bool)
     frame["diagnoses"] = [", ".join(d["code"] for d in ds) for ds in frame["diagnoses"]]
     return frame
@@ -266,43 +237,7 @@ def source_gaps(session: Session, benchmark_id: int) -> pd.DataFrame:
 
 def alert_history(session: Session, alert_id: int) -> pd.DataFrame:
     """Who changed the alert's status or note, and when, oldest first."""
-    query = (
-        select(AlertEvent.at, AlertEvent.who, AlertEvent.from_status, AlertEvent.to_status, AlertEvent.note)
-        .where(AlertEvent.benchmark_id == alert_id)
-        .order_by(AlertEvent.id)
-    )
-    return pd.DataFrame(
-        session.execute(query).mappings().all(), columns=["at", "who", "from_status", "to_status", "note"]
-    )
-
-
-def _check_who(who: str | None) -> str:
-    who = (who or "").strip()
-    if not who:
-        raise AlertChangeError("say who you are: the alert's history records who changed it")
-    return who
-
-
-def _check_status(status: str) -> None:
-    if status not in GAP_STATUSES:
-        raise AlertChangeError(f"status must be one of {', '.join(GAP_STATUSES)}, not {status!r}")
-
-
-def _record(session: Session, alert: Alert, status: str, who: str, note: str | None) -> AlertEvent:
-    event = AlertEvent(
-        benchmark_id=alert.benchmark_id,
-        who=who,
-        from_status=alert.status,
-        to_status=status,
-        note=note,
-        at=utcnow(),
-    )
-    alert.status = status
-    if note is not None:
-        alert.note = note
-    alert.updated_at = event.at
-    session.add(event)
-    return event
+    return investigation.history_frame(session, AlertEvent, AlertEvent.benchmark_id, alert_id)
 
 
 def change_status(
@@ -310,17 +245,24 @@ def change_status(
 ) -> AlertEvent:
     """Set an alert's status (and note) and record the change; the same status with a new note records the
     note. Writes in the caller's transaction."""
-    _check_status(status)
-    who = _check_who(who)
-    note = (note or "").strip() or None
-    alert = session.get(Alert, alert_id)
-    if alert is None:
-        raise AlertChangeError(f"no alert with id {alert_id}")
-    if status == alert.status and note is None:
-        raise AlertChangeError(f"alert #{alert_id} is already {status}; add a note to record something")
-    event = _record(session, alert, status, who, note)
-    session.flush()
-    return event
+    return investigation.change_status(
+        session,
+        session.get(Alert, alert_id),
+        AlertEvent,
+        {"benchmark_id": alert_id},
+        status,
+        who,
+        note,
+        AlertChangeError,
+        "alert",
+        missing=f"no alert with id {alert_id}",
+        already=f"alert #{alert_id}",
+    )
+
+
+def _record(session: Session, alert: Alert, status: str, who: str, note: str | None) -> AlertEvent:
+    owner = {"benchmark_id": alert.benchmark_id}
+    return investigation.record_change(session, alert, AlertEvent, owner, status, who, note)
 
 
 def change_status_many(
@@ -328,14 +270,13 @@ def change_status_many(
 ) -> list[AlertEvent]:
     """The same status change for a group of alerts (each gets its own history entry); alerts already in
     that status are left alone unless a note is given."""
-    _check_status(status)
-    who = _check_who(who)
-    note = (note or "").strip() or None
+    investigation.checked_status(status, AlertChangeError)
+    who = investigation.checked_who(who, AlertChangeError, "alert")
+    note = investigation.checked_note(note)
     if not alert_ids:
         raise AlertChangeError("no alert in this group")
     events = []
-    for start in range(0, len(alert_ids), 5000):
-        chunk = alert_ids[start : start + 5000]
+    for chunk in chunks(alert_ids):
         for alert in session.scalars(select(Alert).where(Alert.benchmark_id.in_(chunk))):
             if alert.status != status or note is not None:
                 events.append(_record(session, alert, status, who, note))
@@ -374,7 +315,7 @@ def active_mute(session: Session, deployment_id: int, diagnosis: str) -> dict | 
 def mute_diagnosis(session: Session, deployment: str, diagnosis: str, reason: str, who: str) -> AlertMute:
     """Hide alerts led by `diagnosis` on a deployment (a known, accepted cause), saying why; reversible with
     lift_mute. The alerts keep their verdicts and reappear when the mute is lifted."""
-    who = _check_who(who)
+    who = investigation.checked_who(who, AlertChangeError, "alert")
     reason = (reason or "").strip()
     if not reason:
         raise AlertChangeError("say why: a mute is shown with its reason")
@@ -394,7 +335,7 @@ def mute_diagnosis(session: Session, deployment: str, diagnosis: str, reason: st
 
 
 def lift_mute(session: Session, mute_id: int, who: str) -> AlertMute:
-    who = _check_who(who)
+    who = investigation.checked_who(who, AlertChangeError, "alert")
     mute = session.get(AlertMute, mute_id)
     if mute is None or mute.lifted_at is not None:
         raise AlertChangeError(f"no active mute with id {mute_id}")
@@ -432,46 +373,25 @@ def mutes_frame(session: Session, active_only: bool = True) -> pd.DataFrame:
         .where(AlertMute.lifted_at.is_(None) if active_only else true())
         .order_by(AlertMute.id)
     )
-    return pd.DataFrame(
-        session.execute(query).mappings().all(),
-        columns=[
-            "id",
-            "deployment",
-            "diagnosis",
-            "reason",
-            "who",
-            "created_at",
-            "lifted_at",
-            "lifted_by",
-            "alerts",
-        ],
-    )
+    return frame_of(session, query)
 
 
 def supersede_candidates(session: Session, benchmark_id: int) -> pd.DataFrame:
     """Other benchmarks of the same checkpoint that could replace this one (e.g. its rerun with the right
     flags), newest first."""
+    columns = (
+        Benchmark.id.label("benchmark_id"),
+        Deployment.name.label("deployment"),
+        *BENCHMARK_SETTING,
+        Benchmark.decode_tps,
+        Benchmark.accept_length,
+        Benchmark.label,
+    )
     bench = session.get(Benchmark, benchmark_id)
     if bench is None or bench.checkpoint_id is None:
-        return pd.DataFrame(
-            columns=[
-                "benchmark_id",
-                "deployment",
-                *SETTING_FIELDS,
-                "decode_tps",
-                "accept_length",
-                "label",
-            ]
-        )
+        return pd.DataFrame(columns=[column.key for column in columns])
     query = (
-        select(
-            Benchmark.id.label("benchmark_id"),
-            Deployment.name.label("deployment"),
-            *BENCHMARK_SETTING,
-            Benchmark.decode_tps,
-            Benchmark.accept_length,
-            Benchmark.label,
-        )
+        select(*columns)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
         .where(
             Benchmark.checkpoint_id == bench.checkpoint_id,
@@ -493,8 +413,8 @@ def link_superseding(
 ) -> list[AlertEvent]:
     """Mark `benchmark_id` as superseded by `superseding_id` (a valid rerun of an invalid benchmark); its
     alert moves to `status` with a history entry naming the rerun."""
-    who = _check_who(who)
-    _check_status(status)
+    who = investigation.checked_who(who, AlertChangeError, "alert")
+    investigation.checked_status(status, AlertChangeError)
     old, new = session.get(Benchmark, benchmark_id), session.get(Benchmark, superseding_id)
     if old is None or new is None:
         raise AlertChangeError(f"no benchmark with id {superseding_id if old else benchmark_id}")
@@ -520,44 +440,3 @@ def link_superseding(
     events = [_record(session, alert, status, who, text)] if alert is not None else []
     session.flush()
     return events
-
-
-def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFrame:
-    """What became of some benchmarks (e.g. those an upload created): each with its prediction from every
-    source and the gap; the row of the prediction that judges it says whether it is an alert and why."""
-    if not benchmark_ids:
-        return pd.DataFrame()
-    query = (
-        select(
-            Benchmark.id.label("benchmark_id"),
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
-            *BENCHMARK_SETTING,
-            Benchmark.decode_tps.label("measured_tps"),
-            Benchmark.accept_length.label("measured_accept_length"),
-            Prediction.source,
-            Prediction.predicted_tps,
-            Prediction.accept_length.label("predicted_accept_length"),
-            Gap.id.label("gap_id"),
-            Gap.gap,
-            Alert.benchmark_id.label("alert_id"),
-            (Alert.gap_id == Gap.id).label("verdict"),
-            and_(Alert.gap_id == Gap.id, Alert.is_alert).label("is_alert"),
-            case((Alert.gap_id == Gap.id, Alert.severity), else_=Gap.severity).label("severity"),
-            case((Alert.gap_id == Gap.id, Alert.reason), else_=None).label("reason"),
-            Gap.diagnoses,
-        )
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
-        .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
-        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
-        .outerjoin(Alert, Alert.benchmark_id == Benchmark.id)
-        .where(Benchmark.id.in_(benchmark_ids))
-        .order_by(Benchmark.id, Prediction.source)
-    )
-    frame = pd.DataFrame(session.execute(query).mappings().all())
-    frame["is_alert"] = frame["is_alert"].fillna(False).astype(bool)
-    frame["verdict"] = frame["verdict"].fillna(False).astype(bool)
-    return frame

@@ -3,10 +3,10 @@ them, and the result is saved as a new calibrated parameter set (never an overwr
 
 import dataclasses
 import statistics
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import (
@@ -20,7 +20,7 @@ from specdash.costmodel import (
     has_critical,
     verified_tokens,
 )
-from specdash.costmodel import calibration as fitting
+from specdash.costmodel.calibrated import CalibratedSet, CostSet
 from specdash.costmodel.priors import (
     DEFAULT_FAMILY,
     GROWTH_REFERENCE,
@@ -28,7 +28,9 @@ from specdash.costmodel.priors import (
     drafter_family,
     growth_shape,
 )
+from specdash.costmodel.throughput import draft_steps
 from specdash.costmodel.uncertainty import error_band
+from specdash.db.acceptance import checkpoint_rates
 from specdash.db.changes import record_change
 from specdash.db.models import (
     BENCHMARK_SETTING,
@@ -36,19 +38,17 @@ from specdash.db.models import (
     Checkpoint,
     Deployment,
     ParameterSet,
-    PositionAcceptance,
     Run,
 )
 from specdash.db.parameters import (
     Baselines,
     active_sets,
-    cost_params,
+    cost_set,
     deployment_facts,
-    fitted_params,
     load_baselines,
     next_version,
+    profile_costs,
 )
-from specdash.db.refresh import benchmark_steps
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,16 @@ class CalibrationReport:
     exclusions: dict[str, int] = field(default_factory=dict)  # reason -> benchmarks left out
     drafter_names: dict[str, str] = field(default_factory=dict)  # drafter key (run id) -> run name
     reference_concurrency: int | None = None  # the load drafting and overhead were fitted at
+
+    def calibrated_set(self) -> CalibratedSet:
+        """The fit as the calibrated parameter set saved from it records it."""
+        return CalibratedSet.from_fit(
+            self.fit,
+            self.exclusions,
+            self.reference_concurrency,
+            self.base_parameter_set_id,
+            self.benchmark_ids,
+        )
 
     def draft_step_ms_by_name(self) -> dict[str, float]:
         return {self.drafter_names.get(k, k): v for k, v in self.params.draft_step_ms_by_drafter}
@@ -132,50 +142,40 @@ def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None
     ).first()
 
 
-def _profile_as_set(deployment: Deployment) -> ParameterSet:
-    """The deployment's profile as an unsaved theory set (before refresh has created one)."""
-    return ParameterSet(
-        comm_fraction=deployment.comm_fraction,
-        draft_step_ms=deployment.draft_step_ms,
-        round_overhead_ms=deployment.round_overhead_ms,
-        verify_growth_compute=deployment.verify_growth_compute,
-        verify_growth_comm=deployment.verify_growth_comm,
-        draft_branch_ms=0.0,
-        acc_to_acceptance=1.0,
-    )
-
-
-def _prior(pset: ParameterSet, facts: DeploymentFacts, screened: _Screened) -> FittedParams:
+def _prior(costs: CostSet, facts: DeploymentFacts, screened: _Screened) -> FittedParams:
     """Where the fit starts and what it is pulled toward: the profile's stated costs, the published priors
     for the rest (at the median load and baseline of the benchmarks), a draft cost per drafter by family."""
     if not screened.observations:
-        return fitted_params(pset)
+        return costs.as_fitted()
     base_tps = float(statistics.median(o.baseline_tps for o in screened.observations))
     concurrency = int(statistics.median(screened.concurrencies))
     per_drafter = {}
     for drafter, family in screened.families.items():
-        per_drafter[drafter] = cost_params(pset, base_tps, facts, family, concurrency).draft_step_ms
-    shared = cost_params(pset, base_tps, facts, DEFAULT_FAMILY, *GROWTH_REFERENCE)
+        per_drafter[drafter] = costs.costs(base_tps, facts, family, concurrency).draft_step_ms
+    shared = costs.costs(base_tps, facts, DEFAULT_FAMILY, *GROWTH_REFERENCE)
     return FittedParams(
         draft_step_ms=float(statistics.median(per_drafter.values())),
-        draft_branch_ms=pset.draft_branch_ms or 0.0,
-        round_overhead_ms=cost_params(pset, base_tps, facts, DEFAULT_FAMILY, concurrency).round_overhead_ms,
+        draft_branch_ms=costs.draft_branch_ms or 0.0,
+        round_overhead_ms=costs.costs(base_tps, facts, DEFAULT_FAMILY, concurrency).round_overhead_ms,
         verify_growth=shared.verify_growth,
-        acc_to_acceptance=pset.acc_to_acceptance or 1.0,
+        acc_to_acceptance=costs.acc_to_acceptance or 1.0,
         draft_step_ms_by_drafter=tuple(sorted(per_drafter.items())),
     )
 
 
-def _rates_by_checkpoint(session: Session, checkpoint_ids: set[int]) -> dict[int, tuple[float, ...]]:
-    rates: dict[int, list[float]] = defaultdict(list)
-    if checkpoint_ids:
-        for checkpoint_id, rate in session.execute(
-            select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate)
-            .where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids))
-            .order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position)
-        ):
-            rates[checkpoint_id].append(rate)
-    return {key: tuple(value) for key, value in rates.items()}
+_SCREENED_COLUMNS = (
+    Benchmark.id,
+    Benchmark.checkpoint_id,
+    *BENCHMARK_SETTING,
+    Benchmark.decode_tps,
+    Benchmark.accept_length,
+    Benchmark.draft_hidden_size,
+    Benchmark.superseded_by_id,
+    Run.speculative_algorithm.label("drafter_algorithm"),
+    Run.hidden_size.label("drafter_hidden_size"),
+    Run.id.label("run_id"),
+    Run.name.label("run_name"),
+)
 
 
 def _screen(
@@ -188,87 +188,111 @@ def _screen(
     """Trusted benchmarks as observations; the rest counted by why they were left out."""
     # plain columns, not ORM objects: a deployment may hold tens of thousands of benchmarks
     rows = session.execute(
-        select(
-            Benchmark.id,
-            Benchmark.checkpoint_id,
-            *BENCHMARK_SETTING,
-            Benchmark.decode_tps,
-            Benchmark.accept_length,
-            Benchmark.draft_hidden_size,
-            Benchmark.superseded_by_id,
-            Run.speculative_algorithm.label("drafter_algorithm"),
-            Run.hidden_size.label("drafter_hidden_size"),
-            Run.id.label("run_id"),
-            Run.name.label("run_name"),
-        )
+        select(*_SCREENED_COLUMNS)
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .outerjoin(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.deployment_id == deployment.id, Benchmark.speculative_algorithm.is_not(None))
         .order_by(Benchmark.id)
     ).all()
-    rates = _rates_by_checkpoint(session, {b.checkpoint_id for b in rows if b.checkpoint_id})
+    rates = checkpoint_rates(session, sorted({b.checkpoint_id for b in rows if b.checkpoint_id}))
     out = _Screened()
     for bench in rows:
-        topk = bench.topk or 1
-        steps = benchmark_steps(bench)
-        verdict = diagnose(
-            GapContext(
-                decomposition=None,
-                benchmark_algorithm=bench.speculative_algorithm,
-                drafter_algorithm=bench.drafter_algorithm,
-                draft_hidden_size=bench.draft_hidden_size,
-                drafter_hidden_size=bench.drafter_hidden_size,
-            )
+        steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
+        # interpolated between measured loads, never extrapolated: a fit rests on measurements
+        baseline = baselines.choose(
+            deployment.id,
+            bench.concurrency,
+            bench.dataset,
+            facts,
+            profile_tps=profile_baseline,
+            extrapolate=False,
         )
-        baseline = (
-            baselines.lookup(deployment.id, bench.concurrency, bench.dataset)
-            # interpolated between measured loads, never extrapolated: a fit rests on measurements
-            or baselines.at_load(deployment.id, bench.concurrency, bench.dataset, facts, extrapolate=False)
-            or profile_baseline
+        trained = _trained_rates(
+            rates.get(bench.checkpoint_id) if bench.checkpoint_id else None, bench, steps
         )
-        trained = rates.get(bench.checkpoint_id) if bench.checkpoint_id else None
-        # rates past the trained depth are extrapolated: they would bias the acc-to-acceptance factor
-        if (
-            trained
-            and steps
-            and min(steps, verified_tokens(steps, topk, bench.num_draft_tokens) - 1) > len(trained)
-        ):
-            trained = None
-        if bench.superseded_by_id is not None:
-            out.exclusions["superseded"] += 1
-        elif has_critical(verdict):
-            out.exclusions["critical diagnosis"] += 1
-        elif not steps:
-            out.exclusions["no speculation setting"] += 1
-        elif not baseline:
-            out.exclusions["no baseline"] += 1
-        elif not bench.accept_length and not trained:
-            out.exclusions["no accept length"] += 1
+        why = _left_out(bench, steps, baseline, trained)
+        if why is not None:
+            out.exclusions[why] += 1
         else:
-            draft_tokens = verified_tokens(steps, topk, bench.num_draft_tokens)
-            drafter = str(bench.run_id or "")
-            out.families[drafter] = drafter_family(bench.drafter_algorithm, bench.speculative_algorithm)
-            out.names[drafter] = bench.run_name or drafter
-            out.observations.append(
-                CalibrationObservation(
-                    steps=steps,
-                    topk=topk,
-                    draft_tokens=draft_tokens,
-                    measured_tps=bench.decode_tps,
-                    baseline_tps=baseline,
-                    measured_accept_length=bench.accept_length or None,
-                    training_rates=trained,
-                    label=f"benchmark {bench.id}",
-                    drafter=drafter,
-                    growth_shape=growth_shape(facts, bench.concurrency, draft_tokens),
-                    dataset=bench.dataset or "",
-                )
-            )
-            out.benchmark_ids.append(bench.id)
-            out.concurrencies.append(bench.concurrency)
-            out.datasets.append(bench.dataset)
+            assert steps is not None and baseline is not None
+            _observe(out, bench, steps, baseline, trained, facts)
     _scale_to_reference_load(out, deployment, baselines, facts)
     return out
+
+
+def _trained_rates(
+    trained: tuple[float, ...] | None, bench: Row, steps: int | None
+) -> tuple[float, ...] | None:
+    """The drafter's training rates for a fit, unless the setting drafts past them: rates past the trained
+    depth are extrapolated, and would bias the acc-to-acceptance factor."""
+    topk = bench.topk or 1
+    if (
+        trained
+        and steps
+        and min(steps, verified_tokens(steps, topk, bench.num_draft_tokens) - 1) > len(trained)
+    ):
+        return None
+    return trained
+
+
+def _left_out(
+    bench: Row, steps: int | None, baseline: float | None, trained: tuple[float, ...] | None
+) -> str | None:
+    """Why a benchmark cannot be fitted to (None: it can)."""
+    verdict = diagnose(
+        GapContext(
+            decomposition=None,
+            benchmark_algorithm=bench.speculative_algorithm,
+            drafter_algorithm=bench.drafter_algorithm,
+            draft_hidden_size=bench.draft_hidden_size,
+            drafter_hidden_size=bench.drafter_hidden_size,
+        )
+    )
+    if bench.superseded_by_id is not None:
+        return "superseded"
+    if has_critical(verdict):
+        return "critical diagnosis"
+    if not steps:
+        return "no speculation setting"
+    if not baseline:
+        return "no baseline"
+    if not bench.accept_length and not trained:
+        return "no accept length"
+    return None
+
+
+def _observe(
+    out: _Screened,
+    bench: Row,
+    steps: int,
+    baseline: float,
+    trained: tuple[float, ...] | None,
+    facts: DeploymentFacts,
+) -> None:
+    """A trusted benchmark as one observation of the fit."""
+    topk = bench.topk or 1
+    draft_tokens = verified_tokens(steps, topk, bench.num_draft_tokens)
+    drafter = str(bench.run_id or "")
+    out.families[drafter] = drafter_family(bench.drafter_algorithm, bench.speculative_algorithm)
+    out.names[drafter] = bench.run_name or drafter
+    out.observations.append(
+        CalibrationObservation(
+            steps=steps,
+            topk=topk,
+            draft_tokens=draft_tokens,
+            measured_tps=bench.decode_tps,
+            baseline_tps=baseline,
+            measured_accept_length=bench.accept_length or None,
+            training_rates=trained,
+            label=f"benchmark {bench.id}",
+            drafter=drafter,
+            growth_shape=growth_shape(facts, bench.concurrency, draft_tokens),
+            dataset=bench.dataset or "",
+        )
+    )
+    out.benchmark_ids.append(bench.id)
+    out.concurrencies.append(bench.concurrency)
+    out.datasets.append(bench.dataset)
 
 
 def _scale_to_reference_load(
@@ -285,7 +309,7 @@ def _scale_to_reference_load(
     ):
         if concurrency == reference:
             continue
-        at_reference = baselines.at_load(deployment.id, reference, dataset, facts)
+        at_reference = baselines.choose(deployment.id, reference, dataset, facts)
         if at_reference:
             screened.observations[index] = dataclasses.replace(
                 observation, load_scale=at_reference / observation.baseline_tps
@@ -307,7 +331,8 @@ def calibrate_all(
         profile_baseline = theory.baseline_tps if theory else deployment.baseline_tps
         facts = deployment_facts(deployment)
         screened = _screen(session, deployment, baselines, profile_baseline, facts)
-        prior = _prior(theory or _profile_as_set(deployment), facts, screened)
+        costs = cost_set(theory) if theory else profile_costs(deployment)
+        prior = _prior(costs, facts, screened)
         try:
             fit = fit_calibration(screened.observations, prior)
         except NotEnoughObservations as exc:
@@ -321,7 +346,7 @@ def calibrate_all(
                 deployment_name=deployment.name,
                 fit=fit,
                 base_parameter_set_id=theory.id if theory else None,
-                comm_fraction=cost_params(theory or _profile_as_set(deployment), 100.0, facts).comm_fraction,
+                comm_fraction=costs.costs(100.0, facts).comm_fraction,
                 baseline_tps=profile_baseline,
                 benchmark_ids=tuple(screened.benchmark_ids),
                 exclusions=dict(screened.exclusions),
@@ -338,33 +363,8 @@ def calibrate(session: Session, deployment_id: int | None = None) -> list[Calibr
 
 
 def fit_summary(report: CalibrationReport) -> dict:
-    """What a calibrated parameter set records about how it was obtained."""
-    fit = report.fit
-    return {
-        "n_benchmarks": report.n_benchmarks,
-        "excluded": report.excluded,
-        "exclusions": report.exclusions,
-        "free": list(fit.free),
-        "median_abs_rel_error": fit.median_abs_rel_error,
-        "p90_abs_rel_error": fit.p90_abs_rel_error,
-        "loo_median_abs_rel_error": fit.loo_median_abs_rel_error,
-        "loo_p90_abs_rel_error": fit.loo_p90_abs_rel_error,
-        "cross_validation": fit.cross_validation,
-        "error_band": error_band(fit.cv_errors),
-        # each drafter's own draft step ms (run id -> ms); the verify growth is stated at bs 1 / 4 tokens and
-        # carried to other loads and settings by the target architecture's shape
-        "draft_step_ms_by_drafter": dict(fit.params.draft_step_ms_by_drafter),
-        "growth_shape": "architecture",
-        # drafting and overhead are stated at this load and grow with the baseline step at others
-        "reference_concurrency": report.reference_concurrency,
-        "round_scale_by_dataset": dict(fit.params.round_scale_by_dataset),
-        "loss": fitting.LOSS,
-        "loss_scale": fitting.LOSS_SCALE,
-        "prior_weight": fitting.PRIOR_WEIGHT,
-        "prior": vars(fit.prior),
-        "base_parameter_set_id": report.base_parameter_set_id,
-        "benchmark_ids": list(report.benchmark_ids),
-    }
+    """What a calibrated parameter set records about how it was obtained (its `fit`)."""
+    return report.calibrated_set().to_json()
 
 
 def apply_calibration(session: Session, report: CalibrationReport) -> ParameterSet:

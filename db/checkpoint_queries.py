@@ -3,12 +3,13 @@ predicted throughput per checkpoint, training curves downsampled in SQL, per-pos
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import Integer, cast, func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.measured import conditional_from_measured
+from specdash.db.acceptance import checkpoint_acceptance, measured_acceptance
 from specdash.db.models import (
     BUILTIN_SOURCES,
     Benchmark,
@@ -17,7 +18,6 @@ from specdash.db.models import (
     Gap,
     MetricKey,
     MetricPoint,
-    PositionAcceptance,
     Prediction,
     Run,
 )
@@ -160,6 +160,32 @@ def benchmark_datasets(session: Session, checkpoint_ids: list[int], deployment_i
     return list(session.scalars(query))
 
 
+COMPARISON_COLUMNS = [
+    "checkpoint_id",
+    "run",
+    "checkpoint",
+    "step",
+    "n",
+    "measured_tps",
+    "measured_tps_std",
+    "measured_accept_length",
+    "measured_accept_length_std",
+    "source",
+    "predicted_tps",
+    "predicted_accept_length",
+    "error_band",
+    "extrapolated",
+]
+PREDICTED_COLUMNS = [
+    "checkpoint_id",
+    "source",
+    "predicted_tps",
+    "predicted_accept_length",
+    "error_band",
+    "extrapolated",
+]
+
+
 def checkpoint_comparison(
     session: Session,
     checkpoint_ids: list[int],
@@ -170,24 +196,8 @@ def checkpoint_comparison(
     """Per checkpoint: measured tok/s and accept length (mean, standard deviation, number of benchmarks,
     superseded ones left out) and, per prediction source, the predicted ones, over every dataset unless one
     is given. One row per checkpoint and source; `source` is None for a checkpoint without a prediction."""
-    columns = [
-        "checkpoint_id",
-        "run",
-        "checkpoint",
-        "step",
-        "n",
-        "measured_tps",
-        "measured_tps_std",
-        "measured_accept_length",
-        "measured_accept_length_std",
-        "source",
-        "predicted_tps",
-        "predicted_accept_length",
-        "error_band",
-        "extrapolated",
-    ]
     if not checkpoint_ids:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
     scope = (
         Benchmark.checkpoint_id.in_(checkpoint_ids),
         Benchmark.deployment_id == deployment_id,
@@ -195,7 +205,21 @@ def checkpoint_comparison(
         *_matches(setting),
         *((Benchmark.dataset == dataset,) if dataset is not None else ()),
     )
-    measured_query = (
+    measured = _measured(session, scope)
+    if measured.empty:
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+    frame = measured.merge(_predicted(session, scope), on="checkpoint_id", how="left")
+    frame["extrapolated"] = frame["extrapolated"].fillna(0).astype(bool)
+    frame["source"] = frame["source"].astype(object).where(frame["source"].notna(), None)
+    order = frame["step"].fillna(-1)
+    return frame.assign(_order=order).sort_values(["run", "_order", "checkpoint", "source"])[
+        COMPARISON_COLUMNS
+    ]
+
+
+def _measured(session: Session, scope: tuple[Any, ...]) -> pd.DataFrame:
+    """Measured tok/s and accept length per checkpoint of the benchmarks in scope (mean, std, count)."""
+    query = (
         select(
             Checkpoint.id.label("checkpoint_id"),
             Run.name.label("run"),
@@ -213,15 +237,19 @@ def checkpoint_comparison(
         .where(*scope)
         .group_by(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
     )
-    measured = pd.DataFrame(session.execute(measured_query).mappings().all())
-    if measured.empty:
-        return pd.DataFrame(columns=columns)
-    measured["measured_tps_std"] = _std(measured["measured_tps"], measured["tps_sq"], measured["n"])
-    measured["measured_accept_length_std"] = _std(
-        measured["measured_accept_length"], measured["tau_sq"], measured["n_tau"]
-    )
-    # A prediction applies to the benchmarks it was compared with (its gaps): averaged over datasets.
-    predicted_query = (
+    measured = pd.DataFrame(session.execute(query).mappings().all())
+    if not measured.empty:
+        measured["measured_tps_std"] = _std(measured["measured_tps"], measured["tps_sq"], measured["n"])
+        measured["measured_accept_length_std"] = _std(
+            measured["measured_accept_length"], measured["tau_sq"], measured["n_tau"]
+        )
+    return measured
+
+
+def _predicted(session: Session, scope: tuple[Any, ...]) -> pd.DataFrame:
+    """Per checkpoint and prediction source, its predictions' mean tok/s, tau and band over the
+    benchmarks in scope: a prediction applies to the benchmarks it was compared with (its gaps)."""
+    query = (
         select(
             Benchmark.checkpoint_id,
             Prediction.source,
@@ -235,23 +263,8 @@ def checkpoint_comparison(
         .where(*scope)
         .group_by(Benchmark.checkpoint_id, Prediction.source)
     )
-    predicted = pd.DataFrame(session.execute(predicted_query).mappings().all())
-    if predicted.empty:
-        predicted = pd.DataFrame(
-            columns=[
-                "checkpoint_id",
-                "source",
-                "predicted_tps",
-                "predicted_accept_length",
-                "error_band",
-                "extrapolated",
-            ]
-        )
-    frame = measured.merge(predicted, on="checkpoint_id", how="left")
-    frame["extrapolated"] = frame["extrapolated"].fillna(0).astype(bool)
-    frame["source"] = frame["source"].astype(object).where(frame["source"].notna(), None)
-    order = frame["step"].fillna(-1)
-    return frame.assign(_order=order).sort_values(["run", "_order", "checkpoint", "source"])[columns]
+    predicted = pd.DataFrame(session.execute(query).mappings().all())
+    return pd.DataFrame(columns=PREDICTED_COLUMNS) if predicted.empty else predicted
 
 
 def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -351,97 +364,40 @@ def position_acceptance_frame(
     MEASURED_SOURCE_PREFIX + how); the columns are there even when no checkpoint has any."""
     if not checkpoint_ids:
         return pd.DataFrame(columns=POSITION_COLUMNS)
-    query = (
-        select(
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Checkpoint.step,
-            PositionAcceptance.position,
-            PositionAcceptance.rate,
-            PositionAcceptance.source,
-        )
-        .join(Checkpoint, PositionAcceptance.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
-        .where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids))
-        .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name, PositionAcceptance.position)
-    )
-    rows = list(session.execute(query).mappings().all())
-    if not from_benchmarks:
-        return pd.DataFrame(rows, columns=POSITION_COLUMNS)
-    # drafters without training metrics: the per-position acceptance their benchmarks imply (as the What-if)
-    known = {(r["run"], r["checkpoint"]) for r in rows}
-    for checkpoint_id, run, checkpoint, step in session.execute(
+    stored = checkpoint_acceptance(session, checkpoint_ids)
+    named = session.execute(
         select(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
         .join(Run, Checkpoint.run_id == Run.id)
         .where(Checkpoint.id.in_(checkpoint_ids))
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
-    ):
-        if (run, checkpoint) in known:
-            continue
-        measured = measured_acceptance(session, checkpoint_id)
-        source = f"{MEASURED_SOURCE_PREFIX}{measured.source}"
-        rows += [
-            dict(run=run, checkpoint=checkpoint, step=step, position=i, rate=rate, source=source)
-            for i, rate in enumerate(measured.rates)
-        ]
+    ).all()
+    rows = [
+        dict(
+            run=run,
+            checkpoint=checkpoint,
+            step=step,
+            position=i,
+            rate=rate,
+            source=stored[checkpoint_id].source,
+        )
+        for checkpoint_id, run, checkpoint, step in named
+        if checkpoint_id in stored
+        for i, rate in enumerate(stored[checkpoint_id].rates)
+    ]
+    if from_benchmarks:
+        # drafters without training metrics: the per-position acceptance their benchmarks imply (as the What-if)
+        for checkpoint_id, run, checkpoint, step in named:
+            if checkpoint_id in stored:
+                continue
+            measured = measured_acceptance(session, checkpoint_id)
+            source = f"{MEASURED_SOURCE_PREFIX}{measured.source}"
+            rows += [
+                dict(run=run, checkpoint=checkpoint, step=step, position=i, rate=rate, source=source)
+                for i, rate in enumerate(measured.rates)
+            ]
     return pd.DataFrame(rows, columns=POSITION_COLUMNS)
 
 
 # Position-acceptance rows derived from benchmarks have a source starting with this (then survival or
 # accept_length, MeasuredAcceptance.source)
 MEASURED_SOURCE_PREFIX = "benchmarks: "
-
-
-@dataclass(frozen=True)
-class MeasuredAcceptance:
-    """A checkpoint's per-position acceptance derived from its benchmarks (no training metrics needed)."""
-
-    rates: tuple[float, ...]
-    source: str  # survival | accept_length | none
-    accept_lengths: dict[int, float]  # chain depth K -> mean measured tau
-    benchmarks: int
-    datasets: tuple[str, ...]
-
-    @property
-    def depth(self) -> int:
-        """The deepest position the benchmarks measured; deeper ones are extrapolated."""
-        return len(self.rates)
-
-
-def measured_acceptance(
-    session: Session, checkpoint_id: int, dataset: str | None = None
-) -> MeasuredAcceptance:
-    """Conditional acceptance per position from the checkpoint's benchmarks (superseded ones left out, one
-    dataset or all): vLLM's per-position survival rates averaged per position when any benchmark has them,
-    else the mean measured accept length of chain speculation at each depth K."""
-    query = select(
-        Benchmark.num_steps,
-        Benchmark.topk,
-        Benchmark.accept_length,
-        Benchmark.position_survival,
-        Benchmark.dataset,
-    ).where(
-        Benchmark.checkpoint_id == checkpoint_id,
-        Benchmark.speculative_algorithm.is_not(None),
-        Benchmark.superseded_by_id.is_(None),
-        *((Benchmark.dataset == dataset,) if dataset is not None else ()),
-    )
-    taus: dict[int, list[float]] = {}
-    survival: dict[int, list[float]] = {}
-    used, datasets = 0, set()
-    for steps, topk, tau, positions, name in session.execute(query):
-        counted = False
-        if positions:
-            for i, value in enumerate(positions):
-                survival.setdefault(i, []).append(float(value))
-            counted = True
-        if steps and (topk or 1) == 1 and tau is not None and tau >= 1:
-            taus.setdefault(int(steps), []).append(float(tau))
-            counted = True
-        if counted:
-            used += 1
-            datasets.add(name or "")
-    accept_lengths = {k: sum(v) / len(v) for k, v in sorted(taus.items())}
-    mean_survival = [sum(survival[i]) / len(survival[i]) for i in sorted(survival)]
-    rates, source = conditional_from_measured(mean_survival, accept_lengths)
-    return MeasuredAcceptance(tuple(rates), source, accept_lengths, used, tuple(sorted(datasets)))

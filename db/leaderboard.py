@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
-from specdash.db.parameters import load_baselines
+from specdash.db.parameters import Baselines, load_baselines
 
 SETTING = ["speculative_algorithm", "num_steps", "topk", "num_draft_tokens"]
 ENTRY = ["checkpoint_id", "deployment_id", "concurrency"]
@@ -32,6 +32,17 @@ COLUMNS = [
     "checkpoint_id",
     "deployment_id",
 ]
+
+
+INTEGER_COLUMNS = (
+    "concurrency",
+    "benchmarks",
+    "open_alerts",
+    "datasets",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -149,51 +160,15 @@ def leaderboard(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
     if bench.empty:
         return pd.DataFrame(columns=COLUMNS)
     preds = _predictions(session, flt, bench["benchmark_id"].tolist())
-    bench = bench.merge(preds, on="benchmark_id", how="left")
-    baselines = load_baselines(session, flt.deployment_id)
-    measured_baseline = [
-        baselines.lookup(d, c, s)
-        for d, c, s in zip(bench["deployment_id"], bench["concurrency"], bench["dataset"], strict=True)
-    ]
-    bench["baseline_tps"] = (
-        pd.Series(measured_baseline, index=bench.index, dtype="float64")
-        .fillna(bench["prediction_baseline_tps"].astype("float64"))
-        .fillna(bench["profile_baseline_tps"].astype("float64"))
+    bench = _speedups(
+        bench.merge(preds, on="benchmark_id", how="left"), load_baselines(session, flt.deployment_id)
     )
-    bench = bench[bench["baseline_tps"] > 0]
     if bench.empty:
         return pd.DataFrame(columns=COLUMNS)
-    bench = bench.assign(
-        dataset=bench["dataset"].fillna(""),
-        measured_speedup=bench["measured_tps"] / bench["baseline_tps"],
-        predicted_speedup=bench["predicted_tps"].astype("float64") / bench["baseline_tps"],
-        open_alert=bench["open_alert"].fillna(False).astype(bool),
-        error_band=bench["error_band"].astype("float64"),
-    )
-    keys = [*ENTRY, *SETTING]
-    numbers = ["measured_speedup", "predicted_speedup", "measured_tps", "predicted_tps", "baseline_tps"]
-    # setting x dataset: the mean over repeats; then setting: the mean over datasets
-    per_dataset = bench.groupby([*keys, "dataset"], dropna=False).agg(
-        **{n: (n, "mean") for n in numbers},
-        error_band=("error_band", "mean"),
-        benchmarks=("benchmark_id", "count"),
-        open_alerts=("open_alert", "sum"),
-    )
-    per_setting = (
-        per_dataset.reset_index()
-        .groupby(keys, dropna=False)
-        .agg(
-            **{n: (n, "mean") for n in numbers},
-            error_band=("error_band", "mean"),
-            datasets=("dataset", "nunique"),
-            benchmarks=("benchmarks", "sum"),
-            open_alerts=("open_alerts", "sum"),
-        )
-        .reset_index()
-    )
     by = f"{flt.rank_by}_speedup"
     best = (
-        per_setting.assign(_key=per_setting[by].fillna(-1.0))
+        _per_setting(bench)
+        .assign(_key=lambda frame: frame[by].fillna(-1.0))
         .sort_values("_key", ascending=False, kind="stable")
         .drop_duplicates(ENTRY)
         .drop(columns="_key")
@@ -205,14 +180,55 @@ def leaderboard(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
     table["gap"] = 1 - table["measured_speedup"] / table["predicted_speedup"]
     table = table.sort_values([by, "run", "checkpoint"], ascending=[False, True, True], na_position="last")
     table.insert(0, "rank", range(1, len(table) + 1))
-    for name in (
-        "concurrency",
-        "benchmarks",
-        "open_alerts",
-        "datasets",
-        "num_steps",
-        "topk",
-        "num_draft_tokens",
-    ):
+    for name in INTEGER_COLUMNS:
         table[name] = table[name].astype("Int64")
     return table[COLUMNS].reset_index(drop=True)
+
+
+def _speedups(bench: pd.DataFrame, baselines: Baselines) -> pd.DataFrame:
+    """Each benchmark's baseline (the measured median of its deployment, load and dataset, else its
+    prediction's, else the profile's) and its measured and predicted speedups over it."""
+    measured_baseline = [
+        baselines.lookup(d, c, s)
+        for d, c, s in zip(bench["deployment_id"], bench["concurrency"], bench["dataset"], strict=True)
+    ]
+    bench["baseline_tps"] = (
+        pd.Series(measured_baseline, index=bench.index, dtype="float64")
+        .fillna(bench["prediction_baseline_tps"].astype("float64"))
+        .fillna(bench["profile_baseline_tps"].astype("float64"))
+    )
+    bench = bench[bench["baseline_tps"] > 0]
+    if bench.empty:
+        return bench
+    return bench.assign(
+        dataset=bench["dataset"].fillna(""),
+        measured_speedup=bench["measured_tps"] / bench["baseline_tps"],
+        predicted_speedup=bench["predicted_tps"].astype("float64") / bench["baseline_tps"],
+        open_alert=bench["open_alert"].fillna(False).astype(bool),
+        error_band=bench["error_band"].astype("float64"),
+    )
+
+
+def _per_setting(bench: pd.DataFrame) -> pd.DataFrame:
+    """Per (checkpoint, deployment, load, setting): the mean over repeats on each dataset, then the mean
+    over datasets."""
+    keys = [*ENTRY, *SETTING]
+    numbers = ["measured_speedup", "predicted_speedup", "measured_tps", "predicted_tps", "baseline_tps"]
+    per_dataset = bench.groupby([*keys, "dataset"], dropna=False).agg(
+        **{n: (n, "mean") for n in numbers},
+        error_band=("error_band", "mean"),
+        benchmarks=("benchmark_id", "count"),
+        open_alerts=("open_alert", "sum"),
+    )
+    return (
+        per_dataset.reset_index()
+        .groupby(keys, dropna=False)
+        .agg(
+            **{n: (n, "mean") for n in numbers},
+            error_band=("error_band", "mean"),
+            datasets=("dataset", "nunique"),
+            benchmarks=("benchmarks", "sum"),
+            open_alerts=("open_alerts", "sum"),
+        )
+        .reset_index()
+    )

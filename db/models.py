@@ -58,7 +58,7 @@ class Deployment(Base):
     engine: Mapped[str | None] = mapped_column(String(40))  # sglang, vllm, ...
     target_model: Mapped[str | None] = mapped_column(String(200))
     target_hidden_size: Mapped[int | None]
-    # Cost profile (DESIGN.md section 3); the no-speculation benchmark overrides baseline_tps when present.
+    # Cost profile (docs/cost-model.md); the no-speculation benchmark overrides baseline_tps when present.
     baseline_tps: Mapped[float | None] = mapped_column(Float)
     # None: not stated, the published prior applies (costmodel/priors.py)
     comm_fraction: Mapped[float | None] = mapped_column(Float)
@@ -418,7 +418,3 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
-
-
-# Live-training tables live in their own module; imported here so every table is in Base.metadata.
-from specdash.db import live_models  # noqa: E402, F401

@@ -1,28 +1,18 @@
-"""Versioned cost-parameter sets of a deployment (the theory profile and calibrated fits), and the
-measured no-speculation baselines they are applied to."""
+"""Versioned cost-parameter sets of a deployment (the theory profile and calibrated fits), read as the cost
+model's CostSet, and the measured no-speculation baselines they are applied to."""
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel import CostParams
-from specdash.costmodel.load import baseline_at_load
-from specdash.costmodel.priors import (
-    DEFAULT_FAMILY,
-    DeploymentFacts,
-    TargetArchitecture,
-    architecture_for,
-    growth_shape,
-    resolve_costs,
-)
+from specdash.costmodel.calibrated import CalibratedSet, CostSet
+from specdash.costmodel.priors import DeploymentFacts, TargetArchitecture, architecture_for
+from specdash.costmodel.sources import choose_baseline
 from specdash.db.models import Benchmark, Deployment, ParameterSet
-
-if TYPE_CHECKING:
-    from specdash.costmodel.calibration import FittedParams
 
 PROFILE_FIELDS = (
     "baseline_tps",
@@ -103,81 +93,24 @@ def deployment_facts(deployment) -> DeploymentFacts:
     )
 
 
-def cost_params(
-    pset: ParameterSet,
-    baseline_tps: float,
-    facts: DeploymentFacts | None = None,
-    family: str = DEFAULT_FAMILY,
-    concurrency: int = 1,
-    draft_tokens: int = 4,
-    drafter: str | None = None,
-    dataset: str | None = None,
-    reference_baseline_tps: float | None = None,
-) -> CostParams:
-    """The set's costs for one drafter (of `family`) at one load and setting: stated values, the priors for
-    the ones it leaves unstated; a calibrated set's own draft cost for the drafter when it fitted one, its
-    drafting and overhead carried from the fit's reference load by the step's growth (given the baseline
-    at that load, `reference_baseline_tps`), its verify growth carried from the reference load by the
-    architecture's shape, and its factor on the dataset's rounds when it fitted one."""
-    facts = facts or DeploymentFacts()
-    stated = {name: getattr(pset, name) for name in PROFILE_FIELDS[1:]}
-    stated["draft_branch_ms"] = pset.draft_branch_ms or 0.0
-    fit = pset.fit or {}
-    if drafter is not None and str(drafter) in (fit.get("draft_step_ms_by_drafter") or {}):
-        stated["draft_step_ms"] = fit["draft_step_ms_by_drafter"][str(drafter)]
-    if reference_baseline_tps and fit.get("reference_concurrency") is not None:
-        # drafting and bookkeeping fitted at the reference load grow with the step as the load does
-        load_scale = reference_baseline_tps / baseline_tps
-        for name in ("draft_step_ms", "round_overhead_ms", "draft_branch_ms"):
-            if stated.get(name) is not None:
-                stated[name] *= load_scale
-    if fit.get("growth_shape") == "architecture" and pset.verify_growth_compute is not None:
-        shape = growth_shape(facts, concurrency, draft_tokens)
-        stated["verify_growth_compute"] = pset.verify_growth_compute * shape
-        stated["verify_growth_comm"] = (pset.verify_growth_comm or 0.0) * shape
-    params = resolve_costs(stated, facts, baseline_tps, family, concurrency, draft_tokens)
-    scale = (fit.get("round_scale_by_dataset") or {}).get(dataset or "")
-    if scale and scale != 1.0:
-        # the fit's factor on this dataset's whole round: every part of it scales
-        params = CostParams(
-            baseline_tps=params.baseline_tps / scale,
-            comm_fraction=params.comm_fraction,
-            draft_step_ms=params.draft_step_ms * scale,
-            round_overhead_ms=params.round_overhead_ms * scale,
-            verify_growth_compute=params.verify_growth_compute,
-            verify_growth_comm=params.verify_growth_comm,
-            draft_branch_ms=params.draft_branch_ms * scale,
-        )
-    return params
-
-
-def fitted_params(pset: ParameterSet) -> "FittedParams":
-    """The set's values as calibration's free parameters (its starting point and prior)."""
-    from specdash.costmodel.calibration import FittedParams
-
-    return FittedParams(
-        draft_step_ms=pset.draft_step_ms or 0.0,
-        draft_branch_ms=pset.draft_branch_ms or 0.0,
-        round_overhead_ms=pset.round_overhead_ms or 0.0,
-        verify_growth=(pset.verify_growth_compute or 0.0) * (1 - (pset.comm_fraction or 0.0))
-        + (pset.verify_growth_comm or 0.0) * (pset.comm_fraction or 0.0),
+def cost_set(pset: ParameterSet) -> CostSet:
+    """A stored parameter set as the cost model reads it: its stated costs and, when calibrated, its fit."""
+    return CostSet(
+        comm_fraction=pset.comm_fraction,
+        draft_step_ms=pset.draft_step_ms,
+        round_overhead_ms=pset.round_overhead_ms,
+        verify_growth_compute=pset.verify_growth_compute,
+        verify_growth_comm=pset.verify_growth_comm,
+        draft_branch_ms=pset.draft_branch_ms,
         acc_to_acceptance=pset.acc_to_acceptance,
+        baseline_tps=pset.baseline_tps,
+        fit=CalibratedSet.from_json(pset.fit),
     )
 
 
-def fit_error_band(fit: dict | None) -> float | None:
-    """The error band a calibrated set's fit recorded (None for a theory set). Sets saved before bands
-    existed recorded their held-out p90 and size: the band is rebuilt from those."""
-    if not fit:
-        return None
-    if fit.get("error_band") is not None:
-        return float(fit["error_band"])
-    p90, n = fit.get("loo_p90_abs_rel_error"), fit.get("n_benchmarks")
-    if p90 is None or not n:
-        return None
-    from specdash.costmodel.uncertainty import error_band
-
-    return error_band([p90] * int(n))
+def profile_costs(deployment: Deployment) -> CostSet:
+    """A deployment's profile as it stands, as an unsaved theory set (reading it writes nothing)."""
+    return CostSet(**{name: getattr(deployment, name) for name in PROFILE_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -192,50 +125,57 @@ class Baselines:
         own = self.by_dataset.get((deployment_id, concurrency, dataset or ""))
         return own if own is not None else self.by_concurrency.get((deployment_id, concurrency))
 
-    def at_load(
+    def levels(self, deployment_id: int, dataset: str | None) -> Iterator[dict[int, float]]:
+        """The deployment's measured load levels {concurrency: tok/s}: the dataset's own, then all of them."""
+        yield {
+            c: tps
+            for (d, c, ds), tps in self.by_dataset.items()
+            if d == deployment_id and ds == (dataset or "")
+        }
+        yield self.measured_loads(deployment_id)
+
+    def measured_loads(self, deployment_id: int) -> dict[int, float]:
+        """Every load the deployment was measured at without speculation: {concurrency: tok/s}."""
+        return {c: tps for (d, c), tps in self.by_concurrency.items() if d == deployment_id}
+
+    def choose(
         self,
         deployment_id: int,
         concurrency: int,
         dataset: str | None,
         facts: DeploymentFacts,
         comm_fraction: float = 0.0,
+        profile_tps: float | None = None,
         extrapolate: bool = True,
     ) -> float | None:
-        """The measured baseline at this load, else one interpolated between (or, with `extrapolate`,
-        extrapolated from) the deployment's measured load levels: the dataset's own levels first, then all
-        of the deployment's."""
-        measured = self.lookup(deployment_id, concurrency, dataset)
-        if measured is not None:
-            return measured
-        for levels in (
-            {
-                c: tps
-                for (d, c, ds), tps in self.by_dataset.items()
-                if d == deployment_id and ds == (dataset or "")
-            },
-            {c: tps for (d, c), tps in self.by_concurrency.items() if d == deployment_id},
-        ):
-            found = baseline_at_load(levels, concurrency, facts, comm_fraction)
-            if found is not None and (extrapolate or found.rule != "extrapolated"):
-                return found.baseline_tps
-        return None
+        """The baseline at this load by costmodel.sources.choose_baseline: measured, else interpolated
+        between (or, with `extrapolate`, carried from) the deployment's measured loads, else the profile's."""
+        return choose_baseline(
+            self.lookup(deployment_id, concurrency, dataset),
+            self.levels(deployment_id, dataset),
+            concurrency,
+            facts,
+            comm_fraction,
+            profile_tps,
+            extrapolate,
+        )
 
     def at_reference(
         self,
         deployment_id: int,
-        fit: dict | None,
+        fit: CalibratedSet | None,
         concurrency: int,
         dataset: str | None,
         facts: DeploymentFacts,
         comm_fraction: float = 0.0,
     ) -> float | None:
-        """The baseline at the load a calibrated set's fit states its drafting and overhead at
-        (`fit.reference_concurrency`), for cost_params' reference_baseline_tps; None when the set has no
+        """The baseline at the load a calibrated set's fit states its drafting and overhead at (its
+        reference_concurrency), for CostSet.costs' reference_baseline_tps; None when the set has no
         reference load or this is it."""
-        reference = (fit or {}).get("reference_concurrency")
+        reference = fit.reference_concurrency if fit is not None else None
         if reference is None or reference == concurrency:
             return None
-        return self.at_load(deployment_id, reference, dataset, facts, comm_fraction)
+        return self.choose(deployment_id, reference, dataset, facts, comm_fraction)
 
 
 def load_baselines(session: Session, deployment_id: int | None = None) -> Baselines:

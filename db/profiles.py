@@ -13,15 +13,16 @@ from specdash.db.models import Benchmark, Deployment, ParameterSet
 from specdash.db.parameters import PROFILE_FIELDS as COST_FIELDS
 from specdash.db.parameters import (
     active_sets,
-    cost_params,
+    cost_set,
     deployment_facts,
     ensure_theory_set,
     load_baselines,
     next_version,
+    profile_costs,
 )
+from specdash.db.records import DeploymentRecord
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.db.settings import get_gap_threshold, set_gap_threshold
-from specdash.ingest.records import DeploymentRecord
 
 # What the Settings page edits; the same fields and rules as a deployment record in a native file.
 PROFILE_FIELDS = (
@@ -343,32 +344,22 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
         )
     ).all()
     calibrated = [s for s in sets if s.source == "calibrated"]
+    latest = max(calibrated, key=lambda s: s.version) if calibrated else None
     # the profile as it stands (an unsaved theory set: reading writes nothing)
-    pset = (
-        max(calibrated, key=lambda s: s.version)
-        if calibrated
-        else ParameterSet(
-            draft_branch_ms=0.0,
-            acc_to_acceptance=1.0,
-            **{name: getattr(deployment, name) for name in COST_FIELDS},
-        )
-    )
+    costs = cost_set(latest) if latest is not None else profile_costs(deployment)
     facts = deployment_facts(deployment)
     baselines = load_baselines(session, deployment_id)
-    comm = pset.comm_fraction
+    comm = costs.comm_fraction
     if comm is None:
         comm = prior_comm_fraction(facts.tp_size, facts.interconnect)
     # batch 1 measured, else carried from the loads measured (SpecBundle measures batch 8 only)
     baseline = (
-        baselines.lookup(deployment_id, 1, None)
-        or baselines.at_load(deployment_id, 1, None, facts, comm)
-        or deployment.baseline_tps
-        or 100.0
+        baselines.choose(deployment_id, 1, None, facts, comm, profile_tps=deployment.baseline_tps) or 100.0
     )
     # a calibrated set's drafting and overhead were fitted at its reference load
-    reference_tps = baselines.at_reference(deployment_id, pset.fit, 1, None, facts, comm)
-    params = cost_params(
-        pset, baseline, facts, DEFAULT_FAMILY, 1, draft_tokens, reference_baseline_tps=reference_tps
+    reference_tps = baselines.at_reference(deployment_id, costs.fit, 1, None, facts, comm)
+    params = costs.costs(
+        baseline, facts, DEFAULT_FAMILY, 1, draft_tokens, reference_baseline_tps=reference_tps
     )
     stated = [name for name in COST_FIELDS[1:] if getattr(deployment, name) is not None]
     return {
@@ -378,7 +369,7 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
         "round_overhead_ms": params.round_overhead_ms,
         "verify_growth_compute": params.verify_growth_compute,
         "verify_growth_comm": params.verify_growth_comm,
-        "source": f"calibrated v{pset.version}"
-        if calibrated
+        "source": f"calibrated v{latest.version}"
+        if latest is not None
         else ("profile" if len(stated) == len(COST_FIELDS) - 1 else "profile + published priors"),
     }

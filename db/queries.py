@@ -4,7 +4,7 @@ import math
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, and_, case, func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import (
@@ -18,6 +18,7 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
+from specdash.db.selects import GAP_DETAIL_COLUMNS, NAMES, muted_clause, with_gap_joins
 from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 
 
@@ -73,36 +74,12 @@ def is_empty(session: Session) -> bool:
     )
 
 
-# A gap with what it is about: run, checkpoint, deployment, setting, prediction, and its decomposition.
-GAP_DETAIL_COLUMNS = (
-    Run.name.label("run"),
-    Checkpoint.name.label("checkpoint"),
-    Deployment.name.label("deployment"),
-    Prediction.source,
-    Prediction.parameter_set_id,
-    *BENCHMARK_SETTING,
-    Benchmark.label,
-    Gap.measured_tps,
-    Gap.predicted_tps,
-    Gap.gap,
-    Benchmark.accept_length.label("measured_accept_length"),
-    Prediction.accept_length.label("predicted_accept_length"),
-    Prediction.extrapolated,
-    Prediction.error_band,
-    Gap.measured_round_ms,
-    Gap.predicted_round_ms,
-    Gap.acceptance_factor,
-    Gap.round_factor,
-    Gap.unexplained_ms,
-)
-
-
 def gap_select(threshold: float | None, global_threshold: float) -> Select:
     """Gaps (every prediction source: analysis) with their run, checkpoint, deployment and prediction, at or
     above `threshold` (None: each deployment's own threshold, else the global one), with the status of the
     benchmark's alert (alert_id is the benchmark id) and whether this gap is the one it is judged on."""
     limit = threshold if threshold is not None else threshold_sql(global_threshold)
-    return (
+    return with_gap_joins(
         select(
             Gap.id.label("gap_id"),
             Gap.benchmark_id,
@@ -116,14 +93,7 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
             func.coalesce(Alert.gap_id == Gap.id, False).label("verdict"),
             func.coalesce(Alert.is_alert, False).label("is_alert"),
         )
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
-        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
-        .join(Prediction, Gap.prediction_id == Prediction.id)
-        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(is_alert_sql(limit))
-    )
+    ).where(is_alert_sql(limit))
 
 
 def gap_rows(
@@ -144,8 +114,6 @@ def gap_rows(
 
 def open_alert_counts(session: Session) -> dict[str, int]:
     """Open alerts (raised verdicts, muted ones left out) by severity; "none" for one without a severity."""
-    from specdash.db.alerts import muted_clause
-
     query = (
         select(Alert.severity, func.count())
         .join(Benchmark, Alert.benchmark_id == Benchmark.id)
@@ -164,13 +132,11 @@ def prediction_sources(session: Session) -> list[str]:
 
 
 def _parity_select(source: str) -> Select:
-    return (
+    return with_gap_joins(
         select(
             Benchmark.id.label("benchmark_id"),
             Gap.id.label("gap_id"),
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
+            *NAMES,
             *BENCHMARK_SETTING,
             Gap.measured_tps,
             Gap.predicted_tps,
@@ -178,14 +144,7 @@ def _parity_select(source: str) -> Select:
             func.coalesce(Alert.status, "open").label("status"),
             Gap.severity,
         )
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
-        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
-        .join(Prediction, Gap.prediction_id == Prediction.id)
-        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(Prediction.source == source, Benchmark.superseded_by_id.is_(None))
-    )
+    ).where(Prediction.source == source, Benchmark.superseded_by_id.is_(None))
 
 
 def parity_total(session: Session, source: str = "theory") -> int:
@@ -211,7 +170,7 @@ def parity_frame(
     if max_points is not None and total is None:
         total = parity_total(session, source)
     if max_points is None or total <= max_points:
-        return _frame(session.execute(query.order_by(Benchmark.id)))
+        return frame_of(session, query.order_by(Benchmark.id))
     worst_n = max_points // 4
     # the largest |gap|s are among the largest and the smallest gaps: two walks of the gap index
     # (ordering by abs() would sort every row)
@@ -229,8 +188,10 @@ def parity_frame(
     return frame.sort_values("benchmark_id").reset_index(drop=True)
 
 
-def _frame(result) -> pd.DataFrame:
-    """A query result as a DataFrame, built from plain tuples (several times faster than from mappings)."""
+def frame_of(session: Session, query: Select) -> pd.DataFrame:
+    """A query's rows as a DataFrame with its labels as columns (there even when no row is), built from
+    plain tuples (several times faster than from mappings)."""
+    result = session.execute(query)
     return pd.DataFrame.from_records(result.all(), columns=list(result.keys()))
 
 
@@ -368,3 +329,42 @@ def latest_checkpoints(session: Session) -> pd.DataFrame:
         .order_by(Run.name)
     )
     return pd.DataFrame(session.execute(query).mappings().all())
+
+
+def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFrame:
+    """What became of some benchmarks (e.g. those an upload created): each with its prediction from every
+    source and the gap; the row of the prediction that judges it says whether it is an alert and why."""
+    if not benchmark_ids:
+        return pd.DataFrame()
+    query = (
+        select(
+            Benchmark.id.label("benchmark_id"),
+            *NAMES,
+            *BENCHMARK_SETTING,
+            Benchmark.decode_tps.label("measured_tps"),
+            Benchmark.accept_length.label("measured_accept_length"),
+            Prediction.source,
+            Prediction.predicted_tps,
+            Prediction.accept_length.label("predicted_accept_length"),
+            Gap.id.label("gap_id"),
+            Gap.gap,
+            Alert.benchmark_id.label("alert_id"),
+            (Alert.gap_id == Gap.id).label("verdict"),
+            and_(Alert.gap_id == Gap.id, Alert.is_alert).label("is_alert"),
+            case((Alert.gap_id == Gap.id, Alert.severity), else_=Gap.severity).label("severity"),
+            case((Alert.gap_id == Gap.id, Alert.reason), else_=None).label("reason"),
+            Gap.diagnoses,
+        )
+        .join(Deployment, Benchmark.deployment_id == Deployment.id)
+        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
+        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
+        .outerjoin(Alert, Alert.benchmark_id == Benchmark.id)
+        .where(Benchmark.id.in_(benchmark_ids))
+        .order_by(Benchmark.id, Prediction.source)
+    )
+    frame = pd.DataFrame(session.execute(query).mappings().all())
+    frame["is_alert"] = frame["is_alert"].fillna(False).astype(bool)
+    frame["verdict"] = frame["verdict"].fillna(False).astype(bool)
+    return frame

@@ -6,7 +6,7 @@ import re
 from functools import cache
 from importlib.resources import files
 
-from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy import Engine, MetaData, create_engine, inspect, text
 from sqlalchemy.pool import NullPool
 
 _REVISION_LINE = re.compile(r"^(revision|down_revision)\b[^=]*=\s*(?:\"([^\"]*)\"|'([^']*)'|None)", re.M)
@@ -14,6 +14,14 @@ _REVISION_LINE = re.compile(r"^(revision|down_revision)\b[^=]*=\s*(?:\"([^\"]*)\
 
 class SchemaOutOfDate(Exception):
     """The database is missing or behind the code; the message says how to fix it."""
+
+
+def store_metadata() -> MetaData:
+    """Every table of the store in one MetaData, as Alembic compares it: the core tables (db/models.py)
+    and the live-training ones (db/live_models.py, which builds on the core's)."""
+    from specdash.db.live_models import Base
+
+    return Base.metadata
 
 
 def alembic_config(engine: Engine | None = None):

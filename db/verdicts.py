@@ -1,42 +1,32 @@
-"""One verdict per benchmark, raised by refresh: which prediction judges it (VERDICT_ORDER), whether that is
-an alert and why, and what a drafter's own history says its accept length should be.
+"""One verdict per benchmark, raised by refresh: which prediction judges it (VERDICT_ORDER) and whether
+that is an alert and why.
 
 The verdict lives on the benchmark's alert row with the investigation (status, note, history); changing
 prediction source never opens a second alert. When a refresh stops raising an alert under investigation
 (a calibration now explains its gap), the alert is resolved with a history entry saying why."""
 
-import statistics
-from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel import Diagnosis, judge
-from specdash.costmodel.diagnoses import _norm
-from specdash.db.models import ACTIVE_STATUSES, Alert, AlertEvent, Benchmark, Checkpoint, Run
+from specdash.costmodel import Diagnosis, Verdict, judge
+from specdash.db.bulk import insert_rows, select_in, update_rows
+from specdash.db.models import ACTIVE_STATUSES, Alert, AlertEvent, Benchmark
 
 # Which prediction judges a benchmark, best first: the deployment's active calibration, else an external
 # prediction (by name), else first-principles theory. The others stay visible as analysis.
 VERDICT_ORDER = ("calibrated", "external", "theory")
 REFRESH_WHO = "specdash refresh"
-# At most this many of a drafter's latest earlier benchmarks make its accept-length reference.
-HISTORY_WINDOW = 5
+# The verdict's columns of an alert, compared before rewriting.
+VERDICT_COLUMNS = ("gap_id", "is_alert", "severity", "code", "reason")
 
 
 def verdict_rank(source: str) -> tuple[int, str]:
     kind = source if source in ("calibrated", "theory") else "external"
     return VERDICT_ORDER.index(kind), source
-
-
-@dataclass(frozen=True, slots=True)
-class Reference:
-    """The accept length a drafter's own benchmarks lead one to expect, and which ones."""
-
-    accept_length: float
-    benchmark_ids: tuple[int, ...]
-    text: str
 
 
 @dataclass(slots=True)
@@ -54,83 +44,15 @@ class Candidate:
     version: int | None  # the parameter set's, for the history text
 
 
-def acceptance_references(session: Session, checkpoint_ids: list[int], steps_of) -> dict[int, Reference]:
-    """For every benchmark of these checkpoints (drafters without training metrics), the median measured
-    accept length of the same drafter's trusted benchmarks on the same dataset and setting: the
-    latest earlier ones (by measured_at when every one has it, else by id) at the same load, else at other
-    loads; none for the first of its series.
-    Trusted: not superseded, served with the drafter's own algorithm and hidden size, tau reported."""
-    if not checkpoint_ids:
-        return {}
-    series: dict[tuple, list] = defaultdict(list)
-    query = (
-        select(
-            Benchmark.id,
-            Benchmark.checkpoint_id,
-            Benchmark.dataset,
-            Benchmark.num_steps,
-            Benchmark.topk,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-            Benchmark.accept_length,
-            Benchmark.speculative_algorithm,
-            Benchmark.draft_hidden_size,
-            Benchmark.superseded_by_id,
-            Benchmark.measured_at,
-            Run.speculative_algorithm.label("drafter_algorithm"),
-            Run.hidden_size.label("drafter_hidden_size"),
-        )
-        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
-        .where(Benchmark.speculative_algorithm.is_not(None))
-    )
-    rows = []
-    for start in range(0, len(checkpoint_ids), 5000):
-        chunk = checkpoint_ids[start : start + 5000]
-        rows += session.connection().execute(query.where(Benchmark.checkpoint_id.in_(chunk))).all()
-    for row in rows:
-        steps = steps_of(row)
-        if steps is None:
-            continue
-        series[(row.checkpoint_id, row.dataset or "", steps, row.topk or 1, row.num_draft_tokens)].append(row)
-    out = {}
-    for (_, dataset, steps, topk, tokens), members in series.items():
-        dated = all(m.measured_at is not None for m in members)
-        members.sort(key=lambda m: (m.measured_at, m.id) if dated else (m.id,))
-        order = {m.id: i for i, m in enumerate(members)}
-        trusted = [m for m in members if _trusted(m)]
-        for position, bench in enumerate(members):
-            earlier = [m for m in trusted if order[m.id] < position]
-            pick = _nearest(earlier, bench)
-            if not pick:
-                continue  # the first of its series: nothing came before it
-            load = "the same" if pick[0].concurrency == bench.concurrency else "other"
-            ids = tuple(m.id for m in pick)
-            tau = statistics.median(m.accept_length for m in pick)
-            setting = f"{steps}/{topk}/{tokens or '-'}"
-            out[bench.id] = Reference(
-                tau,
-                ids,
-                f"the median {tau:.2f} of its {len(ids)} earlier benchmark(s) on {dataset or 'the same dataset'} "
-                f"at setting {setting} and {load} load ({', '.join(f'#{i}' for i in ids)})",
-            )
-    return out
+@dataclass
+class _Writes:
+    """The alert rows and history entries a batch of verdicts makes."""
 
-
-def _trusted(row) -> bool:
-    if row.superseded_by_id is not None or not row.accept_length or row.accept_length <= 0:
-        return False
-    served, trained = _norm(row.speculative_algorithm), _norm(row.drafter_algorithm)
-    if served and trained and served != trained:
-        return False
-    fed, expected = row.draft_hidden_size, row.drafter_hidden_size
-    return not (fed and expected and fed != expected)
-
-
-def _nearest(earlier: list, bench) -> list:
-    """Same load first, else other loads; the latest ones, at most HISTORY_WINDOW."""
-    same = [m for m in earlier if m.concurrency == bench.concurrency]
-    return (same or earlier)[-HISTORY_WINDOW:]
+    new: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    raised: int = 0
+    source_of_gap: dict[int, str | None] = field(default_factory=dict)  # filled when first needed
 
 
 def write_verdicts(
@@ -141,33 +63,11 @@ def write_verdicts(
 ) -> int:
     """Judge each benchmark by its best candidate and store the verdict on its alert (bulk statements,
     no ORM object per benchmark); returns how many alerts were newly raised."""
-    from specdash.db.refresh import _insert, _select_in
-
     if not candidates:
         return 0
     ids = sorted(candidates)
-    # plain alert rows (no joins: this runs over every benchmark on a full refresh); the source an alert was
-    # judged against comes from the gaps at hand
-    existing = {
-        row.benchmark_id: row
-        for row in _select_in(
-            session,
-            select(
-                Alert.benchmark_id,
-                Alert.gap_id,
-                Alert.is_alert,
-                Alert.severity,
-                Alert.code,
-                Alert.reason,
-                Alert.status,
-                Alert.note,
-            ),
-            Alert.benchmark_id,
-            ids,
-        )
-    }
-    source_of_gap: dict[int, str | None] = {}
-    raised, new_rows, changed, events = 0, [], [], []
+    existing = _alerts(session, ids)
+    writes = _Writes()
     for benchmark_id in ids:
         best = min(candidates[benchmark_id], key=lambda c: verdict_rank(c.source))
         verdict = judge(
@@ -178,59 +78,77 @@ def write_verdicts(
             best.acceptance_factor,
             best.accept_length_source,
         )
-        gap_id = gap_ids.get((benchmark_id, best.prediction_id))
-        reason = f"against the {_source_text(best)} prediction: {verdict.reason}"
         values = dict(
-            gap_id=gap_id,
+            gap_id=gap_ids.get((benchmark_id, best.prediction_id)),
             is_alert=verdict.is_alert,
             severity=verdict.severity,
             code=verdict.code,
-            reason=reason,
+            reason=f"against the {_source_text(best)} prediction: {verdict.reason}",
         )
         old = existing.get(benchmark_id)
         if old is None:
-            new_rows.append(
+            writes.new.append(
                 dict(benchmark_id=benchmark_id, **values, status="open", note=None, updated_at=now)
             )
-            raised += verdict.is_alert
-            continue
-        if tuple(values.values()) == (old.gap_id, old.is_alert, old.severity, old.code, old.reason):
-            continue
-        status, note = old.status, old.note
-        if not source_of_gap:
-            source_of_gap.update(_sources_of_gaps(candidates, gap_ids))
-        old_source = source_of_gap.get(old.gap_id)
-        if old.is_alert and not verdict.is_alert and status in ACTIVE_STATUSES:
-            why = (
-                f"the {best.source} prediction supersedes the {old_source} one"
-                if old_source and old_source != best.source
-                else "its prediction changed"
+            writes.raised += verdict.is_alert
+        elif tuple(values.values()) != tuple(getattr(old, name) for name in VERDICT_COLUMNS):
+            if not writes.source_of_gap:
+                writes.source_of_gap.update(_sources_of_gaps(candidates, gap_ids))
+            _change(session, writes, old, best, verdict, values, now)
+    insert_rows(session, Alert, writes.new)
+    update_rows(session, Alert, writes.changed, key="benchmark_id")
+    insert_rows(session, AlertEvent, writes.events)
+    return writes.raised
+
+
+def _alerts(session: Session, benchmark_ids: list[int]) -> dict[int, Row]:
+    """The stored alerts of these benchmarks as plain rows (no joins: this runs over every benchmark on a
+    full refresh); the source an alert was judged against comes from the gaps at hand."""
+    query = select(
+        Alert.benchmark_id, *(Alert.__table__.c[name] for name in VERDICT_COLUMNS), Alert.status, Alert.note
+    )
+    return {row.benchmark_id: row for row in select_in(session, query, Alert.benchmark_id, benchmark_ids)}
+
+
+def _change(
+    session: Session,
+    writes: _Writes,
+    old: Row,
+    best: Candidate,
+    verdict: Verdict,
+    values: dict[str, Any],
+    now: datetime,
+) -> None:
+    """A changed verdict on a stored alert; the investigation moves with it where the change decides it:
+    an alert that no longer holds is resolved, one raised again after it was resolved opens again."""
+    status, note, reason = old.status, old.note, values["reason"]
+    old_source = writes.source_of_gap.get(old.gap_id)
+    if old.is_alert and not verdict.is_alert and status in ACTIVE_STATUSES:
+        why = (
+            f"the {best.source} prediction supersedes the {old_source} one"
+            if old_source and old_source != best.source
+            else "its prediction changed"
+        )
+        status, note = "resolved", f"no longer an alert: {why}; {reason}"
+    elif not old.is_alert and verdict.is_alert:
+        writes.raised += 1
+        bench = session.get(Benchmark, old.benchmark_id)
+        if status == "resolved" and bench is not None and bench.superseded_by_id is None:
+            status, note = "open", f"raised again: {reason}"
+    if status != old.status:
+        writes.events.append(
+            dict(
+                benchmark_id=old.benchmark_id,
+                at=now,
+                who=REFRESH_WHO,
+                from_status=old.status,
+                to_status=status,
+                note=note,
             )
-            status, note = "resolved", f"no longer an alert: {why}; {reason}"
-        elif not old.is_alert and verdict.is_alert:
-            raised += 1
-            if status == "resolved" and session.get(Benchmark, benchmark_id).superseded_by_id is None:
-                status, note = "open", f"raised again: {reason}"
-        if status != old.status:
-            events.append(
-                dict(
-                    benchmark_id=benchmark_id,
-                    at=now,
-                    who=REFRESH_WHO,
-                    from_status=old.status,
-                    to_status=status,
-                    note=note,
-                )
-            )
-        changed.append(dict(key=benchmark_id, **values, status=status, note=note, updated_at=now))
-    if new_rows:
-        _insert(session, Alert, new_rows)
-    if changed:
-        table = Alert.__table__
-        session.connection().execute(table.update().where(table.c.benchmark_id == bindparam("key")), changed)
-    if events:
-        _insert(session, AlertEvent, events)
-    return raised
+        )
+    writes.changed.append(
+        dict(benchmark_id=old.benchmark_id, **values, status=status, note=note, updated_at=now)
+    )
 
 
 def _sources_of_gaps(candidates: dict[int, list[Candidate]], gap_ids: dict[tuple[int, int], int]) -> dict:

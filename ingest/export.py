@@ -11,8 +11,9 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from sqlalchemy import Select, func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
+from specdash.db.acceptance import checkpoint_rates
 from specdash.db.models import (
     Alert,
     Benchmark,
@@ -23,10 +24,10 @@ from specdash.db.models import (
     MetricKey,
     MetricPoint,
     ParameterSet,
-    PositionAcceptance,
     Prediction,
     Run,
 )
+from specdash.db.selects import NAMES, with_gap_joins
 
 STREAM_ROWS = 10_000
 
@@ -112,9 +113,7 @@ def _benchmarks(run: str | None) -> Select:
     query = (
         select(
             Benchmark.id,
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
+            *NAMES,
             *(getattr(Benchmark, name) for name in BENCHMARK_COLUMNS),
             IngestedFile.path.label("source_file"),
             Benchmark.created_at,
@@ -133,9 +132,7 @@ def _predictions(run: str | None) -> Select:
     query = (
         select(
             Prediction.id,
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
+            *NAMES,
             Prediction.source,
             ParameterSet.version.label("parameter_set"),
             Prediction.num_steps,
@@ -166,14 +163,11 @@ def _predictions(run: str | None) -> Select:
 
 
 def _gaps(run: str | None) -> Select:
-    bench_checkpoint = aliased(Checkpoint)
-    query = (
+    query = with_gap_joins(
         select(
             Gap.id,
             Gap.benchmark_id,
-            Run.name.label("run"),
-            bench_checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
+            *NAMES,
             Prediction.source,
             Gap.gap,
             Gap.measured_tps,
@@ -190,14 +184,7 @@ def _gaps(run: str | None) -> Select:
             (Alert.gap_id == Gap.id).label("verdict"),
             Alert.is_alert,
         )
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
-        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
-        .join(Prediction, Gap.prediction_id == Prediction.id)
-        .join(bench_checkpoint, Benchmark.checkpoint_id == bench_checkpoint.id)
-        .join(Run, bench_checkpoint.run_id == Run.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .order_by(Gap.id)
-    )
+    ).order_by(Gap.id)
     return query.where(Run.name == run) if run else query
 
 
@@ -237,12 +224,7 @@ def rows(session: Session, table: str, run: str | None = None) -> tuple[list[str
     acceptance: dict[int, list[float]] = {}
     if table == "checkpoints":
         columns = [c for c in columns if c != "id"] + ["acceptance"]
-        for checkpoint_id, rate in session.execute(
-            select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate).order_by(
-                PositionAcceptance.checkpoint_id, PositionAcceptance.position
-            )
-        ):
-            acceptance.setdefault(checkpoint_id, []).append(rate)
+        acceptance = {key: list(rates) for key, rates in checkpoint_rates(session, None).items()}
 
     def records() -> Iterator[dict[str, Any]]:
         names = list(result.keys())

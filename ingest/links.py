@@ -1,10 +1,31 @@
-"""What a drafter path or a checkpoint folder name says: run, checkpoint, epoch and step.
+"""What a drafter path or a checkpoint folder name says (run, checkpoint, epoch and step), the names a user
+gives to link a file's records (LinkOptions), and the error of a record that cannot be linked.
 
 Names in files are data: they only ever become row names, never paths that are opened."""
 
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+
+class LinkError(ValueError):
+    """A record names something that cannot be linked; reported against its field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class LinkOptions:
+    """Names that override or fill in what a file says (CLI `--run/--checkpoint/--deployment`)."""
+
+    run: str | None = None
+    checkpoint: str | None = None
+    deployment: str | None = None
+    target: str | None = None  # the target model of the file's runs (`--target`)
+    target_deployments: tuple[str, ...] = ()  # deployments the file's runs are for (`--target-deployment`)
+
 
 # Folder names trainers give checkpoints: epoch_2, epoch_2_step_24000, epoch_1_global_step_900,
 # step_1500, checkpoint-1500, global_step1500, and "{run}-step1500".

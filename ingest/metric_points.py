@@ -5,10 +5,9 @@ itself. Each logged step becomes one multi-row INSERT (one row per key) whose pa
 of a per-key-set template with the step and values slotted in: fewer statements for the database to
 run and almost no Python work per point."""
 
-import re
 from collections import defaultdict
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import MetricKey, MetricPoint
@@ -17,7 +16,6 @@ FLUSH_ROWS = 50_000
 MAX_KEY_CHARS = 200
 MAX_TEMPLATES = 10_000
 MAX_ROWS_PER_STATEMENT = 200  # 800 parameters: under SQLite's oldest limit of 999
-_ACC_KEY = re.compile(r"^train/acc_(\d+)$")
 
 
 def _statement(session: Session, rows: int) -> str | None:
@@ -115,38 +113,3 @@ class MetricPointWriter:
         self.written += stored
         self.offered += offered
         return offered
-
-    def accuracies_at(self, run_id: int, step: int) -> list[float]:
-        """train/acc_0, train/acc_1, ... at the last logged step <= step; positions must be contiguous."""
-        keys = {
-            key_id: int(match[1])
-            for key_id, name in self.session.execute(
-                select(MetricKey.id, MetricKey.name).where(MetricKey.name.like("train/acc\\_%", escape="\\"))
-            )
-            if (match := _ACC_KEY.match(name))
-        }
-        if not keys:
-            return []
-        last = (
-            select(MetricPoint.key_id, func.max(MetricPoint.step).label("step"))
-            .where(MetricPoint.run_id == run_id, MetricPoint.step <= step, MetricPoint.key_id.in_(keys))
-            .group_by(MetricPoint.key_id)
-            .subquery()
-        )
-        found = {
-            keys[key_id]: value
-            for key_id, value in self.session.execute(
-                select(MetricPoint.key_id, MetricPoint.value)
-                .join(
-                    last,
-                    (MetricPoint.key_id == last.c.key_id) & (MetricPoint.step == last.c.step),
-                )
-                .where(MetricPoint.run_id == run_id)
-            )
-        }
-        rates = []
-        for position in range(len(found)):
-            if position not in found or not 0 <= found[position] <= 1:
-                break
-            rates.append(found[position])
-        return rates

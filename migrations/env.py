@@ -5,10 +5,10 @@ from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 from specdash.config import resolve_db_url
-from specdash.db.models import Base
+from specdash.db.schema import store_metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = store_metadata()
 
 
 def _configure_and_run(connection) -> None:

@@ -1,4 +1,4 @@
-"""The demo data set: the PCIe story of DESIGN.md section 1 as a native specdash document.
+"""The demo data set: the PCIe story (docs/cost-model.md) as a native specdash document.
 
 Everything here is labelled demo. The document is deterministic, so loading it twice adds nothing (the
 second load is recognised by its sha256), and it goes through the same ingest path as any user file."""
@@ -7,6 +7,7 @@ import json
 import math
 import random
 from datetime import datetime, timedelta
+from typing import Any
 
 from specdash.costmodel import extend_rates, tau_chain, throughput, verified_tokens
 from specdash.costmodel.priors import DeploymentFacts, architecture_for, resolve_costs
@@ -19,7 +20,7 @@ RUN_10K = "k25-eagle3-10k"
 RUN_TTT5 = "k25-eagle3-100k-ttt5"
 RUN_KILLED = "k25-eagle3-ttt3-smoke"
 
-PROFILES = {
+PROFILES: dict[str, dict[str, Any]] = {
     # Baseline 90 tok/s (11.1 ms a step), half of it TP8 all-reduce over PCIe; ~1.93 ms to draft 3 steps.
     # The story's profile states its costs: no round overhead, no verify growth (what the team assumed).
     PCIE: dict(

@@ -7,13 +7,16 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
+import specdash.app
 from specdash.db.engine import make_engine
 from specdash.db.schema import upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES, sqlite_url
 
+APP = str(Path(specdash.app.__file__).resolve().parent / "main.py")
 SPECBUNDLE = FIXTURES / "real" / "specbundle-data.json"
 BASELINE_NAME = "Wihtout EAGLE3"  # [sic], as published
 
@@ -86,3 +89,20 @@ def real_url(tmp_path, _real_template) -> str:
     path = tmp_path / "real.db"
     shutil.copy(_real_template, path)
     return sqlite_url(path)
+
+
+def run_page(monkeypatch, url: str, page: str | None = None, query: dict | None = None) -> AppTest:
+    monkeypatch.setenv("SPECDASH_DB_URL", url)
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.run()
+    if page:
+        at.switch_page(page)
+        if query:
+            at.query_params.update(query)
+        at.run()
+    return at
+
+
+def table_with(at: AppTest, column: str):
+    """The first table on the page that has `column` (display-only tables carry no key in AppTest)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)

@@ -1,16 +1,20 @@
-"""Shared fixtures: temporary SQLite databases, empty or loaded with the demo data set."""
+"""Shared fixtures: temporary SQLite databases, empty or loaded with the demo data set, and PostgreSQL
+databases on the server SPECDASH_TEST_PG_URL names (`.ci/run` starts one)."""
 
+import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import create_engine, make_url, text
 
 from specdash.cli.main import cli
 from specdash.db.engine import make_engine
 from specdash.db.schema import upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.pipeline import ingest_bytes
+from specdash.ingest.load import ingest_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -67,6 +71,32 @@ def invoke():
         return runner.invoke(cli, [*prefix, *args], input=input, catch_exceptions=False)
 
     return run
+
+
+ADMIN_URL = os.environ.get("SPECDASH_TEST_PG_URL")
+# `pytestmark = needs_postgres` skips a module without a server; each test gets a database of its own.
+needs_postgres = pytest.mark.skipif(not ADMIN_URL, reason="SPECDASH_TEST_PG_URL not set (.ci/run sets it)")
+
+
+@pytest.fixture
+def pg_url():
+    name = f"specdash_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    yield url
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def pg_engine(pg_url):
+    engine = make_engine(pg_url)
+    upgrade(engine)
+    yield engine
+    engine.dispose()
 
 
 # The demo together with the real SpecBundle results, for the dashboard's tests (built once a session).

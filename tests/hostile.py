@@ -3,7 +3,7 @@ format, and the check each must pass: no traceback, every problem naming its fil
 exists), and nothing written by a file that fails.
 
 `python -m tests.hostile --count 2000 --seed 7` runs a large batch and prints trials, correct and wrong per
-category; the suite runs a small batch (tests/test_ingest_hostile.py) and a large one behind the `hostile`
+category; the suite runs a small batch (tests/ingest/test_hostile.py) and a large one behind the `hostile`
 marker."""
 
 import argparse
@@ -216,8 +216,8 @@ class Outcome:
 
 def check(engine, case: Case, content) -> Outcome:
     """Ingest one case into a database already holding data; judge what happened."""
-    from specdash.ingest.pipeline import ingest_bytes
-    from specdash.ingest.store import LinkOptions
+    from specdash.ingest.links import LinkOptions
+    from specdash.ingest.load import ingest_bytes
 
     before = content(engine)
     try:
@@ -271,7 +271,7 @@ def summarise(outcomes: list[Outcome]) -> str:
 def main() -> None:
     from specdash.db.engine import make_engine
     from specdash.db.schema import upgrade
-    from specdash.ingest.pipeline import ingest_path
+    from specdash.ingest.load import ingest_path
     from tests.ingest_support import content
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

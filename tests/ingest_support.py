@@ -1,12 +1,14 @@
 """Helpers the ingest tests share: the full content of a database, and one-line ingest with checks."""
 
+import json
 from pathlib import Path
 
 from sqlalchemy import select, text
 
 from specdash.db.engine import reading
-from specdash.db.models import Base, Benchmark
-from specdash.ingest.pipeline import FileResult, ingest_path
+from specdash.db.models import Benchmark, MetricKey, MetricPoint, Run
+from specdash.db.schema import store_metadata
+from specdash.ingest.load import FileResult, ingest_path
 from tests.conftest import FIXTURES
 
 SGLANG = FIXTURES / "sglang"
@@ -21,7 +23,7 @@ def content(engine) -> dict[str, list[tuple]]:
             table.name: sorted(
                 (tuple(repr(v) for v in row) for row in session.execute(text(f"SELECT * FROM {table.name}"))),
             )
-            for table in Base.metadata.sorted_tables
+            for table in store_metadata().sorted_tables
         }
 
 
@@ -41,3 +43,20 @@ def benchmarks(engine, **where) -> list[Benchmark]:
         for row in rows:  # load what the assertions read before the session closes
             _ = row.deployment.name, row.checkpoint and row.checkpoint.run.name
         return rows
+
+
+def native(*records: dict) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def points(engine, run: str) -> dict[tuple[str, int], float]:
+    with reading(engine) as session:
+        return {
+            (key, step): value
+            for key, step, value in session.execute(
+                select(MetricKey.name, MetricPoint.step, MetricPoint.value)
+                .join(MetricPoint, MetricPoint.key_id == MetricKey.id)
+                .join(Run, MetricPoint.run_id == Run.id)
+                .where(Run.name == run)
+            )
+        }

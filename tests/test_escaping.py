@@ -15,8 +15,8 @@ from specdash.cli.main import cli
 from specdash.db import queries
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Deployment, Run
-from specdash.ingest.pipeline import ingest_bytes
-from tests.test_app import run_page
+from specdash.ingest.load import ingest_bytes
+from tests.app_support import run_page
 
 MARKUP = "[x](https://tracker.example) <img src=https://tracker.example/p.gif> $\\frac{1}{2}$ :red[**run**]"
 TERMINAL = "run\x1b[2J\x1b[H\rforged line\u202e"

@@ -5,9 +5,8 @@ import json
 import pytest
 
 from specdash.ingest.formats import FORMATS
-from specdash.ingest.links import name_from_path, parse_checkpoint_name
-from specdash.ingest.pipeline import ingest_bytes
-from specdash.ingest.store import LinkOptions
+from specdash.ingest.links import LinkOptions, name_from_path, parse_checkpoint_name
+from specdash.ingest.load import ingest_bytes
 from tests.ingest_support import SGLANG
 
 

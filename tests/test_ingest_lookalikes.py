@@ -5,7 +5,7 @@ from sqlalchemy import func, select
 
 from specdash.db.engine import reading
 from specdash.db.models import Run
-from specdash.ingest.pipeline import ingest_path
+from specdash.ingest.load import ingest_path
 from tests.conftest import FIXTURES, REPO
 from tests.ingest_support import content
 

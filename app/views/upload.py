@@ -10,10 +10,11 @@ from specdash.app import identity, state, uploads
 from specdash.app.errors import guarded
 from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db.changes import acting_as
+from specdash.ingest.describe import describe
 from specdash.ingest.formats import FORMATS
-from specdash.ingest.pipeline import describe, ingest_bytes
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes
 from specdash.ingest.problems import format_report
-from specdash.ingest.store import LinkOptions
 from specdash.labels import gap_text, setting_label
 
 LINK_FIELDS = ("run", "checkpoint", "deployment")

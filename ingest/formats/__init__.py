@@ -4,29 +4,9 @@ detect(head, filename) looks at the first bytes (decoded text) and the file name
 link) reads a text stream and yields Located records or Problems. `link` carries the names the user gave
 (`--run/--checkpoint/--deployment`), which engine formats need when the file does not say."""
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from specdash.ingest.formats.base import Format, Located
 
-from specdash.ingest.problems import Problem
-from specdash.ingest.records import AnyRecord, MetricRows
-
-
-@dataclass(frozen=True)
-class Located:
-    line: int | None
-    record: "AnyRecord | MetricRows"
-
-
-@dataclass(frozen=True)
-class Format:
-    name: str
-    help: str
-    detect: Callable[[str, str], bool]
-    parse: Callable[..., Iterator["Located | Problem"]]
-    # Logs may hold the odd undecodable byte; structured formats must be valid UTF-8.
-    decode_errors: str = "strict"
-    # Formats of training metrics: millions of points, written with foreign-key checks off (see pipeline).
-    bulk_points: bool = False
+__all__ = ["BY_NAME", "FORMATS", "Format", "Located", "detect_format"]
 
 
 def _registry() -> list[Format]:

@@ -6,16 +6,16 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from specdash.ingest.formats import Located
+from specdash.ingest.formats.base import Located
 from specdash.ingest.jsontext import LENIENT_DECODER, LinedDict
 from specdash.ingest.lines import TooLong, bounded_lines
+from specdash.ingest.links import LinkOptions
 from specdash.ingest.problems import Problem, field_first
 from specdash.ingest.records import OWN_HEAD_ALGORITHMS, BenchmarkRecord, DeploymentRecord, RunRecord
-from specdash.ingest.store import LinkOptions
 
 # Per-request lists a benchmark may carry (one value per prompt); kept out of the stored raw record.
 DETAIL_KEYS = frozenset(
@@ -82,7 +82,12 @@ def located_problems(
     return problems
 
 
-def validate(model: type[BaseModel], data: Any, path: str, line: int | None, prefix: str = ""):
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate(
+    model: type[Model], data: Any, path: str, line: int | None, prefix: str = ""
+) -> Model | list[Problem]:
     """The model instance, or the list of problems."""
     try:
         return model.model_validate(data)

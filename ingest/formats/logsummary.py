@@ -63,6 +63,10 @@ def _counts(counts: Counter) -> str:
     )
 
 
+# vLLM's speculative counters over an interval: tokens emitted, rounds, per-position acceptance rates
+Spec = tuple[float, float, tuple[float, ...]]
+
+
 class Interval:
     # prefill: how much prefill ran inside the interval (vLLM prompt tokens/s, SGLang new tokens); 0: none
     __slots__ = ("line", "rank", "running", "gen_tps", "prefill", "accept", "spec", "total", "speculated")
@@ -75,7 +79,7 @@ class Interval:
         gen_tps: float,
         prefill: float = 0.0,
         accept: float | None = None,
-        spec: object = None,
+        spec: "Spec | None" = None,
     ):
         self.line, self.rank, self.running, self.gen_tps = line, rank, running, gen_tps
         self.prefill, self.accept, self.spec = prefill, accept, spec
@@ -158,9 +162,11 @@ def speculation_pieces(intervals: list[Interval]) -> list[tuple[list[Interval], 
             state, run_start, run_length = interval.speculated, None, 0
     if not cuts:
         return [(intervals, busy[0].speculated)]
-    pieces, states, current = [], [busy[0].speculated], []
+    pieces: list[list[Interval]] = []
+    current: list[Interval] = []
+    states = [busy[0].speculated]
     cut_iter = iter(cuts)
-    next_cut = next(cut_iter)
+    next_cut: int | None = next(cut_iter)
     for interval in intervals:
         if next_cut is not None and interval.line >= next_cut:
             pieces.append(current)
@@ -239,7 +245,8 @@ class ServerIntervals:
         return sorted(result, key=lambda level: level.first_line), left
 
     def _episodes(self, left: Counter) -> list[list[Interval]]:
-        episodes, current = [], []
+        episodes: list[list[Interval]] = []
+        current: list[Interval] = []
         for interval in self.intervals:
             if interval.total == 0 and interval.gen_tps <= 0:
                 left["idle"] += 1

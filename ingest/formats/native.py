@@ -7,7 +7,8 @@ from typing import TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from specdash.ingest.formats import Format, native_csv
+from specdash.ingest.formats import native_csv
+from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.jsontext import JSONPositionError, decode_line, iter_document
 from specdash.ingest.lines import MAX_DOCUMENT_CHARS, TooLong, bounded_lines, read_document
 from specdash.ingest.problems import Problem, from_validation_error
@@ -40,8 +41,6 @@ def detect(head: str, filename: str) -> bool:
 
 
 def _validate(path: str, line: int, kind: str, value, prefix: str):
-    from specdash.ingest.formats import Located
-
     adapter = ADAPTERS.get(kind)
     if adapter is None:
         yield Problem(path, line, f"{prefix}kind" if prefix else "kind", f"unknown record kind {kind!r}")
@@ -81,7 +80,8 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
     if rest is None:
         yield Problem(path, None, None, f"document larger than {MAX_DOCUMENT_CHARS:,} characters", "parse")
         return
-    yield from _parse_document("".join(t for _, t in leading) + rest, path)
+    # the lines read ahead are blank but the first: all text (a line too long returned above)
+    yield from _parse_document("".join(t for _, t in leading if isinstance(t, str)) + rest, path)
 
 
 def _parse_document(text: str, path: str) -> Iterator:

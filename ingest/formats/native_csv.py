@@ -9,6 +9,7 @@ from typing import TextIO
 from pydantic import TypeAdapter, ValidationError
 
 from specdash.ingest.csvtext import csv_rows, header_of
+from specdash.ingest.formats.base import Located
 from specdash.ingest.problems import Problem, from_validation_error
 from specdash.ingest.records import RECORD_TYPES
 
@@ -58,8 +59,6 @@ def _record(kind: str, cells: dict[str, str]) -> dict:
 
 
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
-    from specdash.ingest.formats import Located
-
     file_kind = _kind_from_name(path)
     for item in csv_rows(stream, path):
         if isinstance(item, Problem):

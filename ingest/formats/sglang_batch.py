@@ -14,9 +14,10 @@ from typing import Annotated, TextIO
 
 from pydantic import Field
 
-from specdash.ingest.formats import Format
+from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     EngineModel,
+    Model,
     benchmark,
     choose_deployment,
     json_objects,
@@ -80,7 +81,9 @@ def detect_offline(head: str, filename: str) -> bool:
     return first.startswith("{") and '"successful_requests"' in first and '"total_latency"' in first
 
 
-def _records(stream: TextIO, path: str, model, link) -> Iterator[tuple[int, dict, object, str] | Problem]:
+def _records(
+    stream: TextIO, path: str, model: type[Model], link
+) -> Iterator[tuple[int, dict, Model, str] | Problem]:
     """Each line validated against `model`, with the deployment it goes to (neither tool names one):
     (line, raw object, validated record, deployment), or the line's problems."""
     for item in json_objects(stream, path):

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import TextIO
 
-from specdash.ingest.formats import Format
+from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     algorithm_name,
     benchmark,
@@ -65,7 +65,7 @@ def detect(head: str, filename: str) -> bool:
 
 def server_args(text: str) -> dict:
     """The few ServerArgs fields specdash uses, from the repr SGLang logs at start-up."""
-    found = {}
+    found: dict[str, int | str] = {}
     for key in ARG_KEYS:
         match = re.search(rf"\b{key}=(?:'([^']*)'|\"([^\"]*)\"|([^,)\s]+))", text)
         if match is None:

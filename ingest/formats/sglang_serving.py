@@ -14,7 +14,8 @@ from typing import Annotated, Any, TextIO
 
 from pydantic import Field
 
-from specdash.ingest.formats import Format
+from specdash.db.records import NonNegFloat, PositiveFloat
+from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     EngineModel,
     algorithm_name,
@@ -30,7 +31,7 @@ from specdash.ingest.formats.common import (
     validate,
 )
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import SPECULATION_UNKNOWN, NonNegFloat, PositiveFloat
+from specdash.ingest.records import SPECULATION_UNKNOWN
 
 NAME = "sglang-bench-serving"
 HELP = "SGLang bench_serving JSONL (python -m sglang.bench_serving --output-file), 0.5.2 to 0.5.23 and older"

@@ -16,7 +16,7 @@ from typing import Annotated, Any, TextIO
 
 from pydantic import Field
 
-from specdash.ingest.formats import Format, Located
+from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import (
     EngineModel,
     benchmark,
@@ -109,7 +109,7 @@ def _result(path, link, model, dataset, raw, prefix, deployments, runs) -> Itera
     if isinstance(result, list):
         yield from result
         return
-    deployment = choose_deployment(link, f"SpecBundle: {model}")
+    deployment = choose_deployment(link) or f"SpecBundle: {model}"
     if deployment not in deployments:
         deployments.add(deployment)
         yield Located(

@@ -20,7 +20,7 @@ from typing import Annotated, Any, TextIO
 
 from pydantic import Field
 
-from specdash.ingest.formats import Format
+from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     EngineModel,
     benchmark,

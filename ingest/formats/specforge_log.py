@@ -19,13 +19,14 @@ from collections.abc import Iterator
 from pathlib import PurePath
 from typing import TextIO
 
-from specdash.ingest.formats import Format, Located
+from specdash.costmodel.accuracies import ACCURACY_PREFIX, accuracy_position, rates_from_accuracies
+from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import clean_path, model_short_name, prose_or_source, run_record
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
 from specdash.ingest.links import parse_checkpoint_name, path_parts, run_from_parents
 from specdash.ingest.metric_points import MAX_KEY_CHARS
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import CheckpointRecord, MetricRows
+from specdash.ingest.records import CheckpointRecord, MetricRows, RunRecord
 
 NAME = "specforge-log"
 HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [e/E], position i' lines"
@@ -40,6 +41,7 @@ SAVED = re.compile(r"Saved model configuration to (\S+)")
 ARG = re.compile(r"^(\w+)\s+\u00b7+ (.*)$")
 MAX_LITERAL_CHARS = 200_000
 BATCH_STEPS = 2000  # logged steps handed to the store at a time
+FIRST_ACCURACY = f"{ACCURACY_PREFIX}0"  # a step dict with it carries the acceptance curve
 
 
 def _evidence(line: str) -> bool:
@@ -110,7 +112,32 @@ def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     return tuple(numbers), list(numbers.values())
 
 
+def _run_of(run: str, args: dict[str, str]) -> RunRecord:
+    ttt = args.get("ttt_length", "")
+    specforge = bool(args)  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
+    return run_record(
+        run,
+        framework="specforge" if specforge else None,
+        speculative_algorithm="EAGLE3" if specforge else None,
+        ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
+        target_model=model_short_name(args.get("target_model_path")),
+    )
+
+
+def _problems(path: str, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
+    """A logged step's values that cannot be stored: not finite, or under a key over the cap."""
+    problems = []
+    for key, value in zip(keys, values, strict=True):
+        if not math.isfinite(value):
+            problems.append(Problem(path, line, key, f"must be a finite number, not {value}"))
+        elif len(key) > MAX_KEY_CHARS:
+            problems.append(Problem(path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}"))
+    return problems
+
+
 class TrainingLog:
+    """The parser's state over a log's lines (kept with a followed log's offset between chunks)."""
+
     def __init__(self, path: str, link):
         self.path = path
         self.forced_run = link.run if link is not None else None
@@ -129,37 +156,16 @@ class TrainingLog:
         if self.run is None:
             output_dir = self.args.get("output_dir")
             parts = path_parts(output_dir) if output_dir else ()
-            self.run = self.forced_run or (
-                run_from_parents(parts) if parts else PurePath(self.path).stem or "training-log"
+            self.run = (
+                self.forced_run or run_from_parents(parts) or PurePath(self.path).stem or "training-log"
             )
-            ttt = self.args.get("ttt_length", "")
-            specforge = bool(
-                self.args
-            )  # the args block is SpecForge's; epoch lines alone may be the EAGLE repo
-            yield Located(
-                line,
-                run_record(
-                    self.run,
-                    framework="specforge" if specforge else None,
-                    speculative_algorithm="EAGLE3" if specforge else None,
-                    ttt_length=int(ttt) if ttt.isdigit() and int(ttt) > 0 else None,
-                    target_model=model_short_name(self.args.get("target_model_path")),
-                ),
-            )
+            yield Located(line, _run_of(self.run, self.args))
 
     def problems(self, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
         if math.isfinite(sum(values)) and (keys in self.checked or max(map(len, keys)) <= MAX_KEY_CHARS):
             self.checked.add(keys)
             return []  # the common case, checked in one go
-        problems = []
-        for key, value in zip(keys, values, strict=True):
-            if not math.isfinite(value):
-                problems.append(Problem(self.path, line, key, f"must be a finite number, not {value}"))
-            elif len(key) > MAX_KEY_CHARS:
-                problems.append(
-                    Problem(self.path, line, key[:40] + "...", f"key longer than {MAX_KEY_CHARS}")
-                )
-        return problems
+        return _problems(self.path, line, keys, values)
 
     def metrics(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> Iterator:
         problems = self.problems(line, keys, values)
@@ -176,6 +182,7 @@ class TrainingLog:
 
     def flush(self) -> Iterator[Located]:
         if self.batch:
+            assert self.run is not None  # a batch starts only once run_name() named the run
             yield Located(self.batch_line, MetricRows(self.run, self.batch))
             self.batch = []
 
@@ -184,20 +191,19 @@ class TrainingLog:
         latest = {}
         if self.last_step is not None:
             for key, value in zip(*self.last_step, strict=True):
-                if key.startswith("train/acc_") and key[10:].isdigit():
-                    latest[int(key[10:])] = value
+                position = accuracy_position(key)
+                if position is not None:
+                    latest[position] = value
         if self.epoch_newer or not latest:
             latest.update(self.epoch_acc)
-        rates = []
-        while len(rates) in latest and 0 <= latest[len(rates)] <= 1:
-            rates.append(latest[len(rates)])
-        return rates
+        return rates_from_accuracies(latest)
 
     def checkpoint(self, line: int, save_path: str) -> Iterator:
         if save_path in self.saved or not path_parts(save_path):
             return
         self.saved.add(save_path)
         yield from self.run_name(line)
+        assert self.run is not None  # run_name() named it
         name = path_parts(save_path)[-1][:200]
         parsed = parse_checkpoint_name(name)
         yield Located(
@@ -233,7 +239,7 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
             if found is None:
                 yield Problem(path, number, None, "metrics are not a dict of names to numbers", "parse")
                 continue
-            if "train/acc_0" in found[0]:
+            if FIRST_ACCURACY in found[0]:
                 log.last_step, log.epoch_newer = found, False
             yield from log.metrics(number, int(match[1]), *found)
         elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):

@@ -13,7 +13,7 @@ from pathlib import PurePath
 from typing import TextIO
 
 from specdash.ingest.csvtext import csv_rows, header_of
-from specdash.ingest.formats import Format, Located
+from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import run_record
 from specdash.ingest.jsontext import LENIENT_DECODER
 from specdash.ingest.lines import TooLong, bounded_lines

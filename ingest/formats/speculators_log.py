@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import PurePath
 from typing import TextIO
 
-from specdash.ingest.formats import Format, Located
+from specdash.costmodel.accuracies import ACCURACY_PREFIX, accuracy_position, rates_from_accuracies
+from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import prose_or_source, run_record
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
 from specdash.ingest.links import path_parts, run_from_parents
@@ -94,6 +95,7 @@ class TrainerLog:
     def flush(self) -> Iterator[Located]:
         if self.batch:
             yield from self.announce(self.batch_line)
+            assert self.run is not None  # announce() named it
             yield Located(self.batch_line, MetricRows(self.run, self.batch))
             self.batch = []
 
@@ -122,15 +124,13 @@ class TrainerLog:
             else:
                 values[name] = value
                 if match := COND_ACC.match(name):
-                    values[f"train/acc_{match[1]}"] = value
+                    values[f"{ACCURACY_PREFIX}{match[1]}"] = value
         if problems:
             yield from problems
             return
         if not values:
             return
-        positions = {
-            int(k[10:]): v for k, v in values.items() if k.startswith("train/acc_") and k[10:].isdigit()
-        }
+        positions = {position: v for k, v in values.items() if (position := accuracy_position(k)) is not None}
         if positions:
             self.acceptance = positions
         if not self.batch:
@@ -148,10 +148,9 @@ class TrainerLog:
             self.run = run_from_parents(parts[:-1])
         yield from self.flush()
         yield from self.announce(line)
+        assert self.run is not None  # announce() named it
         name = parts[-1][:200]
-        rates = []
-        while len(rates) in self.acceptance and 0 <= self.acceptance[len(rates)] <= 1:
-            rates.append(self.acceptance[len(rates)])
+        rates = rates_from_accuracies(self.acceptance)
         yield Located(
             line,
             CheckpointRecord(

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from specdash.costmodel.throughput import verified_tokens
-from specdash.ingest.formats import Format
+from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     algorithm_name,
     benchmark,

@@ -14,7 +14,8 @@ from typing import Annotated, TextIO
 from pydantic import BeforeValidator, Field
 
 from specdash.costmodel.throughput import verified_tokens
-from specdash.ingest.formats import Format
+from specdash.db.records import NonNegFloat, PositiveFloat
+from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
     EngineModel,
     algorithm_name,
@@ -30,7 +31,7 @@ from specdash.ingest.formats.common import (
 from specdash.ingest.jsontext import JSONPositionError, LinedDict, iter_values_with_lines
 from specdash.ingest.lines import MAX_DOCUMENT_CHARS, read_document
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import SPECULATION_UNKNOWN, NonNegFloat, PositiveFloat
+from specdash.ingest.records import SPECULATION_UNKNOWN
 
 NAME = "vllm-bench-serve"
 HELP = (

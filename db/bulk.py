@@ -1,0 +1,115 @@
+"""Bulk statements on plain rows: chunked IN (...) selects, one-statement inserts and updates, and expiring
+the ORM objects they bypass. Every IN list of specdash is cut at CHUNK bound parameters.
+
+Refresh and ingest move tens of thousands of rows at a time: ORM objects per row, or SQLAlchemy's
+per-value type processing, would cost more than the database's own work."""
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Table, bindparam, tuple_, update
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+# Bound parameters per IN (...) list. SQLite allows 32,766 per statement (since 3.32; the test of big files
+# lowers it to 5,001), PostgreSQL 65,535: this leaves room for a statement's other parameters on both.
+CHUNK = 4000
+
+# A column to select by: a mapped attribute (Benchmark.id) or any column expression.
+Column = ColumnElement[Any] | InstrumentedAttribute[Any]
+
+
+def chunks(values: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    """`values` in consecutive slices of at most `size`."""
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def select_in(session: Session, query: Select, column: Column, values: Sequence[Any] | None) -> Iterator[Row]:
+    """Rows of `query` with `column` in `values` (chunked), or every row when values is None: a full refresh
+    reads whole tables rather than building IN lists of tens of thousands of ids. Core rows, no ORM."""
+    connection = session.connection()
+    if values is None:
+        yield from connection.execute(query).all()
+        return
+    for chunk in chunks(values):
+        yield from connection.execute(query.where(column.in_(chunk))).all()
+
+
+def select_tuples_in(
+    session: Session,
+    query: Select,
+    columns: Sequence[Column],
+    keys: Iterable[tuple[Any, ...]],
+) -> Iterator[Row]:
+    """Rows of `query` whose `columns` together equal one of `keys`, chunked by the parameters each key binds."""
+    connection = session.connection()
+    per_statement = CHUNK // len(columns)
+    keys = list(keys)
+    together = tuple_(*columns)
+    for chunk in chunks(keys, per_statement):
+        yield from connection.execute(query.where(together.in_(chunk))).all()
+
+
+# How SQLAlchemy's SQLite dialect stores these types (JSON text, DateTime as ISO text with microseconds).
+_SQLITE_CONVERTERS: dict[type, Callable[[Any], Any]] = {
+    JSON: json.dumps,
+    DateTime: lambda value: value.strftime("%Y-%m-%d %H:%M:%S.%f"),
+    Boolean: int,
+}
+
+
+def _table(model: type) -> Table:
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
+def insert_rows(session: Session, model: type, rows: list[dict[str, Any]]) -> None:
+    """One executemany of `rows` (dicts with the same keys). The ORM's bulk insert splits rows by which
+    values are None (thousands of statements instead of one); on SQLite the rows go to the driver as
+    tuples, converted here once, since SQLAlchemy's per-value type processing costs more than SQLite's
+    own insert."""
+    if not rows:
+        return
+    connection = session.connection()
+    table = _table(model)
+    if connection.dialect.name != "sqlite":
+        connection.execute(table.insert(), rows)
+        return
+    names = list(rows[0])
+    converters = [_SQLITE_CONVERTERS.get(type(table.c[name].type)) for name in names]
+    sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+    connection.exec_driver_sql(
+        sql,
+        [
+            tuple(
+                value if convert is None or value is None else convert(value)
+                for value, convert in zip(row.values(), converters, strict=True)
+            )
+            for row in rows
+        ],
+    )
+
+
+def update_rows(session: Session, model: type, rows: list[dict[str, Any]], key: str = "id") -> None:
+    """One executemany UPDATE ... WHERE key = ? of `rows`, each holding its `key` column and the values to
+    set (Core: the ORM's bulk update costs ~50 us a row more). The rows' `key` entries are consumed."""
+    if not rows:
+        return
+    table = _table(model)
+    statement = table.update().where(table.c[key] == bindparam("row_key"))
+    session.connection().execute(statement, [{"row_key": row.pop(key), **row} for row in rows])
+
+
+def update_in(session: Session, model: type, ids: Sequence[int], **values: Any) -> None:
+    """Set the same `values` on every row of `model` whose id is in `ids` (chunked)."""
+    id_column = _table(model).c.id
+    for chunk in chunks(ids):
+        session.execute(update(model).where(id_column.in_(chunk)).values(**values))
+
+
+def expire_loaded(session: Session, models: tuple[type, ...]) -> None:
+    """Bulk statements bypass loaded objects: make those of `models` reload on next access."""
+    for obj in list(session.identity_map.values()):
+        if isinstance(obj, models):
+            session.expire(obj)

@@ -1,0 +1,120 @@
+"""What a drafter's own earlier benchmarks say its accept length should be: the reference a drafter without
+training metrics is predicted and judged by (the "history" source of costmodel/sources.py)."""
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, select
+from sqlalchemy.orm import Session
+
+from specdash.costmodel.diagnoses import normalised_algorithm
+from specdash.costmodel.throughput import draft_steps
+from specdash.db.bulk import select_in
+from specdash.db.models import Benchmark, Checkpoint, Run
+
+# At most this many of a drafter's latest earlier benchmarks make its accept-length reference.
+HISTORY_WINDOW = 5
+
+_SERIES_COLUMNS = (
+    Benchmark.id,
+    Benchmark.checkpoint_id,
+    Benchmark.dataset,
+    Benchmark.num_steps,
+    Benchmark.topk,
+    Benchmark.num_draft_tokens,
+    Benchmark.concurrency,
+    Benchmark.accept_length,
+    Benchmark.speculative_algorithm,
+    Benchmark.draft_hidden_size,
+    Benchmark.superseded_by_id,
+    Benchmark.measured_at,
+    Run.speculative_algorithm.label("drafter_algorithm"),
+    Run.hidden_size.label("drafter_hidden_size"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """The accept length a drafter's own benchmarks lead one to expect, and which ones."""
+
+    accept_length: float
+    benchmark_ids: tuple[int, ...]
+    text: str
+
+
+def acceptance_references(session: Session, checkpoint_ids: Sequence[int]) -> dict[int, Reference]:
+    """For every benchmark of these checkpoints (drafters without training metrics), the median measured
+    accept length of the same drafter's trusted benchmarks on the same dataset and setting: the
+    latest earlier ones (by measured_at when every one has it, else by id) at the same load, else at other
+    loads; none for the first of its series.
+    Trusted: not superseded, served with the drafter's own algorithm and hidden size, tau reported."""
+    if not checkpoint_ids:
+        return {}
+    out = {}
+    for (_, dataset, steps, topk, tokens), members in _series(session, checkpoint_ids).items():
+        setting = f"{steps}/{topk}/{tokens or '-'}"
+        for bench, pick in _earlier(members):
+            load = "the same" if pick[0].concurrency == bench.concurrency else "other"
+            ids = tuple(m.id for m in pick)
+            tau = statistics.median(m.accept_length for m in pick)
+            out[bench.id] = Reference(
+                tau,
+                ids,
+                f"the median {tau:.2f} of its {len(ids)} earlier benchmark(s) on {dataset or 'the same dataset'} "
+                f"at setting {setting} and {load} load ({', '.join(f'#{i}' for i in ids)})",
+            )
+    return out
+
+
+def _series(session: Session, checkpoint_ids: Sequence[int]) -> dict[tuple[Any, ...], list[Row]]:
+    """The checkpoints' speculative benchmarks by (checkpoint, dataset, K, topk, N)."""
+    query = (
+        select(*_SERIES_COLUMNS)
+        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .join(Run, Checkpoint.run_id == Run.id)
+        .where(Benchmark.speculative_algorithm.is_not(None))
+    )
+    series: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
+    for row in select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids):
+        steps = draft_steps(row.num_steps, row.topk, row.num_draft_tokens)
+        if steps is not None:
+            key = (row.checkpoint_id, row.dataset or "", steps, row.topk or 1, row.num_draft_tokens)
+            series[key].append(row)
+    return series
+
+
+def _earlier(members: list[Row]) -> list[tuple[Row, list[Row]]]:
+    """Each benchmark of a series with the trusted ones before it that make its reference (the first of
+    a series has none and is left out)."""
+    dated = all(m.measured_at is not None for m in members)
+    members.sort(key=lambda m: (m.measured_at, m.id) if dated else (m.id,))
+    order = {m.id: i for i, m in enumerate(members)}
+    trusted = [m for m in members if _trusted(m)]
+    out = []
+    for position, bench in enumerate(members):
+        pick = _nearest([m for m in trusted if order[m.id] < position], bench)
+        if pick:
+            out.append((bench, pick))
+    return out
+
+
+def _trusted(row: Row) -> bool:
+    if row.superseded_by_id is not None or not row.accept_length or row.accept_length <= 0:
+        return False
+    served, trained = (
+        normalised_algorithm(row.speculative_algorithm),
+        normalised_algorithm(row.drafter_algorithm),
+    )
+    if served and trained and served != trained:
+        return False
+    fed, expected = row.draft_hidden_size, row.drafter_hidden_size
+    return not (fed and expected and fed != expected)
+
+
+def _nearest(earlier: list[Row], bench: Row) -> list[Row]:
+    """Same load first, else other loads; the latest ones, at most HISTORY_WINDOW."""
+    same = [m for m in earlier if m.concurrency == bench.concurrency]
+    return (same or earlier)[-HISTORY_WINDOW:]

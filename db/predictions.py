@@ -1,0 +1,343 @@
+"""Predictions of a batch of benchmark groups: one per group (checkpoint, deployment, setting, load,
+dataset) under each active parameter set of its deployment, written in bulk where their numbers changed,
+and the external predictions of the same keys (compared with, never recomputed).
+
+The numbers come from the cost model: the baseline and accept length by costmodel/sources.py, the costs
+by the set's CostSet, tok/s by costmodel.throughput."""
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from operator import attrgetter
+from typing import Any, NamedTuple
+
+from sqlalchemy import Row, Select, select
+from sqlalchemy.orm import Session
+
+from specdash.costmodel import CostParams, Throughput, predict_accept_length, throughput, verified_tokens
+from specdash.costmodel.acceptance import AcceptLength
+from specdash.costmodel.priors import drafter_family
+from specdash.costmodel.sources import choose_accept_length, choose_baseline
+from specdash.costmodel.uncertainty import prior_error_band
+from specdash.db.bulk import insert_rows, select_in, select_tuples_in, update_rows
+from specdash.db.models import BENCHMARK_SETTING, BUILTIN_SOURCES, Benchmark, Prediction
+from specdash.db.refresh_context import Drafter, RefreshContext, SetPlan
+
+# The cost model's columns of a benchmark, as refresh reads them.
+BENCHMARK_COLUMNS = (
+    Benchmark.id,
+    Benchmark.checkpoint_id,
+    Benchmark.deployment_id,
+    *BENCHMARK_SETTING,
+    Benchmark.decode_tps,
+    Benchmark.accept_length,
+    Benchmark.draft_hidden_size,
+)
+PREDICTION_KEY = (
+    Prediction.checkpoint_id,
+    Prediction.deployment_id,
+    Prediction.num_steps,
+    Prediction.topk,
+    Prediction.num_draft_tokens,
+    Prediction.concurrency,
+    Prediction.dataset,
+)
+PREDICTION_VALUES = (
+    "parameter_set_id",
+    "predicted_tps",
+    "accept_length",
+    "accept_length_source",
+    "round_ms",
+    "compute_ms",
+    "comm_ms",
+    "draft_ms",
+    "overhead_ms",
+    "baseline_tps",
+    "extrapolated",
+    "approximation",
+    "error_band",
+)
+
+
+class PredictionValues(NamedTuple):
+    """A prediction's stored numbers (columns of PREDICTION_VALUES), compared before rewriting."""
+
+    parameter_set_id: int | None
+    predicted_tps: float
+    accept_length: float | None
+    accept_length_source: str | None
+    round_ms: float | None
+    compute_ms: float | None
+    comm_ms: float | None
+    draft_ms: float | None
+    overhead_ms: float | None
+    baseline_tps: float | None
+    extrapolated: bool | None
+    approximation: str | None
+    error_band: float | None
+
+
+class PredictionKey(NamedTuple):
+    """What one prediction covers; the benchmarks of a group share it (columns of PREDICTION_KEY)."""
+
+    checkpoint_id: int
+    deployment_id: int
+    steps: int
+    topk: int
+    draft_tokens: int
+    concurrency: int
+    dataset: str
+
+
+class Stored(NamedTuple):
+    """A row already in the store: its id and the values compared before rewriting (None: just inserted)."""
+
+    id: int
+    values: tuple[Any, ...] | None
+
+
+class Predicted(NamedTuple):
+    """One prediction of a group, as its gaps are computed against it."""
+
+    prediction_id: int
+    values: PredictionValues
+    result: Throughput | None  # None: an external prediction (its tok/s are known, not its round)
+    source: str
+    params: CostParams | None
+
+
+Groups = dict[PredictionKey, list[Row]]
+# Rows read back by column name, in one C-level call per row (tens of thousands of rows per refresh).
+_KEY_COLUMNS = attrgetter(*(column.key for column in PREDICTION_KEY))
+_VALUES_OF = attrgetter(*PREDICTION_VALUES)
+
+
+def prediction_key(bench: Row, steps: int) -> PredictionKey:
+    """The key of a benchmark row's prediction (K already resolved)."""
+    draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
+    return PredictionKey(
+        bench.checkpoint_id,
+        bench.deployment_id,
+        steps,
+        bench.topk or 1,
+        draft_tokens,
+        bench.concurrency,
+        bench.dataset or "",
+    )
+
+
+def _key_of(row: Row) -> PredictionKey:
+    """The PredictionKey of a row selected with the PREDICTION_KEY columns."""
+    return PredictionKey._make(_KEY_COLUMNS(row))
+
+
+def _select(
+    session: Session, query: Select, keys: Iterable[PredictionKey], checkpoint_ids: Sequence[int] | None
+) -> Iterator[Row]:
+    """Rows of `query` (on predictions) for these keys: every prediction of `checkpoint_ids` when given (a
+    batch that holds them whole, in a few statements), else by key (a batch reads its own predictions,
+    not every prediction of its checkpoints)."""
+    if checkpoint_ids is None:
+        return select_tuples_in(session, query, PREDICTION_KEY, keys)
+    return select_in(session, query, Prediction.checkpoint_id, checkpoint_ids)
+
+
+@dataclass
+class _Made:
+    """What predicting a batch made, before it is written: per key its (source, values, result, params)."""
+
+    computed: dict[PredictionKey, list[tuple[str, PredictionValues, Throughput, CostParams]]] = field(
+        default_factory=dict
+    )
+    count: int = 0
+    params: dict[tuple[Any, ...], CostParams] = field(default_factory=dict)  # per (set, baseline, ...)
+    # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
+    taus: dict[tuple[Any, ...], AcceptLength] = field(default_factory=dict)
+
+
+def refresh_predictions(
+    session: Session, groups: Groups, context: RefreshContext, checkpoint_ids: Sequence[int] | None
+) -> tuple[dict[PredictionKey, list[Predicted]], int, int]:
+    """Each group's predictions (written where changed), with how many were made and how many of the
+    groups' benchmarks have none (no baseline, no accept length, no active set)."""
+    existing = _stored(session, groups, checkpoint_ids)
+    made = _Made()
+    for key, group in groups.items():
+        made.computed[key] = _predict_group(key, group, context, made)
+    _write(session, made, existing, context.now, checkpoint_ids)
+    out, skipped = {}, 0
+    for key, group in groups.items():
+        stored = existing[key]
+        predicted = [
+            Predicted(stored[source].id, values, result, source, params)
+            for source, values, result, params in made.computed[key]
+        ]
+        if len(stored) > len(predicted):
+            predicted += [
+                Predicted(row.id, row.values, None, source, None)  # type: ignore[arg-type]
+                for source, row in stored.items()
+                if source not in BUILTIN_SOURCES
+            ]
+        if predicted:
+            out[key] = predicted
+        else:
+            skipped += len(group)
+    return out, made.count, skipped
+
+
+def _stored(
+    session: Session, groups: Groups, checkpoint_ids: Sequence[int] | None
+) -> dict[PredictionKey, dict[str, Stored]]:
+    """key -> source -> (prediction id, its stored values)."""
+    existing: dict[PredictionKey, dict[str, Stored]] = defaultdict(dict)
+    columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
+    query = select(Prediction.id, *PREDICTION_KEY, Prediction.source, *columns)
+    for row in _select(session, query, groups, checkpoint_ids):
+        existing[_key_of(row)][row.source] = Stored(row.id, PredictionValues._make(_VALUES_OF(row)))
+    return existing
+
+
+def _predict_group(
+    key: PredictionKey, group: list[Row], context: RefreshContext, made: _Made
+) -> list[tuple[str, PredictionValues, Throughput, CostParams]]:
+    """The group's prediction under each active set of its deployment that has a baseline and an accept
+    length to predict with."""
+    drafter = context.drafters[key.checkpoint_id]
+    family = drafter_family(drafter.speculative_algorithm, group[0].speculative_algorithm)
+    baselines, facts = context.baselines, context.facts[key.deployment_id]
+    measured_baseline = baselines.lookup(key.deployment_id, key.concurrency, key.dataset)
+    measured_taus = [b.accept_length for b in group if b.accept_length]
+    history = context.references.get(max(b.id for b in group))
+    results = []
+    for plan in context.plans.get(key.deployment_id, ()):
+        comm_fraction = plan.costs.comm_fraction or 0.0
+        baseline_tps = choose_baseline(
+            measured_baseline,
+            baselines.levels(key.deployment_id, key.dataset),
+            key.concurrency,
+            facts,
+            comm_fraction,
+            plan.costs.baseline_tps,
+        )
+        if not baseline_tps:
+            continue
+        trained = _trained(key, drafter, plan, made) if drafter.rates else None
+        tau = choose_accept_length(trained, history, measured_taus)
+        if tau is None:
+            continue
+        params = _params(key, drafter, family, plan, baseline_tps, context, made)
+        result = throughput(params, tau.accept_length, key.steps, key.draft_tokens, key.topk)
+        round_ = result.round
+        values = PredictionValues(
+            parameter_set_id=plan.id,
+            predicted_tps=result.tps,
+            accept_length=tau.accept_length,
+            accept_length_source=tau.source,
+            round_ms=result.round_ms,
+            compute_ms=round_.compute_ms,
+            comm_ms=round_.comm_ms,
+            draft_ms=round_.draft_ms,
+            overhead_ms=round_.overhead_ms,
+            baseline_tps=baseline_tps,
+            extrapolated=tau.extrapolated,
+            approximation=tau.approximation,
+            error_band=plan.band if plan.band is not None else prior_error_band(tau.source),
+        )
+        results.append((plan.source, values, result, params))
+        made.count += 1
+    return results
+
+
+def _trained(key: PredictionKey, drafter: Drafter, plan: SetPlan, made: _Made) -> AcceptLength:
+    """tau from the drafter's trained rates under the set's acc-to-acceptance factor (cached)."""
+    acc_to_acceptance = plan.costs.acc_to_acceptance
+    tau_key = (key.checkpoint_id, key.steps, key.topk, key.draft_tokens, acc_to_acceptance)
+    tau = made.taus.get(tau_key)
+    if tau is None:
+        tau = made.taus[tau_key] = predict_accept_length(
+            drafter.rates, key.steps, key.topk, key.draft_tokens, acc_to_acceptance
+        )
+    return tau
+
+
+def _params(
+    key: PredictionKey,
+    drafter: Drafter,
+    family: str,
+    plan: SetPlan,
+    baseline_tps: float,
+    context: RefreshContext,
+    made: _Made,
+) -> CostParams:
+    """The set's costs for this group (cached: a set's costs differ by drafter and dataset only when its
+    fit has per-drafter or per-dataset values)."""
+    costs, facts = plan.costs, context.facts[key.deployment_id]
+    # a calibrated set's drafting and overhead were fitted at its reference load
+    reference_tps = context.baselines.at_reference(
+        key.deployment_id, costs.fit, key.concurrency, key.dataset, facts, costs.comm_fraction or 0.0
+    )
+    params_key = (
+        plan.id,
+        baseline_tps,
+        family,
+        key.concurrency,
+        key.draft_tokens,
+        drafter.run_id if costs.by_drafter else None,
+        key.dataset if costs.by_dataset else None,
+        reference_tps,
+    )
+    params = made.params.get(params_key)
+    if params is None:
+        params = made.params[params_key] = costs.costs(
+            baseline_tps,
+            facts,
+            family,
+            key.concurrency,
+            key.draft_tokens,
+            drafter.run_id,
+            key.dataset,
+            reference_tps,
+        )
+    return params
+
+
+def _write(
+    session: Session,
+    made: _Made,
+    existing: dict[PredictionKey, dict[str, Stored]],
+    now: datetime,
+    checkpoint_ids: Sequence[int] | None,
+) -> None:
+    """Insert the new predictions and rewrite the changed ones; the new ids are read back into `existing`."""
+    new_rows, changed_rows = [], []
+    for key, results in made.computed.items():
+        for source, values, _, _ in results:
+            stored = existing[key].get(source)
+            if stored is None:
+                new_rows.append(
+                    dict(
+                        checkpoint_id=key.checkpoint_id,
+                        deployment_id=key.deployment_id,
+                        num_steps=key.steps,
+                        topk=key.topk,
+                        num_draft_tokens=key.draft_tokens,
+                        concurrency=key.concurrency,
+                        dataset=key.dataset,
+                        source=source,
+                        created_at=now,
+                        **values._asdict(),
+                    )
+                )
+            elif values != stored.values:
+                # created_at says when these numbers were computed: unchanged ones keep theirs
+                changed_rows.append(dict(id=stored.id, created_at=now, **values._asdict()))
+    if new_rows:
+        insert_rows(session, Prediction, new_rows)
+        new_keys = {PredictionKey(*(row[column.key] for column in PREDICTION_KEY)) for row in new_rows}
+        query = select(Prediction.id, *PREDICTION_KEY, Prediction.source).where(
+            Prediction.source.in_(BUILTIN_SOURCES)
+        )
+        for row in _select(session, query, new_keys, checkpoint_ids):
+            existing[_key_of(row)].setdefault(row.source, Stored(row.id, None))
+    update_rows(session, Prediction, changed_rows)

@@ -1,0 +1,92 @@
+"""What one refresh reads once and every batch of it shares: the deployments and what the priors know of
+them, each drafter's identity and trained rates, the active parameter sets as the cost model's CostSets,
+the measured baselines and the gap threshold."""
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import NamedTuple
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from specdash.costmodel.calibrated import CostSet
+from specdash.costmodel.priors import DeploymentFacts
+from specdash.db.acceptance import checkpoint_rates
+from specdash.db.bulk import select_in
+from specdash.db.history import Reference
+from specdash.db.models import Checkpoint, Deployment, ParameterSet, Run, utcnow
+from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
+from specdash.db.settings import get_gap_threshold
+
+
+@dataclass(frozen=True, slots=True)
+class Drafter:
+    """What a checkpoint tells the cost model: its run's identity and its trained rates."""
+
+    speculative_algorithm: str | None
+    hidden_size: int | None
+    ttt_length: int | None
+    run_id: int
+    rates: tuple[float, ...]
+
+
+class SetPlan(NamedTuple):
+    """An active parameter set a deployment's predictions are made under."""
+
+    id: int
+    source: str  # theory | calibrated
+    costs: CostSet
+    band: float | None  # the fit's error band; None: the prior's, by accept-length source
+
+
+@dataclass(frozen=True)
+class RefreshContext:
+    deployments: dict[int, Deployment]
+    facts: dict[int, DeploymentFacts]
+    drafters: dict[int, Drafter]
+    plans: dict[int, list[SetPlan]]  # deployment id -> its active sets
+    versions: dict[int, int]  # parameter set id -> version, for the verdict's text
+    baselines: Baselines
+    global_threshold: float
+    now: datetime
+    # benchmark id -> what its drafter's earlier benchmarks say (drafters without training metrics)
+    references: dict[int, Reference] = field(default_factory=dict)
+
+
+def read_context(session: Session, checkpoint_ids: Sequence[int] | None) -> RefreshContext:
+    """The inputs of a refresh of these checkpoints' benchmarks (every checkpoint's when None); each
+    deployment's current profile gets its theory set first."""
+    deployments = {d.id: d for d in session.scalars(select(Deployment))}
+    for deployment in deployments.values():
+        ensure_theory_set(session, deployment)
+    plans: dict[int, list[SetPlan]] = defaultdict(list)
+    versions = {}
+    for pset in session.scalars(select(ParameterSet).where(ParameterSet.is_active.is_(True))):
+        costs = cost_set(pset)
+        plans[pset.deployment_id].append(SetPlan(pset.id, pset.source, costs, costs.error_band()))
+        versions[pset.id] = pset.version
+    return RefreshContext(
+        deployments=deployments,
+        facts={deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()},
+        drafters=read_drafters(session, checkpoint_ids),
+        plans=plans,
+        versions=versions,
+        baselines=load_baselines(session),
+        global_threshold=get_gap_threshold(session),
+        now=utcnow(),
+    )
+
+
+def read_drafters(session: Session, checkpoint_ids: Sequence[int] | None) -> dict[int, Drafter]:
+    rates = checkpoint_rates(session, checkpoint_ids)
+    query = select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length, Run.id).join(
+        Run, Checkpoint.run_id == Run.id
+    )
+    return {
+        checkpoint_id: Drafter(algorithm, hidden_size, ttt_length, run_id, rates.get(checkpoint_id, ()))
+        for checkpoint_id, algorithm, hidden_size, ttt_length, run_id in select_in(
+            session, query, Checkpoint.id, checkpoint_ids
+        )
+    }

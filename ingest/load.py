@@ -1,0 +1,383 @@
+"""Loading into the store: load_file() is the one transaction that stores a parsed batch of records, records
+the file, refreshes the predictions, gaps and verdicts the batch touched and re-advises the runs it
+touched. `specdash ingest` and the Upload page (ingest_path, ingest_bytes), the Upload page's dry run
+(preview_bytes: the same, rolled back) and a followed log (ingest/follow.py, a chunk at a time, its offset
+saved in the same transaction) all go through it.
+
+A whole file is read first (ingest/read.py: hash, format, records validated into a spool) with no lock
+held; only then is the write lock taken. A file with problems writes nothing unless `skip_invalid` is set,
+and a file already ingested (same sha256) is skipped."""
+
+import io
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from sqlalchemy import CursorResult, Engine, delete, select
+from sqlalchemy.orm import Session
+
+from specdash.db.advisories import AdvisorySummary, refresh_advisories
+from specdash.db.bulk import chunks, update_in
+from specdash.db.changes import current_who, record_change
+from specdash.db.engine import WRITE_OPTION, transaction
+from specdash.db.models import Benchmark, Gap, IngestedFile
+from specdash.db.records import PATH_CHARS
+from specdash.db.refresh import RefreshSummary, refresh
+from specdash.ingest.formats.base import Format, Located
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.problems import Problem
+from specdash.ingest.read import (
+    Opener,
+    Progress,
+    Spool,
+    detect_file,
+    not_a_file,
+    open_regular,
+    parse_file,
+    sha256_of,
+)
+from specdash.ingest.store import Store, store_records
+from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
+
+# What a batch's problems do: refuse it (nothing written), skip the invalid records (--skip-invalid; a
+# batch with no valid record is refused), or keep the valid ones whatever (a followed log moves on).
+Invalid = Literal["refuse", "skip", "keep"]
+
+
+@dataclass
+class FileResult:
+    path: str
+    status: str  # loaded | skipped | failed
+    format: str | None = None
+    sha256: str | None = None
+    store: StoreSummary | None = None
+    refresh: RefreshSummary | None = None
+    advisories: AdvisorySummary | None = None
+    problems: list[Problem] = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+
+@dataclass
+class Preview:
+    """What ingesting a file would do, computed without writing anything."""
+
+    path: str
+    format: str | None
+    sha256: str
+    already_ingested: str | None  # path it was ingested as, when it was
+    problems: list[Problem]
+    store: StoreSummary | None  # records, created and duplicate counts, links per benchmark
+    refresh: RefreshSummary | None
+    gaps: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # benchmark line, prediction source, gap, severity
+
+    @property
+    def ok(self) -> bool:
+        return self.format is not None and not any(p.kind == "parse" for p in self.problems)
+
+    @property
+    def links(self) -> list[BenchmarkLink]:
+        return self.store.links if self.store else []
+
+
+@dataclass
+class Parsed:
+    """Records read and validated, waiting for the write lock: a whole file (with its sha256 and size,
+    recorded as an ingested file) or a chunk of a followed log (sha256 None: its offset says what was read)."""
+
+    name: str
+    fmt: Format
+    records: Iterable[Located]
+    problems: list[Problem]
+    sha256: str | None = None
+    size_bytes: int = 0
+
+
+class _Refused(Exception):
+    """The batch's problems refuse it: its transaction rolls back."""
+
+
+class _DryRun(Exception):
+    """A dry run's transaction rolls back once its results are read."""
+
+
+@contextmanager
+def file_transaction(engine: Engine, bulk_points: bool = False) -> Iterator[Session]:
+    """The write transaction of one file. For a training-metrics file on SQLite, foreign-key
+    enforcement is off for its duration: every point references a run and keys this same transaction
+    created or read, and a per-row check would cost as much as the insert itself."""
+    if not (bulk_points and engine.dialect.name == "sqlite"):
+        with transaction(engine) as session:
+            yield session
+        return
+    with engine.connect() as connection:
+        raw = connection.connection.driver_connection
+        assert raw is not None  # a live SQLite connection
+        raw.execute("PRAGMA foreign_keys=OFF")  # only takes effect outside a transaction: before BEGIN
+        try:
+            bind = connection.execution_options(**{WRITE_OPTION: True})
+            with Session(bind, expire_on_commit=False) as session, session.begin():
+                yield session
+        finally:
+            raw.execute("PRAGMA foreign_keys=ON")
+
+
+def load_file(
+    engine: Engine,
+    parsed: Parsed,
+    *,
+    link: LinkOptions | None = None,
+    invalid: Invalid = "refuse",
+    update: bool = False,
+    replace: bool = False,
+    dry_run: bool = False,
+    after: Callable[[Session, FileResult], None] | None = None,
+) -> FileResult:
+    """Store `parsed` in one transaction: the file's earlier ingest removed first with `replace` (one
+    already ingested is skipped otherwise), its records stored (`update`: the file's values win where
+    they contradict stored ones), the file recorded, what it touched refreshed and re-advised, then
+    `after(session, result)` in the same transaction. A dry run stores and refreshes the file's
+    benchmarks (no advice), calls `after`, and rolls everything back."""
+    result = FileResult(parsed.name, "loaded", parsed.fmt.name, parsed.sha256, problems=parsed.problems)
+    try:
+        with file_transaction(engine, parsed.fmt.bulk_points) as session:
+            skipped = None if dry_run else _claim(session, parsed, result, replace)
+            if skipped is not None:
+                return skipped
+            store = store_records(
+                session,
+                parsed.fmt.name,
+                parsed.name,
+                parsed.records,
+                link,
+                parsed.problems,
+                update=update or replace,
+                action="ingest --replace" if replace else "ingest --update",
+            )
+            summary = result.store = store.summary
+            if parsed.problems and _refused(invalid, summary):
+                raise _Refused
+            if parsed.sha256 is not None and not dry_run:
+                _record_file(session, parsed, summary)
+            if summary.benchmark_ids or not dry_run:  # a dry run shows the file's own benchmarks
+                result.refresh = _refresh(session, summary)
+            if not dry_run:
+                result.advisories = _advise(session, store)
+            if after is not None:
+                after(session, result)
+            if dry_run:
+                raise _DryRun
+    except _Refused:
+        result.status, result.store = "failed", None
+    except _DryRun:
+        pass
+    return result
+
+
+def _claim(session: Session, parsed: Parsed, result: FileResult, replace: bool) -> FileResult | None:
+    """None when the records are to be stored; the skipped result when the file was ingested already
+    (another process may have loaded it while this one waited for the write lock), unless `replace`
+    removes that ingest first."""
+    if parsed.sha256 is None:
+        return None
+    seen = already_ingested(session, parsed.sha256)
+    if seen is None:
+        return None
+    if not replace:
+        return FileResult(
+            parsed.name, "skipped", seen.format, parsed.sha256, message=f"already ingested as {seen.path}"
+        )
+    result.message = _remove_ingest(session, seen)
+    record_change(session, "ingest --replace", "file", seen.path, note=result.message)
+    return None
+
+
+def _refused(invalid: Invalid, summary: StoreSummary) -> bool:
+    return invalid == "refuse" or (invalid == "skip" and summary.records == 0)
+
+
+def already_ingested(session: Session, digest: str) -> IngestedFile | None:
+    return session.scalar(select(IngestedFile).where(IngestedFile.sha256 == digest))
+
+
+def _record_file(session: Session, parsed: Parsed, summary: StoreSummary) -> None:
+    assert parsed.sha256 is not None
+    ingested = IngestedFile(
+        sha256=parsed.sha256,
+        path=parsed.name[-PATH_CHARS:],
+        format=parsed.fmt.name,
+        size_bytes=parsed.size_bytes,
+        records=summary.records,
+        ingested_by=current_who(),
+    )
+    session.add(ingested)
+    session.flush()
+    update_in(session, Benchmark, summary.benchmark_ids, ingested_file_id=ingested.id)
+
+
+def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
+    """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record."""
+    deleted = session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == ingested.id))
+    removed = cast(CursorResult[Any], deleted).rowcount
+    session.delete(ingested)
+    session.flush()
+    return f"replaced the earlier ingest of {ingested.path} ({removed} benchmark(s) removed)"
+
+
+def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
+    # New benchmarks change only their own gaps (and, for a baseline, those on its deployment);
+    # changed profiles, acceptance or external predictions can change any.
+    everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
+    return refresh(session, None if everything else summary.benchmark_ids)
+
+
+def _advise(session: Session, store: Store) -> AdvisorySummary:
+    # New benchmarks (baselines, loads) and deployments can change any run's advice; metrics only their run's.
+    summary = store.summary
+    everything = summary.benchmark_ids or summary.created["deployment"] or summary.updated["deployment"]
+    return refresh_advisories(session, None if everything else store.run_ids)
+
+
+def ingest_source(
+    engine: Engine,
+    name: str,
+    opener: Opener,
+    *,
+    fmt_name: str | None = None,
+    skip_invalid: bool = False,
+    link: LinkOptions | None = None,
+    progress: Progress | None = None,
+    update: bool = False,
+    replace: bool = False,
+) -> FileResult:
+    """Read a file, then load it. update: a file's values win where they contradict stored ones (else each
+    is a conflict, reported); replace: what an earlier ingest of this same file stored is removed first,
+    then the file is stored again (to correct a wrong --deployment, --run or --checkpoint)."""
+    digest = sha256_of(opener)
+    with transaction(engine, write=False) as session:
+        seen = already_ingested(session, digest)
+        if seen is not None and not replace:
+            return FileResult(
+                name, "skipped", seen.format, digest, message=f"already ingested as {seen.path}"
+            )
+    fmt = detect_file(opener, name, fmt_name)
+    if isinstance(fmt, Problem):
+        return FileResult(name, "failed", None, digest, problems=[fmt])
+    spool = Spool()
+    try:
+        # Everything that reads the file happens here, before the write lock is asked for.
+        parsed = _read(fmt, name, opener, link, progress, spool, digest)
+        if parsed.problems and (not skip_invalid or spool.count == 0):
+            return FileResult(name, "failed", fmt.name, digest, problems=parsed.problems)
+        invalid: Invalid = "skip" if skip_invalid else "refuse"
+        return load_file(engine, parsed, link=link, invalid=invalid, update=update, replace=replace)
+    finally:
+        spool.close()
+
+
+def _read(
+    fmt: Format,
+    name: str,
+    opener: Opener,
+    link: LinkOptions | None,
+    progress: Progress | None,
+    spool: Spool,
+    digest: str,
+) -> Parsed:
+    problems: list[Problem] = []
+    size = parse_file(fmt, name, opener, link, progress, problems, spool.add)
+    if spool.count == 0 and not problems:
+        problems.append(Problem(name, None, None, "no records found", "parse"))
+    return Parsed(name, fmt, spool, problems, digest, size)
+
+
+def preview_source(
+    engine: Engine,
+    name: str,
+    opener: Opener,
+    *,
+    fmt_name: str | None = None,
+    link: LinkOptions | None = None,
+) -> Preview:
+    """Detect, validate, link, predict: everything ingest does, then roll it all back."""
+    digest = sha256_of(opener)
+    fmt = detect_file(opener, name, fmt_name)
+    if isinstance(fmt, Problem):
+        return Preview(name, None, digest, None, [fmt], None, None)
+    spool = Spool()
+    try:
+        parsed = _read(fmt, name, opener, link, None, spool, digest)
+        preview = Preview(name, fmt.name, digest, None, parsed.problems, None, None)
+
+        def shown(session: Session, result: FileResult) -> None:
+            seen = already_ingested(session, digest)
+            preview.already_ingested = seen.path if seen is not None else None
+            preview.store, preview.refresh = result.store, result.refresh
+            if result.store is not None:
+                preview.gaps = _gap_rows(session, result.store)
+
+        load_file(engine, parsed, link=link, invalid="keep", dry_run=True, after=shown)
+    finally:
+        spool.close()
+    return preview
+
+
+def _gap_rows(session: Session, summary: StoreSummary) -> list[dict[str, Any]]:
+    if not summary.benchmark_ids:
+        return []
+    rows = [
+        row
+        for chunk in chunks(summary.benchmark_ids)
+        for row in session.execute(
+            select(
+                Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses
+            )
+            .where(Gap.benchmark_id.in_(chunk))
+            .order_by(Gap.benchmark_id)
+        )
+    ]
+    return [
+        dict(
+            benchmark_id=b,
+            gap=g,
+            measured_tps=m,
+            predicted_tps=p,
+            severity=s,
+            diagnoses=[d["code"] for d in (diag or [])],
+        )
+        for b, g, m, p, s, diag in rows
+    ]
+
+
+def ingest_path(engine: Engine, path: str | Path, **options: Any) -> FileResult:
+    path = Path(path)
+    why = not_a_file(path)
+    if why is not None:
+        return FileResult(str(path), "failed", problems=[Problem(str(path), None, None, why, "parse")])
+    try:
+        return ingest_source(engine, str(path), lambda: open_regular(path), **options)
+    except OSError as exc:
+        if exc.filename is None or Path(exc.filename) != path:
+            raise  # the store's or the spool's fault, not the file's
+        return FileResult(
+            str(path),
+            "failed",
+            problems=[Problem(str(path), None, None, f"cannot read: {exc.strerror}", "parse")],
+        )
+
+
+def ingest_bytes(engine: Engine, name: str, data: bytes, **options: Any) -> FileResult:
+    return ingest_source(engine, name, lambda: io.BytesIO(data), **options)
+
+
+def preview_bytes(
+    engine: Engine, name: str, data: bytes, fmt_name: str | None = None, link: LinkOptions | None = None
+) -> Preview:
+    return preview_source(engine, name, lambda: io.BytesIO(data), fmt_name=fmt_name, link=link)

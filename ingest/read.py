@@ -1,0 +1,234 @@
+"""Reading a file before anything is stored: its sha256, its format (detected, or forced and checked), and
+its validated records, parsed with no lock held into a temporary spool. Every problem is reported on its
+line (`file:line: field: message`); nothing here touches the store."""
+
+import hashlib
+import io
+import math
+import os
+import pickle
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from specdash.db.records import MAX_INT, NAME_CHARS
+from specdash.ingest.formats import BY_NAME, detect_format
+from specdash.ingest.formats.base import Format, Located
+from specdash.ingest.problems import Problem
+from specdash.ingest.records import MetricRows
+
+HEAD_BYTES = 64 * 1024
+CHUNK_BYTES = 1024 * 1024
+SPOOL_BATCH = 2000
+
+Progress = Callable[[int], None]
+Opener = Callable[[], BinaryIO]
+
+
+def sha256_of(opener: Opener) -> str:
+    digest = hashlib.sha256()
+    with opener() as stream:
+        while chunk := stream.read(CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def detect_file(opener: Opener, name: str, fmt_name: str | None) -> Format | Problem:
+    """The file's format: detected, or the one forced, which must fit what the file holds."""
+    with opener() as stream:
+        head = stream.read(HEAD_BYTES)
+    if fmt_name and fmt_name not in BY_NAME:
+        return Problem(name, None, None, f"unknown format {fmt_name!r}; see 'specdash formats'", "parse")
+    if not head.strip():
+        return Problem(name, None, None, "file is empty", "parse")
+    if b"\x00" in head:
+        return Problem(name, None, None, "binary file, not a text format specdash reads", "parse")
+    text = head.decode("utf-8-sig", errors="replace")
+    if fmt_name:
+        forced = BY_NAME[fmt_name]
+        if forced.detect(text, name):
+            return forced
+        # A forced format still needs the file to look like it: parsing a file of another format as this
+        # one stores its numbers under the wrong meaning (an aggregate read as per-request tok/s).
+        found = detect_format(text, name)
+        why = (
+            f"it reads as {found.name}"
+            if found
+            else "its content shows none of that format's fields or lines"
+        )
+        return Problem(name, None, None, f"--format {fmt_name} does not fit this file: {why}", "parse")
+    fmt = detect_format(text, name)
+    if fmt is None:
+        return Problem(
+            name, None, None, "format not recognised; pass --format (see 'specdash formats')", "parse"
+        )
+    return fmt
+
+
+class Spool:
+    """The validated records of a file, pickled in batches to a temporary file: parsing needs no lock, and
+    records waiting for the write lock need no memory."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()
+        self.batch: list[Located] = []
+        self.count = 0
+
+    def add(self, item: Located) -> None:
+        self.batch.append(item)
+        self.count += 1
+        if len(self.batch) >= SPOOL_BATCH:
+            self._dump()
+
+    def _dump(self) -> None:
+        if self.batch:
+            pickle.dump(self.batch, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+            self.batch = []
+
+    def __iter__(self) -> Iterator[Located]:
+        self._dump()
+        self.file.seek(0)
+        while True:
+            try:
+                batch = pickle.load(self.file)
+            except EOFError:
+                return
+            yield from batch
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _CountingReader(io.RawIOBase):
+    """Counts bytes as the parser reads them, for the progress bar."""
+
+    def __init__(self, raw: BinaryIO, progress: Progress | None):
+        self.raw, self.progress = raw, progress
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.raw.read(len(buffer))
+        buffer[: len(data)] = data
+        if self.progress and data:
+            self.progress(len(data))
+        return len(data)
+
+
+class _LineTracked:
+    """A text stream that knows the line it last handed out, so a value no parser expected (a 400-digit
+    number, nesting past the interpreter's limit) is still reported on its line."""
+
+    def __init__(self, text: io.TextIOBase):
+        self._text = text
+        self._newlines = 0
+        self.line = 1
+
+    def readline(self, size: int = -1) -> str:
+        text = self._text.readline(size)
+        self.line = self._newlines + 1
+        self._newlines += text.count("\n")
+        return text
+
+    def read(self, size: int = -1) -> str:
+        text = self._text.read(size)
+        self.line = self._newlines + 1
+        self._newlines += text.count("\n")
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.readline, "")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._text, name)
+
+
+def metric_rows_problem(name: str, item: Located) -> Problem | None:
+    """The bounds a training-log parser's rows must keep (the records' own bounds, for rows that skip them)."""
+    record = item.record
+    assert isinstance(record, MetricRows)
+    for step, keys, values in record.steps:
+        if not 0 <= step <= MAX_INT:
+            return Problem(name, item.line, "step", f"{step} is outside 0..{MAX_INT}")
+        for key, value in zip(keys, values, strict=False):
+            if not isinstance(value, float | int) or isinstance(value, bool) or not math.isfinite(value):
+                return Problem(name, item.line, key[:NAME_CHARS], "must be a finite number")
+            if len(key) > NAME_CHARS:
+                return Problem(name, item.line, key[:40] + "...", f"metric name over {NAME_CHARS} characters")
+    return None
+
+
+def checked(items: Iterable[Located | Problem], name: str, problems: list[Problem]) -> Iterator[Located]:
+    """A parser's valid records; its problems, and metric rows out of bounds, go to `problems`."""
+    for item in items:
+        if isinstance(item, Problem):
+            problems.append(item)
+        elif isinstance(item.record, MetricRows) and (bad := metric_rows_problem(name, item)):
+            problems.append(bad)
+        else:
+            yield item
+
+
+def parse_file(
+    fmt: Format,
+    name: str,
+    opener: Opener,
+    link: Any,
+    progress: Progress | None,
+    problems: list[Problem],
+    sink: Callable[[Located], None],
+) -> int:
+    """Parse and validate every record of the file into sink(Located); returns the bytes read."""
+    with opener() as raw:
+        counting = _CountingReader(raw, progress)
+        # utf-8-sig: a byte-order mark at the start is not part of the text; newlines of any kind are read.
+        text = _LineTracked(
+            io.TextIOWrapper(
+                io.BufferedReader(counting, CHUNK_BYTES), encoding="utf-8-sig", errors=fmt.decode_errors
+            )
+        )
+        try:
+            for item in checked(fmt.parse(text, name, link), name, problems):
+                sink(item)
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
+        except RecursionError:
+            problems.append(Problem(name, text.line, None, "nested too deeply to read", "parse"))
+        except (OverflowError, ValueError) as exc:  # a number no parser should have passed on
+            problems.append(Problem(name, text.line, None, f"unreadable value: {exc}", "parse"))
+        size = raw.tell() if raw.seekable() else 0
+    return size
+
+
+def not_a_file(path: str | Path) -> str | None:
+    """Why a path cannot be ingested (missing, a folder, a FIFO or device that would never end), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(mode):
+        kind = (
+            "FIFO"
+            if stat.S_ISFIFO(mode)
+            else "device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "socket"
+            if stat.S_ISSOCK(mode)
+            else "special file"
+        )
+        return f"is a {kind}, not a regular file: specdash reads files that end"
+    return None
+
+
+def open_regular(path: Path) -> BinaryIO:
+    # O_NONBLOCK: a path swapped for a FIFO after the check must not block the open.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path}: not a regular file")
+    return os.fdopen(fd, "rb")

@@ -1,0 +1,185 @@
+"""The What-if page: the cost model's depth sweep for a checkpoint's acceptance curve on two deployment
+profiles, driven by the sliders."""
+
+import pytest
+from sqlalchemy import select
+
+from specdash.app.text import unmd
+from specdash.app.whatif_charts import depth_figure, depth_table
+from specdash.costmodel import CostParams, depth_sweep, optimal_depth, tau_chain
+from specdash.costmodel.measured import conditional_from_accept_lengths, conditional_from_measured
+from specdash.costmodel.priors import DeploymentFacts, architecture_for, resolve_costs
+from specdash.db import acceptance, checkpoint_queries
+from specdash.db.engine import make_engine, reading
+from specdash.db.models import Checkpoint, Run
+from tests.app_support import chain_accept_lengths, run_page
+
+PCIE = "8x RTX PRO 6000, TP8, PCIe"
+NVLINK = "8x H200, TP8, NVLink"
+EPOCH_5 = [0.7939, 0.6467, 0.6215, 0.5963, 0.5811]  # the demo's TTT-5 run, last epoch
+
+
+def verdicts(at) -> list[str]:
+    return [unmd(box.value).replace("**", "") for box in [*at.success, *at.warning] if "Best at" in box.value]
+
+
+def test_depth_table_and_figure_from_a_sweep():
+    params = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.643)
+    points = depth_sweep(params, EPOCH_5, 8)
+    best = optimal_depth(points)
+    table = depth_table(points)
+    assert table["K"].tolist() == list(range(1, 9))
+    assert table["extrapolated"].tolist() == [False] * 5 + [True] * 3
+    assert table["tok/s"].max() == pytest.approx(best.tps)
+    figure = depth_figure(points, best, 90.0, "<b>PCIe</b>", trained_depth=5)
+    names = [trace.name for trace in figure.data]
+    assert names[0].startswith("break-even: no speculation, 90 tok/s") and f"optimum: K={best.steps}" in names
+    assert figure.layout.title.text == "&lt;b&gt;PCIe&lt;/b&gt;"  # a name from a file is text, not markup
+
+
+def test_whatif_compares_pcie_and_nvlink_on_the_latest_checkpoint(monkeypatch, demo_url):
+    at = run_page(monkeypatch, demo_url, "views/whatif.py")
+    assert not at.exception
+    assert at.selectbox(key="whatif_run").value == "k25-eagle3-100k-ttt5"
+    assert [at.selectbox(key=f"whatif_profile_{side}").value for side in ("left", "right")] == [PCIE, NVLINK]
+    # PCIe states all its costs (the story's profile); NVLink states f and drafting, the priors fill the rest:
+    # a Kimi-K2-class MoE (384 experts, 8 per token) verifying 4 tokens at batch 1
+    nvlink_prior = resolve_costs(
+        {"comm_fraction": 0.12, "draft_step_ms": 0.45},
+        DeploymentFacts("H200", 8, "nvlink", architecture_for("Kimi-K2.5")),
+        125.0,
+    )
+    expected = [
+        CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.643),
+        CostParams(
+            baseline_tps=125.0,
+            comm_fraction=0.12,
+            draft_step_ms=0.45,
+            round_overhead_ms=nvlink_prior.round_overhead_ms,
+            verify_growth_compute=min(0.2, nvlink_prior.verify_growth_compute),
+        ),
+    ]
+    bests = []
+    for verdict, params in zip(verdicts(at), expected, strict=True):
+        best = optimal_depth(depth_sweep(params, EPOCH_5, 16))
+        bests.append(best.steps)
+        assert verdict.startswith(
+            f"Best at K = {best.steps} ({best.draft_tokens} draft tokens): {best.tps:.0f} tok/s"
+        )
+    assert bests[0] > bests[1]  # the PCIe box wants the deeper draft
+    assert [c.value for c in at.caption if c.value.startswith("Starting from")] == [
+        "Starting from: profile.",
+        "Starting from: profile + published priors.",
+    ]
+    assert len([d for d in at.dataframe if "break-even τ" in d.value.columns]) == 2
+
+
+def test_sliders_move_the_optimum(monkeypatch, demo_url):
+    at = run_page(monkeypatch, demo_url, "views/whatif.py")
+    scope = f"left_{PCIE}"
+    # compute that grows with every verified token makes deep drafts dear unless all-reduce dominates the step
+    at.slider(key=f"whatif_growth_{scope}").set_value(0.1).run()
+    at.slider(key=f"whatif_comm_{scope}").set_value(0.12).run()
+    shallow = verdicts(at)[0]
+    at.slider(key=f"whatif_comm_{scope}").set_value(0.8).run()
+    deep = verdicts(at)[0]
+    assert shallow.startswith("Best at K = 3") and deep.startswith("Best at K = 4")
+    at.slider(key="whatif_max_steps").set_value(6).run()
+    assert not at.exception
+    assert all(len(d.value) == 6 for d in at.dataframe if "break-even τ" in d.value.columns)
+
+
+# --- checkpoints without training metrics -------------------------------------------------------------
+SB_DRAFTER = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"
+
+
+def test_rates_from_accept_lengths_reproduce_each_measured_depth():
+    # a = 0.5 for positions 1-3: tau(3) = 1 + .5 + .25 + .125 = 1.875; then a = 0.4 for positions 4-5:
+    # tau(5) = 1.875 + .125 * (.4 + .16) = 1.945
+    rates = conditional_from_accept_lengths({3: 1.875, 5: 1.945})
+    assert rates == pytest.approx([0.5, 0.5, 0.5, 0.4, 0.4], abs=1e-9)
+    assert tau_chain(rates[:3]) == pytest.approx(1.875) and tau_chain(rates) == pytest.approx(1.945)
+    # tau(2) = 2: a + a^2 = 1, a = (sqrt 5 - 1) / 2; a deeper depth measured lower adds nothing
+    golden = (5**0.5 - 1) / 2
+    assert conditional_from_accept_lengths({2: 2.0, 4: 1.9}) == pytest.approx([golden, golden, 0, 0])
+    # more than a depth allows (tau(1) = 2.5 > 2) saturates at 1
+    assert conditional_from_accept_lengths({1: 1.6, 2: 9.0}) == pytest.approx([0.6, 1.0])
+    assert conditional_from_measured([0.8, 0.6, 0.3], {3: 9.9}) == (
+        pytest.approx([0.8, 0.75, 0.5]),
+        "survival",
+    )
+
+
+def test_measured_acceptance_of_a_specbundle_drafter(real_url):
+    with reading(make_engine(real_url)) as session:
+        checkpoint = session.scalars(select(Checkpoint.id).join(Run).where(Run.name == SB_DRAFTER)).one()
+        measured = acceptance.measured_acceptance(session, checkpoint)
+    published = chain_accept_lengths(SB_DRAFTER)
+    assert list(published) == [3, 5, 7]
+    assert measured.source == "accept_length" and measured.accept_lengths == pytest.approx(published)
+    for steps, tau in published.items():  # the curve gives back every published accept length
+        assert tau_chain(measured.rates[:steps]) == pytest.approx(tau, abs=1e-6)
+
+
+def test_whatif_on_a_drafter_without_training_metrics(monkeypatch, real_url):
+    """The bug: KeyError 'rate' for every checkpoint without training metrics (all 15 SpecBundle drafters)."""
+    at = run_page(monkeypatch, real_url, "views/whatif.py")
+    at.selectbox(key="whatif_run").select(SB_DRAFTER).run()
+    assert not at.exception
+    notes = [unmd(i.value).replace("**", "") for i in at.info]
+    assert any(n.startswith("Measured-derived acceptance") and "τ" in n for n in notes), notes
+    assert len(verdicts(at)) == 2
+    assert any("deepest measured 7" in str(c.proto.spec) for c in at.get("plotly_chart"))
+
+
+def test_whatif_state_is_in_the_url(monkeypatch, real_url):
+    at = run_page(monkeypatch, real_url, "views/whatif.py")
+    at.selectbox(key="whatif_run").select(SB_DRAFTER).run()
+    at.slider(key="whatif_max_steps").set_value(10).run()
+    params = {k: at.query_params[k] for k in at.query_params}
+    assert params["run"] == SB_DRAFTER and params["depth"] == "10" and params["left"] == PCIE
+    again = run_page(monkeypatch, real_url, "views/whatif.py", query=params)
+    assert again.selectbox(key="whatif_run").value == SB_DRAFTER
+    assert again.slider(key="whatif_max_steps").value == 10
+    assert verdicts(again) == verdicts(at)
+
+
+def test_a_drafter_known_from_benchmarks_starts_on_its_own_deployment(monkeypatch, real_url):
+    at = run_page(monkeypatch, real_url, "views/whatif.py", query={"run": SB_DRAFTER})
+    assert not at.exception
+    assert at.selectbox(key="whatif_profile_left").value == "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
+    assert at.selectbox(key="whatif_profile_right").value == NVLINK
+
+
+def test_a_deployment_measured_at_batch_8_only_starts_from_its_own_baseline(real_url):
+    """SpecBundle measures its no-speculation baseline at batch 8 only: the What-if's batch-1 baseline is
+    carried from it by the load model, not the 100 tok/s placeholder."""
+    from specdash.db.models import Deployment
+    from specdash.db.profiles import effective_profile
+
+    with reading(make_engine(real_url)) as session:
+        llama70 = session.scalars(
+            select(Deployment.id).where(Deployment.name == "SpecBundle: Llama-3.3-70B-Instruct")
+        ).one()
+        profile = effective_profile(session, llama70)
+    # the file's 'Wihtout EAGLE3' output_throughput / 8 over its 7 datasets: 56.65, 70.92, 67.56, 70.12,
+    # 70.11, 64.07, 71.96 tok/s per request, median 70.11; a dense 70B at batch 8 is far below the compute
+    # knee, so batch 1 is hardly faster
+    assert 70.11 <= profile["baseline_tps"] <= 70.11 * 1.02
+
+
+def test_checkpoints_page_shows_the_acceptance_a_drafter_without_training_metrics_implies(real_url):
+    """The SpecBundle drafters have no training accuracies: their per-position curve comes from their
+    benchmarks (the What-if's), drawn dotted and labelled, not an empty chart."""
+    from specdash.app.charts import acceptance_figure
+
+    with reading(make_engine(real_url)) as session:
+        checkpoint = session.scalars(select(Checkpoint.id).join(Run).where(Run.name == SB_DRAFTER)).one()
+        measured = acceptance.measured_acceptance(session, checkpoint)
+        assert checkpoint_queries.position_acceptance_frame(session, [checkpoint]).empty  # no training rates
+        frame = checkpoint_queries.position_acceptance_frame(session, [checkpoint], from_benchmarks=True)
+    assert frame["rate"].tolist() == pytest.approx(list(measured.rates))
+    assert frame["position"].tolist() == list(range(len(measured.rates))) and len(measured.rates) == 7
+    assert set(frame["source"]) == {"benchmarks: accept_length"}
+    [trace] = acceptance_figure(frame).data
+    assert trace.line.dash == "dot" and trace.name.endswith("(from benchmarks)")

@@ -1,0 +1,81 @@
+"""Big files: no statement may carry more bound parameters than the backend allows (SQLite's is set per
+connection; PostgreSQL's protocol caps it at 65535), however many benchmarks one file brings."""
+
+import json
+import sqlite3
+
+import pytest
+from sqlalchemy import event, func, select
+
+from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.models import Alert, Benchmark, Gap, Prediction
+from specdash.db.refresh import refresh
+from specdash.db.schema import upgrade
+from specdash.ingest.load import ingest_path
+
+LIMIT = 5001  # bound parameters per statement on this test's connections
+BENCHMARKS = 12_000  # more than twice the limit: any IN list of a file's ids fails
+
+
+def benchmark_lines(count: int):
+    """`count` distinct benchmarks on two deployments: a baseline in four (concurrency 1, 5, 9, 13), the rest
+    EAGLE3 3/1/4 on three checkpoints at the loads between (their baselines interpolated)."""
+    for n in range(count):
+        record = {
+            "kind": "benchmark",
+            "deployment": "1x H100" if n // 4 % 2 else "8x H100, TP8, NVLink",
+            "concurrency": 1 + n % 16,
+            "dataset": f"set-{n // 16}",
+            "decode_tps": 60.0 + n % 50,
+        }
+        if n % 4:
+            record |= {
+                "speculative_algorithm": "EAGLE3",
+                "num_steps": 3,
+                "topk": 1,
+                "num_draft_tokens": 4,
+                "accept_length": 2.0 + (n % 5) / 10,
+                "run": "big",
+                "checkpoint": f"epoch_{n % 3}",
+            }
+        yield json.dumps(record) + "\n"
+
+
+@pytest.fixture
+def limited(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'big.db'}")
+    upgrade(engine)
+    engine.dispose()
+
+    @event.listens_for(engine, "connect")
+    def _limit(connection, _record):
+        connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, LIMIT)
+
+    yield engine
+    engine.dispose()
+
+
+def test_a_file_of_many_benchmarks_loads_under_the_parameter_limit(limited, tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(benchmark_lines(BENCHMARKS)))
+    with limited.connect() as connection:  # the limit holds: one statement over it is refused
+        with pytest.raises(Exception, match="too many SQL variables"):
+            connection.exec_driver_sql(
+                f"SELECT 1 WHERE 1 IN ({', '.join('?' * (LIMIT + 1))})", tuple(range(LIMIT + 1))
+            )
+    result = ingest_path(limited, path)
+    assert result.status == "loaded", [str(p) for p in result.problems][:3]
+    speculative = BENCHMARKS * 3 // 4
+    with reading(limited) as session:
+        assert session.scalar(select(func.count()).select_from(Benchmark)) == BENCHMARKS
+        # every speculative benchmark has its theory gap and its verdict
+        assert session.scalar(select(func.count()).select_from(Gap)) == speculative
+        assert session.scalar(select(func.count()).select_from(Alert)) == speculative
+    assert result.refresh.benchmarks == speculative
+    # a full refresh (a new threshold, a calibration) and a second ingest of the file also stay under it
+    with transaction(limited) as session:
+        predictions = session.scalar(select(func.count()).select_from(Prediction))
+        summary = refresh(session)
+    assert summary.benchmarks == speculative and summary.predictions == predictions
+    again = ingest_path(limited, path, replace=True)
+    assert again.status == "loaded" and f"({BENCHMARKS} benchmark(s) removed)" in again.message
