@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8501
 export SPECDASH_DB_URL ?= sqlite:///specdash.db
 
-.PHONY: run test install lint bench clean
+.PHONY: run test install lint docs bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c "import sys; sys.exit(sys.version_info < (3, 11))" || { echo "specdash needs Python >= 3.11 (set PYTHON=...)"; exit 1; }
@@ -24,12 +24,17 @@ run: install
 	$(BIN)/specdash demo --if-empty
 	$(BIN)/specdash serve --port $(PORT)
 
-# What CI runs: lint, then the whole suite (warnings from specdash's own code are errors, see pyproject).
+# What CI runs: lint, the manual, then the whole suite (warnings from specdash's own code are errors, see pyproject).
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest
+
+# The manual (docs/, mkdocs.yml) into build/site/; a broken link, anchor or image is an error.
+docs: install
+	$(BIN)/mkdocs build --strict --quiet
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

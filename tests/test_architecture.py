@@ -3,8 +3,9 @@ costmodel/ imports nothing of specdash's but itself; db/ never imports ingest/, 
 cli/ never import each other; no import cycle; no `_private` name of one module used by another. And the
 size of units: no function over 80 lines, no module over 450 (migrations and the demo document aside).
 
-Modules are named as installed (`specdash.db.refresh`); pyproject's package-dir says which folder each
-package is (specdash.db -> db/); `specdash.*` root modules live in specdash/."""
+Modules are named as installed (`specdash.db.refresh`); pyproject's package list names them, and each is
+its top-level folder (specdash.db -> db/, which specdash/db links to); `specdash.*` root modules live in
+specdash/."""
 
 import ast
 import tomllib

@@ -15,7 +15,7 @@ LOOKALIKE = FIXTURES / "lookalike"
 @pytest.mark.parametrize(
     "path",
     [
-        REPO / "README.md",  # quotes every format specdash reads
+        REPO / "docs" / "formats.md",  # quotes every format specdash reads
         LOOKALIKE / "NOTES",  # prose quoting log lines in backticks, no extension
         LOOKALIKE / "notes.txt",
         LOOKALIKE / "serving-notes.md",  # whole log lines, but in a document

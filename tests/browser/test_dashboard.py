@@ -5,8 +5,8 @@ becomes an alert on the Alerts page, and each page is saved as a screenshot.
 A second test serves the demo with the real SpecBundle results and an applied calibration and drives every
 page in the light and the dark theme (What-if on a drafter without training metrics, the Leaderboard's link
 to the Checkpoints overlay, a profile edit). With SPECDASH_SCREENSHOTS=DIR its Overview, Leaderboard,
-Checkpoints, Alerts and What-if screenshots (and the dark Leaderboard) are copied to DIR: the README's
-pictures, `SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/test_browser.py`."""
+Checkpoints, Alerts and What-if screenshots (and the dark Leaderboard) are copied to DIR: the pictures of
+the README and docs/dashboard.md, `SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/browser`."""
 
 import contextlib
 import os
@@ -198,8 +198,8 @@ REAL_PAGES = [
     (f"whatif?run={quote(SB_DRAFTER)}", "whatif", "Best at"),
     ("settings", "settings", "Deployment profiles"),
 ]
-README_REAL = ("overview", "leaderboard", "checkpoints", "alerts", "whatif")
-README_DARK = ("leaderboard",)
+PICTURES = ("overview", "leaderboard", "checkpoints", "alerts", "whatif")
+PICTURES_DARK = ("leaderboard",)
 
 
 def choose(page, label: str, option: str) -> None:
@@ -257,7 +257,7 @@ def test_real_data_pages_in_both_themes(served_real, browser, theme):
     target = os.environ.get("SPECDASH_SCREENSHOTS")
     if target:
         Path(target).mkdir(parents=True, exist_ok=True)
-        for name in README_REAL if theme == "light" else README_DARK:
+        for name in PICTURES if theme == "light" else PICTURES_DARK:
             shutil.copy(
                 shots / f"{name}.png", Path(target) / f"{name}{'' if theme == 'light' else '-dark'}.png"
             )
