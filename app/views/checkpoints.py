@@ -6,7 +6,7 @@ import re
 
 import streamlit as st
 
-from specdash.app import advisory_panel, charts, state, urlstate
+from specdash.app import advisory_panel, charts, state, urlstate, widgets
 from specdash.app.text import md
 from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX, comparison_table
 
@@ -84,6 +84,7 @@ else:
     else:
         pick = st.columns([3, 3, 2])
         deployment_names = deployments["name"].tolist()
+        widgets.follow("checkpoints_deployment", deployment_names, reset_by=run_ids, keep_by=checkpoint_ids)
         url_state.restore("checkpoints_deployment", "deployment", deployment_names)
         deployment_name = pick[0].selectbox("Deployment", deployment_names, key="checkpoints_deployment")
         url_state.publish("deployment", deployment_name)
@@ -92,6 +93,9 @@ else:
         if not settings:
             st.info("Only no-speculation benchmarks on this deployment.")
         else:
+            widgets.follow(
+                "checkpoints_setting", settings, reset_by=run_ids, keep_by=(checkpoint_ids, deployment_id)
+            )
             url_state.restore(
                 "checkpoints_setting", "setting", list(settings), parse=state.setting_from_param
             )
@@ -104,6 +108,12 @@ else:
             url_state.publish("setting", state.setting_param(vars(setting)))
             datasets = state.benchmark_datasets(url, checkpoint_ids, deployment_id)
             options = [*datasets, ALL_DATASETS] if datasets else [ALL_DATASETS]
+            widgets.follow(
+                "checkpoints_dataset",
+                options,
+                reset_by=run_ids,
+                keep_by=(checkpoint_ids, deployment_id, setting),
+            )
             url_state.restore("checkpoints_dataset", "dataset", options)
             dataset = pick[2].selectbox(
                 "Dataset",

@@ -4,7 +4,7 @@ its best setting; one click from a row to its overlay on the Checkpoints page an
 
 import streamlit as st
 
-from specdash.app import state, urlstate
+from specdash.app import state, urlstate, widgets
 from specdash.app.leaderboard_charts import leaderboard_figure
 from specdash.app.text import md, number_text
 from specdash.db.leaderboard import LeaderboardFilter
@@ -42,6 +42,7 @@ deployment = row[0].selectbox(
 deployment_id = deployment_names.get(deployment)
 loads = sorted({c for i, levels in choices["loads"].items() if deployment_id in (None, i) for c in levels})
 load_options = [EVERY_LOAD, *loads] if len(loads) > 1 else loads
+widgets.follow("leaderboard_load", load_options, keep_by=deployment_id)
 url_state.restore("leaderboard_load", "load", load_options, parse=lambda v: v if v == EVERY_LOAD else int(v))
 load = row[1].selectbox(
     "Load",
