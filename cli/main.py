@@ -24,6 +24,7 @@ COMMANDS = {
     "alert": "alert_commands:alert",
     "advisories": "advisory_commands:advisories",
     "watch": "follow_commands:watch",
+    "scrape": "scrape_commands:scrape",
     "model": "model_commands:model",
     "calibrate": "model_commands:calibrate",
     "serve": "serve_command:serve",

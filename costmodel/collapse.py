@@ -23,6 +23,9 @@ from typing import Literal
 NEAR_ONE = 1.2
 REFERENCE_SHARE = 0.5
 RECOVERY_MARGIN = 0.05
+# The leading code of a collapse's alert (what a mute matches); its severity is always critical.
+COLLAPSE_CODE = "acceptance_collapse"
+COLLAPSE_SEVERITY = "critical"
 
 Change = Literal["collapsed", "still collapsed", "recovered", "steady"]
 Cause = Literal["near one", "below half"]

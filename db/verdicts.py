@@ -13,6 +13,7 @@ from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import Diagnosis, Verdict, judge
+from specdash.costmodel.collapse import COLLAPSE_CODE, COLLAPSE_SEVERITY
 from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.models import ACTIVE_STATUSES, Alert, AlertEvent, Benchmark
 
@@ -86,6 +87,9 @@ def write_verdicts(
             reason=f"against the {_source_text(best)} prediction: {verdict.reason}",
         )
         old = existing.get(benchmark_id)
+        if old is not None and old.code == COLLAPSE_CODE:
+            # a live window's acceptance collapse outranks its gap (db/acceptance_alerts.py)
+            values.update(is_alert=True, severity=COLLAPSE_SEVERITY, code=COLLAPSE_CODE, reason=old.reason)
         if old is None:
             writes.new.append(
                 dict(benchmark_id=benchmark_id, **values, status="open", note=None, updated_at=now)

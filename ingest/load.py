@@ -2,7 +2,8 @@
 the file, refreshes the predictions, gaps and verdicts the batch touched and re-advises the runs it
 touched. `specdash ingest` and the Upload page (ingest_path, ingest_bytes), the Upload page's dry run
 (preview_bytes: the same, rolled back) and a followed log (ingest/follow.py, a chunk at a time, its offset
-saved in the same transaction) all go through it.
+saved in the same transaction) and a live scrape's windows (load_records: records built in memory, no file)
+all go through it.
 
 A whole file is read first (ingest/read.py: hash, format, records validated into a spool) with no lock
 held; only then is the write lock taken. A file with problems writes nothing unless `skip_invalid` is set,
@@ -381,3 +382,17 @@ def preview_bytes(
     engine: Engine, name: str, data: bytes, fmt_name: str | None = None, link: LinkOptions | None = None
 ) -> Preview:
     return preview_source(engine, name, lambda: io.BytesIO(data), fmt_name=fmt_name, link=link)
+
+
+def load_records(
+    engine: Engine,
+    name: str,
+    fmt: Format,
+    records: Iterable[Located],
+    *,
+    link: LinkOptions | None = None,
+    after: Callable[[Session, FileResult], None] | None = None,
+) -> FileResult:
+    """Store records made in memory (a live scrape's window, named by its source) as one batch: no
+    file is recorded, and a batch stored before changes nothing (its records are already there)."""
+    return load_file(engine, Parsed(name, fmt, list(records), []), link=link, after=after)

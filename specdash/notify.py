@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.collapse import COLLAPSE_CODE
 from specdash.db.engine import transaction
 from specdash.db.live_models import Notification
 from specdash.db.models import utcnow
@@ -45,6 +46,11 @@ def set_webhook_url(session: Session, url: str | None) -> None:
 
 
 def alert_text(row: dict) -> str:
+    if row.get("code") == COLLAPSE_CODE:  # judged on its accept length, whatever its gap
+        return (
+            f"specdash alert #{row['alert_id']} ({row['severity']}): {row['run']}/{row['checkpoint']} on "
+            f"{row['deployment']}: {row['reason']}"
+        )
     codes = ", ".join(d["code"] for d in row.get("diagnoses") or []) or "no diagnosis"
     return (
         f"specdash alert #{row['alert_id']} ({row['severity'] or 'none'}): {row['run']}/{row['checkpoint']} on "
@@ -77,7 +83,7 @@ def _candidates(session: Session) -> list[tuple[str, int, str]]:
     return out
 
 
-def _record(session: Session, url: str, status: str) -> int:
+def _record(session: Session, url: str, status: str, quiet: frozenset[int] = frozenset()) -> int:
     target = webhook_target(url)
     known = set(
         session.execute(
@@ -92,7 +98,7 @@ def _record(session: Session, url: str, status: str) -> int:
                     kind=kind,
                     ref_id=ref_id,
                     target=target,
-                    status=status,
+                    status="skipped" if kind == "alert" and ref_id in quiet else status,
                     payload=slack_payload(text),
                     created_at=utcnow(),
                 )
@@ -107,10 +113,11 @@ def prime(session: Session, url: str) -> int:
     return _record(session, url, "skipped")
 
 
-def queue_notifications(session: Session, url: str) -> int:
+def queue_notifications(session: Session, url: str, quiet: frozenset[int] = frozenset()) -> int:
     """Queue every open alert and advisory the webhook has not been offered yet; in the caller's
-    transaction, so what is queued commits with what raised it."""
-    return _record(session, url, "pending")
+    transaction, so what is queued commits with what raised it. Alerts in `quiet` (the windows of a
+    collapse already posted) are marked as offered without being sent."""
+    return _record(session, url, "pending", quiet)
 
 
 def post_json(url: str, payload: dict, timeout: float = TIMEOUT_SECONDS) -> None:
