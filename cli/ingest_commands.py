@@ -11,14 +11,15 @@ from specdash.ingest.formats import FORMATS
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_path
 from specdash.ingest.problems import format_report
+from specdash.ingest.trackers import readers
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option(
     "--format",
     "fmt_name",
-    type=click.Choice([f.name for f in FORMATS]),
+    type=click.Choice([f.name for f in FORMATS] + [r.name for r in readers()]),
     metavar="NAME",
     help="Read the files as this format (see 'specdash formats'); refused for a file it does not fit.",
 )
@@ -82,7 +83,11 @@ def ingest(
     replace,
     quiet,
 ) -> None:
-    """Load files into the database, one transaction per file.
+    """Load files into the database, one transaction per file (or tracker store).
+
+    PATH is a file, or what an experiment tracker or SpecForge wrote: TensorBoard event files (or their
+    folder), an MLflow mlflow.db or mlruns/ folder, a W&B offline run folder, a Trackio store, a SpecForge
+    config, or a SpecForge output folder (its config, tracker store and checkpoint folders, as one run).
 
     A file with any invalid record writes nothing (unless --skip-invalid); a file already loaded
     (same sha256) is skipped. Predictions and gap alerts are refreshed for what changed.
@@ -99,6 +104,7 @@ def ingest(
       specdash ingest results.json
       specdash ingest --deployment "8x H100, TP8, NVLink" sglang_bench.jsonl server.log
       specdash ingest --run k25-eagle3-100k-ttt5 --checkpoint epoch_5 bench.jsonl
+      specdash ingest outputs/qwen3-8b-eagle3     # config, runs/ event files, checkpoints
       specdash ingest --replace --deployment "8x L40S, TP8, PCIe" bench.jsonl   # it went to the wrong one
       specdash ingest --follow --notify https://hooks.slack.com/services/... train.log
     """
@@ -159,7 +165,7 @@ def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **chang
     failed, results = [], []
     for name in paths:
         path = Path(name)
-        if show_progress:
+        if show_progress and path.is_file():
             with click.progressbar(
                 length=path.stat().st_size, label=path.name, file=sys.stderr, show_pos=True
             ) as bar:
@@ -199,6 +205,7 @@ def formats() -> None:
     Example:
       specdash formats
     """
-    width = max(len(f.name) for f in FORMATS)
-    for fmt in FORMATS:
-        click.echo(f"{fmt.name:<{width}}  {fmt.help}")
+    found = [(f.name, f.help) for f in FORMATS] + [(r.name, r.help) for r in readers()]
+    width = max(len(name) for name, _help in found)
+    for name, text in found:
+        click.echo(f"{name:<{width}}  {text}")

@@ -37,10 +37,15 @@ from specdash.ingest.read import (
     not_a_file,
     open_regular,
     parse_file,
+    path_reader,
+    read_store,
+    reader_format,
     sha256_of,
+    store_digest,
 )
 from specdash.ingest.store import Store, store_records
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
+from specdash.ingest.trackers.base import TrackerReader
 
 # What a batch's problems do: refuse it (nothing written), skip the invalid records (--skip-invalid; a
 # batch with no valid record is refused), or keep the valid ones whatever (a followed log moves on).
@@ -275,10 +280,50 @@ def ingest_source(
     try:
         # Everything that reads the file happens here, before the write lock is asked for.
         parsed = _read(fmt, name, opener, link, progress, spool, digest)
-        if parsed.problems and (not skip_invalid or spool.count == 0):
-            return FileResult(name, "failed", fmt.name, digest, problems=parsed.problems)
-        invalid: Invalid = "skip" if skip_invalid else "refuse"
-        return load_file(engine, parsed, link=link, invalid=invalid, update=update, replace=replace)
+        return _load_read(engine, parsed, spool, skip_invalid, link, update=update, replace=replace)
+    finally:
+        spool.close()
+
+
+def _load_read(
+    engine: Engine, parsed: Parsed, spool: Spool, skip_invalid: bool, link: LinkOptions | None, **changes: Any
+) -> FileResult:
+    if parsed.problems and (not skip_invalid or spool.count == 0):
+        return FileResult(parsed.name, "failed", parsed.fmt.name, parsed.sha256, problems=parsed.problems)
+    invalid: Invalid = "skip" if skip_invalid else "refuse"
+    return load_file(engine, parsed, link=link, invalid=invalid, **changes)
+
+
+def ingest_store(
+    engine: Engine,
+    path: str,
+    reader: TrackerReader,
+    *,
+    fmt_name: str | None = None,
+    skip_invalid: bool = False,
+    link: LinkOptions | None = None,
+    progress: Progress | None = None,
+    update: bool = False,
+    replace: bool = False,
+) -> FileResult:
+    """A path source (a tracker's store, a SpecForge config or output folder) read, then loaded as a file
+    is: its digest says whether it was ingested already; its records are read before the write lock."""
+    digest, size = store_digest(reader, path)
+    if digest is not None and not replace:
+        with transaction(engine, write=False) as session:
+            seen = already_ingested(session, digest)
+        if seen is not None:
+            return FileResult(
+                path, "skipped", seen.format, digest, message=f"already ingested as {seen.path}"
+            )
+    spool = Spool()
+    try:
+        problems: list[Problem] = []
+        read_store(reader, path, link, problems, spool.add)
+        if spool.count == 0 and not problems:
+            problems.append(Problem(path, None, None, "no records found", "parse"))
+        parsed = Parsed(path, reader_format(reader), spool, problems, digest, size)
+        return _load_read(engine, parsed, spool, skip_invalid, link, update=update, replace=replace)
     finally:
         spool.close()
 
@@ -358,7 +403,13 @@ def _gap_rows(session: Session, summary: StoreSummary) -> list[dict[str, Any]]:
 
 
 def ingest_path(engine: Engine, path: str | Path, **options: Any) -> FileResult:
+    """A file, or a path source (ingest/read.py path_reader: a tracker's store, a SpecForge folder)."""
     path = Path(path)
+    reader = path_reader(path, options.get("fmt_name"))
+    if isinstance(reader, Problem):
+        return FileResult(str(path), "failed", problems=[reader])
+    if reader is not None:
+        return ingest_store(engine, str(path), reader, **options)
     why = not_a_file(path)
     if why is not None:
         return FileResult(str(path), "failed", problems=[Problem(str(path), None, None, why, "parse")])

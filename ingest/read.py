@@ -1,12 +1,17 @@
 """Reading a file before anything is stored: its sha256, its format (detected, or forced and checked), and
 its validated records, parsed with no lock held into a temporary spool. Every problem is reported on its
-line (`file:line: field: message`); nothing here touches the store."""
+line (`file:line: field: message`); nothing here touches the store.
+
+A path that is not one text file (a folder of TensorBoard event files, an `mlflow.db`, a W&B offline run, a
+Trackio store, a SpecForge config or output folder) is a path source: the tracker reader that detects it
+(`ingest.trackers`), a digest of the files it reads, and its records into the same spool."""
 
 import hashlib
 import io
 import math
 import os
 import pickle
+import sqlite3
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -18,6 +23,7 @@ from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import MetricRows
+from specdash.ingest.trackers.base import TrackerReader
 
 HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
@@ -75,17 +81,20 @@ class Spool:
         self.file = tempfile.TemporaryFile()
         self.batch: list[Located] = []
         self.count = 0
+        self.weight = 0
 
     def add(self, item: Located) -> None:
         self.batch.append(item)
         self.count += 1
-        if len(self.batch) >= SPOOL_BATCH:
+        # a batch of metric rows weighs its steps: a tracker's history comes 2,000 steps a record
+        self.weight += len(item.record.steps) if isinstance(item.record, MetricRows) else 1
+        if self.weight >= SPOOL_BATCH:
             self._dump()
 
     def _dump(self) -> None:
         if self.batch:
             pickle.dump(self.batch, self.file, protocol=pickle.HIGHEST_PROTOCOL)
-            self.batch = []
+            self.batch, self.weight = [], 0
 
     def __iter__(self) -> Iterator[Located]:
         self._dump()
@@ -232,3 +241,71 @@ def open_regular(path: Path) -> BinaryIO:
         os.close(fd)
         raise OSError(f"{path}: not a regular file")
     return os.fdopen(fd, "rb")
+
+
+# --- path sources: a tracker's store, a SpecForge config or output folder ---------------------------------
+def path_reader(path: Path, fmt_name: str | None) -> TrackerReader | Problem | None:
+    """The tracker reader of `path` (a folder, a tracker's file, a SpecForge config), or None for a file a
+    text format reads (and anything else, whose problem the text path tells)."""
+    from specdash.ingest.trackers import reader_for, reader_named
+
+    name = str(path)
+    if fmt_name and fmt_name in BY_NAME:
+        return None
+    if fmt_name:
+        forced = reader_named(fmt_name)
+        if forced is None or forced.detect(name):
+            return forced
+        return Problem(name, None, None, f"--format {fmt_name} does not fit this path", "parse")
+    if path.is_dir():
+        return reader_for(name) or Problem(
+            name, None, None, "a folder holding no tracker store or SpecForge output specdash reads", "parse"
+        )
+    if not path.is_file():
+        return None
+    try:
+        with open_regular(path) as stream:
+            head = stream.read(HEAD_BYTES)
+    except OSError:
+        return None
+    if b"\x00" not in head and detect_format(head.decode("utf-8-sig", errors="replace"), name):
+        return None
+    return reader_for(name)
+
+
+def reader_format(reader: TrackerReader) -> Format:
+    """A tracker reader as the format its records are stored under (it reads paths, never text)."""
+    return Format(reader.name, reader.help, lambda head, name: False, reader.read, bulk_points=True)
+
+
+def store_digest(reader: TrackerReader, path: str) -> tuple[str | None, int]:
+    """The sha256 of what the reader reads at `path` (each file's name relative to it, its size and its
+    content, or its time for a file read by presence) and their total size; None when it reads no file."""
+    inputs = reader.inputs(path)
+    if not inputs:
+        return None, 0
+    root, size = Path(path), 0
+    digest = hashlib.sha256(f"{reader.name}\n".encode())
+    for file, whole in inputs:
+        info = os.stat(file)
+        size += info.st_size
+        name = file.relative_to(root).as_posix() if file.is_relative_to(root) else file.name
+        digest.update(f"{name}\0{info.st_size}\0".encode())
+        if not whole:
+            digest.update(f"{info.st_mtime_ns}\0".encode())
+            continue
+        with open(file, "rb") as stream:
+            while chunk := stream.read(CHUNK_BYTES):
+                digest.update(chunk)
+    return digest.hexdigest(), size
+
+
+def read_store(
+    reader: TrackerReader, path: str, link: Any, problems: list[Problem], sink: Callable[[Located], None]
+) -> None:
+    """Every valid record the reader gives into sink(Located); its problems go to `problems`."""
+    try:
+        for item in checked(reader.read(path, link), path, problems):
+            sink(item)
+    except (OSError, sqlite3.Error) as exc:
+        problems.append(Problem(path, None, None, f"cannot read: {exc}", "parse"))

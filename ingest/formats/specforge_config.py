@@ -23,9 +23,9 @@ from specdash.ingest.jsontext import JSONPositionError
 from specdash.ingest.lines import read_document
 from specdash.ingest.links import parse_checkpoint_name
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import CheckpointRecord
+from specdash.ingest.records import CheckpointRecord, RunRecord
 from specdash.ingest.setting import algorithm_name
-from specdash.ingest.trackers.base import TrackerReader
+from specdash.ingest.trackers.base import Input, TrackerReader
 from specdash.ingest.yamltext import YAMLPositionError, invalid_document, load_yaml_or_json
 
 NAME = "specforge-config"
@@ -49,6 +49,26 @@ def detect(path: str) -> bool:
             return file.is_file() and looks_like_config(handle.read(64 * 1024), file.name)
     except OSError:
         return False
+
+
+def load_config(text: str | None, path: str) -> dict | Problem:
+    """The config's mapping, or the problem that stops it being one (too long, not YAML/JSON, no target)."""
+    if text is None or len(text) > MAX_CONFIG_CHARS:
+        return Problem(path, None, None, f"a config over {MAX_CONFIG_CHARS:,} characters", "parse")
+    data = _load(text, path)
+    if isinstance(data, dict) and not _section(data, "model").get("target_model_path"):
+        return Problem(path, None, "model.target_model_path", "missing: not a SpecForge training config")
+    return data
+
+
+def announce_config(path: str, fields: dict) -> Iterator:
+    """The config's run record (at line 1), or each field the records refuse."""
+    try:
+        yield Located(1, run_record(**fields))
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            field = ".".join(str(part) for part in error["loc"]) or None
+            yield Problem(path, None, field, error["msg"])
 
 
 def _load(text: str, path: str) -> dict | Problem:
@@ -142,30 +162,40 @@ def read(path: str, link=None) -> Iterator:
 
 def parse(stream: TextIO, path: str, link=None) -> Iterator:
     """The run of a config read from `stream`; checkpoints too when `path` is the config on disk."""
-    text = read_document(stream, MAX_CONFIG_CHARS)
-    if text is None:
-        yield Problem(path, None, None, f"a config over {MAX_CONFIG_CHARS:,} characters", "parse")
-        return
-    data = _load(text, path)
+    data = load_config(read_document(stream, MAX_CONFIG_CHARS), path)
     if isinstance(data, Problem):
         yield data
         return
-    if not _section(data, "model").get("target_model_path"):
-        yield Problem(path, None, "model.target_model_path", "missing: not a SpecForge training config")
-        return
     forced = link.run if link is not None and link.run else None
-    try:
-        run = run_record(**run_of_config(data, path, forced))
-    except ValidationError as exc:
-        for error in exc.errors(include_url=False):
-            field = ".".join(str(part) for part in error["loc"]) or None
-            yield Problem(path, None, field, error["msg"])
+    announced = list(announce_config(path, run_of_config(data, path, forced)))
+    yield from announced
+    if not announced or not isinstance(run := announced[0], Located):
         return
-    yield Located(1, run)
+    assert isinstance(run.record, RunRecord)
     folder = _output_folder(path, data.get("output_dir"))
     if folder is not None and data.get("run_id"):
-        for checkpoint in checkpoint_folders(folder, str(data["run_id"]), run.name):
+        for checkpoint in checkpoint_folders(folder, str(data["run_id"]), run.record.name):
             yield Located(None, checkpoint)
 
 
-READER = TrackerReader(NAME, HELP, detect, read)
+def state_inputs(folder: Path, run_id: str) -> list[Input]:
+    """The checkpoints' state files, by presence (name, size, time): they hold the optimizer's state."""
+    found = checkpoint_folders(folder, run_id)
+    return [(Path(checkpoint.path) / STATE_FILE, False) for checkpoint in found if checkpoint.path]
+
+
+def inputs(path: str) -> list[Input]:
+    found: list[Input] = [(Path(path), True)]
+    try:
+        with open(path, encoding="utf-8") as stream:
+            data = load_config(read_document(stream, MAX_CONFIG_CHARS), path)
+    except (OSError, UnicodeDecodeError):
+        return found
+    if isinstance(data, dict) and data.get("run_id"):
+        folder = _output_folder(path, data.get("output_dir"))
+        if folder is not None:
+            found += state_inputs(folder, str(data["run_id"]))
+    return found
+
+
+READER = TrackerReader(NAME, HELP, detect, read, inputs)

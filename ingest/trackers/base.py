@@ -1,13 +1,22 @@
-"""What every tracker reader gives: its name, help, detect(path) and read(path, link)."""
+"""What every tracker reader gives: its name, help, detect(path), read(path, link) and inputs(path)."""
 
 import importlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from specdash.ingest.formats.base import Located
 from specdash.ingest.problems import Problem
+
+# A file a reader reads, and whether its content says what was read (True: hashed whole) or only its
+# presence does (False: its name, size and modification time, as for a checkpoint's multi-GB state file).
+Input = tuple[Path, bool]
+
+
+def no_inputs(path: str) -> list[Input]:
+    return []
 
 
 @dataclass(frozen=True)
@@ -16,6 +25,12 @@ class TrackerReader:
     help: str
     detect: Callable[[str], bool]
     read: Callable[..., Iterator["Located | Problem"]]
+    # The files read from `path`, which make its digest: a store read again unchanged is skipped.
+    inputs: Callable[[str], list[Input]] = no_inputs
+
+
+def whole(files: Iterable[Path]) -> list[Input]:
+    return [(file, True) for file in files]
 
 
 def extra_problem(path: str, package: str, extra: str = "trackers") -> Problem:

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 
 from specdash.ingest.formats.base import Located
 from specdash.ingest.problems import Problem
-from specdash.ingest.trackers.base import TrackerReader, extra_problem
+from specdash.ingest.trackers.base import Input, TrackerReader, extra_problem, whole
 from specdash.ingest.trackers.batching import metric_batches
 from specdash.ingest.trackers.runs import announce, run_fields
 from specdash.ingest.yamltext import YAMLPositionError, load_yaml_with_lines
@@ -219,4 +219,19 @@ def read(path: str, link=None) -> Iterator["Located | Problem"]:
         )
 
 
-READER = TrackerReader(NAME, HELP, detect, read)
+def inputs(path: str) -> list[Input]:
+    """The SQLite file (and its -wal), or every file of a file store but its runs' artifacts; a
+    tracking server has none (nothing to tell a second read by)."""
+    if (db := _sqlite_path(path)) is not None:
+        return whole([db, *(w for w in [db.with_name(db.name + "-wal")] if w.is_file())])
+    folder = _folder_path(path)
+    if folder is None:
+        return []
+    found: list[Path] = []
+    for directory, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "artifacts")
+        found.extend(Path(directory) / name for name in sorted(files))
+    return whole(found)
+
+
+READER = TrackerReader(NAME, HELP, detect, read, inputs)

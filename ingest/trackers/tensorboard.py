@@ -16,7 +16,14 @@ from pathlib import Path
 from specdash.ingest.formats.base import Located
 from specdash.ingest.formats.common import run_record
 from specdash.ingest.problems import Problem
-from specdash.ingest.trackers.base import TrackerReader, decoded, extra_module, extra_problem
+from specdash.ingest.trackers.base import (
+    Input,
+    TrackerReader,
+    decoded,
+    extra_module,
+    extra_problem,
+    whole,
+)
 from specdash.ingest.trackers.batching import metric_batches
 
 NAME = "tensorboard"
@@ -133,4 +140,8 @@ def read(path: str, link=None) -> Iterator["Located | Problem"]:
         yield from problems
 
 
-READER = TrackerReader(NAME, HELP, detect, read)
+def inputs(path: str) -> list[Input]:
+    return whole(event_files(path))
+
+
+READER = TrackerReader(NAME, HELP, detect, read, inputs)

@@ -13,7 +13,7 @@ from pathlib import Path
 from specdash.ingest.formats.base import Located
 from specdash.ingest.formats.metric_names import flatten
 from specdash.ingest.problems import Problem
-from specdash.ingest.trackers.base import TrackerReader
+from specdash.ingest.trackers.base import Input, TrackerReader, whole
 from specdash.ingest.trackers.batching import metric_batches
 from specdash.ingest.trackers.runs import announce, run_fields
 
@@ -112,4 +112,10 @@ def read(path: str, link=None) -> Iterator["Located | Problem"]:
         yield from _read(file, forced)
 
 
-READER = TrackerReader(NAME, HELP, detect, read)
+def inputs(path: str) -> list[Input]:
+    files = stores(path)
+    # a store in WAL mode keeps its latest rows in the -wal file beside it
+    return whole([*files, *(w for f in files if (w := f.with_name(f.name + "-wal")).is_file())])
+
+
+READER = TrackerReader(NAME, HELP, detect, read, inputs)

@@ -22,7 +22,14 @@ from typing import Any
 from specdash.ingest.formats.base import Located
 from specdash.ingest.formats.specforge_config import run_of_config
 from specdash.ingest.problems import Problem
-from specdash.ingest.trackers.base import TrackerReader, decoded, extra_module, extra_problem
+from specdash.ingest.trackers.base import (
+    Input,
+    TrackerReader,
+    decoded,
+    extra_module,
+    extra_problem,
+    whole,
+)
 from specdash.ingest.trackers.batching import metric_batches
 from specdash.ingest.trackers.runs import announce, run_fields
 
@@ -188,4 +195,8 @@ def read(path: str, link=None) -> Iterator["Located | Problem"]:
         yield from problems
 
 
-READER = TrackerReader(NAME, HELP, detect, read)
+def inputs(path: str) -> list[Input]:
+    return whole(run_files(path))
+
+
+READER = TrackerReader(NAME, HELP, detect, read, inputs)

@@ -2,17 +2,14 @@
 (mlflow.db), a file store (mlruns/), and the client path a tracking server takes. Numbers are the test's own."""
 
 import math
-import time
 
 import pytest
 
 from specdash.ingest.problems import Problem
 from specdash.ingest.trackers import mlflow_store, reader_for
-from tests.tracker_support import collect
+from tests.tracker_support import collect, fill_mlflow
 
 mlflow = pytest.importorskip("mlflow")
-from mlflow.entities import Metric, Param  # noqa: E402
-from mlflow.tracking import MlflowClient  # noqa: E402
 
 HISTORY = {
     10: {"train/acc_0": 0.625, "train/acc_1": 0.4375, "train/loss": 6.5, "train/lr": 1e-05},
@@ -28,18 +25,7 @@ PARAMS = {
 
 
 def fill(uri: str, run_name: str, history=HISTORY, params=PARAMS, finish=True) -> str:
-    client = MlflowClient(tracking_uri=uri)
-    experiment = client.get_experiment_by_name("specforge")
-    experiment_id = experiment.experiment_id if experiment else client.create_experiment("specforge")
-    run = client.create_run(experiment_id, run_name=run_name)
-    now = int(time.time() * 1000)
-    client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
-    for step, values in history.items():  # as SpecForge's MLflowTracker.log: log_metrics(values, step=step)
-        metrics = [Metric(k, v, now + step, step) for k, v in values.items()]
-        client.log_batch(run.info.run_id, metrics=metrics)
-    if finish:
-        client.set_terminated(run.info.run_id)
-    return run.info.run_id
+    return fill_mlflow(uri, run_name, history, params, finish)
 
 
 def check(got, run):

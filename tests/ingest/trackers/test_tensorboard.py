@@ -12,16 +12,9 @@ from specdash.ingest.trackers import reader_for
 from specdash.ingest.trackers import tensorboard as tb
 from specdash.ingest.trackers.batching import BATCH_STEPS
 from tests.tracker_support import collect
+from tests.tracker_support import write_events as write
 
 tensorboardX = pytest.importorskip("tensorboardX")
-
-
-def write(log_dir, steps: dict[int, dict[str, float]], **options):
-    writer = tensorboardX.SummaryWriter(log_dir=str(log_dir), **options)
-    for step, values in steps.items():
-        for key, value in values.items():  # as SpecForge's TensorboardTracker.log: one add_scalar per key
-            writer.add_scalar(key, value, global_step=step)
-    writer.close()
 
 
 def write_tensor_scalars(log_dir, steps: dict[int, dict[str, float]]):
