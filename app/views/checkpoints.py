@@ -8,6 +8,7 @@ import streamlit as st
 
 from specdash.app import advisory_panel, charts, state, urlstate, widgets
 from specdash.app.text import md
+from specdash.costmodel.accuracies import accuracy_position
 from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX, comparison_table
 
 # More checkpoints than this on one axis stop being readable; the latest ones are preselected.
@@ -189,7 +190,7 @@ else:
     with right:
         # per-position training accuracy (train/acc_0, train/acc_1, ...) of every chosen run, in position
         # order; other accuracy keys (epoch averages, eval) are offered but not preselected
-        per_position = [k for k in acc_keys if re.fullmatch(r"(train/)?acc_\d+", k)]
+        per_position = [k for k in acc_keys if accuracy_position(k) is not None]
         acc_key = f"checkpoints_acc_{run_ids}"
         url_state.restore_many(acc_key, "acc", acc_keys)
         if acc_key not in st.session_state:
