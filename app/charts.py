@@ -1,5 +1,6 @@
-"""Plotly figures of the Overview and Checkpoints pages, built from query frames; plain functions, testable
-without Streamlit. Names from files go through plotly_text(): they are shown as text, never as markup."""
+"""Plotly figures of the Checkpoints page, and the styles and empty figure every page's figures share; plain
+functions of query frames, testable without Streamlit (the Overview's figure is app/parity_charts.py).
+Names from files go through plotly_text(): they are shown as text, never as markup."""
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -7,15 +8,9 @@ from plotly.colors import qualitative
 
 from specdash.app.text import abbreviate, plotly_text
 from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX
-from specdash.labels import setting_label
 
 # D3 without its grey, which the "other runs" use
 RUN_COLOURS = [c for c in qualitative.D3 if c.upper() != "#7F7F7F"]
-OTHER_COLOUR = "#b0b0b0"
-# Past this many runs the parity legend would stop being readable: the rest share one grey colour.
-MAX_COLOURED_RUNS = 8
-# Past this many points, WebGL keeps the browser responsive.
-WEBGL_POINTS = 1500
 SOURCE_DASH = {"theory": "solid", "calibrated": "dash"}
 # Sources are told apart by marker and colour, never colour alone; every colour reads on white and on
 # Streamlit's dark background (black measured diamonds vanished in dark mode).
@@ -27,7 +22,8 @@ EXTERNAL_SYMBOLS = ["triangle-up", "x", "star", "cross"]
 EMPTY_HEIGHT = 220
 
 
-def _empty(message: str) -> go.Figure:
+def empty_figure(message: str) -> go.Figure:
+    """A figure that only says `message` (nothing to draw)."""
     fig = go.Figure()
     fig.add_annotation(
         text=message,
@@ -65,117 +61,6 @@ def run_colours(runs: list[str]) -> dict[str, str]:
     return {run: RUN_COLOURS[i % len(RUN_COLOURS)] for i, run in enumerate(runs)}
 
 
-PARITY_COLOUR_BY = ("run", "deployment", "dataset")
-
-
-def parity_figure(
-    frame: pd.DataFrame, threshold: float, height: int = 520, colour_by: str = "run"
-) -> go.Figure:
-    """Measured vs predicted tok/s, one point per benchmark coloured by run (or deployment, or dataset), with
-    the ±threshold band; the largest groups get their own colour, the rest share grey."""
-    if frame.empty:
-        return _empty("No benchmark has a prediction yet")
-    top = float(max(frame["predicted_tps"].max(), frame["measured_tps"].max())) * 1.08
-    xs = [0.0, top]
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=[x * (1 - threshold) for x in xs],
-            mode="lines",
-            line=dict(width=0),
-            hoverinfo="skip",
-            showlegend=False,
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=[x * (1 + threshold) for x in xs],
-            mode="lines",
-            fill="tonexty",
-            fillcolor="rgba(44,160,44,0.15)",
-            line=dict(width=0),
-            hoverinfo="skip",
-            name=f"within ±{threshold:.0%}",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=xs,
-            mode="lines",
-            line=dict(color="#2ca02c", dash="dash", width=1),
-            name="measured = predicted",
-            hoverinfo="skip",
-        )
-    )
-    frame = frame.assign(
-        setting=frame.apply(setting_label, axis=1),
-        dataset=frame["dataset"].astype(object).where(frame["dataset"].notna(), "-"),
-    )
-    groups_of = frame[colour_by].astype(str)
-    by_size = groups_of.value_counts()
-    coloured = sorted(by_size.index[:MAX_COLOURED_RUNS])
-    colours = run_colours(coloured)
-    short = abbreviate(coloured, 34)
-    frame = frame.assign(colour_group=groups_of.where(groups_of.isin(coloured), None))
-    scatter = go.Scattergl if len(frame) > WEBGL_POINTS else go.Scatter
-    groups = [(name, frame[frame["colour_group"] == name]) for name in coloured]
-    others = frame[frame["colour_group"].isna()]
-    if not others.empty:
-        groups.append((None, others))
-    for name, group in groups:
-        label = (
-            plotly_text(short[name])
-            if name is not None
-            else f"{others[colour_by].nunique()} other {colour_by}s"
-        )
-        custom = pd.DataFrame(
-            {
-                "run": group["run"].map(plotly_text),
-                "checkpoint": group["checkpoint"].map(plotly_text),
-                "deployment": group["deployment"].map(plotly_text),
-                "setting": group["setting"],
-                "gap": group["gap"],
-                "benchmark": group["benchmark_id"],
-                "dataset": group["dataset"].map(plotly_text),
-            }
-        )
-        fig.add_trace(
-            scatter(
-                x=group["predicted_tps"],
-                y=group["measured_tps"],
-                mode="markers",
-                name=label,
-                marker=dict(
-                    size=9 if len(frame) <= WEBGL_POINTS else 5,
-                    color=colours.get(name, OTHER_COLOUR),
-                    line=dict(width=0.5, color="rgba(255,255,255,0.6)"),
-                ),
-                customdata=custom.to_numpy(),
-                hovertemplate=(
-                    "<b>%{customdata[0]} / %{customdata[1]}</b><br>%{customdata[2]}<br>%{customdata[3]}, "
-                    "%{customdata[6]}<br>predicted %{x:.1f} tok/s<br>measured %{y:.1f} tok/s<br>gap "
-                    "%{customdata[4]:+.1%}<br>benchmark %{customdata[5]}<extra></extra>"
-                ),
-            )
-        )
-    fig.update_layout(
-        xaxis_title="predicted decode tok/s (per request)",
-        yaxis_title="measured decode tok/s (per request)",
-        # both axes start at zero (a tok/s is never negative); equal scales keep the diagonal at 45°
-        xaxis=dict(range=[0, top], rangemode="nonnegative", constrain="domain"),
-        yaxis=dict(
-            range=[0, top], rangemode="nonnegative", scaleanchor="x", scaleratio=1, constrain="domain"
-        ),
-        height=height,
-        legend=dict(orientation="h", yanchor="top", y=-0.14, x=0),
-        margin=dict(t=10, l=10, r=10, b=10),
-    )
-    return fig
-
-
 def checkpoint_labels(frame: pd.DataFrame) -> pd.Series:
     """Axis labels: `epoch_3` when one run is shown, `run / epoch_3` when several are; long names
     abbreviated (the hover has them in full, from full_checkpoint_names)."""
@@ -205,6 +90,80 @@ def _band(x: list, low: list, high: list, colour: str, group: str) -> go.Scatter
     )
 
 
+def _add_predicted_lines(
+    fig: go.Figure,
+    group: pd.DataFrame,
+    source: str,
+    style: dict[str, str],
+    runs: list,
+    predicted_col: str,
+    value: str,
+    fmt: str,
+) -> None:
+    """One source's predictions: a line per run over its checkpoints (hollow markers where extrapolated),
+    with a band for the expected error (error bars at a lone checkpoint) where it has one; the source is
+    one legend entry."""
+    in_legend = False
+    for run in runs:
+        line = group[group["run"] == run].dropna(subset=[predicted_col])
+        if line.empty:
+            continue
+        x, y = line["label"].tolist(), line[predicted_col].astype(float).tolist()
+        band = line["error_band"].astype(float) if value == "tps" and "error_band" in line else None
+        has_band = band is not None and band.notna().any()
+        if has_band and len(line) > 1:
+            spread = band.fillna(0).tolist()
+            fig.add_trace(
+                _band(
+                    x,
+                    [v * (1 - b) for v, b in zip(y, spread, strict=True)],
+                    [v * (1 + b) for v, b in zip(y, spread, strict=True)],
+                    style["color"],
+                    f"predicted {source}",
+                )
+            )
+        open_symbol = style["symbol"] + "-open"
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines+markers",
+                name=f"predicted: {plotly_text(source)}",
+                legendgroup=f"predicted {source}",
+                showlegend=not in_legend,
+                line=dict(dash=style["dash"], width=2, color=style["color"]),
+                marker=dict(
+                    symbol=[open_symbol if e else style["symbol"] for e in line["extrapolated"]],
+                    size=9,
+                    color=style["color"],
+                    line=dict(width=1.5, color=style["color"]),
+                ),
+                error_y=dict(
+                    type="data",
+                    array=[v * b for v, b in zip(y, band.fillna(0), strict=True)],
+                    visible=bool(has_band and len(line) == 1),
+                    color=style["color"],
+                )
+                if has_band
+                else None,
+                customdata=list(
+                    zip(
+                        line["full"],
+                        line["extrapolated"].map({True: " (extrapolated)", False: ""}),
+                        (band.fillna(0) * 100).round(0) if has_band else [0] * len(line),
+                        strict=True,
+                    )
+                ),
+                hovertemplate=(
+                    f"%{{customdata[0]}}: %{{y:{fmt}}}%{{customdata[1]}}"
+                    + (" ± %{customdata[2]:.0f}%" if has_band else "")
+                    + f"<extra>{plotly_text(source)}</extra>"
+                ),
+            )
+        )
+        in_legend = True
+
+
 def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
     """Per checkpoint: measured (diamonds, error bars over repeated benchmarks) and predicted from every
     source (a line each, told apart by marker, colour and dash; hollow markers where the prediction is
@@ -220,7 +179,7 @@ def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
         )
     )
     if frame.empty:
-        return _empty("No benchmarks for this selection")
+        return empty_figure("No benchmarks for this selection")
     frame = frame.assign(label=checkpoint_labels(frame).map(plotly_text), full=full_checkpoint_names(frame))
     order = list(dict.fromkeys(frame["label"]))
     runs = list(dict.fromkeys(frame["run"]))
@@ -228,67 +187,10 @@ def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
     sources = sorted(set(frame["source"].dropna()), key=lambda s: (s not in SOURCE_COLOURS, s))
     external = [s for s in sources if s not in SOURCE_COLOURS]
     for source in sources:
-        group = frame[frame["source"] == source]
         style = source_style(source, external)
-        in_legend = False
-        for run in runs:
-            line = group[group["run"] == run].dropna(subset=[predicted_col])
-            if line.empty:
-                continue
-            x, y = line["label"].tolist(), line[predicted_col].astype(float).tolist()
-            band = line["error_band"].astype(float) if value == "tps" and "error_band" in line else None
-            has_band = band is not None and band.notna().any()
-            if has_band and len(line) > 1:
-                spread = band.fillna(0).tolist()
-                fig.add_trace(
-                    _band(
-                        x,
-                        [v * (1 - b) for v, b in zip(y, spread, strict=True)],
-                        [v * (1 + b) for v, b in zip(y, spread, strict=True)],
-                        style["color"],
-                        f"predicted {source}",
-                    )
-                )
-            open_symbol = style["symbol"] + "-open"
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines+markers",
-                    name=f"predicted: {plotly_text(source)}",
-                    legendgroup=f"predicted {source}",
-                    showlegend=not in_legend,
-                    line=dict(dash=style["dash"], width=2, color=style["color"]),
-                    marker=dict(
-                        symbol=[open_symbol if e else style["symbol"] for e in line["extrapolated"]],
-                        size=9,
-                        color=style["color"],
-                        line=dict(width=1.5, color=style["color"]),
-                    ),
-                    error_y=dict(
-                        type="data",
-                        array=[v * b for v, b in zip(y, band.fillna(0), strict=True)],
-                        visible=bool(has_band and len(line) == 1),
-                        color=style["color"],
-                    )
-                    if has_band
-                    else None,
-                    customdata=list(
-                        zip(
-                            line["full"],
-                            line["extrapolated"].map({True: " (extrapolated)", False: ""}),
-                            (band.fillna(0) * 100).round(0) if has_band else [0] * len(line),
-                            strict=True,
-                        )
-                    ),
-                    hovertemplate=(
-                        f"%{{customdata[0]}}: %{{y:{fmt}}}%{{customdata[1]}}"
-                        + (" ± %{customdata[2]:.0f}%" if has_band else "")
-                        + f"<extra>{plotly_text(source)}</extra>"
-                    ),
-                )
-            )
-            in_legend = True
+        _add_predicted_lines(
+            fig, frame[frame["source"] == source], source, style, runs, predicted_col, value, fmt
+        )
     measured = frame.drop_duplicates("checkpoint_id").dropna(subset=[measured_col])
     if not measured.empty:
         fig.add_trace(
@@ -339,7 +241,7 @@ def training_figure(
     spans each bucket's min to max. With smoothing the raw line stays as a faint trace under the smoothed one;
     a log y axis for losses that fall by orders of magnitude."""
     if curves.empty:
-        return _empty("No training metrics for this selection")
+        return empty_figure("No training metrics for this selection")
     fig = go.Figure()
     names = list(dict.fromkeys(curves[colour_by]))
     colours = run_colours(names)
@@ -402,7 +304,7 @@ def training_figure(
 def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
     """Conditional acceptance per draft position, one line per checkpoint: where a drafter loses tokens."""
     if frame.empty:
-        return _empty("No per-position acceptance for these checkpoints")
+        return empty_figure("No per-position acceptance for these checkpoints")
     fig = go.Figure()
     frame = frame.assign(label=checkpoint_labels(frame).map(plotly_text))
     for label, line in frame.groupby("label", sort=False):

@@ -187,6 +187,9 @@ def _advise_on(
     source: str,
 ) -> None:
     """The run's advice on one deployment, at every load it was measured at (else batch 1)."""
+    trained_depth = run.ttt_length
+    if trained_depth is None:  # advise_runs selects only runs with a trained depth
+        return
     pset = _parameter_set(session, deployment)
     costs = cost_set(pset)
     baselines = advising.baselines
@@ -202,7 +205,7 @@ def _advise_on(
             # the profile's costs, the priors for what it leaves unstated, at this load
             costs.costs(baseline_tps, facts, concurrency=concurrency, reference_baseline_tps=reference_tps),
             scaled,
-            run.ttt_length,
+            trained_depth,
             min_gain=advising.min_gain,
         )
         label = deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
@@ -396,7 +399,7 @@ def following_since(session: Session, since) -> bool:
     """Whether some followed file was read after `since` (a follower is probably running)."""
     from specdash.db.live_models import FollowedFile
 
-    return (
-        session.scalar(select(func.count()).select_from(FollowedFile).where(FollowedFile.updated_at >= since))
-        > 0
+    read = session.scalar(
+        select(func.count()).select_from(FollowedFile).where(FollowedFile.updated_at >= since)
     )
+    return (read or 0) > 0

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import case, func, select, true
+from sqlalchemy import ColumnElement, case, func, select, true
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
@@ -96,7 +96,7 @@ def _filtered(session: Session, filters: AlertFilters):
         query = query.where(Alert.status.in_(filters.statuses))
     if filters.severities:
         named = [s for s in filters.severities if s != "none"]
-        condition = Alert.severity.in_(named)
+        condition: ColumnElement[bool] = Alert.severity.in_(named)
         if "none" in filters.severities:
             condition = condition | Alert.severity.is_(None)
         query = query.where(condition)
@@ -188,8 +188,9 @@ def alert_detail(session: Session, alert_id: int) -> dict[str, Any] | None:
     if not rows:
         return None
     detail = rows[0]
-    bench = session.get(Benchmark, alert_id)
-    alert = session.get(Alert, alert_id)
+    # the verdict select above joins both: they are there
+    bench = session.get_one(Benchmark, alert_id)
+    alert = session.get_one(Alert, alert_id)
     pred = alert.gap.prediction if alert.gap is not None else None
     detail.update(
         drafter_path=bench.drafter_path,

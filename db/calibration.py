@@ -400,7 +400,7 @@ def apply_calibration(session: Session, report: CalibrationReport) -> ParameterS
         session,
         "calibrate",
         "parameter_set",
-        session.get(Deployment, report.deployment_id).name,
+        session.get_one(Deployment, report.deployment_id).name,
         "calibrated version",
         max(replaced) if replaced else None,
         pset.version,

@@ -121,7 +121,11 @@ def speculation_settings(
             Benchmark.concurrency,
         )
     )
-    return [SpeculationSetting(*row) for row in session.execute(query)]
+    return [
+        SpeculationSetting(algorithm, steps, topk, tokens, concurrency)
+        for algorithm, steps, topk, tokens, concurrency in session.execute(query)
+        if algorithm is not None  # always, by the query's filter: this narrows the type
+    ]
 
 
 def _matches(setting: SpeculationSetting):

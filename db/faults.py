@@ -50,7 +50,7 @@ def explain(exc: BaseException, url: str | None = None) -> str | None:
         return str(exc)
     where = _where(url)
     if isinstance(exc, OSError):
-        template = _OS.get(exc.errno)
+        template = _OS.get(exc.errno) if exc.errno is not None else None
         target = exc.filename or where
         if template:
             return template.format(where=target)

@@ -75,6 +75,7 @@ def deployment_facts(deployment) -> DeploymentFacts:
     name."""
     experts = getattr(deployment, "target_num_experts", None)
     active = getattr(deployment, "target_active_params_b", None)
+    architecture: TargetArchitecture | None
     if experts or active:
         architecture = TargetArchitecture(
             getattr(deployment, "target_total_params_b", None),

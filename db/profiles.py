@@ -78,9 +78,10 @@ def save_deployment(
         session.add(deployment)
         record_change(session, "profile", "deployment", record.name, note="created")
     else:
-        deployment = session.get(Deployment, deployment_id)
-        if deployment is None:
+        found = session.get(Deployment, deployment_id)
+        if found is None:
             raise ProfileError(f"deployment: no deployment with id {deployment_id}")
+        deployment = found
     for name in PROFILE_FIELDS:
         if deployment_id is not None and not _same(getattr(deployment, name), getattr(record, name)):
             _set_recorded(session, deployment, name, getattr(record, name))
@@ -108,11 +109,11 @@ def profile_values(session: Session, deployment_id: int) -> dict:
 def profile_revision(session: Session, deployment_id: int) -> int:
     """The deployment's latest parameter-set version (0 before the first): it changes with every saved
     profile, restore or calibration, so a form keyed on it is pre-filled afresh."""
-    return session.scalar(
+    return session.execute(
         select(func.coalesce(func.max(ParameterSet.version), 0)).where(
             ParameterSet.deployment_id == deployment_id
         )
-    )
+    ).scalar_one()
 
 
 def _same(old, new) -> bool:
@@ -262,7 +263,8 @@ def applied_version(session: Session, report: CalibrationReport) -> int | None:
         )
         same_benchmarks = sorted((pset.fit or {}).get("benchmark_ids", [])) == sorted(report.benchmark_ids)
         if same_benchmarks and all(
-            abs(a - b) <= 1e-9 * max(1.0, abs(a)) for a, b in zip(stored, wanted, strict=True)
+            a is not None and abs(a - b) <= 1e-9 * max(1.0, abs(a))
+            for a, b in zip(stored, wanted, strict=True)
         ):
             return pset.version
     return None

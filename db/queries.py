@@ -169,7 +169,7 @@ def parity_frame(
     query = _parity_select(source)
     if max_points is not None and total is None:
         total = parity_total(session, source)
-    if max_points is None or total <= max_points:
+    if max_points is None or total is None or total <= max_points:
         return frame_of(session, query.order_by(Benchmark.id))
     worst_n = max_points // 4
     # the largest |gap|s are among the largest and the smallest gaps: two walks of the gap index

@@ -4,7 +4,7 @@ deleting a run or an ingested file (undoing an ingest) with the rows it would re
 from dataclasses import dataclass
 
 import pandas as pd
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from specdash.db.changes import record_change
@@ -194,9 +194,10 @@ def delete_runs(session: Session, run_ids: list[int]) -> Removal:
         delete(Gap).where(or_(Gap.benchmark_id.in_(benchmark_ids), Gap.prediction_id.in_(prediction_ids)))
     )
     session.execute(
-        Benchmark.__table__.update()
+        update(Benchmark)
         .where(Benchmark.superseded_by_id.in_(benchmark_ids))
         .values(superseded_by_id=None)
+        .execution_options(synchronize_session=False)
     )
     session.execute(delete(Benchmark).where(Benchmark.id.in_(benchmark_ids)))
     session.execute(delete(Prediction).where(Prediction.id.in_(prediction_ids)))
@@ -265,9 +266,10 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, Refre
     )
     session.execute(delete(Gap).where(Gap.benchmark_id.in_(benchmark_ids)))
     session.execute(
-        Benchmark.__table__.update()
+        update(Benchmark)
         .where(Benchmark.superseded_by_id.in_(benchmark_ids))
         .values(superseded_by_id=None)
+        .execution_options(synchronize_session=False)
     )
     session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == file_id))
     session.execute(delete(IngestedFile).where(IngestedFile.id == file_id))

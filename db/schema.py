@@ -51,8 +51,9 @@ def revision_history() -> tuple[str, ...]:
         if not script.name.endswith(".py") or script.name.startswith("__"):
             continue
         found = {m[1]: m[2] or m[3] or None for m in _REVISION_LINE.finditer(script.read_text())}
-        if "revision" in found:
-            parents[found["revision"]] = found.get("down_revision")
+        revision = found.get("revision")
+        if revision is not None:
+            parents[revision] = found.get("down_revision")
     children = {parent: rev for rev, parent in parents.items()}
     history, rev = [], children.get(None)
     while rev is not None:

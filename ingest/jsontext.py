@@ -53,7 +53,9 @@ class _Cursor:
         return self._line
 
     def skip(self) -> str:
-        self.pos = _WS.match(self.text, self.pos).end()
+        match = _WS.match(self.text, self.pos)
+        assert match is not None  # a pattern of `*` matches, if only the empty string
+        self.pos = match.end()
         return self.text[self.pos : self.pos + 1]
 
     def expect(self, char: str) -> None:

@@ -20,7 +20,7 @@ MAX_ROWS_PER_STATEMENT = 200  # 800 parameters: under SQLite's oldest limit of 9
 
 def _statement(session: Session, rows: int) -> str | None:
     """INSERT of `rows` points that skips points already stored, for this database; None if unknown."""
-    dialect = session.bind.dialect
+    dialect = session.get_bind().dialect
     mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(dialect.paramstyle)
     if mark is None or dialect.name not in ("sqlite", "postgresql"):
         return None

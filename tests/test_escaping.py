@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import update
 
-from specdash.app import charts
+from specdash.app import parity_charts
 from specdash.app.text import md, plotly_text, unmd
 from specdash.cli.main import cli
 from specdash.db import queries
@@ -46,7 +46,7 @@ def test_the_parity_hover_and_legend_hold_no_html(demo_url):
     rename_story_run(demo_url, MARKUP + " %{x}")
     with reading(make_engine(demo_url)) as session:
         frame = queries.parity_frame(session, "theory")
-    figure = charts.parity_figure(frame, 0.1)
+    figure = parity_charts.parity_figure(frame, 0.1)
     texts = [str(trace.name) for trace in figure.data] + [
         str(cell)
         for trace in figure.data

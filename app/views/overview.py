@@ -3,7 +3,7 @@ run's latest checkpoint stands."""
 
 import streamlit as st
 
-from specdash.app import advisory_panel, charts, state, urlstate
+from specdash.app import advisory_panel, parity_charts, state, urlstate
 from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db.alerts import SEVERITIES
 from specdash.labels import gap_text, setting_label
@@ -44,19 +44,19 @@ with left:
     else:
         url_state = urlstate.UrlState("overview")
         url_state.restore("overview_source", "source", sources)
-        url_state.restore("overview_colour", "colour", charts.PARITY_COLOUR_BY)
+        url_state.restore("overview_colour", "colour", parity_charts.PARITY_COLOUR_BY)
         pick = st.columns(2)
         source = (
             pick[0].selectbox("Prediction source", sources, key="overview_source")
             if len(sources) > 1
             else sources[0]
         )
-        colour_by = pick[1].selectbox("Colour by", charts.PARITY_COLOUR_BY, key="overview_colour")
+        colour_by = pick[1].selectbox("Colour by", parity_charts.PARITY_COLOUR_BY, key="overview_colour")
         url_state.publish("source", source, sources[0])
         url_state.publish("colour", colour_by, "run")
         frame, total = state.parity(url, source)
         st.plotly_chart(
-            charts.parity_figure(frame, threshold, colour_by=colour_by),
+            parity_charts.parity_figure(frame, threshold, colour_by=colour_by),
             width="stretch",
             key="overview_parity",
         )
