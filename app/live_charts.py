@@ -21,6 +21,18 @@ def _layout(fig: go.Figure, title: str, y_title: str) -> go.Figure:
     return fig
 
 
+def _measured(frame: pd.DataFrame, column: str, name: str) -> go.Figure:
+    return go.Figure(
+        go.Scatter(
+            x=frame["measured_at"],
+            y=frame[column],
+            name=name,
+            mode="lines+markers",
+            line=dict(color=MEASURED),
+        )
+    )
+
+
 def _predicted(fig: go.Figure, frame: pd.DataFrame, column: str, name: str) -> None:
     predicted = frame[column]
     if predicted.notna().any():
@@ -37,15 +49,7 @@ def _predicted(fig: go.Figure, frame: pd.DataFrame, column: str, name: str) -> N
 
 def accept_length_figure(frame: pd.DataFrame) -> go.Figure:
     """Measured accept length per window, the predicted one dashed, collapsed windows marked."""
-    fig = go.Figure(
-        go.Scatter(
-            x=frame["measured_at"],
-            y=frame["accept_length"],
-            name="measured accept length",
-            mode="lines+markers",
-            line=dict(color=MEASURED),
-        )
-    )
+    fig = _measured(frame, "accept_length", "measured accept length")
     _predicted(fig, frame, "predicted_accept_length", "predicted accept length")
     collapsed = frame[frame["acceptance"].isin(COLLAPSED)]
     if not collapsed.empty:
@@ -96,15 +100,7 @@ def survival_figure(frame: pd.DataFrame) -> go.Figure:
 
 def tps_figure(frame: pd.DataFrame) -> go.Figure:
     """Per-request decode tok/s against the prediction; the server's aggregate tok/s on its own axis."""
-    fig = go.Figure(
-        go.Scatter(
-            x=frame["measured_at"],
-            y=frame["decode_tps"],
-            name="measured tok/s per request",
-            mode="lines+markers",
-            line=dict(color=MEASURED),
-        )
-    )
+    fig = _measured(frame, "decode_tps", "measured tok/s per request")
     _predicted(fig, frame, "predicted_tps", "predicted tok/s per request")
     if frame["output_throughput"].notna().any():
         fig.add_trace(

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from specdash.costmodel.collapse import COLLAPSE_CODE
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Alert, AlertEvent, Benchmark
+from tests.live_support import wait_for
 from tests.scrape_support import MetricsServer
 from tests.webhook_support import Receiver
 
@@ -36,15 +37,6 @@ class Timed(list):
     def append(self, item) -> None:
         self.times.append(time.monotonic())
         super().append(item)
-
-
-def wait_for(condition, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
 
 
 def count_benchmarks(engine) -> int:
