@@ -14,6 +14,7 @@ pages = [
     st.Page(f"{VIEWS}/runs.py", title="Runs", icon=":material/folder_open:"),
     st.Page(f"{VIEWS}/upload.py", title="Upload", icon=":material/upload_file:"),
     st.Page(f"{VIEWS}/alerts.py", title="Alerts", icon=":material/notification_important:"),
+    st.Page(f"{VIEWS}/live.py", title="Live", icon=":material/sensors:"),
     st.Page(f"{VIEWS}/whatif.py", title="What-if", icon=":material/tune:"),
     st.Page(f"{VIEWS}/settings.py", title="Settings", icon=":material/settings:"),
 ]

@@ -50,7 +50,8 @@ def window_line(engine, window) -> str:
     with reading(engine) as session:
         is_alert, severity, reason = window_verdict(session, benchmark_id)
     line = f"{span}: {', '.join(parts)} -> benchmark #{benchmark_id}"
-    if reason:
+    collapse = window.acceptance is not None and window.acceptance.check.is_alert
+    if reason and not (collapse and reason == window.acceptance.check.text):
         line += f"\n  verdict: {'ALERT ' + (severity or '') if is_alert else 'ok'}: {shown(reason)}"
     if window.acceptance is not None and window.acceptance.check.change != "steady":
         check = window.acceptance.check

@@ -1,5 +1,7 @@
 """What the live-training tests share: the PCIe story's deployment record, a SpecForge training log's
-args block and step lines, and one poll of a follower."""
+args block and step lines, one poll of a follower, and a bounded wait for a condition."""
+
+import time
 
 from specdash.ingest.follow import Follower
 
@@ -38,3 +40,13 @@ def poll_once(engine, paths, **options) -> list:
     """One poll of a follower that is closed afterwards (as a restarted process would be)."""
     with Follower(engine, paths, **options) as follower:
         return follower.poll()
+
+
+def wait_for(condition, timeout: float = 60.0, poll: float = 0.05) -> bool:
+    """Whether `condition()` came true within `timeout` seconds, looked at every `poll` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(poll)
+    return condition()

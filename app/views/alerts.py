@@ -225,8 +225,9 @@ if alert["superseded_by_id"]:
     )
 
 cols = st.columns(5)
-cols[0].metric("Measured", f"{alert['measured_tps']:.1f} tok/s")
-cols[1].metric("Predicted", f"{alert['predicted_tps']:.1f} tok/s")
+# an acceptance collapse without a prediction has no gap: its tok/s are not judged
+cols[0].metric("Measured", "-" if alert["measured_tps"] is None else f"{alert['measured_tps']:.1f} tok/s")
+cols[1].metric("Predicted", "-" if alert["predicted_tps"] is None else f"{alert['predicted_tps']:.1f} tok/s")
 cols[2].metric("Gap", gap_text(alert["gap"]))
 if alert["measured_round_ms"] is not None and alert["predicted_round_ms"] is not None:
     cols[3].metric(
@@ -239,7 +240,9 @@ if alert["measured_accept_length"] is not None:
     cols[4].metric(
         "Accept length τ",
         f"{alert['measured_accept_length']:.2f}",
-        f"{alert['measured_accept_length'] - alert['predicted_accept_length']:+.2f} vs predicted",
+        None
+        if alert["predicted_accept_length"] is None
+        else f"{alert['measured_accept_length'] - alert['predicted_accept_length']:+.2f} vs predicted",
     )
 
 left, right = st.columns([3, 2], gap="large")

@@ -86,11 +86,16 @@ with right:
     for row in alerts:
         severity = row["severity"] or "none"
         box = {"critical": st.error, "warning": st.warning}.get(severity, st.info)
-        lines = [
-            f"**{md(row['run'])} / {md(row['checkpoint'])}** on {md(row['deployment'])}, {setting_label(row)}: "
-            f"measured {row['measured_tps']:.1f} tok/s vs {md(row['source'])} {row['predicted_tps']:.1f} "
-            f"(gap {gap_text(row['gap'])})"
-        ]
+        head = (
+            f"**{md(row['run'])} / {md(row['checkpoint'])}** on {md(row['deployment'])}, {setting_label(row)}"
+        )
+        if row["predicted_tps"] is None:  # an acceptance collapse judged on its accept length alone
+            lines = [head]
+        else:
+            lines = [
+                f"{head}: measured {row['measured_tps']:.1f} tok/s vs {md(row['source'])} "
+                f"{row['predicted_tps']:.1f} (gap {gap_text(row['gap'])})"
+            ]
         lines.append(f"- why: {md(row['reason'])}")
         lines += [f"- {md(d['message'])}" for d in row["diagnoses"][:DIAGNOSES_SHOWN]]
         if len(row["diagnoses"]) > DIAGNOSES_SHOWN:

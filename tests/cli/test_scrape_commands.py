@@ -78,13 +78,14 @@ def test_bad_usage_exits_2(invoke, db_url, args, message):
 
 
 def test_the_loop_scrapes_until_a_signal_and_sums_up(invoke, db_url):
-    """In-process: SIGINT is delivered to this (main) thread once two windows were printed."""
+    """In-process: SIGINT is raised after 3 s, when the recorded scrapes are long served (one every 0.4 s;
+    windows of 0.1 s, so each scrape closes one); the command's handler stops the loop."""
     with MetricsServer("vllm_steady.prom") as server:
         timer = threading.Timer(3.0, signal.raise_signal, (signal.SIGINT,))
         timer.start()
         try:
             result = invoke(
-                db_url, "scrape", server.url, "--deployment", "box", "--every", "0.4", "--window", "0.3"
+                db_url, "scrape", server.url, "--deployment", "box", "--every", "0.4", "--window", "0.1"
             )
         finally:
             timer.cancel()

@@ -9,7 +9,7 @@ The convention every page follows:
   repository's `docs/` and `tests/`, so a file named `docs/examples/...` or `tests/fixtures/...` is the
   one in the repository.
 - A comment at the end of a command line states what is not a plain success: `# exits 1: ...` expects
-  that exit code; `# runs until Ctrl-C` (only `serve`, `watch` and `--follow`) is shown and not run.
+  that exit code; `# runs until Ctrl-C` (only `serve`, `watch`, `scrape` and `--follow`) is shown and not run.
 - Shown output must match, in order, lines the command prints (other printed lines may lie between
   them): whitespace runs count as one space, dates and times as any date and time, `...` as any text,
   and the page's database as `sqlite:///specdash.db`.

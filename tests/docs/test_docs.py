@@ -20,7 +20,7 @@ from tests.docs.sessions import (
 
 PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 SESSION_PAGES = [page for page in PAGES if commands(page)]
-FOREVER_COMMANDS = {"serve", "watch"}
+FOREVER_COMMANDS = {"serve", "watch", "scrape"}
 # a path inside the repository, as the pages write one in backticks
 REPO_PATH = re.compile(
     r"`((?:app|bench|cli|costmodel|db|docs|ingest|migrations|specdash|tests|\.ci)/[\w./-]*)`"

@@ -16,7 +16,7 @@ from specdash.db.live_models import FollowedFile, Notification
 from specdash.db.models import MetricPoint
 from specdash.ingest.load import ingest_bytes
 from tests.app_support import run_page
-from tests.live_support import ARGS, DEPLOYMENT, KEYS, step_line
+from tests.live_support import ARGS, DEPLOYMENT, KEYS, step_line, wait_for
 from tests.webhook_support import Receiver
 
 FIRST, SECOND = range(10, 210, 10), range(210, 410, 10)  # steps before and after the follower is killed
@@ -34,15 +34,6 @@ while not os.path.exists(go) and time.monotonic() < deadline:
     time.sleep(0.02)
 write(second)
 """
-
-
-def wait_for(condition, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def follower(url: str, log, hook_url: str) -> subprocess.Popen:

@@ -149,3 +149,34 @@ def test_a_malformed_scrape_is_lost_whole_and_nothing_stored(engine):
         ):
             scraper.add(fetch_scrape(server.url, now=RecordedClock(server)))
     assert stored(engine) == [] and scraper.summary.scrapes == 0
+
+
+@pytest.mark.parametrize("metrics_server", ["sglang_steady.prom"], indirect=True)
+def test_sglang_windows_take_the_gauge_and_have_no_survival(engine, metrics_server, recorded_clock):
+    scrape_all(engine, metrics_server, recorded_clock)
+    first, second = stored(engine)
+    # the accept-length gauge at the window's end scrape: 3.1, then 2.9 (TP ranks 0 and 1 repeat it)
+    assert (first.accept_length, second.accept_length) == (pytest.approx(3.1), pytest.approx(2.9))
+    # one inter-token latency observation per token: count +7200 over sum +90 s
+    assert first.decode_tps == pytest.approx(7200 / 90)
+    assert first.position_survival is None
+    assert (first.engine, first.concurrency, first.num_steps, first.num_draft_tokens) == ("sglang", 6, 3, 4)
+
+
+def test_scrapes_an_endpoint_refuses_are_lost_and_counted(engine):
+    import threading
+
+    stop = threading.Event()
+    lost: list[str] = []
+    with MetricsServer("vllm_steady.prom", status=503) as server:
+        scraper = Scraper(engine, WindowOptions("pcie-box", window_seconds=15))
+
+        def fetch():
+            if len(server.served) >= 2:  # the third fetch is the last
+                stop.set()
+            return fetch_scrape(server.url)
+
+        scraper.run(fetch, 0.01, stop, on_window=lambda w: None, on_lost=lost.append)
+    assert scraper.summary.lost == {"no answer": 3} and scraper.summary.scrapes == 0
+    assert lost[0].endswith("/metrics: HTTP 503 Service Unavailable")
+    assert stored(engine) == []

@@ -1,0 +1,91 @@
+"""`specdash scrape` as a real process against a local engine endpoint: the endpoint switches to a
+collapse of acceptance, a local webhook hears of it exactly once, and the time from the switch (the first
+collapsed scrape served) to the post is measured against one window plus one scrape."""
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from sqlalchemy import func, select
+
+from specdash.costmodel.collapse import COLLAPSE_CODE
+from specdash.db.engine import make_engine, reading
+from specdash.db.models import Alert, AlertEvent, Benchmark
+from tests.live_support import wait_for
+from tests.scrape_support import MetricsServer
+from tests.webhook_support import Receiver
+
+# A window closes at the first scrape at least 0.95 x WINDOW after its start: with WINDOW half the scrape
+# interval each scrape closes one (a scrape answered late does not merge two), so the collapse scenario's
+# windows are its scrape pairs.
+EVERY, WINDOW = 0.5, 0.25
+# The shared test machine (2 cores, many processes) may delay a store or a post; the target stays printed.
+ALLOWANCE_SECONDS = 1.5
+COLLAPSED_SCRAPE = "vllm_collapse.prom#2"  # t=30: acceptance falls to 1 + 240 / 4800
+RECOVERED_SCRAPE = "vllm_collapse.prom#4"
+
+
+class Timed(list):
+    """A list that remembers when each item arrived."""
+
+    def __init__(self):
+        super().__init__()
+        self.times: list[float] = []
+
+    def append(self, item) -> None:
+        self.times.append(time.monotonic())
+        super().append(item)
+
+
+def count_benchmarks(engine) -> int:
+    with reading(engine) as session:
+        return session.scalar(select(func.count()).select_from(Benchmark)) or 0
+
+
+def test_a_collapse_reaches_the_webhook_once_within_a_window_and_a_scrape(db_url):
+    engine = make_engine(db_url)
+    with MetricsServer("vllm_steady.prom") as server, Receiver() as hook:
+        served: dict[str, float] = {}
+        answer = server.next_answer
+
+        def timed_answer():
+            status, body = answer()
+            served.setdefault(server.served[-1], time.monotonic())
+            return status, body
+
+        server.next_answer = timed_answer
+        hook.bodies = Timed()
+        command = [
+            sys.executable, "-m", "specdash", "--db", db_url, "scrape", server.url,
+            "--deployment", "pcie-box", "--run", "r7", "--checkpoint", "epoch_2",
+            "--every", str(EVERY), "--window", str(WINDOW), "--notify", hook.url,
+        ]  # fmt: skip
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            if not wait_for(lambda: count_benchmarks(engine) >= 2):
+                process.send_signal(signal.SIGINT)
+                raise AssertionError(f"no two steady windows stored: {process.communicate(timeout=30)}")
+            server.switch("vllm_collapse.prom")
+            assert wait_for(lambda: len(hook.bodies) >= 1, 30), "the collapse posted"
+            assert wait_for(lambda: RECOVERED_SCRAPE in served, 30)
+            time.sleep(4 * EVERY)  # the recovery's window and a few idle ones after it
+        finally:
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    latency = hook.bodies.times[0] - served[COLLAPSED_SCRAPE]
+    print(f"collapse to webhook: {latency:.3f} s (target {WINDOW + EVERY:.1f} s: one window plus one scrape)")
+    assert 0 < latency <= WINDOW + EVERY + ALLOWANCE_SECONDS
+    (post,) = hook.delivered
+    assert "(critical): r7/epoch_2 on pcie-box: Acceptance collapsed: accept length 1.05" in post["text"]
+    assert "stopped: " in err and "1 collapse(s), 1 recovery(ies)" in err
+    with reading(engine) as session:
+        (alert,) = session.scalars(select(Alert).where(Alert.code == COLLAPSE_CODE))
+        events = session.scalars(
+            select(AlertEvent).where(AlertEvent.benchmark_id == alert.benchmark_id)
+        ).all()
+    assert alert.status == "resolved"
+    assert [e.note.split(":")[0] for e in events] == ["Acceptance recovered"]
+    assert threading.active_count() >= 1  # the servers' threads were joined by their context managers
