@@ -50,6 +50,7 @@ class FollowEvent:
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # truncated, rotated, ingested whole, ...
     result: FileResult | None = None
+    unit: str = "line"  # what `lines` counts: a log's lines, an event file's records
 
     @property
     def changed(self) -> bool:
@@ -58,7 +59,7 @@ class FollowEvent:
     def describe(self) -> str:
         if self.result is not None:
             return describe(self.result)
-        parts = [f"{self.path}: +{self.lines} line(s)"]
+        parts = [f"{self.path}: +{self.lines} {self.unit}(s)"]
         if self.metric_points:
             parts.append(f"{self.metric_points} metric point(s)")
         if self.new_alerts:
