@@ -56,7 +56,7 @@ def fill_mlflow(uri: str, run_name: str, history: dict, params: dict, finish: bo
 
 # --- a SpecForge output folder, as the current trainer leaves it (specforge/training/assembly.py,
 # tracker.py, checkpoint.py): the config kept beside what the trainer wrote into output_dir ---------------
-SPECFORGE_RUN = "qwen3-8b-eagle3-ttt3"
+SPECFORGE_RUN = "qwen3-8b-eagle3-offline-ttt3"
 # the tracking options SpecForge's MLflowTracker logs as params (_public_config of TrackingConfig's fields)
 TRACKING_PARAMS = {
     "report_to": "mlflow",
@@ -144,3 +144,12 @@ def specforge_output(root, report_to: str, links: bool = True):
     if links:
         (out / f"{SPECFORGE_RUN}-latest").symlink_to(f"{SPECFORGE_RUN}-step500")
     return out
+
+
+if (
+    __name__ == "__main__"
+):  # the docs' fixture: python -m tests.tracker_support tests/fixtures/specforge/output
+    import sys
+    from pathlib import Path
+
+    specforge_output(Path(sys.argv[1]), "tensorboard")

@@ -13,13 +13,16 @@ so the best depth is 7, worth 251.22 / 219.53 - 1 = +14.4 % over the trained 3, 
 training time."""
 
 import json
+import os
 
 import pytest
 
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Checkpoint, Run
+from specdash.ingest.trackers.specforge_output import READER as specforge_output_reader
+from tests.conftest import FIXTURES
 from tests.ingest_support import points
-from tests.tracker_support import SPECFORGE_RUN, specforge_output
+from tests.tracker_support import SPECFORGE_RUN, collect, specforge_output
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 DEPLOYMENT = {
@@ -92,3 +95,24 @@ def test_a_specforge_output_folder_gives_its_curves_and_depth_advice(report_to, 
     again = invoke(db_url, "ingest", str(out))
     assert "skipped, already ingested" in again.output
     assert len(json.loads(invoke(db_url, "advisories", "--format", "json").output)) == 1
+
+
+def test_the_docs_folder_is_what_the_writer_writes(tmp_path):
+    """tests/fixtures/specforge/output/ (the manual's sessions read it) holds what specforge_output writes
+    now: the same config, checkpoints and scalars (an event file's name and wall times differ per write)."""
+    pytest.importorskip("tensorboardX")
+    committed = FIXTURES / "specforge" / "output" / SPECFORGE_RUN
+    fresh = specforge_output(tmp_path, "tensorboard")
+    name = f"{SPECFORGE_RUN}.yaml"
+    assert (committed / name).read_text() == (fresh / name).read_text()
+    listing = [
+        sorted(p.relative_to(f).as_posix() for p in f.rglob("*") if "runs" not in p.parts)
+        for f in (committed, fresh)
+    ]
+    assert listing[0] == listing[1]
+    assert os.readlink(committed / f"{SPECFORGE_RUN}-latest") == f"{SPECFORGE_RUN}-step500"
+    runs, got, problems = collect(specforge_output_reader.read(str(committed)))
+    assert not problems and collect(specforge_output_reader.read(str(fresh)))[1] == got
+    # the config's run, its checkpoints, then the tracker's run state
+    names = [SPECFORGE_RUN, f"{SPECFORGE_RUN}-step250", f"{SPECFORGE_RUN}-step500", SPECFORGE_RUN]
+    assert len(got) == 100 and [r.name for r in runs] == names
