@@ -301,16 +301,16 @@ def ingest_store(
     path: str,
     reader: TrackerReader,
     *,
-    fmt_name: str | None = None,
+    label: str | None = None,
     skip_invalid: bool = False,
     link: LinkOptions | None = None,
-    progress: Progress | None = None,
     update: bool = False,
     replace: bool = False,
-    label: str | None = None,
+    **_file_options: Any,
 ) -> FileResult:
     """A path source (a tracker's store, a SpecForge config or output folder) read, then loaded as a file
-    is: its digest says whether it was ingested already; its records are read before the write lock."""
+    is: its digest says whether it was ingested already; its records are read before the write lock.
+    A file's options that do not apply (`fmt_name`, chosen already; `progress`) are taken and unused."""
     digest, _size = store_digest(reader, path)
     if digest is not None and not replace:
         with transaction(engine, write=False) as session:

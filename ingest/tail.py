@@ -52,6 +52,16 @@ class FollowEvent:
     result: FileResult | None = None
     unit: str = "line"  # what `lines` counts: a log's lines, an event file's records
 
+    def add(self, result: FileResult, lines: int, problems: list[Problem]) -> None:
+        """What one committed chunk did (a kept chunk is stored, refreshed and advised on, problems or not)."""
+        assert result.store is not None and result.refresh is not None and result.advisories is not None
+        self.lines += lines
+        self.records += result.store.records
+        self.metric_points += result.store.metric_points
+        self.new_alerts += result.refresh.new_alerts
+        self.new_advisories += len(result.advisories.new)
+        self.problems += problems
+
     @property
     def changed(self) -> bool:
         return bool(self.lines or self.records or self.problems or self.notes or self.result)
@@ -291,11 +301,4 @@ class LogTail:
             tracked.loaded = False
             raise
         tracked.offset, tracked.lines = offset, tracked.lines + lines
-        event.lines += lines
-        # a kept chunk is stored, refreshed and advised on, problems or not
-        assert result.store is not None and result.refresh is not None and result.advisories is not None
-        event.records += result.store.records
-        event.metric_points += result.store.metric_points
-        event.new_alerts += result.refresh.new_alerts
-        event.new_advisories += len(result.advisories.new)
-        event.problems += problems
+        event.add(result, lines, problems)

@@ -85,10 +85,4 @@ class EventTail:
             event.notes.append("another follower read these records first; resuming after it")
             return
         tracked.offset, tracked.lines = offset, tracked.lines + count
-        event.lines += count
-        assert result.store is not None and result.refresh is not None and result.advisories is not None
-        event.records += result.store.records
-        event.metric_points += result.store.metric_points
-        event.new_alerts += result.refresh.new_alerts
-        event.new_advisories += len(result.advisories.new)
-        event.problems += problems
+        event.add(result, count, problems)

@@ -24,6 +24,16 @@ def log(writer, step: int, acc: float) -> None:
     writer.flush()
 
 
+def written(log_dir):
+    """An event file of two log steps (10 and 20), closed."""
+    writer = tensorboardX.SummaryWriter(log_dir=str(log_dir))
+    log(writer, 10, 0.25)
+    log(writer, 20, 0.5)
+    writer.close()
+    (event_file,) = tb.event_files(str(log_dir))
+    return event_file
+
+
 def poll_until(follower: Follower, done, polls: int = 200):
     """Poll until done() (the writer's thread writes what it was given within its flush_secs)."""
     events = []
@@ -64,12 +74,7 @@ def test_new_scalars_are_picked_up_as_they_are_written(engine, tmp_path):
 def test_a_record_still_being_written_waits_for_its_end(engine, tmp_path):
     """The followed file gets the writer's bytes in two parts, the cut inside a record: the first poll
     stores the records before it, the next the rest once it is complete."""
-    written = tmp_path / "written" / "runs"
-    writer = tensorboardX.SummaryWriter(log_dir=str(written))
-    log(writer, 10, 0.25)
-    log(writer, 20, 0.5)
-    writer.close()
-    (source,) = tb.event_files(str(written))
+    source = written(tmp_path / "written" / "runs")
     data = source.read_bytes()
     followed = tmp_path / "followed" / "runs" / source.name
     followed.parent.mkdir(parents=True)
@@ -85,12 +90,7 @@ def test_a_record_still_being_written_waits_for_its_end(engine, tmp_path):
 
 
 def test_a_rewritten_file_is_read_again_from_its_start(engine, tmp_path):
-    runs = tmp_path / "r" / "runs"
-    writer = tensorboardX.SummaryWriter(log_dir=str(runs))
-    log(writer, 10, 0.25)
-    log(writer, 20, 0.5)
-    writer.close()
-    (event_file,) = tb.event_files(str(runs))
+    event_file = written(tmp_path / "r" / "runs")
     whole = event_file.read_bytes()
     with Follower(engine, [str(event_file)]) as follower:
         poll_until(follower, lambda: len(points(engine, "r")) == 6)

@@ -22,28 +22,14 @@ from specdash.db.models import Checkpoint, Run
 from specdash.ingest.trackers.specforge_output import READER as specforge_output_reader
 from tests.conftest import FIXTURES
 from tests.ingest_support import points
+from tests.live_support import DEPLOYMENT as STORY_DEPLOYMENT
 from tests.tracker_support import SPECFORGE_RUN, collect, specforge_output
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
+# the story's PCIe deployment (tests/live_support.py), serving the run's target
 DEPLOYMENT = {
     "specdash": 1,
-    "deployments": [
-        {
-            "name": PCIE,
-            "gpu": "RTX PRO 6000 Blackwell",
-            "num_gpus": 8,
-            "tp_size": 8,
-            "interconnect": "pcie",
-            "engine": "sglang",
-            "target_model": "Qwen/Qwen3-8B",
-            "baseline_tps": 90.0,
-            "comm_fraction": 0.5,
-            "draft_step_ms": 1.93 / 3,
-            "round_overhead_ms": 0.0,
-            "verify_growth_compute": 0.0,
-            "verify_growth_comm": 0.0,
-        }
-    ],
+    "deployments": [{**STORY_DEPLOYMENT, "name": PCIE, "target_model": "Qwen/Qwen3-8B"}],
 }
 
 
