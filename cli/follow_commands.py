@@ -12,8 +12,6 @@ from specdash.db.engine import reading, transaction
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.problems import format_report
 
-WATCHED_SUFFIXES = (".log", ".txt", ".out", ".jsonl", ".json")
-
 
 def webhook_url(engine, notify: str | None) -> str | None:
     """--notify, else the URL saved in Settings."""
@@ -101,7 +99,7 @@ def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=Non
 
 
 @click.command()
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.argument("directory", metavar="PATH", type=click.Path(exists=True))
 @click.option("--format", "fmt_name", metavar="NAME", help="Force a format (see 'specdash formats').")
 @click.option("--run", help="Name the run of the training logs.")
 @click.option("--deployment", help="Attach server-log benchmarks to this deployment.")
@@ -127,19 +125,24 @@ def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=Non
 def watch(
     ctx, directory, fmt_name, run, deployment, target, target_deployments, notify, poll_seconds
 ) -> None:
-    """Follow every log and result file in DIRECTORY (and files that appear in it) until Ctrl-C.
+    """Follow every log and result file in PATH (and files that appear in it) until Ctrl-C.
 
-    Files ending in .log, .txt, .out, .jsonl or .json are followed as with 'specdash ingest --follow'.
+    Files ending in .log, .txt, .out, .jsonl or .json are followed as with 'specdash ingest --follow',
+    and TensorBoard event files (events.out.tfevents.*, in PATH or its subfolders, such as a SpecForge
+    output folder's runs/) a record at a time as the trainer writes them. PATH may be one such file.
 
     \b
     Example:
       specdash watch /runs/k25-eagle3-ttt5/logs --notify https://hooks.slack.com/services/...
+      specdash watch outputs/qwen3-8b-eagle3/runs/events.out.tfevents.1764650000.node0.4242.0
     """
+    from specdash.ingest.follow import watched_files
+
     engine = open_db(ctx)
     root = Path(directory)
 
     def discover():
-        return sorted(str(p) for p in root.iterdir() if p.is_file() and p.suffix in WATCHED_SUFFIXES)
+        return watched_files(root)
 
     link = LinkOptions(
         run=run, deployment=deployment, target=target, target_deployments=tuple(target_deployments)

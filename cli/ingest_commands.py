@@ -37,7 +37,11 @@ from specdash.ingest.trackers import readers
     metavar="NAME",
     help="A deployment the runs are for (repeatable); default: those serving the target model.",
 )
-@click.option("--follow", is_flag=True, help="Keep reading the files as they grow, until Ctrl-C.")
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Keep reading the files (of a folder: its logs and event files) as they grow, until Ctrl-C.",
+)
 @click.option(
     "--notify",
     metavar="URL",
@@ -121,7 +125,17 @@ def ingest(
     if follow:
         from specdash.cli.follow_commands import follow as follow_files
 
-        follow_files(engine, paths, fmt_name=fmt_name, link=link, notify=notify, poll_seconds=poll_seconds)
+        files = [name for name in paths if not Path(name).is_dir()]
+        found = _followed(paths) if len(files) < len(paths) else None  # a folder: what appears in it too
+        follow_files(
+            engine,
+            files,
+            discover=found,
+            fmt_name=fmt_name,
+            link=link,
+            notify=notify,
+            poll_seconds=poll_seconds,
+        )
         return
     failed, results = _ingest_notifying(
         engine, paths, fmt_name, skip_invalid, link, quiet, notify, update=update, replace=replace
@@ -133,6 +147,13 @@ def ingest(
         helps = not skip_invalid and any(p.kind != "parse" for result in failed for p in result.problems)
         hint = "\n\nFix the records or pass --skip-invalid" if helps else ""
         raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")
+
+
+def _followed(paths):
+    """What --follow reads: each file, and a folder's logs and event files (as `specdash watch` finds them)."""
+    from specdash.ingest.follow import watched_files
+
+    return lambda: [found for name in paths for found in watched_files(Path(name))]
 
 
 def _ingest_notifying(engine, paths, fmt_name, skip_invalid, link, quiet, notify, **changes):

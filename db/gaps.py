@@ -23,7 +23,7 @@ from specdash.costmodel import (
 )
 from specdash.costmodel.diagnoses import worst_severity
 from specdash.costmodel.sources import Trained, choose_accept_length
-from specdash.db.bulk import insert_rows, select_in, update_rows
+from specdash.db.bulk import chunks, insert_rows, select_in, update_rows
 from specdash.db.history import Reference
 from specdash.db.models import Deployment, Gap
 from specdash.db.predictions import Groups, Predicted, PredictionKey, PredictionValues, Stored
@@ -256,3 +256,29 @@ def _external_throughput(pred: PredictionValues, bench: Row) -> Throughput:
         speedup=float("nan"),
         break_even_accept_length=float("nan"),
     )
+
+
+def benchmark_gap_rows(session: Session, benchmark_ids: list[int]) -> list[dict[str, Any]]:
+    """Each gap of these benchmarks, in benchmark order: its numbers, severity and diagnosis codes."""
+    rows = [
+        row
+        for chunk in chunks(benchmark_ids)
+        for row in session.execute(
+            select(
+                Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses
+            )
+            .where(Gap.benchmark_id.in_(chunk))
+            .order_by(Gap.benchmark_id)
+        )
+    ]
+    return [
+        dict(
+            benchmark_id=b,
+            gap=g,
+            measured_tps=m,
+            predicted_tps=p,
+            severity=s,
+            diagnoses=[d["code"] for d in (diag or [])],
+        )
+        for b, g, m, p, s, diag in rows
+    ]

@@ -1,7 +1,8 @@
 """Follow growing files (`specdash ingest --follow`, `specdash watch`): new lines ingested as they arrive.
 
 A training log (SpecForge console output) is read as it grows, a chunk of complete lines per transaction
-(ingest/tail.py). Other formats (a server log summarised into one benchmark, a result file) are ingested
+(ingest/tail.py), and a TensorBoard event file a batch of complete records per transaction
+(ingest/tail_events.py). Other formats (a server log summarised into one benchmark, a result file) are ingested
 whole once they stop changing for a moment, as `specdash ingest` loads a file (ingest/load.py): a new
 version supersedes the benchmark the previous version gave."""
 
@@ -19,7 +20,9 @@ from specdash.ingest.load import file_transaction, ingest_path
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import HEAD_BYTES
 from specdash.ingest.tail import FollowEvent, InTransaction, LogTail, Tracked, load_tracked, save_tracked
+from specdash.ingest.tail_events import EventTail, is_event_file
 
+WATCHED_SUFFIXES = (".log", ".txt", ".out", ".jsonl", ".json")
 MAX_CHUNK_BYTES = 4 * 1024 * 1024
 SETTLE_SECONDS = 2.0
 INCREMENTAL = {TRAINING_LOG}
@@ -47,6 +50,7 @@ class Follower:
         self.settle_seconds = settle_seconds
         self.in_transaction = in_transaction
         self.tail = LogTail(engine, self.link, max_chunk_bytes, in_transaction)
+        self.events = EventTail(engine, self.link, in_transaction)
         self.tracked: dict[str, Tracked] = {}
         for path in paths:
             self._track(path)
@@ -139,6 +143,9 @@ class Follower:
             if tracked.handle is not None:  # rotated away and not recreated yet: finish the old file
                 self.tail.read(tracked, event, final=True)
             return
+        if is_event_file(tracked.path) and not self.fmt_name:
+            self.events.poll(tracked, stat, event)
+            return
         if tracked.fmt is None:
             with open(tracked.path, "rb") as stream:
                 if not self._detect(tracked, stream.read(HEAD_BYTES), event):
@@ -191,3 +198,14 @@ class Follower:
             )
         except AlertChangeError:
             pass  # another checkpoint, or already superseded: both benchmarks stand
+
+
+def watched_files(root: Path) -> list[str]:
+    """What `specdash watch` follows at `root`: the file itself, or the folder's logs and result files and
+    the TensorBoard event files anywhere under it."""
+    from specdash.ingest.trackers.tensorboard import event_files
+
+    if root.is_file():
+        return [str(root)]
+    found = [p for p in root.iterdir() if p.is_file() and p.suffix in WATCHED_SUFFIXES]
+    return sorted({str(p) for p in [*found, *event_files(str(root))]})

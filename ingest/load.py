@@ -13,6 +13,7 @@ import io
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from dataclasses import replace as replace_field
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -20,10 +21,11 @@ from sqlalchemy import CursorResult, Engine, delete, select
 from sqlalchemy.orm import Session
 
 from specdash.db.advisories import AdvisorySummary, refresh_advisories
-from specdash.db.bulk import chunks, update_in
+from specdash.db.bulk import update_in
 from specdash.db.changes import current_who, record_change
 from specdash.db.engine import WRITE_OPTION, transaction
-from specdash.db.models import Benchmark, Gap, IngestedFile
+from specdash.db.gaps import benchmark_gap_rows
+from specdash.db.models import Benchmark, IngestedFile
 from specdash.db.records import PATH_CHARS
 from specdash.db.refresh import RefreshSummary, refresh
 from specdash.ingest.formats.base import Format, Located
@@ -42,6 +44,7 @@ from specdash.ingest.read import (
     reader_format,
     sha256_of,
     store_digest,
+    uploaded_store,
 )
 from specdash.ingest.store import Store, store_records
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
@@ -299,33 +302,43 @@ def ingest_store(
     path: str,
     reader: TrackerReader,
     *,
-    fmt_name: str | None = None,
+    label: str | None = None,
     skip_invalid: bool = False,
     link: LinkOptions | None = None,
-    progress: Progress | None = None,
     update: bool = False,
     replace: bool = False,
+    **_file_options: Any,
 ) -> FileResult:
     """A path source (a tracker's store, a SpecForge config or output folder) read, then loaded as a file
-    is: its digest says whether it was ingested already; its records are read before the write lock."""
-    digest, size = store_digest(reader, path)
+    is: its digest says whether it was ingested already; its records are read before the write lock.
+    A file's options that do not apply (`fmt_name`, chosen already; `progress`) are taken and unused."""
+    digest, _size = store_digest(reader, path)
     if digest is not None and not replace:
         with transaction(engine, write=False) as session:
             seen = already_ingested(session, digest)
         if seen is not None:
-            return FileResult(
-                path, "skipped", seen.format, digest, message=f"already ingested as {seen.path}"
-            )
+            message = f"already ingested as {seen.path}"
+            return FileResult(label or path, "skipped", seen.format, digest, message=message)
     spool = Spool()
     try:
-        problems: list[Problem] = []
-        read_store(reader, path, link, problems, spool.add)
-        if spool.count == 0 and not problems:
-            problems.append(Problem(path, None, None, "no records found", "parse"))
-        parsed = Parsed(path, reader_format(reader), spool, problems, digest, size)
+        parsed = _read_store(reader, path, link, spool, label)
         return _load_read(engine, parsed, spool, skip_invalid, link, update=update, replace=replace)
     finally:
         spool.close()
+
+
+def _read_store(
+    reader: TrackerReader, path: str, link: LinkOptions | None, spool: Spool, label: str | None
+) -> Parsed:
+    """A path source's records into the spool, its problems named by `label` (an upload's own name)."""
+    digest, size = store_digest(reader, path)
+    problems: list[Problem] = []
+    read_store(reader, path, link, problems, spool.add)
+    if spool.count == 0 and not problems:
+        problems.append(Problem(path, None, None, "no records found", "parse"))
+    if label is not None:
+        problems = [replace_field(p, path=label) if p.path.startswith(path) else p for p in problems]
+    return Parsed(label or path, reader_format(reader), spool, problems, digest, size)
 
 
 def _read(
@@ -359,47 +372,23 @@ def preview_source(
         return Preview(name, None, digest, None, [fmt], None, None)
     spool = Spool()
     try:
-        parsed = _read(fmt, name, opener, link, None, spool, digest)
-        preview = Preview(name, fmt.name, digest, None, parsed.problems, None, None)
-
-        def shown(session: Session, result: FileResult) -> None:
-            seen = already_ingested(session, digest)
-            preview.already_ingested = seen.path if seen is not None else None
-            preview.store, preview.refresh = result.store, result.refresh
-            if result.store is not None:
-                preview.gaps = _gap_rows(session, result.store)
-
-        load_file(engine, parsed, link=link, invalid="keep", dry_run=True, after=shown)
+        return _preview(engine, _read(fmt, name, opener, link, None, spool, digest), link)
     finally:
         spool.close()
+
+
+def _preview(engine: Engine, parsed: Parsed, link: LinkOptions | None) -> Preview:
+    preview = Preview(parsed.name, parsed.fmt.name, parsed.sha256 or "", None, parsed.problems, None, None)
+
+    def shown(session: Session, result: FileResult) -> None:
+        seen = already_ingested(session, parsed.sha256) if parsed.sha256 else None
+        preview.already_ingested = seen.path if seen is not None else None
+        preview.store, preview.refresh = result.store, result.refresh
+        if result.store is not None:
+            preview.gaps = benchmark_gap_rows(session, result.store.benchmark_ids)
+
+    load_file(engine, parsed, link=link, invalid="keep", dry_run=True, after=shown)
     return preview
-
-
-def _gap_rows(session: Session, summary: StoreSummary) -> list[dict[str, Any]]:
-    if not summary.benchmark_ids:
-        return []
-    rows = [
-        row
-        for chunk in chunks(summary.benchmark_ids)
-        for row in session.execute(
-            select(
-                Gap.benchmark_id, Gap.gap, Gap.measured_tps, Gap.predicted_tps, Gap.severity, Gap.diagnoses
-            )
-            .where(Gap.benchmark_id.in_(chunk))
-            .order_by(Gap.benchmark_id)
-        )
-    ]
-    return [
-        dict(
-            benchmark_id=b,
-            gap=g,
-            measured_tps=m,
-            predicted_tps=p,
-            severity=s,
-            diagnoses=[d["code"] for d in (diag or [])],
-        )
-        for b, g, m, p, s, diag in rows
-    ]
 
 
 def ingest_path(engine: Engine, path: str | Path, **options: Any) -> FileResult:
@@ -426,12 +415,25 @@ def ingest_path(engine: Engine, path: str | Path, **options: Any) -> FileResult:
 
 
 def ingest_bytes(engine: Engine, name: str, data: bytes, **options: Any) -> FileResult:
+    """An uploaded file; a tracker's binary file (an event file, an mlflow.db) is read as its path is."""
+    with uploaded_store(name, data) as path:
+        reader = path_reader(path, options.get("fmt_name")) if path is not None else None
+        if path is not None and isinstance(reader, TrackerReader):
+            return ingest_store(engine, str(path), reader, label=name, **options)
     return ingest_source(engine, name, lambda: io.BytesIO(data), **options)
 
 
 def preview_bytes(
     engine: Engine, name: str, data: bytes, fmt_name: str | None = None, link: LinkOptions | None = None
 ) -> Preview:
+    with uploaded_store(name, data) as path:
+        reader = path_reader(path, fmt_name) if path is not None else None
+        if path is not None and isinstance(reader, TrackerReader):
+            spool = Spool()
+            try:
+                return _preview(engine, _read_store(reader, str(path), link, spool, name), link)
+            finally:
+                spool.close()
     return preview_source(engine, name, lambda: io.BytesIO(data), fmt_name=fmt_name, link=link)
 
 

@@ -15,7 +15,8 @@ import sqlite3
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from contextlib import contextmanager
+from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
 from specdash.db.records import MAX_INT, NAME_CHARS
@@ -309,3 +310,26 @@ def read_store(
             sink(item)
     except (OSError, sqlite3.Error) as exc:
         problems.append(Problem(path, None, None, f"cannot read: {exc}", "parse"))
+
+
+# what a tracker's binary file begins with: SQLite (mlflow.db, a Trackio store), a W&B transaction log
+STORE_MAGIC = (b"SQLite format 3\x00", b":W&B")
+
+
+@contextmanager
+def uploaded_store(name: str, data: bytes) -> Iterator[Path | None]:
+    """An uploaded tracker file (an event file by its name, an SQLite store or W&B run by its first bytes)
+    written under its own name to a temporary folder, to be read as that path; None for anything else.
+    The folder is `upload-<first 8 hex digits of its sha256>`, which names an event file's run."""
+    base = PurePath(name.replace("\\", "/")).name
+    from specdash.ingest.trackers.tensorboard import PREFIX
+
+    if not base or not (base.startswith(PREFIX) or data.startswith(STORE_MAGIC)):
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="specdash-upload-") as folder:
+        # an event file's run is its folder's name: the same for the same upload (the Link table's run wins)
+        path = Path(folder) / f"upload-{hashlib.sha256(data).hexdigest()[:8]}" / base
+        path.parent.mkdir()
+        path.write_bytes(data)
+        yield path

@@ -50,6 +50,17 @@ class FollowEvent:
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # truncated, rotated, ingested whole, ...
     result: FileResult | None = None
+    unit: str = "line"  # what `lines` counts: a log's lines, an event file's records
+
+    def add(self, result: FileResult, lines: int, problems: list[Problem]) -> None:
+        """What one committed chunk did (a kept chunk is stored, refreshed and advised on, problems or not)."""
+        assert result.store is not None and result.refresh is not None and result.advisories is not None
+        self.lines += lines
+        self.records += result.store.records
+        self.metric_points += result.store.metric_points
+        self.new_alerts += result.refresh.new_alerts
+        self.new_advisories += len(result.advisories.new)
+        self.problems += problems
 
     @property
     def changed(self) -> bool:
@@ -58,7 +69,7 @@ class FollowEvent:
     def describe(self) -> str:
         if self.result is not None:
             return describe(self.result)
-        parts = [f"{self.path}: +{self.lines} line(s)"]
+        parts = [f"{self.path}: +{self.lines} {self.unit}(s)"]
         if self.metric_points:
             parts.append(f"{self.metric_points} metric point(s)")
         if self.new_alerts:
@@ -290,11 +301,4 @@ class LogTail:
             tracked.loaded = False
             raise
         tracked.offset, tracked.lines = offset, tracked.lines + lines
-        event.lines += lines
-        # a kept chunk is stored, refreshed and advised on, problems or not
-        assert result.store is not None and result.refresh is not None and result.advisories is not None
-        event.records += result.store.records
-        event.metric_points += result.store.metric_points
-        event.new_alerts += result.refresh.new_alerts
-        event.new_advisories += len(result.advisories.new)
-        event.problems += problems
+        event.add(result, lines, problems)

@@ -10,6 +10,7 @@ from specdash.app import identity, state, uploads
 from specdash.app.errors import guarded
 from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db.changes import acting_as
+from specdash.ingest import trackers
 from specdash.ingest.describe import describe
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.links import LinkOptions
@@ -30,13 +31,14 @@ st.caption(
     "dry run first; a file with any problem writes nothing."
 )
 with st.expander("Formats specdash reads"):
-    st.table(pd.DataFrame([{"format": f.name, "what": f.help} for f in FORMATS]))
+    readers = [(f.name, f.help) for f in FORMATS] + [(r.name, r.help) for r in trackers.readers()]
+    st.table(pd.DataFrame([{"format": name, "what": text} for name, text in readers]))
 
 if "upload_generation" not in st.session_state:
     st.session_state["upload_generation"] = 0
 generation = st.session_state["upload_generation"]
 files = st.file_uploader(
-    "Benchmark results, training logs, specdash JSON",
+    "Benchmark results, training logs, specdash JSON, TensorBoard event files, mlflow.db",
     accept_multiple_files=True,
     key=f"upload_files_{generation}",
 )

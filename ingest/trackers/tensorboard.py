@@ -103,19 +103,26 @@ def _scalar(value) -> float | None:
     return None
 
 
-def points(event_file: Path, problems: list) -> Iterator[tuple[int, str, float]]:
+def scalar_events(stream, path: str, problems: list) -> Iterator[tuple[int, list[tuple[int, str, float]]]]:
+    """(offset just past the record, its scalars as (step, tag, value)) for each complete event record from
+    the stream's position: a followed file resumes at the last offset."""
     crc32c = extra_module("tensorboardX.crc32c").crc32c
     event_type = extra_module("tensorboardX.proto.event_pb2").Event
 
-    path = str(event_file)
-    with open(event_file, "rb") as stream:
-        for event in decoded(records(stream, path, crc32c), event_type, path, "an event record", problems):
-            if not event.HasField("summary"):
-                continue
+    for event in decoded(records(stream, path, crc32c), event_type, path, "an event record", problems):
+        found = []
+        if event.HasField("summary"):
             for value in event.summary.value:
                 number = _scalar(value)
                 if number is not None:
-                    yield event.step, value.tag, number
+                    found.append((event.step, value.tag, number))
+        yield stream.tell(), found
+
+
+def points(event_file: Path, problems: list) -> Iterator[tuple[int, str, float]]:
+    with open(event_file, "rb") as stream:
+        for _offset, found in scalar_events(stream, str(event_file), problems):
+            yield from found
 
 
 def read(path: str, link=None) -> Iterator["Located | Problem"]:
