@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
-from specdash.db import acceptance, alerts, checkpoint_queries, depth_points, profiles, queries
+from specdash.db import acceptance, alerts, checkpoint_queries, deploy, depth_points, profiles, queries
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
@@ -208,6 +208,11 @@ def file_removal(url: str, file_id: int):
 @st.cache_data(show_spinner=False)
 def leaderboard_choices(url: str) -> dict:
     return read(url, leaderboard_queries.leaderboard_choices)
+
+
+@st.cache_data(show_spinner=False)
+def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
+    return read(url, deploy.deploy_table, flt)
 
 
 @st.cache_data(show_spinner=False)

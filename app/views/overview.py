@@ -3,9 +3,10 @@ run's latest checkpoint stands."""
 
 import streamlit as st
 
-from specdash.app import advisory_panel, alert_cards, charts, state, urlstate, widgets
+from specdash.app import advisory_panel, alert_cards, charts, deploy_panel, state, urlstate, widgets
 from specdash.app.text import SEVERITY_ICONS, number_text
 from specdash.db.alerts import SEVERITIES
+from specdash.db.leaderboard import LeaderboardFilter
 from specdash.labels import setting_label
 
 ALERTS_SHOWN = 5
@@ -35,17 +36,20 @@ if not counts["benchmarks"] and not counts["runs"]:
     st.info("Nothing stored yet: upload a benchmark file on the **Upload** page, or run `specdash demo`.")
     st.stop()
 
+sources = state.prediction_sources(url)
+# the prediction that judges the alerts is the one to look at first: calibrated once there is one, else theory
+# (an external one judges only the few benchmarks it covers)
+judging = next((s for s in ("calibrated", "theory") if s in sources), sources[0]) if sources else "theory"
+st.subheader("Deploy: the checkpoint to serve on each deployment and load")
+deploy_panel.show(url, LeaderboardFilter(source=judging), "overview_deploy")
+
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.subheader("Predicted vs measured")
-    sources = state.prediction_sources(url)
     if not sources:
         st.info("No benchmark has a prediction yet: predictions need a checkpoint and a deployment profile.")
     else:
         url_state = urlstate.UrlState("overview")
-        # the prediction that judges the alerts is the one to look at first: calibrated once there is one,
-        # else theory (an external one judges only the few benchmarks it covers)
-        judging = next((s for s in ("calibrated", "theory") if s in sources), sources[0])
         widgets.follow("overview_source", sources, reset_by=judging, default=judging)
         url_state.restore("overview_source", "source", sources)
         url_state.restore("overview_colour", "colour", charts.PARITY_COLOUR_BY)
@@ -101,7 +105,6 @@ with right:
         st.subheader("Open advisories")
         advisory_panel.show(advice, "overview_advisory")
 
-st.subheader("Latest checkpoint per run")
 latest = state.latest_checkpoints(url)
 if latest.empty:
     st.info("No runs yet.")
@@ -128,7 +131,7 @@ else:
             "deployment",
         ]
     ]
-    st.dataframe(
+    st.expander("Latest checkpoint per run", icon=":material/history:").dataframe(
         table,
         hide_index=True,
         width="stretch",
