@@ -242,7 +242,7 @@ if alert["superseded_by_id"]:
         f"This benchmark is superseded by benchmark #{alert['superseded_by_id']}.", icon=":material/redo:"
     )
 
-cols = st.columns(5)
+cols = list(st.columns(5))
 cols[0].metric("Measured", f"{alert['measured_tps']:.1f} tok/s")
 cols[1].metric("Predicted", f"{alert['predicted_tps']:.1f} tok/s")
 cols[2].metric("Gap", gap_text(alert["gap"]))
@@ -373,7 +373,7 @@ with right:
             rerun = st.selectbox(
                 "Valid rerun of this benchmark",
                 list(options),
-                format_func=options.get,
+                format_func=lambda i: options[i],
                 key=f"alerts_rerun_{aid}",
             )
             reason = st.text_input("Why the first run is invalid", key=f"alerts_rerun_note_{aid}")

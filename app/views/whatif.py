@@ -48,8 +48,9 @@ url_state.restore(checkpoint_key, "ckpt", list(names), parse=int)
 if st.session_state.get(checkpoint_key) not in names:
     st.session_state[checkpoint_key] = list(names)[-1]
 checkpoint_id = pick[1].selectbox(
-    "Checkpoint (its acceptance curve)", list(names), format_func=names.get, key=checkpoint_key
+    "Checkpoint (its acceptance curve)", list(names), format_func=lambda i: str(names[i]), key=checkpoint_key
 )
+assert checkpoint_id is not None  # a run listed here has checkpoints
 url_state.publish("ckpt", checkpoint_id)
 url_state.restore("whatif_max_steps", "depth", range(1, 25), parse=int)
 max_steps = pick[2].slider("Deepest draft K", 1, 24, 16, key="whatif_max_steps")
@@ -67,7 +68,7 @@ own = state.benchmarked_deployments(url, (checkpoint_id,))
 own_name = own["name"].iloc[0] if not own.empty else None
 own_measured = state.measured_by_depth(url, checkpoint_id, int(own["id"].iloc[0]), None) if own_name else None
 measured_load = (
-    int(own_measured.groupby("concurrency")["n"].sum().idxmax())
+    int(str(own_measured.groupby("concurrency")["n"].sum().idxmax()))
     if own_measured is not None and not own_measured.empty
     else 1
 )
