@@ -20,7 +20,19 @@ def drafter_label(run: str, target: str | None) -> str:
     if not target or target == "-":
         return run
     shorter = re.sub(re.escape(target), "…", run, flags=re.IGNORECASE)
-    return shorter if shorter.strip("…-_/ ") else run
+    if not shorter.strip("…-_/ "):
+        return run
+    org, _, rest = shorter.partition("/")
+    # a hub organisation goes when what follows still says enough (`SGLang-EAGLE3-…-SpecForge`)
+    return rest if rest and len(re.sub(r"[^A-Za-z]", "", rest)) >= 12 else shorter
+
+
+def deployment_label(deployment: str, target: str | None) -> str:
+    """The deployment without its target's name: `SpecBundle: Llama-3.1-8B-Instruct` reads `SpecBundle`."""
+    if not target or target == "-":
+        return deployment
+    shorter = re.sub(re.escape(target), "", deployment, flags=re.IGNORECASE).strip(" :-,/")
+    return shorter or deployment
 
 
 def verdict_text(row) -> str:
@@ -40,12 +52,14 @@ def deploy_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The table as shown: short names, rounded numbers as text (`-`, never `None`)."""
     drafters = [drafter_label(r, t) for r, t in zip(table["run"], table["target_model"], strict=True)]
     short = abbreviate(drafters, 40)
-    deployments = abbreviate(table["deployment"], 36)
+    deployments = [
+        deployment_label(d, t) for d, t in zip(table["deployment"], table["target_model"], strict=True)
+    ]
     band = table["error_band"].map(lambda b: number_text(b * 100, 0, " %") if pd.notna(b) else "-")
     return pd.DataFrame(
         {
             "target": table["target_model"],
-            "deployment": table["deployment"].map(deployments),
+            "deployment": deployments,
             "load": table["concurrency"],
             "deploy": [
                 short[d] if c == "published" else f"{short[d]} / {c}"
@@ -78,17 +92,19 @@ def show(url: str, flt: LeaderboardFilter, key: str) -> pd.DataFrame:
         height=min(38 + 35 * len(table), 520),
         key=key,
         column_config={
-            "target": st.column_config.TextColumn(width="medium", help="the model being served"),
-            "deployment": st.column_config.TextColumn(width="medium"),
-            "load": st.column_config.NumberColumn(width=45, help="concurrency: requests decoded together"),
+            "target": st.column_config.TextColumn(width=170, help="the model being served"),
+            "deployment": st.column_config.TextColumn(width=120),
+            "load": st.column_config.NumberColumn(width=40, help="concurrency: requests decoded together"),
             "deploy": st.column_config.TextColumn(
-                "deploy", width="medium", help="the checkpoint with the highest measured speedup here"
+                width=190, help="the checkpoint with the highest measured speedup here"
             ),
-            "setting": st.column_config.TextColumn(width=110, help="algorithm steps/top-k/draft tokens"),
-            "measured": st.column_config.TextColumn("measured speedup", width=80),
-            "predicted": st.column_config.TextColumn(f"predicted ({flt.source})", width=90),
-            "band": st.column_config.TextColumn(width=60, help="the prediction's expected error"),
-            "verdict": st.column_config.TextColumn(width=130, help="measured inside predicted ± band?"),
+            "setting": st.column_config.TextColumn(width=95, help="algorithm steps/top-k/draft tokens"),
+            "measured": st.column_config.TextColumn("measured", width=70, help="speedup over no speculation"),
+            "predicted": st.column_config.TextColumn(
+                "predicted", width=75, help=f"speedup the {flt.source} prediction gives"
+            ),
+            "band": st.column_config.TextColumn(width=55, help="the prediction's expected error"),
+            "verdict": st.column_config.TextColumn(width=125, help="measured inside predicted ± band?"),
             "next best": st.column_config.TextColumn(width=70, help="the runner-up's measured speedup"),
             "open alerts": st.column_config.NumberColumn(width=70),
             "drafter (full name)": st.column_config.TextColumn(width="large"),

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import pytest
 
-from specdash.app.deploy_panel import deploy_frame, drafter_label
+from specdash.app.deploy_panel import deploy_frame, deployment_label, drafter_label
 from specdash.db.deploy import deploy_table
 from specdash.db.engine import make_engine, reading
 from specdash.db.leaderboard import LeaderboardFilter
@@ -47,7 +47,9 @@ def test_the_winner_its_setting_and_the_runner_up(real_url):
 
 
 def test_short_names_drop_the_target_and_stay_unique(real_url):
-    assert drafter_label(SPECFORGE, TARGET) == "lmsys/SGLang-EAGLE3-…-SpecForge"
+    assert drafter_label(SPECFORGE, TARGET) == "SGLang-EAGLE3-…-SpecForge"
+    assert drafter_label("AQ-MedAI/Kimi-K2-Instruct-eagle3", "Kimi-K2-Instruct") == "AQ-MedAI/…-eagle3"
+    assert deployment_label(f"SpecBundle: {TARGET}", TARGET) == "SpecBundle"
     assert drafter_label("k25-eagle3-100k-ttt5", "Kimi-K2.5 (demo)") == "k25-eagle3-100k-ttt5"
     with reading(make_engine(real_url)) as session:
         shown = deploy_frame(deploy_table(session, LeaderboardFilter(source="theory")))
@@ -64,4 +66,4 @@ def test_the_overview_opens_on_the_deploy_view(monkeypatch, real_url):
     assert not at.exception
     assert at.subheader[0].value.startswith("Deploy")
     shown = next(d.value for d in at.dataframe if "deploy" in d.value.columns)
-    assert len(shown) == 12 and "lmsys/SGLang-EAGLE3-…-SpecForge" in shown["deploy"].tolist()
+    assert len(shown) == 12 and "SGLang-EAGLE3-…-SpecForge" in shown["deploy"].tolist()
