@@ -109,8 +109,12 @@ def _add_predicted_lines(
         if line.empty:
             continue
         x, y = line["label"].tolist(), line[predicted_col].astype(float).tolist()
-        band = line["error_band"].astype(float) if value == "tps" and "error_band" in line else None
-        has_band = band is not None and band.notna().any()
+        band = (
+            line["error_band"].astype(float)
+            if value == "tps" and "error_band" in line
+            else pd.Series([float("nan")] * len(line), index=line.index)
+        )
+        has_band = bool(band.notna().any())
         if has_band and len(line) > 1:
             spread = band.fillna(0).tolist()
             fig.add_trace(
@@ -249,6 +253,7 @@ def training_figure(
     runs = list(dict.fromkeys(curves["run"]))
     short_runs = abbreviate(runs, 24)
     for (run, key), line in curves.groupby(["run", "key"], sort=False):
+        run, key = str(run), str(key)
         colour = colours[run if colour_by == "run" else key]
         label = plotly_text(key if len(runs) == 1 else f"{short_runs[run]} · {key}")
         full = plotly_text(f"{run} · {key}")
@@ -318,7 +323,7 @@ def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
                 mode="lines+markers",
                 name=name,
                 line=dict(dash="dot") if measured else None,
-                hovertemplate="position %{x}: %{y:.3f}<extra>" + name + "</extra>",
+                hovertemplate="position %{x}: %{y:.3f}<extra>" + str(name) + "</extra>",
             )
         )
     fig.update_layout(

@@ -82,11 +82,17 @@ def leaderboard_figure(frame: pd.DataFrame, source: str, rows: int = CHART_ROWS)
         )
     )
     highest = float(pd.concat([top["measured_speedup"], top["predicted_speedup"] + band.fillna(0)]).max())
+    # speedups live above 1x: the axis starts just under the lowest point or 1x, not at 0
+    lowest = float(pd.concat([top["measured_speedup"], top["predicted_speedup"] - band.fillna(0)]).min())
+    start = max(0.0, min(lowest, 1.0) - 0.1)
     fig.update_layout(
-        height=110 + ROW_PX * len(top),
-        xaxis=dict(title="speedup over no speculation (×)", range=[0, max(highest * 1.08, 1.2)], side="top"),
+        height=150 + ROW_PX * len(top),
+        xaxis=dict(
+            title="speedup over no speculation (×)", range=[start, max(highest * 1.05, 1.2)], side="top"
+        ),
         yaxis=dict(autorange="reversed", automargin=True, type="category"),
-        margin=dict(t=40, l=10, r=10, b=10),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"),
+        margin=dict(t=40, l=10, r=10, b=40),
+        # under the plot: above it the legend covered the top axis's tick labels
+        legend=dict(orientation="h", yanchor="top", y=-0.01, x=1, xanchor="right"),
     )
     return fig

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
-from specdash.db import acceptance, alerts, checkpoint_queries, profiles, queries
+from specdash.db import acceptance, alerts, checkpoint_queries, deploy, depth_points, profiles, queries
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
@@ -177,8 +177,9 @@ def latest_checkpoints(url: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False)
-def top_alerts(url: str, limit: int) -> list[dict]:
-    rows, _ = read(url, alerts.alert_page, AlertFilters(statuses=("open",)), 0, limit, count=False)
+def top_alerts(url: str, limit: int, severities: tuple[str, ...] = ()) -> list[dict]:
+    flt = AlertFilters(statuses=("open",), severities=severities)
+    rows, _ = read(url, alerts.alert_page, flt, 0, limit, count=False)
     return rows
 
 
@@ -207,6 +208,11 @@ def file_removal(url: str, file_id: int):
 @st.cache_data(show_spinner=False)
 def leaderboard_choices(url: str) -> dict:
     return read(url, leaderboard_queries.leaderboard_choices)
+
+
+@st.cache_data(show_spinner=False)
+def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
+    return read(url, deploy.deploy_table, flt)
 
 
 @st.cache_data(show_spinner=False)
@@ -258,8 +264,13 @@ def deployments_frame(url: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False)
-def effective_profile(url: str, deployment_id: int) -> dict:
-    return read(url, profiles.effective_profile, deployment_id)
+def effective_profile(url: str, deployment_id: int, concurrency: int = 1) -> dict:
+    return read(url, profiles.effective_profile, deployment_id, concurrency=concurrency)
+
+
+@st.cache_data(show_spinner=False)
+def measured_by_depth(url: str, checkpoint_id: int, deployment_id: int, dataset: str | None) -> pd.DataFrame:
+    return read(url, depth_points.measured_by_depth, checkpoint_id, deployment_id, dataset)
 
 
 @st.cache_data(show_spinner=False)

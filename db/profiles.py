@@ -333,8 +333,10 @@ def parameter_sets_frame(session: Session) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 4) -> dict:
-    """The costs the cost model uses for the deployment at batch 1 and `draft_tokens` verified tokens,
+def effective_profile(
+    session: Session, deployment_id: int, draft_tokens: int = 4, concurrency: int = 1
+) -> dict:
+    """The costs the cost model uses for the deployment at `concurrency` and `draft_tokens` verified tokens,
     as the What-if starts from them: the active calibrated set when there is one, else the profile with the
     published priors for every cost it does not state (`source` says which)."""
     deployment = session.get(Deployment, deployment_id)
@@ -354,14 +356,15 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
     comm = costs.comm_fraction
     if comm is None:
         comm = prior_comm_fraction(facts.tp_size, facts.interconnect)
-    # batch 1 measured, else carried from the loads measured (SpecBundle measures batch 8 only)
+    # measured at that load, else carried from the loads measured (SpecBundle measures batch 8 only)
     baseline = (
-        baselines.choose(deployment_id, 1, None, facts, comm, profile_tps=deployment.baseline_tps) or 100.0
+        baselines.choose(deployment_id, concurrency, None, facts, comm, profile_tps=deployment.baseline_tps)
+        or 100.0
     )
     # a calibrated set's drafting and overhead were fitted at its reference load
-    reference_tps = baselines.at_reference(deployment_id, costs.fit, 1, None, facts, comm)
+    reference_tps = baselines.at_reference(deployment_id, costs.fit, concurrency, None, facts, comm)
     params = costs.costs(
-        baseline, facts, DEFAULT_FAMILY, 1, draft_tokens, reference_baseline_tps=reference_tps
+        baseline, facts, DEFAULT_FAMILY, concurrency, draft_tokens, reference_baseline_tps=reference_tps
     )
     stated = [name for name in COST_FIELDS[1:] if getattr(deployment, name) is not None]
     return {
@@ -371,6 +374,8 @@ def effective_profile(session: Session, deployment_id: int, draft_tokens: int = 
         "round_overhead_ms": params.round_overhead_ms,
         "verify_growth_compute": params.verify_growth_compute,
         "verify_growth_comm": params.verify_growth_comm,
+        # the calibrated fit's expected error; None: the prior's band applies (it depends on the acceptance)
+        "error_band": costs.error_band(),
         "source": f"calibrated v{latest.version}"
         if latest is not None
         else ("profile" if len(stated) == len(COST_FIELDS) - 1 else "profile + published priors"),

@@ -9,6 +9,7 @@ import streamlit as st
 
 from specdash.app import identity, state, urlstate
 from specdash.app.alert_charts import waterfall_figure
+from specdash.app.alert_text import GAP_CONVENTION, lead_line
 from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db import alerts
 from specdash.db.alerts import DIAGNOSIS_CODES, GROUPINGS, SEVERITIES, AlertChangeError, AlertFilters
@@ -18,6 +19,9 @@ from specdash.labels import gap_text, setting_label
 
 PAGE_ROWS = 50
 ANY = "any"
+# What the page lists first; info-level alerts (nothing to act on, e.g. published results nothing predicts)
+# are one click away.
+FIRST_SEVERITIES = tuple(s for s in SEVERITIES if s != "info")
 SHOW = {"alerts": True, "benchmarks that are not alerts": False, "every benchmark": None}
 
 url = state.db_url()
@@ -28,7 +32,7 @@ st.caption(
     + ", else ".join(VERDICT_ORDER)
     + "). A gap is an alert when it exceeds both its threshold (the deployment's own, else the global "
     f"{state.gap_threshold(url):.0%}) and the prediction's own error band; an invalid or out-of-range "
-    "benchmark always is. gap = 1 - measured / predicted: positive is slower."
+    "benchmark always is. " + GAP_CONVENTION
 )
 
 choices = state.alert_choices(url)
@@ -37,6 +41,11 @@ url_state.restore_many("alerts_status", "status", GAP_STATUSES)
 if "alerts_status" not in st.session_state:
     st.session_state["alerts_status"] = list(ACTIVE_STATUSES)
 url_state.restore_many("alerts_severity", "severity", SEVERITIES)
+if "alerts_severity" not in st.session_state:
+    # info-level alerts one click away, not in the way; a link to one run's or deployment's alerts shows all
+    targeted = any(param in st.query_params for param in ("run", "deployment", "alert"))
+    st.session_state["alerts_severity_default"] = [] if targeted else list(FIRST_SEVERITIES)
+    st.session_state["alerts_severity"] = st.session_state["alerts_severity_default"]
 url_state.restore("alerts_diagnosis", "diagnosis", DIAGNOSIS_CODES)
 url_state.restore("alerts_source", "source", choices["source"])
 url_state.restore("alerts_deployment", "deployment", choices["deployment"])
@@ -52,7 +61,7 @@ deployment = row2[1].selectbox("Deployment", [ANY, *choices["deployment"]], key=
 run = row2[2].selectbox("Run", [ANY, *choices["run"]], key="alerts_run")
 show_muted = row2[3].toggle("Muted ones too", key="alerts_muted")
 url_state.publish("status", statuses, list(ACTIVE_STATUSES))
-url_state.publish("severity", severities)
+url_state.publish("severity", severities, st.session_state.get("alerts_severity_default", []))
 for param, value in (("diagnosis", diagnosis), ("source", source), ("deployment", deployment), ("run", run)):
     url_state.publish(param, value, ANY)
 filters = AlertFilters(
@@ -67,6 +76,15 @@ filters = AlertFilters(
 )
 
 _, total = state.alert_page(url, filters, 0, 1)
+if "info" not in severities and severities:
+    hidden = state.open_alert_counts(url).get("info", 0)
+    if hidden:
+        st.button(
+            f"Show the {hidden} info-level alert{'s' if hidden != 1 else ''} too",
+            icon=SEVERITY_ICONS["info"],
+            key="alerts_show_info",
+            on_click=lambda: st.session_state.update(alerts_severity=[*severities, "info"]),
+        )
 pages = max(1, -(-total // PAGE_ROWS))
 page = st.number_input("Page", 1, pages, 1, key="alerts_page") if pages > 1 else 1
 rows, total = state.alert_page(url, filters, (page - 1) * PAGE_ROWS, PAGE_ROWS)
@@ -212,7 +230,7 @@ st.markdown(
     + (f"  \n{SEVERITY_ICONS[severity]} {severity}" if alert["is_alert"] else "  \nnot an alert")
     + f" · status **{alert['status']}**"
 )
-st.caption(f"Why: {md(alert['reason'] or 'not judged yet: run specdash predict')}")
+st.markdown(f"#### {md(lead_line(alert))}")
 if alert["mute"]:
     m = alert["mute"]
     st.info(
@@ -224,7 +242,7 @@ if alert["superseded_by_id"]:
         f"This benchmark is superseded by benchmark #{alert['superseded_by_id']}.", icon=":material/redo:"
     )
 
-cols = st.columns(5)
+cols = list(st.columns(5))
 # an acceptance collapse without a prediction has no gap: its tok/s are not judged
 cols[0].metric("Measured", "-" if alert["measured_tps"] is None else f"{alert['measured_tps']:.1f} tok/s")
 cols[1].metric("Predicted", "-" if alert["predicted_tps"] is None else f"{alert['predicted_tps']:.1f} tok/s")
@@ -247,12 +265,13 @@ if alert["measured_accept_length"] is not None:
 
 left, right = st.columns([3, 2], gap="large")
 with left:
-    st.markdown("**Diagnoses**")
-    if not alert["diagnoses"]:
-        st.info("No rule explains this gap; the waterfall shows where it sits.")
-    for d in alert["diagnoses"]:
-        box = {"critical": st.error, "warning": st.warning}.get(d["severity"], st.info)
-        box(f"**{d['code']}**: {md(d['message'])}", icon=SEVERITY_ICONS.get(d["severity"]))
+    with st.expander("The model's reasoning: verdict and diagnoses", icon=":material/psychology:"):
+        st.caption(f"Verdict: {md(alert['reason'] or 'not judged yet: run specdash predict')}")
+        if not alert["diagnoses"]:
+            st.info("No rule explains this gap; the waterfall shows where it sits.")
+        for d in alert["diagnoses"]:
+            box = {"critical": st.error, "warning": st.warning}.get(d["severity"], st.info)
+            box(f"**{d['code']}**: {md(d['message'])}", icon=SEVERITY_ICONS.get(d["severity"]))
     st.markdown("**From predicted to measured**")
     if alert["gap_id"] is not None:
         st.plotly_chart(waterfall_figure(alert), width="stretch", key=f"alerts_waterfall_{aid}")
@@ -357,7 +376,7 @@ with right:
             rerun = st.selectbox(
                 "Valid rerun of this benchmark",
                 list(options),
-                format_func=options.get,
+                format_func=lambda i: options[i],
                 key=f"alerts_rerun_{aid}",
             )
             reason = st.text_input("Why the first run is invalid", key=f"alerts_rerun_note_{aid}")

@@ -53,14 +53,19 @@ if not run_ids:
     st.stop()
 
 checkpoints = state.checkpoints_frame(url, run_ids)
-labels = {
-    int(r.id): (r.name if len(run_ids) == 1 else f"{r.run} / {r.name}") for r in checkpoints.itertuples()
+labels: dict[int, str] = {
+    int(i): (str(name) if len(run_ids) == 1 else f"{run} / {name}")
+    for i, run, name in (
+        zip(checkpoints["id"], checkpoints["run"], checkpoints["name"], strict=True)
+        if len(checkpoints)
+        else ()
+    )
 }
 checkpoint_key = f"checkpoints_ids_{run_ids}"
 url_state.restore_many(checkpoint_key, "ckpt", list(labels), parse=int)
 if checkpoint_key not in st.session_state:
     st.session_state[checkpoint_key] = list(labels)[-DEFAULT_CHECKPOINTS:]
-chosen = top[1].multiselect("Checkpoints", list(labels), format_func=labels.get, key=checkpoint_key)
+chosen = top[1].multiselect("Checkpoints", list(labels), format_func=lambda i: labels[i], key=checkpoint_key)
 url_state.publish("ckpt", chosen)
 checkpoint_ids = tuple(chosen)
 if len(labels) > DEFAULT_CHECKPOINTS and len(chosen) == DEFAULT_CHECKPOINTS:
@@ -164,8 +169,11 @@ else:
     acc_keys.sort(key=position)
     controls = st.columns([1, 1, 4])
     url_state.restore("checkpoints_smoothing", "smooth", list(SMOOTHING), parse=float)
-    smoothing = controls[0].selectbox(
-        "Smoothing", list(SMOOTHING), format_func=SMOOTHING.get, key="checkpoints_smoothing"
+    smoothing = float(
+        controls[0].selectbox(
+            "Smoothing", list(SMOOTHING), format_func=lambda v: SMOOTHING[v], key="checkpoints_smoothing"
+        )
+        or 0.0
     )
     url_state.publish("smooth", smoothing, 0.0)
     url_state.restore("checkpoints_log", "log", [True, False], parse=lambda v: v == "1")
@@ -179,7 +187,7 @@ else:
         url_state.restore("checkpoints_loss", "loss", loss_keys)
         if st.session_state.get("checkpoints_loss") not in loss_keys:
             st.session_state["checkpoints_loss"] = preferred
-        loss_key = st.selectbox("Loss", loss_keys, key="checkpoints_loss")
+        loss_key = st.selectbox("Loss", loss_keys, key="checkpoints_loss") or preferred
         url_state.publish("loss", loss_key)
         curves = state.training_curves(url, run_ids, (loss_key,))
         st.plotly_chart(

@@ -4,7 +4,7 @@ its best setting; one click from a row to its overlay on the Checkpoints page an
 
 import streamlit as st
 
-from specdash.app import state, urlstate, widgets
+from specdash.app import deploy_panel, state, urlstate, widgets
 from specdash.app.leaderboard_charts import leaderboard_figure
 from specdash.app.text import md, number_text
 from specdash.db.leaderboard import LeaderboardFilter
@@ -75,6 +75,9 @@ flt = LeaderboardFilter(
     source=source,
     rank_by=rank_by,
 )
+st.subheader("Deploy: the winner on each deployment and load")
+deploy_panel.show(url, flt, "leaderboard_deploy")
+st.subheader(f"Ranking by {RANK_BY[rank_by]}")
 board = state.leaderboard(url, flt)
 if board.empty:
     st.info("No checkpoint was benchmarked with this selection: choose another deployment, load or dataset.")

@@ -3,13 +3,14 @@ run's latest checkpoint stands."""
 
 import streamlit as st
 
-from specdash.app import advisory_panel, parity_charts, state, urlstate
-from specdash.app.text import SEVERITY_ICONS, md, number_text
+from specdash.app import advisory_panel, alert_cards, deploy_panel, parity_charts, state, urlstate, widgets
+from specdash.app.text import SEVERITY_ICONS, number_text
 from specdash.db.alerts import SEVERITIES
-from specdash.labels import gap_text, setting_label
+from specdash.db.leaderboard import LeaderboardFilter
+from specdash.labels import setting_label
 
 ALERTS_SHOWN = 5
-DIAGNOSES_SHOWN = 2
+INFO_SHOWN = 20
 
 url = state.db_url()
 state.follow_store(url)
@@ -35,14 +36,21 @@ if not counts["benchmarks"] and not counts["runs"]:
     st.info("Nothing stored yet: upload a benchmark file on the **Upload** page, or run `specdash demo`.")
     st.stop()
 
+sources = state.prediction_sources(url)
+# the prediction that judges the alerts is the one to look at first: calibrated once there is one, else theory
+# (an external one judges only the few benchmarks it covers)
+judging = next((s for s in ("calibrated", "theory") if s in sources), sources[0]) if sources else "theory"
+st.subheader("Deploy: the checkpoint to serve on each deployment and load")
+deploy_panel.show(url, LeaderboardFilter(source=judging), "overview_deploy")
+
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.subheader("Predicted vs measured")
-    sources = state.prediction_sources(url)
     if not sources:
         st.info("No benchmark has a prediction yet: predictions need a checkpoint and a deployment profile.")
     else:
         url_state = urlstate.UrlState("overview")
+        widgets.follow("overview_source", sources, reset_by=judging, default=judging)
         url_state.restore("overview_source", "source", sources)
         url_state.restore("overview_colour", "colour", parity_charts.PARITY_COLOUR_BY)
         pick = st.columns(2)
@@ -52,7 +60,7 @@ with left:
             else sources[0]
         )
         colour_by = pick[1].selectbox("Colour by", parity_charts.PARITY_COLOUR_BY, key="overview_colour")
-        url_state.publish("source", source, sources[0])
+        url_state.publish("source", source, judging)
         url_state.publish("colour", colour_by, "run")
         frame, total = state.parity(url, source)
         st.plotly_chart(
@@ -80,44 +88,23 @@ with right:
                 if name in by_severity
             )
         )
-    alerts = state.top_alerts(url, ALERTS_SHOWN)
-    if not alerts:
+    alerts = state.top_alerts(url, ALERTS_SHOWN, alert_cards.CARD_SEVERITIES)
+    if not by_severity:
         st.success(f"No open alert: every gap is within its threshold ({threshold:.0%}) or error band.")
+    elif alerts:
+        alert_cards.convention()
     for row in alerts:
-        severity = row["severity"] or "none"
-        box = {"critical": st.error, "warning": st.warning}.get(severity, st.info)
-        head = (
-            f"**{md(row['run'])} / {md(row['checkpoint'])}** on {md(row['deployment'])}, {setting_label(row)}"
-        )
-        if row["predicted_tps"] is None:  # an acceptance collapse judged on its accept length alone
-            lines = [head]
-        else:
-            lines = [
-                f"{head}: measured {row['measured_tps']:.1f} tok/s vs {md(row['source'])} "
-                f"{row['predicted_tps']:.1f} (gap {gap_text(row['gap'])})"
-            ]
-        lines.append(f"- why: {md(row['reason'])}")
-        lines += [f"- {md(d['message'])}" for d in row["diagnoses"][:DIAGNOSES_SHOWN]]
-        if len(row["diagnoses"]) > DIAGNOSES_SHOWN:
-            lines.append(f"- and {len(row['diagnoses']) - DIAGNOSES_SHOWN} more")
-        box("\n".join(lines), icon=SEVERITY_ICONS[severity])
-        st.page_link(
-            "views/alerts.py",
-            label=f"Investigate alert #{row['alert_id']}",
-            icon=":material/search:",
-            query_params={"alert": str(row["alert_id"])},
-        )
-    more = sum(by_severity.values()) - len(alerts)
-    if more > 0:
-        st.page_link(
-            "views/alerts.py", label=f"All {sum(by_severity.values())} open alerts", icon=":material/list:"
-        )
+        alert_cards.card(row)
+    carded = sum(n for name, n in by_severity.items() if name in alert_cards.CARD_SEVERITIES)
+    if carded > len(alerts):
+        st.page_link("views/alerts.py", label=f"All {carded} open alerts", icon=":material/list:")
+    if by_severity.get("info"):
+        alert_cards.info_group(state.top_alerts(url, INFO_SHOWN, ("info",)), by_severity["info"])
     advice = advisory_panel.advisory_rows(url, None, True)
     if advice:
         st.subheader("Open advisories")
         advisory_panel.show(advice, "overview_advisory")
 
-st.subheader("Latest checkpoint per run")
 latest = state.latest_checkpoints(url)
 if latest.empty:
     st.info("No runs yet.")
@@ -144,7 +131,7 @@ else:
             "deployment",
         ]
     ]
-    st.dataframe(
+    st.expander("Latest checkpoint per run", icon=":material/history:").dataframe(
         table,
         hide_index=True,
         width="stretch",

@@ -159,7 +159,7 @@ else:
         for r in files.to_dict("records")
     }
     pick = st.columns([4, 1], vertical_alignment="bottom")
-    file_id = pick[0].selectbox("File", list(labels), format_func=labels.get, key="runs_file")
+    file_id = pick[0].selectbox("File", list(labels), format_func=lambda i: labels[i], key="runs_file")
     if pick[1].button("Undo this ingest…", icon=":material/undo:", key="runs_undo"):
         st.session_state["runs_pending_undo"] = file_id
     pending_file = st.session_state.get("runs_pending_undo")

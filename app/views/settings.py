@@ -84,19 +84,19 @@ with right:
                 ),
             },
         )
-        changed = [
+        thresholds = [
             (int(deployments.iloc[i]["id"]), None if pd.isna(new) else float(new) / 100)
             for i, (old, new) in enumerate(zip(own["threshold_pct"], edited["threshold_pct"], strict=True))
             if not (pd.isna(old) and pd.isna(new)) and old != new
         ]
         if st.button(
             "Save deployment thresholds",
-            disabled=not changed,
+            disabled=not thresholds,
             key="settings_save_thresholds",
             icon=":material/save:",
         ):
             try:
-                for deployment_id, threshold in changed:
+                for deployment_id, threshold in thresholds:
                     summary = state.write(profiles.set_deployment_threshold, deployment_id, threshold)
             except ProfileError as exc:
                 st.error(str(exc))
@@ -384,7 +384,7 @@ else:
         }
         pick = st.columns([3, 1], vertical_alignment="bottom")
         restore_id = pick[0].selectbox(
-            "Earlier version", list(labels), format_func=labels.get, key="settings_restore_choice"
+            "Earlier version", list(labels), format_func=lambda i: labels[i], key="settings_restore_choice"
         )
         if pick[1].button("Restore this version", icon=":material/restore:", key="settings_restore"):
             try:

@@ -106,7 +106,14 @@ if files:
         who = state.writer()
         for file, link in ready:
             with guarded(f"Saving {file.name}"), acting_as(who):
-                result = ingest_bytes(state.engine(), file.name, file.getvalue(), link=LinkOptions(**link))
+                result = ingest_bytes(
+                    state.engine(),
+                    file.name,
+                    file.getvalue(),
+                    link=LinkOptions(
+                        run=link["run"], checkpoint=link["checkpoint"], deployment=link["deployment"]
+                    ),
+                )
             saved.append(
                 {
                     "summary": describe(result),
@@ -182,14 +189,14 @@ if results:
                 f"No alert: the {compared['benchmark_id'].nunique()} benchmark(s) with a prediction agree with it "
                 "within its threshold and error band."
             )
-        for row in new_alerts.to_dict("records"):
-            severity = row["severity"] or "none"
+        for new_alert in new_alerts.to_dict("records"):
+            severity = new_alert["severity"] or "none"
             st.page_link(
                 "views/alerts.py",
                 icon=SEVERITY_ICONS[severity],
                 label=(
-                    f"Alert #{int(row['alert_id'])} ({severity}): {md(row['run'])} / {md(row['checkpoint'])}, "
-                    f"{setting_label(row)}, gap {gap_text(row['gap'])} against {md(row['source'])}"
+                    f"Alert #{int(new_alert['alert_id'])} ({severity}): {md(new_alert['run'])} / {md(new_alert['checkpoint'])}, "
+                    f"{setting_label(new_alert)}, gap {gap_text(new_alert['gap'])} against {md(new_alert['source'])}"
                 ),
-                query_params={"alert": str(int(row["alert_id"]))},
+                query_params={"alert": str(int(new_alert["alert_id"]))},
             )

@@ -4,9 +4,10 @@ adjustable with sliders. Nothing is saved."""
 
 import streamlit as st
 
-from specdash.app import state, urlstate
+from specdash.app import depth_overlay, state, urlstate, widgets
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
+from specdash.costmodel.uncertainty import prior_error_band
 
 SIDES = ("left", "right")
 PREFERRED = ("pcie", "nvlink")
@@ -30,7 +31,7 @@ if runs.empty or deployments.empty:
     st.stop()
 
 url_state = urlstate.UrlState("whatif")
-pick = st.columns([2, 2, 1, 1])
+pick = st.columns([2, 2, 1, 1, 1])
 run_names = runs["name"].tolist()
 url_state.restore("whatif_run", "run", run_names)
 if st.session_state.get("whatif_run") not in run_names:
@@ -47,8 +48,9 @@ url_state.restore(checkpoint_key, "ckpt", list(names), parse=int)
 if st.session_state.get(checkpoint_key) not in names:
     st.session_state[checkpoint_key] = list(names)[-1]
 checkpoint_id = pick[1].selectbox(
-    "Checkpoint (its acceptance curve)", list(names), format_func=names.get, key=checkpoint_key
+    "Checkpoint (its acceptance curve)", list(names), format_func=lambda i: str(names[i]), key=checkpoint_key
 )
+assert checkpoint_id is not None  # a run listed here has checkpoints
 url_state.publish("ckpt", checkpoint_id)
 url_state.restore("whatif_max_steps", "depth", range(1, 25), parse=int)
 max_steps = pick[2].slider("Deepest draft K", 1, 24, 16, key="whatif_max_steps")
@@ -61,9 +63,31 @@ topk = pick[3].selectbox(
     help="candidates per draft step; above 1 the draft is a tree (an approximation)",
 )
 url_state.publish("topk", topk, 1)
+# the drafter's own deployment (the one it was benchmarked on most) and the load it was measured at
+own = state.benchmarked_deployments(url, (checkpoint_id,))
+own_name = own["name"].iloc[0] if not own.empty else None
+own_measured = state.measured_by_depth(url, checkpoint_id, int(own["id"].iloc[0]), None) if own_name else None
+measured_load = (
+    int(str(own_measured.groupby("concurrency")["n"].sum().idxmax()))
+    if own_measured is not None and not own_measured.empty
+    else 1
+)
+load_options = sorted(
+    {1, measured_load, *(own_measured["concurrency"].astype(int) if own_measured is not None else [])}
+)
+widgets.follow("whatif_load", load_options, reset_by=checkpoint_id, default=measured_load)
+url_state.restore("whatif_load", "load", load_options, parse=int)
+load = pick[4].selectbox(
+    "Load (concurrency)",
+    load_options,
+    key="whatif_load",
+    help="requests decoded together; starts at the load this checkpoint was measured at",
+)
+url_state.publish("load", load, measured_load)
 
 TRAINING, MEASURED = "training accuracy (acc_i)", "measured in benchmarks"
 ALL_DATASETS = "all datasets"
+measured_on = None  # the dataset the measured curve and diamonds are on (None: every one)
 training_rates = state.position_acceptance(url, (checkpoint_id,))["rate"].tolist()
 measured = state.measured_acceptance(url, checkpoint_id, None)
 sources = [name for name, known in ((TRAINING, training_rates), (MEASURED, measured.rates)) if known]
@@ -96,6 +120,7 @@ else:
         )
         if dataset != ALL_DATASETS:
             measured = state.measured_acceptance(url, checkpoint_id, dataset)
+            measured_on = dataset
     rates = list(measured.rates)
     trained = measured.depth
     basis = (
@@ -109,7 +134,8 @@ else:
         f"**Measured-derived acceptance**: this checkpoint has no training accuracies, so its curve comes from "
         f"{measured.benchmarks} benchmark(s): {basis}. Per position: "
         + ", ".join(f"{r:.2f}" for r in rates)
-        + f". Past K = {len(rates)} it is extrapolated (hollow markers).",
+        + f". Past K = {len(rates)} it is extrapolated (hollow markers)."
+        + depth_overlay.rise_note(rates, measured.accept_lengths),
         icon=":material/science:",
     )
 
@@ -119,27 +145,26 @@ for kind in PREFERRED:
     match = deployments[deployments["interconnect"].fillna("").str.lower() == kind]["name"].tolist()
     defaults.append(match[0] if match else None)
 defaults = [d or profile_names[min(i, len(profile_names) - 1)] for i, d in enumerate(defaults)]
-if source == MEASURED:
-    # a drafter known from its benchmarks starts on the deployment it was measured on, against the
-    # interconnect that deployment is not
-    own = state.benchmarked_deployments(url, (checkpoint_id,))
-    if not own.empty and own["name"].iloc[0] in profile_names and own["name"].iloc[0] not in defaults:
-        defaults = [own["name"].iloc[0], defaults[1]]
+if own_name in profile_names and own_name not in defaults:
+    # a benchmarked drafter starts on the deployment it was measured on, against the other interconnect
+    own_kind = str(deployments.loc[deployments["name"] == own_name, "interconnect"].iloc[0] or "").lower()
+    other = defaults[0] if own_kind == PREFERRED[1] else defaults[1]
+    defaults = [own_name, other]
 
 columns = st.columns(2, gap="large")
 sweeps = []
 for side, column, default in zip(SIDES, columns, defaults, strict=True):
     with column:
+        widgets.follow(f"whatif_profile_{side}", profile_names, reset_by=checkpoint_id, default=default)
         url_state.restore(f"whatif_profile_{side}", side, profile_names)
-        if st.session_state.get(f"whatif_profile_{side}") not in profile_names:
-            st.session_state[f"whatif_profile_{side}"] = default
         name = st.selectbox("Deployment profile", profile_names, key=f"whatif_profile_{side}")
         url_state.publish(side, name)
         row = deployments[deployments["name"] == name].iloc[0]
         # the costs the model uses: calibrated, else the profile with published priors for what it leaves out
-        profile = state.effective_profile(url, int(row["id"]))
-        st.caption(f"Starting from: {profile['source']}.")
-        scope = f"{side}_{name}"  # a new profile starts from its own numbers
+        profile = state.effective_profile(url, int(row["id"]), int(load))
+        st.caption(f"Starting from: {profile['source']}, at concurrency {load}.")
+        # a new profile or load starts from its own numbers
+        scope = f"{side}_{name}" + (f"_at{load}" if load != 1 else "")
         baseline_tps = st.number_input(
             "Baseline decode tok/s (no speculation)",
             1.0,
@@ -183,24 +208,30 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
             verify_growth_comm=float(profile["verify_growth_comm"]),
         )
         points = depth_sweep(params, rates, max_steps, topk)
-        sweeps.append((side, column, name, baseline_tps, points, optimal_depth(points)))
+        band = profile.get("error_band") or prior_error_band("training" if source == TRAINING else "measured")
+        sweeps.append((side, column, name, int(row["id"]), band, baseline_tps, points, optimal_depth(points)))
 
 top_tps = max(max(p.tps for p in points) for *_, points, _ in sweeps)
-for side, column, name, baseline_tps, points, best in sweeps:
+for side, column, name, deployment_id, band, baseline_tps, points, best in sweeps:
     with column:
-        st.plotly_chart(
-            depth_figure(
-                points,
-                best,
-                baseline_tps,
-                name,
-                trained,
-                top_tps,
-                depth_label="trained depth" if source == TRAINING else "deepest measured",
-            ),
-            width="stretch",
-            key=f"whatif_chart_{side}",
+        figure = depth_figure(
+            points,
+            best,
+            baseline_tps,
+            name,
+            trained,
+            top_tps,
+            depth_label="trained depth" if source == TRAINING else "deepest measured",
         )
+        depth_overlay.add_band(figure, points, band)
+        on_profile = state.measured_by_depth(url, checkpoint_id, deployment_id, measured_on)
+        drawn = depth_overlay.add_measured(figure, on_profile, int(load), int(topk))
+        st.plotly_chart(figure, width="stretch", key=f"whatif_chart_{side}")
+        if drawn:
+            st.caption(
+                f"Diamonds: this checkpoint measured on {name} at concurrency {load} ({measured_on or 'mean over datasets'}), "
+                f"against the predicted curve and its expected error (±{band:.0%})."
+            )
         verdict = (
             f"Best at **K = {best.steps}** ({best.draft_tokens} draft tokens): {best.tps:.0f} tok/s, "
             f"{best.speedup:.2f}× no speculation"

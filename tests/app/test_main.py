@@ -43,7 +43,13 @@ def test_overview_shows_counts_alerts_and_latest_checkpoints(monkeypatch, demo_u
     assert [m.value for m in at.metric] == ["3", "6", "15", "2", "4", "1"]  # open alerts: one per benchmark
     errors = [unmd(e.value) for e in at.error]
     assert any("k25-eagle3-10k / epoch_3" in e and "gap +48.9%" in e for e in errors)
-    assert any("ran EAGLE but the drafter is EAGLE3" in e for e in errors)
+    # the lead line in plain words, the rule's own text one click away
+    assert any(
+        "slower than the first-principles prediction; the run is invalid: the server used EAGLE, the "
+        "drafter is EAGLE3." in e
+        for e in errors
+    )
+    assert any("ran EAGLE but the drafter is EAGLE3" in unmd(m.value) for m in at.markdown)
     assert any("trained 5 deep" in unmd(w.value) for w in at.warning)
     latest = table_with(at, "best_speedup").set_index("run")
     assert latest.loc["k25-eagle3-100k-ttt5", "best_speedup"] == f"{208.9 / 90:.2f}×"
@@ -88,4 +94,4 @@ def test_names_from_files_are_shown_as_text(monkeypatch, demo_url):
     at = run_page(monkeypatch, demo_url)
     story = next(e.value for e in at.error if "epoch" in e.value)
     assert r"\[click\]\(https\:\/\/example\.com\) \<b\>x\<\/b\> \*\*bold\*\*" in story
-    assert unmd(story).startswith(f"**{hostile} / epoch_3**")
+    assert f"**  \n{hostile} / epoch_3 on" in unmd(story)  # after the lead line, the name as written

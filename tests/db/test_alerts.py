@@ -223,8 +223,14 @@ def test_alerts_page_lists_alerts_and_opens_the_most_severe(monkeypatch, demo_ur
     assert unmd(at.subheader[0].value) == "Alert #3: k25-eagle3-10k / epoch_3"
     codes = [unmd(e.value).split(":")[0] for e in at.error]
     assert codes == ["**algorithm_mismatch**", "**hidden_size_mismatch**"]
+    # the lead line in plain words; the verdict's reasoning in the expander under it
     assert any(
-        unmd(c.value).startswith("Why: against the theory prediction: algorithm_mismatch") for c in at.caption
+        unmd(m.value).startswith("#### Measured 49 % slower than the first-principles prediction")
+        for m in at.markdown
+    )
+    assert any(
+        unmd(c.value).startswith("Verdict: against the theory prediction: algorithm_mismatch")
+        for c in at.caption
     )
 
 

@@ -1,6 +1,9 @@
 """The What-if page: the cost model's depth sweep for a checkpoint's acceptance curve on two deployment
 profiles, driven by the sliders."""
 
+import json
+from collections import defaultdict
+
 import pytest
 from sqlalchemy import select
 
@@ -12,7 +15,7 @@ from specdash.costmodel.priors import DeploymentFacts, architecture_for, resolve
 from specdash.db import acceptance, checkpoint_queries
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Checkpoint, Run
-from tests.app_support import chain_accept_lengths, run_page
+from tests.app_support import chain_accept_lengths, run_page, specbundle_rows
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 NVLINK = "8x H200, TP8, NVLink"
@@ -68,8 +71,8 @@ def test_whatif_compares_pcie_and_nvlink_on_the_latest_checkpoint(monkeypatch, d
         )
     assert bests[0] > bests[1]  # the PCIe box wants the deeper draft
     assert [c.value for c in at.caption if c.value.startswith("Starting from")] == [
-        "Starting from: profile.",
-        "Starting from: profile + published priors.",
+        "Starting from: profile, at concurrency 1.",
+        "Starting from: profile + published priors, at concurrency 1.",
     ]
     assert len([d for d in at.dataframe if "break-even τ" in d.value.columns]) == 2
 
@@ -137,7 +140,9 @@ def test_whatif_state_is_in_the_url(monkeypatch, real_url):
     at.selectbox(key="whatif_run").select(SB_DRAFTER).run()
     at.slider(key="whatif_max_steps").set_value(10).run()
     params = {k: at.query_params[k] for k in at.query_params}
-    assert params["run"] == SB_DRAFTER and params["depth"] == "10" and params["left"] == PCIE
+    # a new run starts on its own deployment (the demo's PCIe box was kept before: a stale menu)
+    assert params["run"] == SB_DRAFTER and params["depth"] == "10"
+    assert params["left"] == "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
     again = run_page(monkeypatch, real_url, "views/whatif.py", query=params)
     assert again.selectbox(key="whatif_run").value == SB_DRAFTER
     assert again.slider(key="whatif_max_steps").value == 10
@@ -183,3 +188,34 @@ def test_checkpoints_page_shows_the_acceptance_a_drafter_without_training_metric
     assert set(frame["source"]) == {"benchmarks: accept_length"}
     [trace] = acceptance_figure(frame).data
     assert trace.line.dash == "dot" and trace.name.endswith("(from benchmarks)")
+
+
+def test_switching_to_a_published_drafter_starts_on_its_deployment_and_load_with_its_benchmarks_drawn(
+    monkeypatch, real_url
+):
+    at = run_page(monkeypatch, real_url, "views/whatif.py")
+    at.selectbox(key="whatif_run").select(SB_DRAFTER).run()
+    assert not at.exception
+    assert at.selectbox(key="whatif_profile_left").value == "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
+    assert at.selectbox(key="whatif_load").value == 8  # SpecBundle's batch_size for this model
+    # the file's output_throughput of the drafter at batch 8, top-k 1, per request (/ 8), mean over datasets
+    expected = defaultdict(list)
+    for row in specbundle_rows():
+        if row["name"] == SB_DRAFTER and row["topk"] == 1:
+            expected[row["steps"]].append(row["output_throughput"] / 8)
+    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("whatif_chart_left"))
+    [measured] = [
+        t for t in json.loads(chart.proto.spec)["data"] if t.get("name") == "measured at concurrency 8"
+    ]
+    assert measured["x"] == [3, 5, 7]
+    assert measured["y"] == pytest.approx([sum(v) / len(v) for _, v in sorted(expected.items())])
+    assert any(t.get("fill") == "toself" for t in json.loads(chart.proto.spec)["data"])  # the band
+
+
+def test_a_rising_derived_curve_says_why():
+    from specdash.app.depth_overlay import rise_note, rises
+
+    rates = [0.74, 0.74, 0.74, 0.52, 0.52, 0.80, 0.80]
+    assert rises(rates) == [6]
+    assert "rises at position 6" in rise_note(rates, {3: 2.9, 5: 3.3, 7: 4.0})
+    assert rise_note([0.8, 0.7, 0.7], {3: 2.9}) == ""

@@ -1,0 +1,64 @@
+"""The deploy answer: for every deployment and load, the checkpoint to serve (the Leaderboard's winner by
+measured speedup), its setting, measured against predicted speedup with the band, and its open alerts."""
+
+import pandas as pd
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from specdash.db.leaderboard import LeaderboardFilter, leaderboard
+from specdash.db.models import Checkpoint, Run
+
+DEPLOY_COLUMNS = [
+    "target_model",
+    "deployment",
+    "concurrency",
+    "run",
+    "checkpoint",
+    "speculative_algorithm",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+    "measured_speedup",
+    "predicted_speedup",
+    "error_band",
+    "within_band",
+    "gap",
+    "measured_tps",
+    "candidates",
+    "runner_up_speedup",
+    "open_alerts",
+    "checkpoint_id",
+    "deployment_id",
+]
+
+
+def deploy_table(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
+    """One row per (deployment, load): the entry with the highest measured speedup there (ties: the
+    leaderboard's order), how many checkpoints competed and the runner-up's speedup; `within_band` says
+    whether measured lies inside predicted ± the prediction's band (None without a prediction or band).
+    Ordered by target model, deployment and load."""
+    board = leaderboard(session, LeaderboardFilter(**{**vars(flt), "rank_by": "measured"}))
+    if board.empty:
+        return pd.DataFrame(columns=DEPLOY_COLUMNS)
+    targets = dict(
+        session.execute(
+            select(Checkpoint.id, Run.target_model)
+            .join(Run, Checkpoint.run_id == Run.id)
+            .where(Checkpoint.id.in_([int(i) for i in board["checkpoint_id"].unique()]))
+        ).all()
+    )
+    board = board.assign(target_model=board["checkpoint_id"].map(lambda i: targets.get(int(i))))
+    groups = board.groupby(["deployment_id", "concurrency"], sort=False)
+    best = groups.head(1).copy()
+    best["candidates"] = groups["checkpoint_id"].transform("size").loc[best.index].astype("Int64")
+    second = groups.nth(1).set_index(["deployment_id", "concurrency"])["measured_speedup"]
+    best["runner_up_speedup"] = [
+        second.get((d, c)) for d, c in zip(best["deployment_id"], best["concurrency"], strict=True)
+    ]
+    low = best["predicted_speedup"] * (1 - best["error_band"])
+    high = best["predicted_speedup"] * (1 + best["error_band"])
+    inside = (best["measured_speedup"] >= low) & (best["measured_speedup"] <= high)
+    best["within_band"] = inside.where(best["error_band"].notna() & best["predicted_speedup"].notna())
+    best["target_model"] = best["target_model"].fillna("-")
+    best = best.sort_values(["target_model", "deployment", "concurrency"], kind="stable")
+    return best[DEPLOY_COLUMNS].reset_index(drop=True)

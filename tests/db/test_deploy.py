@@ -1,0 +1,69 @@
+"""The deploy answer on the published SpecBundle results: per deployment and load the checkpoint with the
+highest measured speedup (mean over datasets of tok/s over that dataset's no-speculation run), worked out
+from tests/fixtures/real/specbundle-data.json by hand."""
+
+from collections import defaultdict
+
+import pytest
+
+from specdash.app.deploy_panel import deploy_frame, deployment_label, drafter_label
+from specdash.db.deploy import deploy_table
+from specdash.db.engine import make_engine, reading
+from specdash.db.leaderboard import LeaderboardFilter
+from tests.app_support import run_page, specbundle_rows
+
+TARGET = "Llama-3.1-8B-Instruct"
+SPECFORGE = "lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge"
+OLDER = "lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B"
+
+
+def mean_speedups(drafter: str) -> dict[tuple, float]:
+    """Per setting (steps, topk, draft tokens): the mean over datasets of output_throughput over the
+    dataset's 'Wihtout EAGLE3' output_throughput (batch_size 1 for this model)."""
+    rows = [r for r in specbundle_rows() if r["model"] == TARGET]
+    baseline = {r["benchmark"]: r["output_throughput"] for r in rows if r["baseline"]}
+    ratios = defaultdict(list)
+    for r in rows:
+        if r["name"] == drafter:
+            key = (r["steps"], r["topk"], r["num_draft_tokens"])
+            ratios[key].append(r["output_throughput"] / baseline[r["benchmark"]])
+    return {k: sum(v) / len(v) for k, v in ratios.items()}
+
+
+def test_the_winner_its_setting_and_the_runner_up(real_url):
+    with reading(make_engine(real_url)) as session:
+        table = deploy_table(session, LeaderboardFilter(source="theory"))
+    [row] = table[table["deployment"] == f"SpecBundle: {TARGET}"].to_dict("records")
+    specforge, older = mean_speedups(SPECFORGE), mean_speedups(OLDER)
+    best = max(specforge, key=specforge.get)
+    assert best == (7, 1, 8)
+    assert (row["run"], row["concurrency"], row["target_model"]) == (SPECFORGE, 1, TARGET)
+    assert (row["num_steps"], row["topk"], row["num_draft_tokens"]) == best
+    assert row["measured_speedup"] == pytest.approx(specforge[best])
+    assert row["runner_up_speedup"] == pytest.approx(max(older.values()))
+    assert row["candidates"] == 2
+    # one row per deployment and load: the demo's two deployments and the ten SpecBundle targets
+    assert len(table) == len(table.drop_duplicates(["deployment_id", "concurrency"])) == 12
+
+
+def test_short_names_drop_the_target_and_stay_unique(real_url):
+    assert drafter_label(SPECFORGE, TARGET) == "SGLang-EAGLE3-…-SpecForge"
+    assert drafter_label("AQ-MedAI/Kimi-K2-Instruct-eagle3", "Kimi-K2-Instruct") == "AQ-MedAI/…-eagle3"
+    assert deployment_label(f"SpecBundle: {TARGET}", TARGET) == "SpecBundle"
+    assert drafter_label("k25-eagle3-100k-ttt5", "Kimi-K2.5 (demo)") == "k25-eagle3-100k-ttt5"
+    with reading(make_engine(real_url)) as session:
+        shown = deploy_frame(deploy_table(session, LeaderboardFilter(source="theory")))
+    # with its target (its own column) a short name stands for one drafter
+    pairs = shown.groupby(["target", "deploy"])["drafter (full name)"].nunique()
+    assert (pairs == 1).all()
+    assert not shown.apply(lambda r: r["target"] in r["deploy"], axis=1).any()  # the target said once
+    assert SPECFORGE + " / published" in shown["drafter (full name)"].tolist()
+    assert "None" not in shown.astype(str).to_numpy().ravel().tolist()
+
+
+def test_the_overview_opens_on_the_deploy_view(monkeypatch, real_url):
+    at = run_page(monkeypatch, real_url)
+    assert not at.exception
+    assert at.subheader[0].value.startswith("Deploy")
+    shown = next(d.value for d in at.dataframe if "deploy" in d.value.columns)
+    assert len(shown) == 12 and "SGLang-EAGLE3-…-SpecForge" in shown["deploy"].tolist()
