@@ -26,6 +26,7 @@ COMMANDS = {
     "watch": "follow_commands:watch",
     "model": "model_commands:model",
     "calibrate": "model_commands:calibrate",
+    "schedule": "schedule_commands:schedule",
     "serve": "serve_command:serve",
 }
 

@@ -26,7 +26,10 @@ class ScheduleEntry:
 
     def as_json(self) -> dict[str, float | int | bool]:
         return {
-            "concurrency": self.concurrency,
+            # a whole batch size reads as one (8, not 8.0): the engines' schedules key on integers
+            "concurrency": int(self.concurrency)
+            if float(self.concurrency).is_integer()
+            else self.concurrency,
             "num_steps": self.num_steps,
             "tok_s": round(self.tok_s, 3),
             "aggregate_tok_s": round(self.aggregate_tok_s, 3),
