@@ -42,6 +42,9 @@ class DeploymentLoad:
     baseline_estimated: bool  # no run without speculation: the step at K = 0 is an estimate
     parameter_set_id: int | None = None
     acc_to_acceptance: float = 1.0  # the set's factor on training rates: the fit's taus used it
+    # whether the deployment's own predictions come from it (fitted at several loads, or on estimated
+    # baselines); else the batch-1 model predicts at its measured loads and this one serves the rest
+    by_load: bool = False
 
 
 def _median_observations(rows: Iterable[tuple[tuple, float, float]]) -> list[LoadObservation]:
@@ -180,7 +183,7 @@ def _prior_model(session: Session, deployment: Deployment, facts: DeploymentFact
     estimate = estimate_for(observations.get(deployment.id, []), facts, drafters)
     if estimate is None:
         return None
-    return DeploymentLoad(rescale_prior(prior, estimate.params.step_ms), "theory", True)
+    return DeploymentLoad(rescale_prior(prior, estimate.params.step_ms), "theory", True, by_load=True)
 
 
 def fitted_observations(
@@ -245,6 +248,19 @@ def deployment_load(session: Session, deployment_id: int) -> DeploymentLoad | No
     params = fit.load_params(facts.architecture) if fit is not None else None
     if params is not None and calibrated is not None and fit is not None:
         return DeploymentLoad(
-            params, "calibrated", fit.baseline_estimated, calibrated.id, calibrated.acc_to_acceptance or 1.0
+            params,
+            "calibrated",
+            fit.baseline_estimated,
+            calibrated.id,
+            calibrated.acc_to_acceptance or 1.0,
+            fit.predicts_by_load(),
         )
     return _prior_model(session, deployment, facts)
+
+
+def served_loads(session: Session, deployment_id: int) -> list[int]:
+    """The loads (concurrencies) a deployment was benchmarked at, with or without speculation."""
+    levels = session.scalars(
+        select(Benchmark.concurrency).where(Benchmark.deployment_id == deployment_id).distinct()
+    ).all()
+    return sorted({int(c) for c in levels if c})

@@ -14,7 +14,7 @@ from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.schedule import ScheduleEntry, depth_schedule
 from specdash.costmodel.throughput import draft_steps
 from specdash.db.acceptance import checkpoint_rates
-from specdash.db.loadmodels import DeploymentLoad, deployment_load
+from specdash.db.loadmodels import DeploymentLoad, deployment_load, served_loads
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run
 
 # loads a schedule is made at when the deployment was benchmarked at none
@@ -88,10 +88,9 @@ def _measured_taus(session: Session, checkpoint_id: int, deployment_id: int) -> 
 
 
 def _loads(session: Session, deployment_id: int) -> list[float]:
-    levels = session.scalars(
-        select(Benchmark.concurrency).where(Benchmark.deployment_id == deployment_id).distinct()
-    ).all()
-    return sorted(float(c) for c in levels if c) or [float(c) for c in DEFAULT_CONCURRENCIES]
+    return [float(c) for c in served_loads(session, deployment_id)] or [
+        float(c) for c in DEFAULT_CONCURRENCIES
+    ]
 
 
 def accept_lengths_for(

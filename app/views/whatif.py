@@ -4,7 +4,7 @@ adjustable with sliders. Nothing is saved."""
 
 import streamlit as st
 
-from specdash.app import state, urlstate
+from specdash.app import schedule_panel, state, urlstate
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
 
@@ -227,3 +227,5 @@ for side, column, name, baseline_tps, points, best in sweeps:
                 "extrapolated": st.column_config.CheckboxColumn(width=80),
             },
         )
+
+schedule_panel.show(url, run_name, names[checkpoint_id], profile_names, defaults[0], max_steps)

@@ -6,19 +6,25 @@ The fixture's ground truth (make_depth_sweep.py): round = 6 + 0.5 K + B (0.05 + 
 report's mean concurrency B, tau chained from acceptance (0.8, 0.72, 0.66, 0.62, 0.58, 0.55):
 tau(1) = 1.8, tau(3) = 1 + 0.8 + 0.576 + 0.38016 = 2.75616, tau(5) = 3.12938."""
 
+import json
+
 import pytest
 from sqlalchemy import select
 
 from specdash.costmodel.acceptance import predict_accept_length
+from specdash.db.advisories import refresh_advisories
 from specdash.db.calibration import calibrate_all
 from specdash.db.engine import reading, transaction
+from specdash.db.live_models import Advisory
 from specdash.db.loadmodels import deployment_load
 from specdash.db.models import Deployment, ParameterSet, Prediction
 from specdash.db.profiles import apply_calibration_and_refresh
+from specdash.db.schedules import checkpoint_schedule
 from tests.conftest import FIXTURES
 from tests.ingest_support import load
 
 SWEEP = FIXTURES / "guidellm" / "depth_sweep"
+DEPLOYMENT = "Llama-3.1-8B-Instruct, vllm"
 RATES = (0.8, 0.72, 0.66, 0.62, 0.58, 0.55)
 TAU = {1: 1.8, 3: 2.75616, 5: 3.129376}
 
@@ -87,3 +93,24 @@ def test_without_a_calibration_the_priors_scale_by_the_estimated_step(sweep):
         load = deployment_load(session, deployment_id)
     assert load is not None and load.source == "theory" and load.baseline_estimated
     assert load.params.base_step_ms(1) > 0
+
+
+def test_the_depth_advisor_uses_the_schedule_at_every_load_served(engine, tmp_path):
+    """A run trained 2 deep, benchmarked in the sweep: at one request the truth's best depth is 4
+    (365.9 tok/s against 334.2 at depth 2, +9.5 %), so the advisor asks for TTT >= 4 there, at the load the
+    schedule finds it, not only at batch 1."""
+    shallow = json.loads((SWEEP / "drafter.json").read_text())
+    shallow["runs"][0]["ttt_length"] = 2
+    (tmp_path / "drafter.json").write_text(json.dumps(shallow))
+    for path in (tmp_path / "drafter.json", *(SWEEP / f"eagle3_k{k}.json" for k in (1, 3, 5))):
+        assert load(engine, path).status == "loaded"
+    with transaction(engine) as session:
+        apply_calibration_and_refresh(session, calibrate_all(session)[0][0])
+        refresh_advisories(session)
+    with reading(engine) as session:
+        made = checkpoint_schedule(session, DEPLOYMENT, "llama31-eagle3", "epoch_3", [1, 8, 31], 16)
+        advised = {a.concurrency: a for a in session.scalars(select(Advisory)) if a.active}
+    assert 1 in advised and advised[1].best_depth == 4 and advised[1].gain >= 0.05
+    for entry in made.entries:
+        if int(entry.concurrency) in advised:
+            assert advised[int(entry.concurrency)].best_depth == entry.num_steps
