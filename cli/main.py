@@ -27,6 +27,7 @@ COMMANDS = {
     "scrape": "scrape_commands:scrape",
     "model": "model_commands:model",
     "calibrate": "model_commands:calibrate",
+    "schedule": "schedule_commands:schedule",
     "serve": "serve_command:serve",
 }
 

@@ -200,7 +200,24 @@ def _report_lines(report) -> list[str]:
         f"{fit.loo_median_abs_rel_error:.1%}, p90 {fit.loo_p90_abs_rel_error:.1%}; "
         f"error band {report.error_band:.1%}",
     ]
+    if report.baseline_estimated:
+        lines.append(
+            "  baselines estimated from the depth sweep (no benchmark without speculation): speedups are "
+            "against an estimate"
+        )
+    if report.load_params is not None:
+        lines.append("  load model: " + load_model_text(report.load_params, report.drafter_names))
     return lines
+
+
+def load_model_text(params, names: dict[str, str]) -> str:
+    """The fitted round of batch and depth in one line: T1, knee, floor, exponent, drafting, overhead."""
+    drafters = ", ".join(f"{names.get(d, d)} {ms:.3f}" for d, ms in params.draft_step_ms_by_drafter)
+    return (
+        f"step_ms {params.step_ms:.3f}  knee_tokens {params.knee_tokens:.0f}  token_floor "
+        f"{params.token_floor:.4f}  load_exponent {params.load_exponent:.2f}  overhead_ms "
+        f"{params.overhead_ms:.3f}  draft_step_ms {drafters or f'{params.draft_step_ms:.3f}'}"
+    )
 
 
 # What `calibrate --format json` shows of a fit, as the calibrated set records it
@@ -225,6 +242,8 @@ def _report_json(report) -> dict:
         **{key: fit[key] for key in FIT_COUNTS},
         "params": {**vars(report.params), "draft_step_ms_by_drafter": report.draft_step_ms_by_name()},
         **{key: fit[key] for key in FIT_QUALITY},
+        "baseline_estimated": report.baseline_estimated,
+        "load_model": fit["load_model"],
     }
 
 

@@ -5,6 +5,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specdash.costmodel.depth import DepthPoint, depth_sweep, optimal_depth
+from specdash.costmodel.loadmodel import LoadParams
+from specdash.costmodel.schedule import load_depth_sweep
 from specdash.costmodel.throughput import CostParams
 
 # Deepest draft the advisor considers: deep chains on PCIe boxes run 10-16 draft tokens.
@@ -98,4 +100,21 @@ def advise_depth(
     if trained_depth < 1:
         raise ValueError(f"trained_depth must be >= 1, got {trained_depth}")
     points = depth_sweep(params, rates, max(max_steps, trained_depth))
+    return DepthAdvice(trained_depth, optimal_depth(points), points[trained_depth - 1], min_gain)
+
+
+def advise_depth_at_load(
+    params: LoadParams,
+    rates: Sequence[float],
+    trained_depth: int,
+    concurrency: float,
+    drafter: str = "",
+    max_steps: int = MAX_ADVISED_STEPS,
+    min_gain: float = DEFAULT_MIN_GAIN,
+) -> DepthAdvice:
+    """advise_depth at one load a deployment serves under its load model: the schedule's depth at that
+    batch size (costmodel/schedule.py) against the trained depth."""
+    if trained_depth < 1:
+        raise ValueError(f"trained_depth must be >= 1, got {trained_depth}")
+    points = load_depth_sweep(params, rates, max(max_steps, trained_depth), concurrency, drafter)
     return DepthAdvice(trained_depth, optimal_depth(points), points[trained_depth - 1], min_gain)

@@ -9,12 +9,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from specdash.costmodel.priors import DEFAULT_FAMILY, DeploymentFacts, growth_shape, resolve_costs
+from specdash.costmodel.priors import (
+    DEFAULT_FAMILY,
+    DeploymentFacts,
+    TargetArchitecture,
+    growth_shape,
+    resolve_costs,
+)
 from specdash.costmodel.throughput import CostParams
 from specdash.costmodel.uncertainty import error_band
 
 if TYPE_CHECKING:  # calibration needs numpy: loaded only where a fit is made
     from specdash.costmodel.calibration import CalibrationFit, FittedParams
+    from specdash.costmodel.loadmodel import LoadParams
 
 # the parts of a round a calibrated set states at its reference load; they grow with the step as the load does
 LOAD_SCALED = ("draft_step_ms", "round_overhead_ms", "draft_branch_ms")
@@ -48,6 +55,14 @@ class CalibratedSet:
     prior: Mapping[str, Any] = field(default_factory=dict)
     base_parameter_set_id: int | None = None
     benchmark_ids: tuple[int, ...] = ()
+    # the round as a function of batch and depth fitted to every load (costmodel/loadcosts.py's JSON):
+    # predictions at any concurrency come from it; fits saved before it have none
+    load_model: Mapping[str, Any] = field(default_factory=dict)
+    # the loads (distinct concurrencies) it was fitted at: at one, the batch-1 fit (its per-dataset
+    # factors) predicts the benchmarks better, and the load model serves only other loads
+    load_levels: int = 0
+    # the fit had no run without speculation: its baselines were estimated (costmodel/estimated.py)
+    baseline_estimated: bool = False
 
     @classmethod
     def from_json(cls, fit: Mapping[str, Any] | None) -> "CalibratedSet | None":
@@ -68,9 +83,13 @@ class CalibratedSet:
         reference_concurrency: int | None,
         base_parameter_set_id: int | None,
         benchmark_ids: tuple[int, ...],
+        load_model: "LoadParams | None" = None,
+        baseline_estimated: bool = False,
+        load_levels: int = 0,
     ) -> "CalibratedSet":
         """What a new calibrated set records about how it was obtained."""
         from specdash.costmodel import calibration
+        from specdash.costmodel.loadcosts import load_params_json
 
         return cls(
             n_benchmarks=len(benchmark_ids),
@@ -93,6 +112,9 @@ class CalibratedSet:
             prior=vars(fit.prior),
             base_parameter_set_id=base_parameter_set_id,
             benchmark_ids=benchmark_ids,
+            load_model=load_params_json(load_model) if load_model is not None else {},
+            baseline_estimated=baseline_estimated,
+            load_levels=load_levels,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -114,6 +136,19 @@ class CalibratedSet:
         if drafter is None:
             return None
         return self.draft_step_ms_by_drafter.get(str(drafter))
+
+    def load_params(self, architecture: TargetArchitecture | None = None) -> "LoadParams | None":
+        """The fitted round of batch and depth on the deployment's target, None for a fit without one."""
+        if not self.load_model:
+            return None
+        from specdash.costmodel.loadcosts import load_params_from_json  # loadmodel loads numpy
+
+        return load_params_from_json(self.load_model, architecture)
+
+    def predicts_by_load(self) -> bool:
+        """Whether its benchmarks' predictions come from the load model: fitted at two loads or more, or
+        on estimated baselines (which only the load model states consistently)."""
+        return bool(self.load_model) and (self.load_levels > 1 or self.baseline_estimated)
 
     def round_scale(self, dataset: str | None) -> float:
         """The fit's factor on this dataset's whole round (1 for a dataset it has none for)."""

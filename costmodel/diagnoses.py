@@ -44,6 +44,8 @@ class GapContext:
     ttt_length: int | None = None
     baseline_tps: float | None = None
     baseline_measured: bool = False
+    # no run without speculation: the baseline was estimated from the depth sweep (costmodel/estimated.py)
+    baseline_estimated: bool = False
     deployment: str = ""
     concurrency: int = 1
     # where the predicted accept length came from: training (acc_i), history (the drafter's other
@@ -110,7 +112,7 @@ def slower_than_baseline(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
     if d is None or not ctx.baseline_tps or d.measured_tps >= ctx.baseline_tps:
         return None
-    kind = "measured" if ctx.baseline_measured else "profile"
+    kind = "measured" if ctx.baseline_measured else "estimated" if ctx.baseline_estimated else "profile"
     return Diagnosis(
         "slower_than_baseline",
         "warning",
@@ -192,7 +194,12 @@ def faster_than_predicted(ctx: GapContext) -> Diagnosis | None:
 def no_baseline(ctx: GapContext) -> Diagnosis | None:
     if ctx.baseline_measured:
         return None
-    profile = f"the profile's {ctx.baseline_tps:.1f} tok/s" if ctx.baseline_tps else "no baseline at all"
+    if ctx.baseline_estimated and ctx.baseline_tps:
+        profile = f"{ctx.baseline_tps:.1f} tok/s estimated from its speculative benchmarks"
+    elif ctx.baseline_tps:
+        profile = f"the profile's {ctx.baseline_tps:.1f} tok/s"
+    else:
+        profile = "no baseline at all"
     return Diagnosis(
         "no_baseline",
         "info",

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from specdash.costmodel.acceptance import predict_accept_length
+from specdash.costmodel.depth import DepthPoint
 from specdash.costmodel.loadmodel import LoadParams
 from specdash.costmodel.throughput import verified_tokens
 
@@ -26,7 +27,10 @@ class ScheduleEntry:
 
     def as_json(self) -> dict[str, float | int | bool]:
         return {
-            "concurrency": self.concurrency,
+            # a whole batch size reads as one (8, not 8.0): the engines' schedules key on integers
+            "concurrency": int(self.concurrency)
+            if float(self.concurrency).is_integer()
+            else self.concurrency,
             "num_steps": self.num_steps,
             "tok_s": round(self.tok_s, 3),
             "aggregate_tok_s": round(self.aggregate_tok_s, 3),
@@ -68,6 +72,32 @@ def depth_schedule(
         tps, steps, tau = best
         out.append(ScheduleEntry(batch, steps, tau, tps, tps * batch, tps / base, baseline_estimated))
     return out
+
+
+def load_depth_sweep(
+    params: LoadParams, rates: Sequence[float], max_steps: int, concurrency: float, drafter: str = ""
+) -> list[DepthPoint]:
+    """costmodel.depth.depth_sweep at batch B = `concurrency` under a load model: one point per chain
+    depth K = 1..max_steps, tau from the conditional `rates` (extrapolated past their length)."""
+    base = params.tps(1.0, concurrency, 0)
+    points = []
+    for steps in range(1, max_steps + 1):
+        tau = predict_accept_length(rates, steps, 1, steps + 1)
+        round_ms = params.round_ms(concurrency, steps, steps + 1, 1, drafter)
+        tps = 1000.0 * tau.accept_length / round_ms
+        points.append(
+            DepthPoint(
+                steps=steps,
+                draft_tokens=steps + 1,
+                accept_length=tau.accept_length,
+                extrapolated=tau.extrapolated,
+                tps=tps,
+                round_ms=round_ms,
+                speedup=tps / base,
+                break_even_accept_length=round_ms * base / 1000.0,
+            )
+        )
+    return points
 
 
 def schedule_ranges(entries: Sequence[ScheduleEntry], max_batch: int) -> list[tuple[int, int, int]]:

@@ -14,12 +14,14 @@ from specdash.costmodel.advisor import (
     DEFAULT_MIN_GAIN,
     DepthAdvice,
     advise_depth,
+    advise_depth_at_load,
     choose_curve,
 )
 from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
 from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
+from specdash.db.loadmodels import deployment_load, served_loads
 from specdash.db.models import (
     ACTIVE_STATUSES,
     Deployment,
@@ -186,11 +188,48 @@ def _advise_on(
     curve: tuple[float, ...],
     source: str,
 ) -> None:
-    """The run's advice on one deployment, at every load it was measured at (else batch 1)."""
+    """The run's advice on one deployment at each load it serves: under its load model (fitted at several
+    loads, or on estimated baselines) the schedule's depth at every benchmarked load; else at every load
+    it was measured at without speculation (else batch 1)."""
     trained_depth = run.ttt_length
     if trained_depth is None:  # advise_runs selects only runs with a trained depth
         return
     pset = _parameter_set(session, deployment)
+    load = deployment_load(session, deployment.id)
+    if load is not None and load.by_load:
+        scaled = [min(1.0, rate * load.acc_to_acceptance) for rate in curve]
+        advices = [
+            (
+                c,
+                advise_depth_at_load(
+                    load.params, scaled, trained_depth, c, str(run.id), min_gain=advising.min_gain
+                ),
+            )
+            for c in served_loads(session, deployment.id)
+        ]
+        set_id = load.parameter_set_id or pset.id
+    else:
+        advices = _advice_by_baseline(advising, trained_depth, deployment, pset, curve)
+        set_id = pset.id
+    for concurrency, advice in advices:
+        label = deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
+        target = _Target(run, deployment, concurrency, label, curve, source, set_id)
+        row = advising.existing.get((run.id, deployment.id, concurrency))
+        if advice.advise:
+            _hold(session, summary, row, target, advice)
+        elif row is not None and row.active:
+            _quiet(session, summary, row, target, advice)
+
+
+def _advice_by_baseline(
+    advising: _Advising,
+    trained_depth: int,
+    deployment: Deployment,
+    pset: ParameterSet,
+    curve: tuple[float, ...],
+) -> list[tuple[int, DepthAdvice]]:
+    """The batch-1 cost model's advice at each load with a measured baseline (else batch 1 at the
+    profile's)."""
     costs = cost_set(pset)
     baselines = advising.baselines
     loads = advice_loads(
@@ -198,6 +237,7 @@ def _advise_on(
     )
     scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
     facts = deployment_facts(deployment)
+    out = []
     for concurrency, baseline_tps in loads:
         # a calibrated set's drafting and overhead, fitted at its reference load, grow with the step
         reference_tps = baselines.at_reference(deployment.id, costs.fit, concurrency, None, facts)
@@ -208,13 +248,8 @@ def _advise_on(
             trained_depth,
             min_gain=advising.min_gain,
         )
-        label = deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
-        target = _Target(run, deployment, concurrency, label, curve, source, pset.id)
-        row = advising.existing.get((run.id, deployment.id, concurrency))
-        if advice.advise:
-            _hold(session, summary, row, target, advice)
-        elif row is not None and row.active:
-            _quiet(session, summary, row, target, advice)
+        out.append((concurrency, advice))
+    return out
 
 
 def _quiet(

@@ -38,6 +38,7 @@ GROUPINGS = ("deployment", "run", "diagnosis")
 # What an alert's detail shows of the prediction that judges it: its baseline and round-time parts.
 PREDICTION_PARTS = (
     "baseline_tps",
+    "baseline_estimated",
     "compute_ms",
     "comm_ms",
     "draft_ms",

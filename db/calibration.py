@@ -21,6 +21,8 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel.calibrated import CalibratedSet, CostSet
+from specdash.costmodel.estimated import BaselineEstimate
+from specdash.costmodel.loadmodel import LoadParams
 from specdash.costmodel.priors import (
     DEFAULT_FAMILY,
     GROWTH_REFERENCE,
@@ -32,6 +34,12 @@ from specdash.costmodel.throughput import draft_steps
 from specdash.costmodel.uncertainty import error_band
 from specdash.db.acceptance import checkpoint_rates
 from specdash.db.changes import record_change
+from specdash.db.loadmodels import (
+    baseline_observations,
+    estimated_baselines,
+    fit_deployment_load,
+    fitted_observations,
+)
 from specdash.db.models import (
     BENCHMARK_SETTING,
     Benchmark,
@@ -63,6 +71,9 @@ class CalibrationReport:
     exclusions: dict[str, int] = field(default_factory=dict)  # reason -> benchmarks left out
     drafter_names: dict[str, str] = field(default_factory=dict)  # drafter key (run id) -> run name
     reference_concurrency: int | None = None  # the load drafting and overhead were fitted at
+    load_params: LoadParams | None = None  # the round of batch and depth fitted to every load
+    baseline_estimated: bool = False  # no run without speculation: baselines estimated from the sweep
+    concurrencies: tuple[int, ...] = ()  # the loads of the fitted benchmarks
 
     def calibrated_set(self) -> CalibratedSet:
         """The fit as the calibrated parameter set saved from it records it."""
@@ -72,6 +83,9 @@ class CalibrationReport:
             self.reference_concurrency,
             self.base_parameter_set_id,
             self.benchmark_ids,
+            self.load_params,
+            self.baseline_estimated,
+            len(set(self.concurrencies)),
         )
 
     def draft_step_ms_by_name(self) -> dict[str, float]:
@@ -184,8 +198,10 @@ def _screen(
     baselines: Baselines,
     profile_baseline: float | None,
     facts: DeploymentFacts,
+    estimate: BaselineEstimate | None = None,
 ) -> _Screened:
-    """Trusted benchmarks as observations; the rest counted by why they were left out."""
+    """Trusted benchmarks as observations; the rest counted by why they were left out. A deployment
+    measured only with speculation is fitted against its `estimate`d baselines."""
     # plain columns, not ORM objects: a deployment may hold tens of thousands of benchmarks
     rows = session.execute(
         select(*_SCREENED_COLUMNS)
@@ -206,7 +222,7 @@ def _screen(
             facts,
             profile_tps=profile_baseline,
             extrapolate=False,
-        )
+        ) or (estimate.at(bench.concurrency).baseline_tps if estimate is not None else None)
         trained = _trained_rates(
             rates.get(bench.checkpoint_id) if bench.checkpoint_id else None, bench, steps
         )
@@ -325,12 +341,14 @@ def calibrate_all(
     if deployment_id is not None:
         query = query.where(Deployment.id == deployment_id)
     baselines = load_baselines(session, deployment_id)
+    estimates = estimated_baselines(session, None if deployment_id is None else [deployment_id])
     reports, skipped = [], []
     for deployment in session.scalars(query):
         theory = _theory_set(session, deployment)
         profile_baseline = theory.baseline_tps if theory else deployment.baseline_tps
         facts = deployment_facts(deployment)
-        screened = _screen(session, deployment, baselines, profile_baseline, facts)
+        estimate = estimates.get(deployment.id) if not profile_baseline else None
+        screened = _screen(session, deployment, baselines, profile_baseline, facts, estimate)
         costs = cost_set(theory) if theory else profile_costs(deployment)
         prior = _prior(costs, facts, screened)
         try:
@@ -352,6 +370,16 @@ def calibrate_all(
                 exclusions=dict(screened.exclusions),
                 drafter_names=dict(screened.names),
                 reference_concurrency=screened.reference_concurrency,
+                load_params=fit_deployment_load(
+                    fitted_observations(
+                        screened.observations, screened.concurrencies, fit.params.acc_to_acceptance
+                    )
+                    + baseline_observations(baselines.measured_loads(deployment.id)),
+                    facts,
+                    screened.families,
+                ),
+                baseline_estimated=estimate is not None,
+                concurrencies=tuple(screened.concurrencies),
             )
         )
     return reports, skipped

@@ -164,6 +164,7 @@ def _judge(
             ttt_length=drafter.ttt_length,
             baseline_tps=group.measured_baseline or pred.baseline_tps or group.deployment.baseline_tps,
             baseline_measured=group.measured_baseline is not None,
+            baseline_estimated=group.measured_baseline is None and bool(pred.baseline_estimated),
             deployment=group.deployment.name,
             concurrency=key.concurrency,
             accept_length_source=tau_source,

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -301,6 +302,8 @@ class Prediction(Base):
     draft_ms: Mapped[float | None] = mapped_column(Float)
     overhead_ms: Mapped[float | None] = mapped_column(Float)
     baseline_tps: Mapped[float | None] = mapped_column(Float)
+    # estimated from the deployment's speculative benchmarks (costmodel/estimated.py): none ran without
+    baseline_estimated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     extrapolated: Mapped[bool] = mapped_column(Boolean, default=False)
     approximation: Mapped[str | None] = mapped_column(String(200))
     # expected |measured / predicted - 1| at 90 % coverage (costmodel.uncertainty); None for external ones

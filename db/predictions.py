@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel import CostParams, Throughput, predict_accept_length, throughput, verified_tokens
 from specdash.costmodel.acceptance import AcceptLength
+from specdash.costmodel.loadcosts import cost_params_at
 from specdash.costmodel.priors import drafter_family
 from specdash.costmodel.sources import choose_accept_length, choose_baseline
 from specdash.costmodel.uncertainty import prior_error_band
@@ -54,6 +55,7 @@ PREDICTION_VALUES = (
     "draft_ms",
     "overhead_ms",
     "baseline_tps",
+    "baseline_estimated",
     "extrapolated",
     "approximation",
     "error_band",
@@ -73,6 +75,7 @@ class PredictionValues(NamedTuple):
     draft_ms: float | None
     overhead_ms: float | None
     baseline_tps: float | None
+    baseline_estimated: bool | None
     extrapolated: bool | None
     approximation: str | None
     error_band: float | None
@@ -205,28 +208,24 @@ def _predict_group(
     length to predict with."""
     drafter = context.drafters[key.checkpoint_id]
     family = drafter_family(drafter.speculative_algorithm, group[0].speculative_algorithm)
-    baselines, facts = context.baselines, context.facts[key.deployment_id]
-    measured_baseline = baselines.lookup(key.deployment_id, key.concurrency, key.dataset)
     measured_taus = [b.accept_length for b in group if b.accept_length]
     history = context.references.get(max(b.id for b in group))
     results = []
     for plan in context.plans.get(key.deployment_id, ()):
-        comm_fraction = plan.costs.comm_fraction or 0.0
-        baseline_tps = choose_baseline(
-            measured_baseline,
-            baselines.levels(key.deployment_id, key.dataset),
-            key.concurrency,
-            facts,
-            comm_fraction,
-            plan.costs.baseline_tps,
-        )
-        if not baseline_tps:
+        baseline = _baseline(key, plan, context)
+        if baseline is None:
             continue
+        baseline_tps, estimated = baseline
         trained = _trained(key, drafter, plan, made) if drafter.rates else None
         tau = choose_accept_length(trained, history, measured_taus)
         if tau is None:
             continue
-        params = _params(key, drafter, family, plan, baseline_tps, context, made)
+        if plan.load is not None:  # the round of batch and depth fitted to every load
+            params = cost_params_at(
+                plan.load, key.concurrency, key.steps, key.draft_tokens, key.topk, str(drafter.run_id)
+            )
+        else:
+            params = _params(key, drafter, family, plan, baseline_tps, context, made)
         result = throughput(params, tau.accept_length, key.steps, key.draft_tokens, key.topk)
         round_ = result.round
         values = PredictionValues(
@@ -240,6 +239,7 @@ def _predict_group(
             draft_ms=round_.draft_ms,
             overhead_ms=round_.overhead_ms,
             baseline_tps=baseline_tps,
+            baseline_estimated=estimated,
             extrapolated=tau.extrapolated,
             approximation=tau.approximation,
             error_band=plan.band if plan.band is not None else prior_error_band(tau.source),
@@ -247,6 +247,31 @@ def _predict_group(
         results.append((plan.source, values, result, params))
         made.count += 1
     return results
+
+
+def _baseline(key: PredictionKey, plan: SetPlan, context: RefreshContext) -> tuple[float, bool] | None:
+    """The no-speculation tok/s a prediction under this set compares with, and whether it is an estimate:
+    a load model's own step at this batch (estimated when its fit had no run without speculation); else
+    measured, interpolated or the profile's (costmodel.sources.choose_baseline); else estimated from the
+    deployment's depth sweep (costmodel/estimated.py). None when there is none."""
+    if plan.load is not None:
+        fit = plan.costs.fit
+        return 1000.0 / plan.load.base_step_ms(key.concurrency), bool(fit and fit.baseline_estimated)
+    baselines, facts = context.baselines, context.facts[key.deployment_id]
+    chosen = choose_baseline(
+        baselines.lookup(key.deployment_id, key.concurrency, key.dataset),
+        baselines.levels(key.deployment_id, key.dataset),
+        key.concurrency,
+        facts,
+        plan.costs.comm_fraction or 0.0,
+        plan.costs.baseline_tps,
+    )
+    if chosen:
+        return chosen, False
+    estimate = context.estimates.get(key.deployment_id)
+    if estimate is None:
+        return None
+    return estimate.at(key.concurrency).baseline_tps, True
 
 
 def _trained(key: PredictionKey, drafter: Drafter, plan: SetPlan, made: _Made) -> AcceptLength:

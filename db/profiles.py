@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.priors import DEFAULT_FAMILY, prior_comm_fraction
 from specdash.db.calibration import CalibrationReport, apply_calibration
 from specdash.db.changes import record_change
+from specdash.db.loadmodels import estimated_baselines
 from specdash.db.models import Benchmark, Deployment, ParameterSet
 from specdash.db.parameters import PROFILE_FIELDS as COST_FIELDS
 from specdash.db.parameters import (
@@ -357,10 +358,15 @@ def effective_profile(
     if comm is None:
         comm = prior_comm_fraction(facts.tp_size, facts.interconnect)
     # measured at that load, else carried from the loads measured (SpecBundle measures batch 8 only)
-    baseline = (
-        baselines.choose(deployment_id, concurrency, None, facts, comm, profile_tps=deployment.baseline_tps)
-        or 100.0
+    baseline = baselines.choose(
+        deployment_id, concurrency, None, facts, comm, profile_tps=deployment.baseline_tps
     )
+    estimated = baseline is None and deployment_id in (
+        estimates := estimated_baselines(session, [deployment_id])
+    )
+    if estimated:  # no run without speculation: the depth sweep's estimate at this load
+        baseline = estimates[deployment_id].at(float(concurrency)).baseline_tps
+    baseline = baseline or 100.0
     # a calibrated set's drafting and overhead were fitted at its reference load
     reference_tps = baselines.at_reference(deployment_id, costs.fit, concurrency, None, facts, comm)
     params = costs.costs(
@@ -378,5 +384,6 @@ def effective_profile(
         "error_band": costs.error_band(),
         "source": f"calibrated v{latest.version}"
         if latest is not None
-        else ("profile" if len(stated) == len(COST_FIELDS) - 1 else "profile + published priors"),
+        else ("profile" if len(stated) == len(COST_FIELDS) - 1 else "profile + published priors")
+        + ("; baseline estimated from the depth sweep (no run without speculation)" if estimated else ""),
     }

@@ -12,10 +12,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.calibrated import CostSet
+from specdash.costmodel.estimated import BaselineEstimate
+from specdash.costmodel.loadmodel import LoadParams
 from specdash.costmodel.priors import DeploymentFacts
 from specdash.db.acceptance import checkpoint_rates
 from specdash.db.bulk import select_in
 from specdash.db.history import Reference
+from specdash.db.loadmodels import estimated_baselines
 from specdash.db.models import Checkpoint, Deployment, ParameterSet, Run, utcnow
 from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.settings import get_gap_threshold
@@ -39,6 +42,7 @@ class SetPlan(NamedTuple):
     source: str  # theory | calibrated
     costs: CostSet
     band: float | None  # the fit's error band; None: the prior's, by accept-length source
+    load: LoadParams | None = None  # a calibrated set's round of batch and depth, on the deployment's target
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class RefreshContext:
     now: datetime
     # benchmark id -> what its drafter's earlier benchmarks say (drafters without training metrics)
     references: dict[int, Reference] = field(default_factory=dict)
+    # deployment id -> baselines estimated from its speculative benchmarks (none ran without speculation)
+    estimates: dict[int, BaselineEstimate] = field(default_factory=dict)
 
 
 def read_context(session: Session, checkpoint_ids: Sequence[int] | None) -> RefreshContext:
@@ -61,21 +67,26 @@ def read_context(session: Session, checkpoint_ids: Sequence[int] | None) -> Refr
     deployments = {d.id: d for d in session.scalars(select(Deployment))}
     for deployment in deployments.values():
         ensure_theory_set(session, deployment)
+    facts = {deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()}
     plans: dict[int, list[SetPlan]] = defaultdict(list)
     versions = {}
     for pset in session.scalars(select(ParameterSet).where(ParameterSet.is_active.is_(True))):
         costs = cost_set(pset)
-        plans[pset.deployment_id].append(SetPlan(pset.id, pset.source, costs, costs.error_band()))
+        fit = costs.fit
+        by_load = fit is not None and fit.predicts_by_load()
+        load = fit.load_params(facts[pset.deployment_id].architecture) if fit and by_load else None
+        plans[pset.deployment_id].append(SetPlan(pset.id, pset.source, costs, costs.error_band(), load))
         versions[pset.id] = pset.version
     return RefreshContext(
         deployments=deployments,
-        facts={deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()},
+        facts=facts,
         drafters=read_drafters(session, checkpoint_ids),
         plans=plans,
         versions=versions,
         baselines=load_baselines(session),
         global_threshold=get_gap_threshold(session),
         now=utcnow(),
+        estimates=estimated_baselines(session),
     )
 
 

@@ -304,7 +304,15 @@ with left:
                         f"+ all-reduce {alert['comm_ms'] or 0:.2f} + draft {alert['draft_ms'] or 0:.2f} "
                         f"+ overhead {alert['overhead_ms'] or 0:.2f}",
                     ),
-                    ("baseline tok/s", number_text(alert["baseline_tps"], 1)),
+                    (
+                        "baseline tok/s"
+                        + (
+                            " (estimated: no run without speculation)"
+                            if alert.get("baseline_estimated")
+                            else ""
+                        ),
+                        number_text(alert["baseline_tps"], 1),
+                    ),
                     ("predicted τ from", alert["accept_length_source"] or "-"),
                     ("extrapolated past trained depth", alert["extrapolated"]),
                     ("approximation", alert["approximation"] or "-"),

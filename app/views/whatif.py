@@ -4,7 +4,7 @@ adjustable with sliders. Nothing is saved."""
 
 import streamlit as st
 
-from specdash.app import depth_overlay, state, urlstate, widgets
+from specdash.app import depth_overlay, schedule_panel, state, urlstate, widgets
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
 from specdash.costmodel.uncertainty import prior_error_band
@@ -140,16 +140,16 @@ else:
     )
 
 profile_names = deployments["name"].tolist()
-defaults = []
+found: list[str | None] = []
 for kind in PREFERRED:
     match = deployments[deployments["interconnect"].fillna("").str.lower() == kind]["name"].tolist()
-    defaults.append(match[0] if match else None)
-defaults = [d or profile_names[min(i, len(profile_names) - 1)] for i, d in enumerate(defaults)]
+    found.append(str(match[0]) if match else None)
+defaults = [d or str(profile_names[min(i, len(profile_names) - 1)]) for i, d in enumerate(found)]
 if own_name in profile_names and own_name not in defaults:
     # a benchmarked drafter starts on the deployment it was measured on, against the other interconnect
     own_kind = str(deployments.loc[deployments["name"] == own_name, "interconnect"].iloc[0] or "").lower()
     other = defaults[0] if own_kind == PREFERRED[1] else defaults[1]
-    defaults = [own_name, other]
+    defaults = [str(own_name), other]
 
 columns = st.columns(2, gap="large")
 sweeps = []
@@ -258,3 +258,5 @@ for side, column, name, deployment_id, band, baseline_tps, points, best in sweep
                 "extrapolated": st.column_config.CheckboxColumn(width=80),
             },
         )
+
+schedule_panel.show(url, run_name, names[checkpoint_id], profile_names, defaults[0], max_steps)

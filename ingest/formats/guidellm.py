@@ -24,12 +24,13 @@ from typing import Annotated, Any, TextIO
 
 from pydantic import Field
 
-from specdash.ingest.formats.base import Format
+from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.formats.common import (
     EngineModel,
     benchmark,
     choose_deployment,
     deployment_name,
+    deployment_record,
     missing_deployment,
     safe_raw,
     validate,
@@ -99,11 +100,12 @@ def parse(stream: TextIO, path: str, link: Any = None) -> Iterator[Any]:
         yield Problem(path, None, "benchmarks", "a GuideLLM report holds a list of benchmarks")
         return
     labels = _labels(report)
+    described: set[str] = set()  # deployments named from the report's model, described once
     for index, bench in enumerate(report["benchmarks"]):
         if not isinstance(bench, LinedDict):
             yield Problem(path, report.line_of("benchmarks"), f"benchmarks[{index}]", "expected an object")
             continue
-        yield from _benchmark(report, bench, index, path, link, {**labels, **_extras(bench)})
+        yield from _benchmark(report, bench, index, path, link, {**labels, **_extras(bench)}, described)
 
 
 def _get(data: Any, *keys: str) -> Any:
@@ -171,7 +173,13 @@ def _latencies(metrics: Metrics) -> dict[str, dict[str, float]]:
 
 
 def _benchmark(
-    report: LinedDict, bench: LinedDict, index: int, path: str, link: Any, labels: Mapping[str, str]
+    report: LinedDict,
+    bench: LinedDict,
+    index: int,
+    path: str,
+    link: Any,
+    labels: Mapping[str, str],
+    described: set[str],
 ) -> Iterator[Any]:
     prefix = f"benchmarks[{index}]"
     if not isinstance(bench.get("metrics"), LinedDict):
@@ -198,6 +206,11 @@ def _benchmark(
     if deployment is None:
         yield missing_deployment(path, bench.line)
         return
+    named = getattr(link, "deployment", None) or labels.get("deployment")
+    if model and not named and deployment not in described:
+        # a deployment named after the report's model serves that target (the depth advisor finds it by it)
+        described.add(deployment)
+        yield Located(bench.line, deployment_record(deployment, target_model=model))
     tpot, concurrency = metrics.time_per_output_token_ms.successful, metrics.request_concurrency.successful
     if not (tpot.median > 0 and concurrency.mean > 0):
         yield Problem(

@@ -1,0 +1,87 @@
+"""The What-if page's depth x load heat map with the depth schedule drawn on it: plain functions over a
+schedule's grid (db.schedules.depth_load_grid), testable without Streamlit."""
+
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from specdash.app.text import plotly_text
+
+
+def load_label(concurrency: float) -> str:
+    return f"{concurrency:g}"
+
+
+def grid_frame(grid: Sequence[tuple[float, int, float]]) -> pd.DataFrame:
+    """One row per (concurrency, depth): per-request tok/s and its share of the best depth at that load."""
+    frame = pd.DataFrame(grid, columns=["concurrency", "K", "tok/s"])
+    if frame.empty:
+        return frame.assign(share=[])
+    best = frame.groupby("concurrency")["tok/s"].transform("max")
+    return frame.assign(share=frame["tok/s"] / best)
+
+
+def schedule_heatmap(grid: Sequence[tuple[float, int, float]], entries, title: str) -> go.Figure:
+    """Depth (rows, 0 = no speculation) x concurrency (columns): each cell's tok/s per request as a share
+    of the best depth at that load; the schedule's depth at each load drawn as a line of markers."""
+    frame = grid_frame(grid)
+    loads = sorted(frame["concurrency"].unique()) if not frame.empty else []
+    depths = sorted(frame["K"].unique()) if not frame.empty else []
+    share = frame.pivot(index="K", columns="concurrency", values="share") if loads else pd.DataFrame()
+    tps = frame.pivot(index="K", columns="concurrency", values="tok/s") if loads else pd.DataFrame()
+    labels = [load_label(c) for c in loads]
+    fig = go.Figure(
+        go.Heatmap(
+            x=labels,
+            y=depths,
+            z=share.values if loads else [],
+            customdata=tps.values if loads else [],
+            zmin=0.7,
+            zmax=1.0,
+            colorscale="Viridis",
+            colorbar={"title": "of best", "tickformat": ".0%"},
+            hovertemplate="B %{x}, K %{y}: %{customdata:.1f} tok/s per request (%{z:.1%} of the best)"
+            "<extra></extra>",
+        )
+    )
+    ordered = sorted(entries, key=lambda e: e.concurrency)
+    fig.add_trace(
+        go.Scatter(
+            x=[load_label(e.concurrency) for e in ordered],
+            y=[e.num_steps for e in ordered],
+            mode="lines+markers",
+            name="schedule",
+            line={"color": "white", "width": 2},
+            marker={"symbol": "star", "size": 12, "color": "white", "line": {"color": "black", "width": 1}},
+            hovertemplate="schedule at B %{x}: K %{y}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=plotly_text(title),
+        xaxis_title="concurrent requests (batch size B)",
+        yaxis_title="draft depth K (0: no speculation)",
+        yaxis={"dtick": 1},
+        height=420,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        showlegend=False,
+    )
+    return fig
+
+
+def schedule_frame(entries) -> pd.DataFrame:
+    """The schedule's rows as the page's table shows them."""
+    return pd.DataFrame(
+        [
+            {
+                "concurrency": e.concurrency,
+                "K": e.num_steps,
+                "τ": e.accept_length,
+                "tok/s per request": e.tok_s,
+                "aggregate tok/s": e.aggregate_tok_s,
+                "speedup": e.speedup,
+                "baseline": "estimated" if e.baseline_estimated else "measured or stated",
+            }
+            for e in entries
+        ]
+    )

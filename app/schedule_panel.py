@@ -1,0 +1,81 @@
+"""The What-if page's depth x load section: a checkpoint's depth schedule on one deployment under its load
+model (db/schedules.py), drawn as a heat map with the schedule on it; cached reads, no writes."""
+
+import streamlit as st
+
+from specdash.app import state
+from specdash.app.schedule_charts import schedule_frame, schedule_heatmap
+from specdash.db.schedules import ScheduleError, checkpoint_schedule, depth_load_grid
+
+DEFAULT_LOADS = "1,2,4,8,16,32,64,128"
+
+
+@st.cache_data(show_spinner=False)
+def _schedule(url: str, deployment: str, run: str, checkpoint: str, loads: tuple[float, ...], max_steps: int):
+    """(entries, grid, what it rests on) of the schedule, or (None, None, why not)."""
+    try:
+        made = state.read(url, checkpoint_schedule, deployment, run, checkpoint, loads, max_steps)
+    except ScheduleError as exc:
+        return None, None, str(exc)
+    basis = {
+        "source": made.load.source,
+        "version": made.version,
+        "estimated": made.baseline_estimated,
+        "tau": made.tau_source,
+    }
+    return made.entries, depth_load_grid(made, loads), basis
+
+
+def _loads(text: str) -> tuple[float, ...] | None:
+    try:
+        loads = tuple(sorted({float(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        return None
+    return loads if loads and all(load >= 1 for load in loads) else None
+
+
+def show(url: str, run: str, checkpoint: str, deployments: list[str], default: str, max_steps: int) -> None:
+    """Depth x load for the chosen checkpoint on one deployment, with its schedule."""
+    st.subheader("Depth × load")
+    st.caption(
+        "The best draft depth changes with the batch: verify cost grows with every batched token, so deep "
+        "drafts pay at one request and cost at many. Each cell is the checkpoint's predicted tok/s per request "
+        "as a share of the best depth at that load; the stars are the schedule (`specdash schedule`)."
+    )
+    cols = st.columns([2, 3])
+    if st.session_state.get("whatif_schedule_deployment") not in deployments:
+        st.session_state["whatif_schedule_deployment"] = default
+    deployment = cols[0].selectbox("Deployment", deployments, key="whatif_schedule_deployment")
+    text = cols[1].text_input("Batch sizes", DEFAULT_LOADS, key="whatif_schedule_loads")
+    loads = _loads(text)
+    if loads is None:
+        st.error(f"{text!r}: give batch sizes >= 1 separated by commas, e.g. 1,8,32")
+        return
+    entries, grid, basis = _schedule(url, deployment, run, checkpoint, loads, max_steps)
+    if entries is None:
+        st.info(basis)
+        return
+    source = f"calibrated set v{basis['version']}" if basis["source"] == "calibrated" else "the priors"
+    st.plotly_chart(
+        schedule_heatmap(grid, entries, f"{run}/{checkpoint} on {deployment} ({source})"),
+        width="stretch",
+        key="whatif_schedule_chart",
+    )
+    if basis["estimated"]:
+        st.warning(
+            "No benchmark without speculation on this deployment: its baseline is **estimated** from the depth "
+            "sweep, and the speedups are against that estimate.",
+            icon=":material/info:",
+        )
+    st.dataframe(
+        schedule_frame(entries),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "τ": st.column_config.NumberColumn(format="%.2f"),
+            "tok/s per request": st.column_config.NumberColumn(format="%.1f"),
+            "aggregate tok/s": st.column_config.NumberColumn(format="%.1f"),
+            "speedup": st.column_config.NumberColumn(format="%.2f×"),
+        },
+        key="whatif_schedule_table",
+    )

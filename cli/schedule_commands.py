@@ -1,0 +1,128 @@
+"""`specdash schedule`: the best draft depth of a checkpoint at each batch size on a deployment, as a
+table, JSON, or the engines' own configuration.
+
+The config syntaxes are the engines' own: vLLM's `--speculative-config` key
+`num_speculative_tokens_per_batch_size`, a list of `[bs_lo, bs_hi, K]` ranges starting at batch 1
+(vllm-project/vllm, vllm/v1/spec_decode/dynamic/utils.py, validate_and_normalize_dynamic_sd_schedule; the
+key is declared in vllm/config/speculative.py); TensorRT-LLM's `speculative_config.draft_len_schedule`,
+{batch size: draft length from that batch size up} holding {1: max_draft_len}
+(NVIDIA/TensorRT-LLM, tensorrt_llm/llmapi/llm_args.py, DecodingBaseConfig). costmodel/schedule.py writes
+both."""
+
+import json
+
+import click
+
+from specdash.cli.common import db_option, open_db
+from specdash.costmodel.schedule import trtllm_config, vllm_config
+from specdash.db.engine import reading
+from specdash.db.schedules import CheckpointSchedule, ScheduleError, checkpoint_schedule
+
+# vLLM's `method` and TensorRT-LLM's `decoding_type` for a run's speculative algorithm
+VLLM_METHODS = {"EAGLE3": "eagle3", "EAGLE": "eagle", "MTP": "mtp", "NEXTN": "mtp", "MEDUSA": "medusa"}
+TRTLLM_TYPES = {"EAGLE3": "Eagle3", "EAGLE": "Eagle", "MTP": "MTP", "NEXTN": "MTP", "MEDUSA": "Medusa"}
+
+
+def _concurrencies(_ctx, _param, value: str | None) -> list[float] | None:
+    if not value:
+        return None
+    try:
+        loads = [float(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: give batch sizes separated by commas, e.g. 1,8,32") from None
+    if not loads or any(load < 1 for load in loads):
+        raise click.BadParameter(f"{value!r}: every batch size must be >= 1")
+    return loads
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def schedule_table(schedule: CheckpointSchedule) -> str:
+    """The schedule as the terminal shows it, with what it rests on."""
+    source = (
+        f"calibrated parameter set v{schedule.version}"
+        if schedule.load.source == "calibrated"
+        else "the priors (uncalibrated: run `specdash calibrate --apply` to fit this deployment)"
+    )
+    lines = [
+        f"{schedule.run}/{schedule.checkpoint} on {schedule.deployment}: best depth per batch size, "
+        f"from {source}; tau from {'its training rates' if schedule.tau_source == 'training' else 'its measured accept lengths'}",
+    ]
+    if schedule.baseline_estimated:
+        lines.append(
+            "no benchmark without speculation: the baseline is estimated from the depth sweep, speedups are "
+            "against that estimate (estimated)"
+        )
+    header = ("concurrency", "num_steps", "tau", "tok/s", "aggregate tok/s", "speedup")
+    rows = [
+        (
+            _number(e.concurrency),
+            str(e.num_steps),
+            f"{e.accept_length:.2f}",
+            f"{e.tok_s:.1f}",
+            f"{e.aggregate_tok_s:.1f}",
+            f"{e.speedup:.2f}x" + (" (estimated)" if e.baseline_estimated else ""),
+        )
+        for e in schedule.entries
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--deployment", required=True, help="The deployment's name.")
+@click.option("--run", "run_name", required=True, help="The drafter's run.")
+@click.option("--checkpoint", required=True, help="The run's checkpoint.")
+@click.option(
+    "--concurrency",
+    callback=_concurrencies,
+    metavar="B1,B2,...",
+    help="Batch sizes (concurrent requests) to schedule at; any number >= 1, not only measured loads "
+    "(default: the loads the deployment was benchmarked at).",
+)
+@click.option(
+    "--max-steps",
+    type=click.IntRange(1, 64),
+    help="Deepest draft to consider (default: the run's TTT depth).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "vllm", "trtllm"]),
+    default="table",
+    show_default=True,
+    help="json: a list of objects; vllm / trtllm: the schedule in the engine's own config syntax.",
+)
+@db_option
+@click.pass_context
+def schedule(ctx, deployment, run_name, checkpoint, concurrency, max_steps, fmt) -> None:
+    """The best draft depth K at each batch size for one checkpoint on one deployment, with its predicted
+    per-request tok/s, aggregate tok/s and speedup (against an estimated baseline when the deployment ran
+    only with speculation, marked so). Depth 0 means: do not speculate at that batch size.
+
+    \b
+    Example:
+      specdash schedule --deployment "Llama-3.1-8B-Instruct, vllm" --run llama31-eagle3 \\
+          --checkpoint epoch_3 --concurrency 1,8,32,128 --format vllm
+    """
+    engine = open_db(ctx)
+    with reading(engine) as session:
+        try:
+            made = checkpoint_schedule(session, deployment, run_name, checkpoint, concurrency, max_steps)
+        except ScheduleError as exc:
+            raise click.ClickException(str(exc)) from None
+    algorithm = (made.algorithm or "EAGLE3").upper()
+    if fmt == "json":
+        click.echo(json.dumps([e.as_json() for e in made.entries], indent=2))
+    elif fmt == "vllm":
+        click.echo(
+            vllm_config(made.entries, VLLM_METHODS.get(algorithm, algorithm.lower()), made.checkpoint_path)
+        )
+    elif fmt == "trtllm":
+        click.echo(trtllm_config(made.entries, TRTLLM_TYPES.get(algorithm, "Eagle3")))
+    else:
+        click.echo(schedule_table(made))

@@ -1,0 +1,266 @@
+"""Each deployment's round as a function of batch and depth (costmodel/loadmodel.py) as the store knows it:
+the observations its benchmarks make, the no-speculation baselines estimated for deployments measured only
+with speculation, and the model predictions at any concurrency use (the calibrated set's fit, else the
+priors on the measured, stated or estimated step)."""
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from specdash.costmodel.acceptance import predict_accept_length
+from specdash.costmodel.calibrated import CalibratedSet
+from specdash.costmodel.calibration import CalibrationObservation, NotEnoughObservations
+from specdash.costmodel.estimated import BaselineEstimate, estimate_baselines
+from specdash.costmodel.loadfit import fit_load_model
+from specdash.costmodel.loadmodel import (
+    LoadObservation,
+    LoadParams,
+    prior_load_params,
+    rescale_prior,
+    step_ms_from_observations,
+)
+from specdash.costmodel.priors import DeploymentFacts, drafter_family
+from specdash.costmodel.throughput import draft_steps, verified_tokens
+from specdash.db.acceptance import checkpoint_rates
+from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run
+from specdash.db.parameters import deployment_facts, load_baselines
+
+# what the priors assume for T1 when nothing measured or stated one (only its shape matters to a fit)
+UNKNOWN_STEP_MS = 10.0
+
+
+@dataclass(frozen=True)
+class DeploymentLoad:
+    """The load model a deployment's predictions at any concurrency come from, and what it rests on."""
+
+    params: LoadParams
+    source: str  # calibrated | theory
+    baseline_estimated: bool  # no run without speculation: the step at K = 0 is an estimate
+    parameter_set_id: int | None = None
+    acc_to_acceptance: float = 1.0  # the set's factor on training rates: the fit's taus used it
+    # whether the deployment's own predictions come from it (fitted at several loads, or on estimated
+    # baselines); else the batch-1 model predicts at its measured loads and this one serves the rest
+    by_load: bool = False
+
+
+def _median_observations(rows: Iterable[tuple[tuple, float, float]]) -> list[LoadObservation]:
+    """One observation per (drafter, setting, load): the median tok/s and tau of its benchmarks, so that a
+    deployment of thousands of benchmarks is fitted as fast as one of a sweep's dozens."""
+    grouped: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
+    for key, tps, tau in rows:
+        grouped[key].append((tps, tau))
+    out = []
+    for (drafter, steps, topk, tokens, concurrency), values in grouped.items():
+        out.append(
+            LoadObservation(
+                concurrency=float(max(concurrency, 1)),
+                steps=steps,
+                measured_tps=statistics.median(v[0] for v in values),
+                accept_length=statistics.median(v[1] for v in values),
+                topk=topk,
+                draft_tokens=tokens if steps else None,
+                drafter=drafter,
+                label=f"{drafter or 'baseline'} K={steps} B={concurrency}",
+            )
+        )
+    return out
+
+
+def speculative_observations(
+    session: Session, deployment_ids: Sequence[int] | None = None
+) -> tuple[dict[int, list[LoadObservation]], dict[int, dict[str, str]]]:
+    """Per deployment, its speculative benchmarks with an accept length (measured, else the drafter's
+    training rates chained) as load observations, and each drafter's (run id's) family."""
+    query = (
+        select(
+            Benchmark.deployment_id,
+            Benchmark.checkpoint_id,
+            Benchmark.speculative_algorithm,
+            Benchmark.num_steps,
+            Benchmark.topk,
+            Benchmark.num_draft_tokens,
+            Benchmark.concurrency,
+            Benchmark.decode_tps,
+            Benchmark.accept_length,
+            Run.id.label("run_id"),
+            Run.speculative_algorithm.label("drafter_algorithm"),
+        )
+        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .where(Benchmark.speculative_algorithm.is_not(None), Benchmark.superseded_by_id.is_(None))
+    )
+    if deployment_ids is not None:
+        query = query.where(Benchmark.deployment_id.in_(deployment_ids))
+    rows = session.execute(query).all()
+    rates = checkpoint_rates(session, sorted({r.checkpoint_id for r in rows if r.checkpoint_id}))
+    keyed: dict[int, list[tuple[tuple, float, float]]] = defaultdict(list)
+    families: dict[int, dict[str, str]] = defaultdict(dict)
+    for row in rows:
+        steps = draft_steps(row.num_steps, row.topk, row.num_draft_tokens)
+        if not steps or not row.decode_tps or row.decode_tps <= 0:
+            continue
+        topk = row.topk or 1
+        tokens = verified_tokens(steps, topk, row.num_draft_tokens)
+        tau = row.accept_length
+        trained = rates.get(row.checkpoint_id) if row.checkpoint_id else None
+        if not tau and trained:
+            tau = predict_accept_length(trained, steps, topk, tokens).accept_length
+        if not tau or tau < 1:
+            continue
+        drafter = str(row.run_id or "")
+        families[row.deployment_id][drafter] = drafter_family(
+            row.drafter_algorithm, row.speculative_algorithm
+        )
+        keyed[row.deployment_id].append(
+            ((drafter, steps, topk, tokens, row.concurrency), row.decode_tps, tau)
+        )
+    return {d: _median_observations(v) for d, v in keyed.items()}, dict(families)
+
+
+def baseline_observations(levels: Mapping[int, float]) -> list[LoadObservation]:
+    """Measured no-speculation load levels {concurrency: tok/s} as rounds of depth 0."""
+    return [
+        LoadObservation(float(max(c, 1)), 0, tps, label=f"baseline B={c}")
+        for c, tps in sorted(levels.items())
+    ]
+
+
+def estimate_for(
+    observations: Sequence[LoadObservation], facts: DeploymentFacts, families: Mapping[str, str]
+) -> BaselineEstimate | None:
+    """The estimated baselines of a deployment with only these speculative observations (None when they
+    cannot be fitted)."""
+    if not observations:
+        return None
+    prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(families))
+    try:
+        return estimate_baselines(observations, prior)
+    except (NotEnoughObservations, ValueError):
+        return None
+
+
+def estimated_baselines(
+    session: Session, deployment_ids: Sequence[int] | None = None
+) -> dict[int, BaselineEstimate]:
+    """Deployment id -> its estimated no-speculation baselines, for every deployment (of those given)
+    with speculative benchmarks and no benchmark without speculation."""
+    measured = load_baselines(session)
+    without = [
+        d.id
+        for d in session.scalars(select(Deployment).order_by(Deployment.id))
+        if not measured.measured_loads(d.id) and (deployment_ids is None or d.id in deployment_ids)
+    ]
+    if not without:
+        return {}
+    observations, families = speculative_observations(session, without)
+    deployments = {d.id: d for d in session.scalars(select(Deployment).where(Deployment.id.in_(without)))}
+    out = {}
+    for deployment_id, obs in observations.items():
+        estimate = estimate_for(
+            obs, deployment_facts(deployments[deployment_id]), families.get(deployment_id, {})
+        )
+        if estimate is not None:
+            out[deployment_id] = estimate
+    return out
+
+
+def _prior_model(session: Session, deployment: Deployment, facts: DeploymentFacts) -> DeploymentLoad | None:
+    """The priors' load model on the deployment's step: read from its measured baselines (at every load,
+    through the prior's shape), else its profile's, else estimated from its speculative benchmarks."""
+    levels = load_baselines(session, deployment.id).measured_loads(deployment.id)
+    observations, families = speculative_observations(session, [deployment.id])
+    drafters = families.get(deployment.id, {})
+    prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(drafters))
+    if levels:
+        step = step_ms_from_observations(baseline_observations(levels), prior)
+        return DeploymentLoad(rescale_prior(prior, step), "theory", False)
+    if deployment.baseline_tps:
+        return DeploymentLoad(rescale_prior(prior, 1000.0 / deployment.baseline_tps), "theory", False)
+    estimate = estimate_for(observations.get(deployment.id, []), facts, drafters)
+    if estimate is None:
+        return None
+    return DeploymentLoad(rescale_prior(prior, estimate.params.step_ms), "theory", True, by_load=True)
+
+
+def fitted_observations(
+    observations: Sequence[CalibrationObservation], concurrencies: Sequence[int], acc_to_acceptance: float
+) -> list[LoadObservation]:
+    """Calibration's observations (at these loads) as the load fit sees them: tau measured, else from the
+    training rates under the fitted acc-to-acceptance factor."""
+    out = []
+    for o, concurrency in zip(observations, concurrencies, strict=True):
+        tau = o.measured_accept_length
+        if not tau and o.training_rates:
+            tau = predict_accept_length(
+                o.training_rates, o.steps, o.topk, o.draft_tokens, acc_to_acceptance
+            ).accept_length
+        if not tau:
+            continue
+        out.append(
+            LoadObservation(
+                float(max(concurrency, 1)),
+                o.steps,
+                o.measured_tps,
+                tau,
+                o.topk,
+                o.draft_tokens,
+                o.drafter,
+                o.label,
+            )
+        )
+    return out
+
+
+def fit_deployment_load(
+    observations: Sequence[LoadObservation], facts: DeploymentFacts, families: Mapping[str, str]
+) -> LoadParams | None:
+    """The load model fitted to a deployment's trusted observations at every load (None: nothing to fit)."""
+    if not any(o.speculative for o in observations):
+        return None
+    prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(families))
+    try:
+        return fit_load_model(observations, prior).params
+    except NotEnoughObservations:
+        return None
+
+
+def deployment_load(session: Session, deployment_id: int) -> DeploymentLoad | None:
+    """The deployment's load model: its active calibrated set's fit when that has one, else the priors
+    (None when it has neither a step to scale them by nor benchmarks to estimate one from)."""
+    deployment = session.get(Deployment, deployment_id)
+    if deployment is None:
+        return None
+    facts = deployment_facts(deployment)
+    calibrated = session.scalars(
+        select(ParameterSet)
+        .where(
+            ParameterSet.deployment_id == deployment_id,
+            ParameterSet.source == "calibrated",
+            ParameterSet.is_active.is_(True),
+        )
+        .order_by(ParameterSet.version.desc())
+    ).first()
+    fit = CalibratedSet.from_json(calibrated.fit) if calibrated is not None else None
+    params = fit.load_params(facts.architecture) if fit is not None else None
+    if params is not None and calibrated is not None and fit is not None:
+        return DeploymentLoad(
+            params,
+            "calibrated",
+            fit.baseline_estimated,
+            calibrated.id,
+            calibrated.acc_to_acceptance or 1.0,
+            fit.predicts_by_load(),
+        )
+    return _prior_model(session, deployment, facts)
+
+
+def served_loads(session: Session, deployment_id: int) -> list[int]:
+    """The loads (concurrencies) a deployment was benchmarked at, with or without speculation."""
+    levels = session.scalars(
+        select(Benchmark.concurrency).where(Benchmark.deployment_id == deployment_id).distinct()
+    ).all()
+    return sorted({int(c) for c in levels if c})

@@ -1,0 +1,116 @@
+"""A deployment measured only with speculation, at several depths and loads (GuideLLM reports of
+tests/fixtures/guidellm/depth_sweep/): predicted against estimated baselines, calibrated, and predicted
+at loads it was never measured at by the round of batch and depth its calibrated set carries.
+
+The fixture's ground truth (make_depth_sweep.py): round = 6 + 0.5 K + B (0.05 + 0.03 K) ms at the
+report's mean concurrency B, tau chained from acceptance (0.8, 0.72, 0.66, 0.62, 0.58, 0.55):
+tau(1) = 1.8, tau(3) = 1 + 0.8 + 0.576 + 0.38016 = 2.75616, tau(5) = 3.12938."""
+
+import json
+
+import pytest
+from sqlalchemy import select
+
+from specdash.costmodel.acceptance import predict_accept_length
+from specdash.db.advisories import refresh_advisories
+from specdash.db.calibration import calibrate_all
+from specdash.db.engine import reading, transaction
+from specdash.db.live_models import Advisory
+from specdash.db.loadmodels import deployment_load
+from specdash.db.models import Deployment, ParameterSet, Prediction
+from specdash.db.profiles import apply_calibration_and_refresh
+from specdash.db.schedules import checkpoint_schedule
+from tests.conftest import FIXTURES
+from tests.ingest_support import load
+
+SWEEP = FIXTURES / "guidellm" / "depth_sweep"
+DEPLOYMENT = "Llama-3.1-8B-Instruct, vllm"
+RATES = (0.8, 0.72, 0.66, 0.62, 0.58, 0.55)
+TAU = {1: 1.8, 3: 2.75616, 5: 3.129376}
+
+
+def truth_tps(steps: int, batch: float) -> float:
+    """Per-request tok/s of the fixture's ground truth, worked by hand from its stated round."""
+    return 1000.0 * TAU[steps] / (6.0 + 0.5 * steps + batch * (0.05 + 0.03 * steps))
+
+
+@pytest.fixture
+def sweep(engine):
+    for name in ("drafter.json", "eagle3_k1.json", "eagle3_k3.json", "eagle3_k5.json"):
+        assert load(engine, SWEEP / name).status == "loaded"
+    return engine
+
+
+def test_a_sweep_without_a_baseline_is_predicted_against_an_estimate(sweep):
+    with reading(sweep) as session:
+        rows = session.scalars(select(Prediction).where(Prediction.source == "theory")).all()
+    # every benchmark (3 depths x 3 loads) has its prediction, none had a baseline before
+    assert len(rows) == 9
+    assert all(p.baseline_estimated and p.baseline_tps for p in rows)
+    # one estimated step per load, slower as the load grows
+    by_load = {p.concurrency: p.baseline_tps for p in rows}
+    assert by_load[1] > by_load[8] > by_load[31]
+
+
+def test_calibrate_fits_a_sweep_without_a_baseline(sweep):
+    with reading(sweep) as session:
+        reports, skipped = calibrate_all(session)
+    assert skipped == [] and len(reports) == 1
+    report = reports[0]
+    assert report.n_benchmarks == 9 and report.baseline_estimated
+    assert report.load_params is not None and sorted(set(report.concurrencies)) == [1, 8, 31]
+
+
+def test_calibrated_predictions_come_from_the_load_model(sweep):
+    with transaction(sweep) as session:
+        report = calibrate_all(session)[0][0]
+        pset, _ = apply_calibration_and_refresh(session, report)
+        fit = pset.fit
+    assert fit["baseline_estimated"] and fit["load_levels"] == 3 and fit["load_model"]["step_ms"] > 0
+    with reading(sweep) as session:
+        rows = session.scalars(select(Prediction).where(Prediction.source == "calibrated")).all()
+        deployment_id = session.scalars(select(Deployment.id)).one()
+        load = deployment_load(session, deployment_id)
+        active = session.scalars(select(ParameterSet).where(ParameterSet.source == "calibrated")).one()
+    assert len(rows) == 9 and all(p.baseline_estimated for p in rows)
+    # the fixture's mean concurrencies are 0.99, 7.8 and 30.6; stored at 1, 8 and 31
+    means = {1: 0.99, 8: 7.8, 31: 30.6}
+    for p in rows:
+        assert p.predicted_tps == pytest.approx(truth_tps(p.num_steps, means[p.concurrency]), rel=0.03)
+    # at loads never measured, continuous in B: within 6 % of the truth at 4 and 20 requests
+    assert load is not None and load.source == "calibrated" and load.parameter_set_id == active.id
+    assert load.baseline_estimated
+    for batch in (4.0, 20.0):
+        for steps in (1, 3, 5):
+            tau = predict_accept_length(RATES, steps, 1, steps + 1, load.acc_to_acceptance).accept_length
+            tps = load.params.tps(tau, batch, steps, drafter="1")
+            assert tps == pytest.approx(truth_tps(steps, batch), rel=0.06)
+
+
+def test_without_a_calibration_the_priors_scale_by_the_estimated_step(sweep):
+    with reading(sweep) as session:
+        deployment_id = session.scalars(select(Deployment.id)).one()
+        load = deployment_load(session, deployment_id)
+    assert load is not None and load.source == "theory" and load.baseline_estimated
+    assert load.params.base_step_ms(1) > 0
+
+
+def test_the_depth_advisor_uses_the_schedule_at_every_load_served(engine, tmp_path):
+    """A run trained 2 deep, benchmarked in the sweep: at one request the truth's best depth is 4
+    (365.9 tok/s against 334.2 at depth 2, +9.5 %), so the advisor asks for TTT >= 4 there, at the load the
+    schedule finds it, not only at batch 1."""
+    shallow = json.loads((SWEEP / "drafter.json").read_text())
+    shallow["runs"][0]["ttt_length"] = 2
+    (tmp_path / "drafter.json").write_text(json.dumps(shallow))
+    for path in (tmp_path / "drafter.json", *(SWEEP / f"eagle3_k{k}.json" for k in (1, 3, 5))):
+        assert load(engine, path).status == "loaded"
+    with transaction(engine) as session:
+        apply_calibration_and_refresh(session, calibrate_all(session)[0][0])
+        refresh_advisories(session)
+    with reading(engine) as session:
+        made = checkpoint_schedule(session, DEPLOYMENT, "llama31-eagle3", "epoch_3", [1, 8, 31], 16)
+        advised = {a.concurrency: a for a in session.scalars(select(Advisory)) if a.active}
+    assert 1 in advised and advised[1].best_depth == 4 and advised[1].gain >= 0.05
+    for entry in made.entries:
+        if int(entry.concurrency) in advised:
+            assert advised[int(entry.concurrency)].best_depth == entry.num_steps
