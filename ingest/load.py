@@ -38,6 +38,7 @@ from specdash.ingest.read import (
     parse_file,
     sha256_of,
 )
+from specdash.ingest.rules import apply_rules
 from specdash.ingest.store import Store, store_records
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
 
@@ -155,7 +156,7 @@ def load_file(
                 session,
                 parsed.fmt.name,
                 parsed.name,
-                parsed.records,
+                apply_rules(parsed.records, parsed.name, parsed.problems),  # every format, no exception
                 link,
                 parsed.problems,
                 update=update or replace,

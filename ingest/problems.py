@@ -2,10 +2,13 @@
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
 MAX_REPORTED = 50
+# pydantic's errors of a number outside its field's range: the refusal names the value it got.
+BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 # A record-level check names its field first: "accept_length: 9 is more than ...".
 _CONTROL = re.compile(r"[^\S ]|[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -32,6 +35,22 @@ class Problem:
         return text if text.isprintable() else _CONTROL.sub(_escape, text)
 
 
+def number_text(value: int | float) -> str:
+    """A number as a refusal quotes it; an integer past Python's int-string limit by its size."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    return repr(value)
+
+
+def error_message(item: Any) -> str:
+    """A pydantic error's message; a number out of its range also names the value it got."""
+    message = str(item["msg"]).removeprefix("Value error, ")
+    value = item.get("input")
+    if item["type"] in BOUND_ERRORS and isinstance(value, int | float) and not isinstance(value, bool):
+        message = f"{message} (got {number_text(value)})"
+    return message
+
+
 def from_validation_error(
     path: str, line: int | None, error: ValidationError, prefix: str = ""
 ) -> list[Problem]:
@@ -39,9 +58,7 @@ def from_validation_error(
     for item in error.errors(include_url=False):
         loc = ".".join(str(part) for part in item["loc"])
         field = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
-        message = item["msg"]
-        if message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
+        message = error_message(item)
         if not loc:
             field, message = field_first(field, message)
         problems.append(Problem(path, line, field, message))

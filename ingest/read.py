@@ -4,7 +4,6 @@ line (`file:line: field: message`); nothing here touches the store."""
 
 import hashlib
 import io
-import math
 import os
 import pickle
 import stat
@@ -13,11 +12,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from specdash.db.records import MAX_INT, NAME_CHARS
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.problems import Problem
-from specdash.ingest.records import MetricRows
 
 HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
@@ -146,28 +143,12 @@ class _LineTracked:
         return getattr(self._text, name)
 
 
-def metric_rows_problem(name: str, item: Located) -> Problem | None:
-    """The bounds a training-log parser's rows must keep (the records' own bounds, for rows that skip them)."""
-    record = item.record
-    assert isinstance(record, MetricRows)
-    for step, keys, values in record.steps:
-        if not 0 <= step <= MAX_INT:
-            return Problem(name, item.line, "step", f"{step} is outside 0..{MAX_INT}")
-        for key, value in zip(keys, values, strict=False):
-            if not isinstance(value, float | int) or isinstance(value, bool) or not math.isfinite(value):
-                return Problem(name, item.line, key[:NAME_CHARS], "must be a finite number")
-            if len(key) > NAME_CHARS:
-                return Problem(name, item.line, key[:40] + "...", f"metric name over {NAME_CHARS} characters")
-    return None
-
-
 def checked(items: Iterable[Located | Problem], name: str, problems: list[Problem]) -> Iterator[Located]:
-    """A parser's valid records; its problems, and metric rows out of bounds, go to `problems`."""
+    """A parser's valid records; its problems go to `problems` (the rules of ingest/rules/ apply later,
+    in load_file)."""
     for item in items:
         if isinstance(item, Problem):
             problems.append(item)
-        elif isinstance(item.record, MetricRows) and (bad := metric_rows_problem(name, item)):
-            problems.append(bad)
         else:
             yield item
 
