@@ -62,6 +62,12 @@ from specdash.ingest.problems import format_report
     help="Remove what an earlier ingest of this same file stored, then store "
     "it again (to correct a wrong --deployment, --run or --checkpoint).",
 )
+@click.option(
+    "--new-names",
+    is_flag=True,
+    help="Create a benchmark's deployment, run or checkpoint as new even where its name differs from a "
+    "stored one only by case, spacing or look-alike characters (refused with 'did you mean ...?' otherwise).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @db_option
 @click.pass_context
@@ -80,6 +86,7 @@ def ingest(
     poll_seconds,
     update,
     replace,
+    new_names,
     quiet,
 ) -> None:
     """Load files into the database, one transaction per file.
@@ -109,6 +116,7 @@ def ingest(
         deployment=deployment,
         target=target,
         target_deployments=tuple(target_deployments),
+        new_names=new_names,
     )
     if target_deployments:
         _check_deployments(engine, target_deployments)

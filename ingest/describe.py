@@ -29,6 +29,8 @@ def describe(result: FileResult) -> str:
     assert s is not None  # a loaded file's records were stored
     created = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.created.items())) or "nothing new"
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
+    if s.new_names:
+        parts.append(f"new name(s), unlike any stored: {', '.join(s.new_names)}")
     if s.replaced:
         parts.append(f"{s.replaced} stored value(s) replaced by the file's (see 'specdash changes')")
     if result.message:

@@ -38,7 +38,7 @@ from specdash.ingest.read import (
     parse_file,
     sha256_of,
 )
-from specdash.ingest.rules import apply_rules
+from specdash.ingest.rules import FileRules
 from specdash.ingest.store import Store, store_records
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
 
@@ -152,17 +152,19 @@ def load_file(
             skipped = None if dry_run else _claim(session, parsed, result, replace)
             if skipped is not None:
                 return skipped
+            rules = FileRules(parsed.name, parsed.fmt, parsed.problems)  # every format, no exception
             store = store_records(
                 session,
                 parsed.fmt.name,
                 parsed.name,
-                apply_rules(parsed.records, parsed.name, parsed.problems),  # every format, no exception
+                rules.apply(parsed.records),
                 link,
                 parsed.problems,
                 update=update or replace,
                 action="ingest --replace" if replace else "ingest --update",
             )
             summary = result.store = store.summary
+            result.message = "; ".join(filter(None, [result.message, *rules.notes]))
             if parsed.problems and _refused(invalid, summary):
                 raise _Refused
             if parsed.sha256 is not None and not dry_run:
