@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from specdash.cli.common import db_option, open_db, shown
-from specdash.ingest.describe import describe, describe_totals
+from specdash.ingest.describe import describe, describe_new_names, describe_totals
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_path
@@ -190,6 +190,8 @@ def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **chang
             failed.append(result)
         results.append(result)
         click.echo(shown(describe(result)))
+        if (named := describe_new_names(result)) is not None:
+            click.echo(shown(named))
         if url and result.status == "loaded":
             from specdash.db.engine import transaction
             from specdash.notify import queue_notifications

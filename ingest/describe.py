@@ -29,8 +29,6 @@ def describe(result: FileResult) -> str:
     assert s is not None  # a loaded file's records were stored
     created = ", ".join(f"{n} {k}(s)" for k, n in sorted(s.created.items())) or "nothing new"
     parts = [f"{result.path}: {s.records} record(s) as {result.format}; created {created}"]
-    if s.new_names:
-        parts.append(f"new name(s), unlike any stored: {', '.join(s.new_names)}")
     if s.replaced:
         parts.append(f"{s.replaced} stored value(s) replaced by the file's (see 'specdash changes')")
     if result.message:
@@ -68,6 +66,14 @@ def describe(result: FileResult) -> str:
     if result.advisories is not None and result.advisories.new:
         parts.append(f"{len(result.advisories.new)} new advisory(ies) (see 'specdash advisories')")
     return "; ".join(parts) + "."
+
+
+def describe_new_names(result: FileResult) -> str | None:
+    """The names a file's benchmarks created, unlike any stored (a line of its own: each worth a look for
+    a typo); None when there are none."""
+    if result.status != "loaded" or result.store is None or not result.store.new_names:
+        return None
+    return f"  new name(s), unlike any stored: {', '.join(result.store.new_names)}"
 
 
 def describe_totals(results: list[FileResult]) -> str:

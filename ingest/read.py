@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.base import Format, Located
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import Problem, unreadable_number
 
 HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 1024 * 1024
@@ -179,7 +179,7 @@ def parse_file(
         except RecursionError:
             problems.append(Problem(name, text.line, None, "nested too deeply to read", "parse"))
         except (OverflowError, ValueError) as exc:  # a number no parser should have passed on
-            problems.append(Problem(name, text.line, None, f"unreadable value: {exc}", "parse"))
+            problems.append(Problem(name, text.line, None, unreadable_number(exc), "parse"))
         size = raw.tell() if raw.seekable() else 0
     return size
 

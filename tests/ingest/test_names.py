@@ -4,7 +4,7 @@ new; a name unlike any stored one is created and the summary says so."""
 
 import pytest
 
-from specdash.ingest.describe import describe
+from specdash.ingest.describe import describe_new_names
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_bytes
 from specdash.ingest.rules.names import name_key
@@ -117,7 +117,7 @@ def test_a_name_unlike_any_stored_one_is_created_and_said(stored):
     result = ingest_bytes(stored, "new.jsonl", native({**BENCH, "deployment": "1x H100, TP1"}))
     assert result.status == "loaded" and result.store is not None
     assert result.store.created["deployment"] == 1
-    assert "new name(s), unlike any stored: deployment '1x H100, TP1'" in describe(result)
+    assert describe_new_names(result) == "  new name(s), unlike any stored: deployment '1x H100, TP1'"
 
 
 def test_the_cli_takes_new_names_on_purpose(stored, db_url, tmp_path, invoke):
