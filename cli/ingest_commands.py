@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from specdash.cli.common import db_option, open_db, shown
-from specdash.ingest.describe import describe, describe_totals
+from specdash.ingest.describe import describe, describe_new_names, describe_totals
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_path
@@ -67,6 +67,12 @@ from specdash.ingest.trackers import readers
     help="Remove what an earlier ingest of this same file stored, then store "
     "it again (to correct a wrong --deployment, --run or --checkpoint).",
 )
+@click.option(
+    "--new-names",
+    is_flag=True,
+    help="Create a benchmark's deployment, run or checkpoint as new even where its name differs from a "
+    "stored one only by case, spacing or look-alike characters (refused with 'did you mean ...?' otherwise).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @db_option
 @click.pass_context
@@ -85,6 +91,7 @@ def ingest(
     poll_seconds,
     update,
     replace,
+    new_names,
     quiet,
 ) -> None:
     """Load files into the database, one transaction per file (or tracker store).
@@ -119,6 +126,7 @@ def ingest(
         deployment=deployment,
         target=target,
         target_deployments=tuple(target_deployments),
+        new_names=new_names,
     )
     if target_deployments:
         _check_deployments(engine, target_deployments)
@@ -209,6 +217,8 @@ def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **chang
             failed.append(result)
         results.append(result)
         click.echo(shown(describe(result)))
+        if (named := describe_new_names(result)) is not None:
+            click.echo(shown(named))
         if url and result.status == "loaded":
             from specdash.db.engine import transaction
             from specdash.notify import queue_notifications

@@ -20,9 +20,7 @@ MIN_TPS, MAX_REQUEST_TPS, MAX_AGGREGATE_TPS = 0.01, 100_000.0, 10_000_000.0
 MIN_STEP_MS, MAX_STEP_MS, MAX_TTFT_MS = 0.001, 60_000.0, 3_600_000.0
 # Speculation settings: draft steps K, top-k, draft tokens N.
 MAX_STEPS, MAX_TOPK, MAX_DRAFT_TOKENS = 64, 64, 1024
-# Related fields: TPOT against decode tok/s within a factor, medians under p99s, survival non-increasing.
-TPOT_FACTOR = 2.0
-TOLERANCE = 1e-6
+# Rules relating fields (TPOT against decode tok/s, medians under p99s, ...) live in ingest/rules/.
 # C0 and C1 control characters and DEL: an escape sequence in a name would drive the terminal showing it.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 

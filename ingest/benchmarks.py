@@ -13,6 +13,7 @@ from specdash.db.models import Benchmark, Checkpoint, utcnow
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.records import OWN_HEAD_ALGORITHMS, SPECULATION_UNKNOWN, BenchmarkRecord
 from specdash.ingest.rows import Rows
+from specdash.ingest.rules.names import NameGuard
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
 
 BENCHMARK_BATCH = 1000  # benchmarks per multi-row INSERT
@@ -66,6 +67,7 @@ class BenchmarkWriter:
         self._prefetched: set[str] = set()
         self._prefetched_all: set[str] = set()
         self._key_of: dict[int, str] = {}
+        self.names = NameGuard(session, rows, link)
 
     def add(self, record: BenchmarkRecord, line: int | None = None) -> None:
         deployment_name = self.link.deployment or record.deployment
@@ -74,6 +76,7 @@ class BenchmarkWriter:
             self.summary.duplicates += 1
             self._link(BenchmarkLink(line, deployment_name, how="duplicate", duplicate=True))
             return
+        self.names.benchmark(record, deployment_name)  # near-twins of stored names refused first
         self._keys.add(key)
         deployment = self.rows.deployment(deployment_name)
         checkpoint, how = None, "baseline"

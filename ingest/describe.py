@@ -68,6 +68,14 @@ def describe(result: FileResult) -> str:
     return "; ".join(parts) + "."
 
 
+def describe_new_names(result: FileResult) -> str | None:
+    """The names a file's benchmarks created, unlike any stored (a line of its own: each worth a look for
+    a typo); None when there are none."""
+    if result.status != "loaded" or result.store is None or not result.store.new_names:
+        return None
+    return f"  new name(s), unlike any stored: {', '.join(result.store.new_names)}"
+
+
 def describe_totals(results: list[FileResult]) -> str:
     """The closing paragraph of a multi-file ingest: files, records, what was linked and created."""
     loaded = [r for r in results if r.status == "loaded"]

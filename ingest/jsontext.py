@@ -2,8 +2,11 @@
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
+
+from specdash.ingest.problems import LongInteger
 
 _WS = re.compile(r"[ \t\n\r]*")
 
@@ -28,7 +31,16 @@ class _Decoder(json.JSONDecoder):
             raise json.JSONDecodeError("nested too deeply to read", s, idx) from None
 
 
-STRICT_DECODER = _Decoder(parse_constant=_reject_constant)
+def whole_number(digits: str) -> int | float:
+    """A JSON integer; one longer than Python converts (its int-string limit, 4300 digits by default) is not
+    a number any engine measures: NaN, which every numeric field refuses on its own line and field."""
+    limit = sys.get_int_max_str_digits()
+    if limit and len(digits.lstrip("-")) > limit:
+        return LongInteger(len(digits.lstrip("-")))
+    return int(digits)
+
+
+STRICT_DECODER = _Decoder(parse_constant=_reject_constant, parse_int=whole_number)
 
 
 def decode_line(text: str, decoder: json.JSONDecoder = STRICT_DECODER) -> Any:
@@ -119,7 +131,7 @@ def iter_document(text: str, decoder: json.JSONDecoder = STRICT_DECODER) -> Iter
 
 # Engines write Python's json.dumps output: bare Infinity/NaN are valid there (validation decides later
 # whether a field may be infinite).
-LENIENT_DECODER = _Decoder()
+LENIENT_DECODER = _Decoder(parse_int=whole_number)
 MAX_DEPTH = 64
 
 

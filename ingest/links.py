@@ -25,6 +25,8 @@ class LinkOptions:
     deployment: str | None = None
     target: str | None = None  # the target model of the file's runs (`--target`)
     target_deployments: tuple[str, ...] = ()  # deployments the file's runs are for (`--target-deployment`)
+    # a benchmark's new name that looks like a stored one (PCle / PCIe) is created anyway (`--new-names`)
+    new_names: bool = False
 
 
 # Folder names trainers give checkpoints: epoch_2, epoch_2_step_24000, epoch_1_global_step_900,

@@ -46,6 +46,7 @@ from specdash.ingest.read import (
     store_digest,
     uploaded_store,
 )
+from specdash.ingest.rules import FileRules
 from specdash.ingest.store import Store, store_records
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
 from specdash.ingest.trackers.base import TrackerReader
@@ -160,17 +161,19 @@ def load_file(
             skipped = None if dry_run else _claim(session, parsed, result, replace)
             if skipped is not None:
                 return skipped
+            rules = FileRules(parsed.name, parsed.fmt, parsed.problems)  # every format, no exception
             store = store_records(
                 session,
                 parsed.fmt.name,
                 parsed.name,
-                parsed.records,
+                rules.apply(parsed.records),
                 link,
                 parsed.problems,
                 update=update or replace,
                 action="ingest --replace" if replace else "ingest --update",
             )
             summary = result.store = store.summary
+            result.message = "; ".join(filter(None, [result.message, *rules.notes]))
             if parsed.problems and _refused(invalid, summary):
                 raise _Refused
             if parsed.sha256 is not None and not dry_run:

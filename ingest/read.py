@@ -8,7 +8,6 @@ Trackio store, a SpecForge config or output folder) is a path source: the tracke
 
 import hashlib
 import io
-import math
 import os
 import pickle
 import sqlite3
@@ -19,10 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 
-from specdash.db.records import MAX_INT, NAME_CHARS
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.base import Format, Located
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import Problem, unreadable_number
 from specdash.ingest.records import MetricRows
 from specdash.ingest.trackers.base import TrackerReader
 
@@ -156,28 +154,12 @@ class _LineTracked:
         return getattr(self._text, name)
 
 
-def metric_rows_problem(name: str, item: Located) -> Problem | None:
-    """The bounds a training-log parser's rows must keep (the records' own bounds, for rows that skip them)."""
-    record = item.record
-    assert isinstance(record, MetricRows)
-    for step, keys, values in record.steps:
-        if not 0 <= step <= MAX_INT:
-            return Problem(name, item.line, "step", f"{step} is outside 0..{MAX_INT}")
-        for key, value in zip(keys, values, strict=False):
-            if not isinstance(value, float | int) or isinstance(value, bool) or not math.isfinite(value):
-                return Problem(name, item.line, key[:NAME_CHARS], "must be a finite number")
-            if len(key) > NAME_CHARS:
-                return Problem(name, item.line, key[:40] + "...", f"metric name over {NAME_CHARS} characters")
-    return None
-
-
 def checked(items: Iterable[Located | Problem], name: str, problems: list[Problem]) -> Iterator[Located]:
-    """A parser's valid records; its problems, and metric rows out of bounds, go to `problems`."""
+    """A parser's valid records; its problems go to `problems` (the rules of ingest/rules/ apply later,
+    in load_file)."""
     for item in items:
         if isinstance(item, Problem):
             problems.append(item)
-        elif isinstance(item.record, MetricRows) and (bad := metric_rows_problem(name, item)):
-            problems.append(bad)
         else:
             yield item
 
@@ -208,7 +190,7 @@ def parse_file(
         except RecursionError:
             problems.append(Problem(name, text.line, None, "nested too deeply to read", "parse"))
         except (OverflowError, ValueError) as exc:  # a number no parser should have passed on
-            problems.append(Problem(name, text.line, None, f"unreadable value: {exc}", "parse"))
+            problems.append(Problem(name, text.line, None, unreadable_number(exc), "parse"))
         size = raw.tell() if raw.seekable() else 0
     return size
 

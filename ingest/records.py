@@ -1,7 +1,8 @@
 """The records every input format is turned into before it is stored: specdash's own (native) format.
 
 Native files use exactly these fields (unknown keys are an error); engine formats are parsed by their own
-modules and produce the same records."""
+modules and produce the same records. Each field keeps its own type and range here; the rules that
+compare fields or depend on the setting (ingest/rules/) apply to every record once parsed."""
 
 import math
 from dataclasses import dataclass
@@ -17,8 +18,6 @@ from specdash.db.records import (
     MAX_DRAFT_TOKENS,
     MAX_STEPS,
     MAX_TOPK,
-    TOLERANCE,
-    TPOT_FACTOR,
     AcceptLength,
     AggregateTps,
     CostMs,
@@ -160,22 +159,6 @@ class SpeculationSetting(Record):
         bounds = [b for b in (self.num_draft_tokens, self.num_steps and self.num_steps + 1) if b]
         return float(min(bounds)) if bounds else None
 
-    def _check_accept_length(self, value: float | None) -> None:
-        ceiling = self.max_accept_length()
-        if value is None or ceiling is None or value <= ceiling * (1 + TOLERANCE):
-            return
-        if self.speculative_algorithm is None:
-            raise ValueError(f"accept_length: {value:g} without speculation (a baseline emits exactly 1)")
-        setting = f"{self.num_steps}/{self.topk or 1}/{self.num_draft_tokens}"
-        rule = (
-            f"a {self.speculative_algorithm} round verifies its block of draft tokens"
-            if self.drafts_a_block()
-            else "min(draft tokens, steps + 1)"
-        )
-        raise ValueError(
-            f"accept_length: {value:g} is more than a round of {setting} can emit (at most {ceiling:g}: {rule})"
-        )
-
 
 class BenchmarkRecord(SpeculationSetting):
     INFINITE_OK: ClassVar[frozenset[str]] = frozenset({"request_rate"})
@@ -218,32 +201,6 @@ class BenchmarkRecord(SpeculationSetting):
             raise ValueError("checkpoint given without run")
         return self
 
-    @model_validator(mode="after")
-    def _consistent(self):
-        self._check_accept_length(self.accept_length)
-        if self.median_tpot_ms is not None:
-            from_tpot = 1000.0 / self.median_tpot_ms
-            if not from_tpot / TPOT_FACTOR <= self.decode_tps <= from_tpot * TPOT_FACTOR:
-                raise ValueError(
-                    f"decode_tps: {self.decode_tps:g} disagrees with median_tpot_ms {self.median_tpot_ms:g} "
-                    f"(1000 / TPOT = {from_tpot:g} tok/s; allowed within a factor of {TPOT_FACTOR:g})"
-                )
-        for name in ("tpot", "ttft", "itl"):
-            median, p99 = getattr(self, f"median_{name}_ms"), getattr(self, f"p99_{name}_ms")
-            if median is not None and p99 is not None and median > p99 * (1 + TOLERANCE):
-                raise ValueError(f"median_{name}_ms: {median:g} is above p99_{name}_ms {p99:g}")
-        low, high = self.decode_tps_p10, self.decode_tps_p90
-        if low is not None and high is not None and low > high * (1 + TOLERANCE):
-            raise ValueError(f"decode_tps_p10: {low:g} is above decode_tps_p90 {high:g}")
-        survival = self.position_survival or []
-        for k in range(1, len(survival)):
-            if survival[k] > survival[k - 1] + TOLERANCE:
-                raise ValueError(
-                    f"position_survival: rises at position {k + 1} ({survival[k - 1]:g} -> "
-                    f"{survival[k]:g}): a round cannot keep more drafts than fewer"
-                )
-        return self
-
 
 class PredictionRecord(SpeculationSetting):
     """An external prediction (a simulator, a spreadsheet) to compare benchmarks with."""
@@ -269,11 +226,6 @@ class PredictionRecord(SpeculationSetting):
                 f"{' and '.join(map(repr, BUILTIN_SOURCES))} are specdash's own sources; name yours otherwise"
             )
         return source
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        self._check_accept_length(self.accept_length)
-        return self
 
 
 AnyRecord = (

@@ -157,6 +157,7 @@ class Store:
         self.points.add(run.id, record.steps)
 
     def _add_prediction(self, record: PredictionRecord) -> None:
+        self.benchmarks.names.prediction(record)  # what it predicts must exist: nothing created for it
         checkpoint = self.rows.checkpoint(self.rows.run(record.run), record.checkpoint)
         deployment = self.rows.deployment(record.deployment)
         num_draft_tokens = verified_tokens(record.num_steps, record.topk or 1, record.num_draft_tokens)
@@ -225,6 +226,7 @@ class Store:
 
     def finish(self) -> StoreSummary:
         self.benchmarks.flush()
+        self.summary.new_names = self.benchmarks.names.new
         self._apply_targets()
         self.points.flush()
         self.summary.metric_points = self.points.written

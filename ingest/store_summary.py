@@ -48,3 +48,4 @@ class StoreSummary:
     benchmark_ids: list[int] = field(default_factory=list)
     derived_acceptance: int = 0  # checkpoints whose per-position acceptance came from training metrics
     acceptance_changed: int = 0  # checkpoints whose per-position acceptance was set or changed
+    new_names: list[str] = field(default_factory=list)  # benchmarks' names unlike any stored: "run 'x'"

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from specdash.ingest.jsontext import MAX_DEPTH, JSONPositionError, LinedDict, iter_values_with_lines
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import Problem, unreadable_number
 
 YAML_NAMES = (".yaml", ".yml")
 
@@ -34,7 +34,10 @@ def _value(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, depth
         return obj
     if isinstance(node, yaml.SequenceNode):
         return [_value(item, constructor, depth + 1) for item in node.value]
-    return constructor.construct_object(node)
+    try:
+        return constructor.construct_object(node)
+    except ValueError as exc:  # an integer past Python's int-string limit (4300 digits)
+        raise YAMLPositionError(unreadable_number(exc), node.start_mark.line + 1) from None
 
 
 def load_yaml_with_lines(text: str) -> Any:

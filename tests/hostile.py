@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import hostile_rules
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # A valid file of every format, with the deployment a file that does not name one is given.
 SOURCES = [
@@ -75,7 +77,22 @@ BAD_NUMBERS = [
     "null",
     '"12"',
 ]
-CATEGORIES = ("truncated", "garbage", "deep", "numbers", "text", "lines", "encoding", "implausible")
+CATEGORIES = (
+    "truncated",
+    "garbage",
+    "deep",
+    "numbers",
+    "text",
+    "lines",
+    "encoding",
+    "implausible",
+    # plausible-looking nonsense (ingest/rules/, tests/hostile_rules.py)
+    "rules",
+    "names",
+    "conflicts",
+    "resume",
+    "long-numbers",
+)
 # Values no engine measures, for fields every format maps onto the records: each must be refused.
 IMPLAUSIBLE = {
     "accept_length": ["0.5", "99", "1e9"],
@@ -99,6 +116,8 @@ class Case:
     must_load: bool = False  # a valid file in another encoding: it must load as the original does
     must_fail: bool = False  # an implausible value in a field the records check
     what: str = ""
+    deployment: str = DEPLOYMENT  # the --deployment the file is given
+    must_say: str = ""  # a file that must load, and whose summary says this
 
 
 def _truncated(rng: random.Random, data: bytes) -> bytes:
@@ -187,16 +206,58 @@ def _implausible(rng: random.Random, n: int) -> Case:
     )
 
 
+def _rules(rng: random.Random, n: int, source: str, data: bytes) -> Case:
+    source, mutated, what = hostile_rules.rule_break(rng)
+    return Case("rules", source, f"case{n:05d}/{Path(source).name}", mutated, must_fail=True, what=what)
+
+
+def _names(rng: random.Random, n: int, source: str, data: bytes) -> Case:
+    source, name = hostile_rules.lookalike(rng, DEPLOYMENT)
+    # trailing blank lines make each case's bytes its own: a file already ingested would be skipped unread
+    data = (FIXTURES / source).read_bytes() + b"\n" * (n + 1)
+    return Case(
+        "names", source, f"case{n:05d}/{Path(source).name}", data, must_fail=True, what=name, deployment=name
+    )
+
+
+def _conflicts(rng: random.Random, n: int, source: str, data: bytes) -> Case:
+    source, mutated, what = hostile_rules.conflict(rng)
+    return Case("conflicts", source, f"case{n:05d}/{Path(source).name}", mutated, must_fail=True, what=what)
+
+
+def _resume(rng: random.Random, n: int, source: str, data: bytes) -> Case:
+    source, mutated, say = hostile_rules.resumed(rng)
+    mutated += b"\n" * (n + 1)  # each case's bytes its own (a file already ingested is skipped)
+    return Case("resume", source, f"case{n:05d}/{Path(source).name}", mutated, must_say=say)
+
+
+def _long_numbers(rng: random.Random, n: int, source: str, data: bytes) -> Case:
+    mutated = hostile_rules.long_number(rng, source, data)
+    return Case("long-numbers", source, f"case{n:05d}/{Path(source).name}", mutated)
+
+
+NONSENSE = {
+    "rules": _rules,
+    "names": _names,
+    "conflicts": _conflicts,
+    "resume": _resume,
+    "long-numbers": _long_numbers,
+}
+
+
 def generate(count: int, seed: int) -> list[Case]:
     rng = random.Random(seed)
     cases = []
     for n in range(count):
         source = SOURCES[n % len(SOURCES)]
         data = (FIXTURES / source).read_bytes()
-        category = CATEGORIES[n % len(CATEGORIES)]  # with 23 sources: every pair in 184 cases
+        category = CATEGORIES[n % len(CATEGORIES)]  # 13 categories, 23 sources: every pair in 299 cases
         name = f"case{n:05d}/{Path(source).name}"  # the file's own name: some formats are told by it
         if category == "implausible":
             cases.append(_implausible(rng, n))
+            continue
+        if category in NONSENSE:
+            cases.append(NONSENSE[category](rng, n, source, data))
             continue
         if category == "encoding":
             bom = b"\xef\xbb\xbf" if rng.random() < 0.7 else b""
@@ -216,12 +277,17 @@ class Outcome:
 
 def check(engine, case: Case, content) -> Outcome:
     """Ingest one case into a database already holding data; judge what happened."""
+    from specdash.ingest.describe import describe
     from specdash.ingest.links import LinkOptions
     from specdash.ingest.load import ingest_bytes
 
+    if case.category == "names":  # the stored name the case's look-alike resembles
+        ingest_bytes(
+            engine, "stored-deployment.jsonl", f'{{"kind": "deployment", "name": "{DEPLOYMENT}"}}\n'.encode()
+        )
     before = content(engine)
     try:
-        result = ingest_bytes(engine, case.name, case.data, link=LinkOptions(deployment=DEPLOYMENT))
+        result = ingest_bytes(engine, case.name, case.data, link=LinkOptions(deployment=case.deployment))
     except Exception:  # noqa: BLE001 - a traceback is exactly what this check looks for
         return Outcome(case, False, "traceback: " + traceback.format_exc(limit=3).splitlines()[-1])
     lines = case.data.count(b"\n") + 1
@@ -235,19 +301,39 @@ def check(engine, case: Case, content) -> Outcome:
             return Outcome(case, False, f"line {problem.line} outside 1..{lines}: {text[:200]}")
     if result.status == "failed" and content(engine) != before:
         return Outcome(case, False, "a failed file wrote something")
-    if case.must_load and result.status != "loaded" and not (result.status == "skipped"):
+    # an earlier case may have stored other values under the same names: a conflict, not an encoding fault
+    conflicted = bool(result.problems) and all("pass --update to apply" in str(p) for p in result.problems)
+    if case.must_load and result.status != "loaded" and not (result.status == "skipped") and not conflicted:
         return Outcome(
             case,
             False,
             "a valid file in another encoding was refused: " + "; ".join(str(p) for p in result.problems[:2]),
         )
-    if case.must_fail and result.status != "failed":
+    if case.category == "names" and result.status != "failed" and _deployment_stored(engine, case.deployment):
+        return Outcome(case, False, f"a look-alike of a stored name was created: {case.deployment!r}")
+    if case.must_fail and result.status != "failed" and case.category != "names":
         return Outcome(case, False, f"an implausible value was accepted: {case.what}")
+    if case.must_say and (result.status != "loaded" or case.must_say not in describe(result)):
+        why = "; ".join(str(p) for p in result.problems[:2]) or (
+            describe(result) if result.store else result.status
+        )
+        return Outcome(case, False, f"expected '{case.must_say}' in the summary: {why[:300]}")
     if result.status == "loaded":
-        again = ingest_bytes(engine, case.name, case.data, link=LinkOptions(deployment=DEPLOYMENT))
+        again = ingest_bytes(engine, case.name, case.data, link=LinkOptions(deployment=case.deployment))
         if again.status != "skipped":
             return Outcome(case, False, "re-ingest was not skipped")
     return Outcome(case, True)
+
+
+def _deployment_stored(engine, name: str) -> bool:
+    """Whether a deployment of this name exists (a file whose benchmarks are all duplicates creates none)."""
+    from sqlalchemy import select
+
+    from specdash.db.engine import transaction
+    from specdash.db.models import Deployment
+
+    with transaction(engine, write=False) as session:
+        return session.scalar(select(Deployment.id).where(Deployment.name == name)) is not None
 
 
 def summarise(outcomes: list[Outcome]) -> str:
@@ -255,14 +341,14 @@ def summarise(outcomes: list[Outcome]) -> str:
     for o in outcomes:
         trials[o.case.category] += 1
         correct[o.case.category] += o.correct
-    rows = [f"{'category':<10} {'trials':>6} {'correct':>7} {'wrong':>5}"]
+    rows = [f"{'category':<12} {'trials':>6} {'correct':>7} {'wrong':>5}"]
     for category in CATEGORIES:
         rows.append(
-            f"{category:<10} {trials[category]:>6} {correct[category]:>7} "
+            f"{category:<12} {trials[category]:>6} {correct[category]:>7} "
             f"{trials[category] - correct[category]:>5}"
         )
     rows.append(
-        f"{'all':<10} {sum(trials.values()):>6} {sum(correct.values()):>7} "
+        f"{'all':<12} {sum(trials.values()):>6} {sum(correct.values()):>7} "
         f"{sum(trials.values()) - sum(correct.values()):>5}"
     )
     return "\n".join(rows)

@@ -16,7 +16,7 @@ from specdash.ingest.formats.base import Located
 from specdash.ingest.jsontext import LENIENT_DECODER, LinedDict
 from specdash.ingest.lines import TooLong, bounded_lines
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.problems import Problem, field_first
+from specdash.ingest.problems import Problem, error_message, field_first
 from specdash.ingest.records import (
     OWN_HEAD_ALGORITHMS,
     BenchmarkRecord,
@@ -71,7 +71,7 @@ def located_problems(
                     where = node.line
             else:
                 break
-        message = item["msg"].removeprefix("Value error, ")
+        message = error_message(item)
         field = ".".join([prefix, *loc] if prefix else loc) or None
         if not loc:
             field, message = field_first(field, message)
@@ -277,3 +277,17 @@ def json_objects(stream: TextIO, path: str) -> Iterator[tuple[int, dict] | Probl
                 yield number, data
             else:
                 yield Problem(path, number, None, "expected a JSON object", "parse")
+
+
+# Where a log's summary record keeps the lowest and highest accept length its lines stated, and on which
+# lines (the rules of ingest/rules/ judge each: a median can hide one line's impossible value).
+STATED_ACCEPT = "stated_accept_length"
+
+
+def stated_in(raw: dict, stated: list[tuple[int, float]]) -> dict:
+    """`raw` with the lowest and highest of (line, accept length) pairs a log's lines stated, when any:
+    {"low": 0.5, "low_line": 12, "high": 3.1, "high_line": 40}."""
+    if stated:
+        low, high = min(stated, key=lambda p: p[1]), max(stated, key=lambda p: p[1])
+        raw[STATED_ACCEPT] = {"low": low[1], "low_line": low[0], "high": high[1], "high_line": high[0]}
+    return raw

@@ -18,6 +18,7 @@ from specdash.ingest.formats.common import (
     drafter_of,
     missing_deployment,
     prose_or_source,
+    stated_in,
 )
 from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals, server_pieces
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
@@ -32,7 +33,7 @@ DECODE = re.compile(r"Decode batch(?: \[\d+\])?[.,] ")
 RANKS = re.compile(r"\b((?:DP|ATTN_DP|PP)\d+)\b")
 RUNNING = re.compile(r"#running-req: (\d+)")
 GEN_TPS = re.compile(r"gen throughput \(token/s\): (\d+(?:\.\d+)?)")
-ACCEPT = re.compile(r"accept len: (\d+(?:\.\d+)?)")
+ACCEPT = re.compile(r"accept len: (-?\d+(?:\.\d+)?)")
 NEW_TOKENS = re.compile(r"#new-token: (\d+)")
 PREFILL = re.compile(r"Prefill batch(?: \[\d+\])?[.,] ")
 SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)")
@@ -74,9 +75,11 @@ def server_args(text: str) -> dict:
         if value == "None":
             continue
         if key in INT_ARGS:
-            if not value.isdigit() or int(value) < 1:
+            if not value.lstrip("-").isdigit() or len(value) > 12:
                 continue
-            found[key] = int(value)
+            if int(value) < 1 and not key.startswith("speculative_"):
+                continue
+            found[key] = int(value)  # a speculative setting as stated: 0 or -2 steps is refused, not dropped
         else:
             found[key] = value[:1000]
     return found
@@ -124,7 +127,7 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                     int(running[1]),
                     float(gen[1]),
                     prefill=server.prefill.pop(rank, 0.0),
-                    accept=accept_length if accept_length and accept_length >= 1 else None,
+                    accept=accept_length,  # as stated: the rules judge it (ingest/rules/)
                 )
             )
         elif "Prefill batch" in text and PREFILL.search(text):
@@ -207,12 +210,18 @@ def _benchmark(
         decode_tps_p90=level.decode_tps_p90,
         interval_count=len(level.used),
         label=f"server log, {start}{level.concurrency} running",
-        raw={
-            "server_args": args,
-            "server_start_line": server.line,
-            "intervals": level.summary(server_left),
-            "skipped_lines": skipped,
-        },
+        raw=stated_in(
+            {
+                "server_args": args,
+                "server_start_line": server.line,
+                "intervals": level.summary(server_left),
+                "skipped_lines": skipped,
+            },
+            # every line of a speculating start: one impossible value is refused, whichever level it fell in
+            [(i.line, i.accept) for i in server.intervals.intervals if i.accept is not None]
+            if speculative
+            else [],
+        ),
     )
 
 

@@ -35,7 +35,7 @@ NAME = "specforge-log"
 HELP = "SpecForge/EAGLE training console output: 'step N: {...}', 'Train Epoch [e/E], position i' lines"
 
 NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan"
-STEP_DICT = re.compile(r"\bstep (\d+): (\{.*\})\s*$")
+STEP_DICT = re.compile(r"\bstep (-?\d+): (\{.*\})\s*$")  # a negative step is read, then refused
 EPOCH_LINE = re.compile(
     rf"\b(Train|Test|Eval) (Epoch|Step) \[(\d+)(?:/\d+)?\], position (\d+),\s+(Acc|pLoss): ({NUM})"
 )

@@ -29,6 +29,7 @@ from specdash.ingest.formats.common import (
     drafter_of,
     missing_deployment,
     prose_or_source,
+    stated_in,
 )
 from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals, server_pieces
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
@@ -44,7 +45,7 @@ THROUGHPUT = re.compile(
     rf"(?:Engine (\d+): )?Avg prompt throughput: {NUMBER} tokens/s, "
     rf"Avg generation throughput: {NUMBER} tokens/s, Running: (\d+) reqs"
 )
-MEAN_LENGTH = re.compile(rf"Mean acceptance length: {NUMBER}")
+MEAN_LENGTH = re.compile(r"Mean acceptance length: (-?\d+(?:\.\d+)?)")
 ACCEPTED = re.compile(r"Accepted: (\d+) tokens")
 DRAFTED = re.compile(r"Drafted: (\d+) tokens")
 PER_POSITION = re.compile(r"Per-position acceptance rate: ((?:\d+(?:\.\d+)?(?:, )?)+)")
@@ -85,6 +86,15 @@ def _int(value) -> int | None:
     return number if number > 0 else None
 
 
+def _tokens(value) -> int | None:
+    """Speculative tokens as the config states them: 0 is kept (the rules refuse it with metrics printed)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0 <= number <= 10**6 else None
+
+
 def _config_line(line: str) -> dict:
     """Model, TP size, quantization and speculative config from an engine's `with config:` line."""
     found: dict = {}
@@ -98,7 +108,8 @@ def _config_line(line: str) -> dict:
         pairs = {key: quoted if quoted else bare for key, quoted, bare in KEY_VALUE.findall(spec[1])}
         found["method"] = pairs.get("method")
         found["draft_model"] = pairs.get("model") or pairs.get("draft_model")
-        if tokens := _int(pairs.get("num_spec_tokens") or pairs.get("num_speculative_tokens")):
+        tokens = _tokens(pairs.get("num_spec_tokens", pairs.get("num_speculative_tokens")))
+        if tokens is not None:
             found["spec_tokens"] = tokens
     return {k: v for k, v in found.items() if v not in (None, "None")}
 
@@ -125,8 +136,8 @@ def _args(values: dict) -> dict:
             found["quantization"] = str(value)
         elif key == "speculative_model":
             found["draft_model"] = str(value)
-        elif key == "num_speculative_tokens" and _int(value):
-            found["spec_tokens"] = _int(value)
+        elif key == "num_speculative_tokens" and _tokens(value) is not None:
+            found["spec_tokens"] = _tokens(value)
         elif key == "speculative_config":
             spec = value
             if isinstance(spec, str):
@@ -136,7 +147,7 @@ def _args(values: dict) -> dict:
                     found["method"] = str(spec["method"])
                 if spec.get("model"):
                     found["draft_model"] = str(spec["model"])
-                if tokens := _int(spec.get("num_speculative_tokens")):
+                if (tokens := _tokens(spec.get("num_speculative_tokens"))) is not None:
                     found["spec_tokens"] = tokens
     return found
 
@@ -171,6 +182,7 @@ class Server:
         self.v0_last: tuple[int, int] | None = None  # cumulative (draft tokens, emitted) of the last V0 line
         self.spec_lines = 0
         self.unsized = 0
+        self.stated: dict[int, tuple[int, float]] = {}  # interval line -> (line, mean acceptance it stated)
 
     @property
     def started(self) -> bool:
@@ -183,7 +195,7 @@ class Server:
     def last(self) -> Interval | None:
         return self.intervals.intervals[-1] if self.intervals.intervals else None
 
-    def spec_v1(self, line: str) -> None:
+    def spec_v1(self, line: str, number: int = 0) -> None:
         accepted, drafted = ACCEPTED.search(line), DRAFTED.search(line)
         interval = self.last()
         if accepted is None or drafted is None or interval is None:
@@ -191,6 +203,8 @@ class Server:
         self.spec_lines += 1
         interval.speculated = True
         rates_match, mean = PER_POSITION.search(line), MEAN_LENGTH.search(line)
+        if mean:
+            self.stated[interval.line] = (number, float(mean[1]))
         rates = tuple(float(r) for r in rates_match[1].rstrip(", ").split(", ")) if rates_match else ()
         k = len(rates) or self.config.get("spec_tokens")
         if k:
@@ -253,7 +267,7 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 Interval(number, match[1] or "0", int(match[4]), float(match[3]), prefill=float(match[2]))
             )
         elif "SpecDecoding metrics:" in text:
-            server.spec_v1(strip_ansi(text))
+            server.spec_v1(strip_ansi(text), number)
         elif "Speculative metrics:" in text:
             server.spec_v0(strip_ansi(text))
         elif any(marker in text for marker in START_MARKERS):
@@ -340,13 +354,16 @@ def _benchmark(
         decode_tps_p90=level.decode_tps_p90,
         interval_count=len(level.used),
         label=f"server log, {start}{level.concurrency} running",
-        raw={
-            "config": {k: v for k, v in config.items() if k != "v0"},
-            "server_start_line": server.line,
-            "intervals": intervals,
-            "spec_decoding_lines": server.spec_lines,
-            "unsized_spec_lines": server.unsized,
-        },
+        raw=stated_in(
+            {
+                "config": {k: v for k, v in config.items() if k != "v0"},
+                "server_start_line": server.line,
+                "intervals": intervals,
+                "spec_decoding_lines": server.spec_lines,
+                "unsized_spec_lines": server.unsized,
+            },
+            list(server.stated.values()) if speculative else [],  # every line of the start, whichever level
+        ),
     )
 
 

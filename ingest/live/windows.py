@@ -23,6 +23,7 @@ from specdash.ingest.records import (
     ConcurrencySource,
     SpeculationSetting,
 )
+from specdash.ingest.rules import record_problems
 
 # Fewer decoded tokens than this in a window is a few requests' tails: too little to time decode by.
 MIN_DECODE_TOKENS = 32
@@ -194,9 +195,11 @@ def window_outcome(readings: Sequence[Reading], options: WindowOptions) -> Windo
         fields.update(accept_length=accept_length_of(readings, d), position_survival=survival_of(last, d))
     fields["raw"] = _raw(readings, d, decode, running, setting_from)
     try:
-        return WindowOutcome(*span, record=BenchmarkRecord(**fields))
+        record = BenchmarkRecord(**fields)
     except ValidationError as exc:
         return WindowOutcome(*span, problems=tuple(from_validation_error(last.source, None, exc)))
+    refused = record_problems(record, last.source, None)  # the rules load_file applies, told at once
+    return WindowOutcome(*span, problems=tuple(refused)) if refused else WindowOutcome(*span, record=record)
 
 
 def _skip_reason(

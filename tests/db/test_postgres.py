@@ -81,7 +81,7 @@ def test_text_and_integers_at_the_bounds_load_the_same_as_on_sqlite(pg_engine, t
     result = ingest_path(pg_engine, bad)
     assert [str(p) for p in result.problems] == [
         f"{bad}:1: name: String should have at most 200 characters",
-        f"{bad}:2: step: Input should be less than or equal to 2147483647",
+        f"{bad}:2: step: Input should be less than or equal to 2147483647 (got 2147483648)",
         f"{bad}:3: name: must not contain NUL characters",
     ]
     good = tmp_path / "good.jsonl"

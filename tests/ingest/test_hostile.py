@@ -1,5 +1,5 @@
 """The seeded generator of hostile inputs (tests/hostile.py): every case handled, per category. A small
-batch runs with the suite; `pytest -m hostile` runs 3,000 more."""
+batch runs with the suite; `pytest -m hostile` runs 3,000 more, across every category (the plausible-nonsense ones of tests/hostile_rules.py included)."""
 
 import pytest
 

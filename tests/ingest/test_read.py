@@ -35,8 +35,8 @@ def used(engine):
                 ":2: max_concurrency: Input should be a valid integer, unable to parse string as an integer",
                 ":2: output_throughput: Input should be a valid number, unable to parse string as a number",
                 ":3: accept_length: Input should be a finite number",
-                ":4: output_throughput: Input should be greater than or equal to 0",
-                ":4: median_tpot_ms: Input should be greater than 0",
+                ":4: output_throughput: Input should be greater than or equal to 0 (got -5.0)",
+                ":4: median_tpot_ms: Input should be greater than 0 (got -11.1)",
             ],
         ),
         (
@@ -46,9 +46,9 @@ def used(engine):
         (
             "specbundle_bad.json",
             [
-                ":20: Llama-3.1-8B-Instruct.gsm8k.results.0.metrics.1.accept_length: Input should be greater than or equal to 1",
+                ":20: Llama-3.1-8B-Instruct.gsm8k.results.0.metrics.1.accept_length: Input should be greater than or equal to 1 (got 0.5)",
                 ":22: Llama-3.1-8B-Instruct.gsm8k.results.0.metrics.2.Name: Field required",
-                ":29: Llama-3.1-8B-Instruct.gsm8k.results.1.batch_size: Input should be greater than or equal to 1",
+                ":29: Llama-3.1-8B-Instruct.gsm8k.results.1.batch_size: Input should be greater than or equal to 1 (got 0)",
             ],
         ),
     ],
@@ -102,7 +102,7 @@ def test_problems_are_capped_with_a_count_and_parse_errors_come_first(used):
     result = ingest_bytes(used, "many.jsonl", data.encode(), link=DEPLOYMENT)
     report = format_report(result.problems).splitlines()
     assert report[0].startswith("many.jsonl:61: invalid JSON")
-    assert report[1] == "many.jsonl:1: output_throughput: Input should be greater than or equal to 0"
+    assert report[1] == "many.jsonl:1: output_throughput: Input should be greater than or equal to 0 (got -1)"
     assert len(report) == 51 and report[-1] == "... and 11 more problems"
 
 

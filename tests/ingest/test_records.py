@@ -26,22 +26,37 @@ def used(engine):
             {**SPEC, "accept_length": 9.0},
             "accept_length: 9 is more than a round of 3/1/4 can emit (at most 4: min(draft tokens, steps + 1))",
         ),
-        ({**SPEC, "accept_length": 0.5}, "accept_length: Input should be greater than or equal to 1"),
+        (
+            {**SPEC, "accept_length": 0.5},
+            "accept_length: Input should be greater than or equal to 1 (got 0.5)",
+        ),
         ({**BENCH, "accept_length": 3}, "accept_length: 3 without speculation (a baseline emits exactly 1)"),
         # a tree 5/4/8: K + 1 = 6 is the tighter bound
         (
             {**SPEC, "num_steps": 5, "topk": 4, "num_draft_tokens": 8, "accept_length": 6.5},
             "accept_length: 6.5 is more than a round of 5/4/8 can emit (at most 6: min(draft tokens, steps + 1))",
         ),
-        ({**BENCH, "decode_tps": 1e9}, "decode_tps: Input should be less than or equal to 100000"),
-        ({**BENCH, "decode_tps": 1e308}, "decode_tps: Input should be less than or equal to 100000"),
-        ({**BENCH, "decode_tps": 1e-9}, "decode_tps: Input should be greater than or equal to 0.01"),
+        (
+            {**BENCH, "decode_tps": 1e9},
+            "decode_tps: Input should be less than or equal to 100000 (got 1000000000.0)",
+        ),
+        (
+            {**BENCH, "decode_tps": 1e308},
+            "decode_tps: Input should be less than or equal to 100000 (got 1e+308)",
+        ),
+        (
+            {**BENCH, "decode_tps": 1e-9},
+            "decode_tps: Input should be greater than or equal to 0.01 (got 1e-09)",
+        ),
         ({**BENCH, "decode_tps": True}, "decode_tps: must be a number or text, not true"),
         (
             {**BENCH, "output_throughput": 2e7},
-            "output_throughput: Input should be less than or equal to 10000000",
+            "output_throughput: Input should be less than or equal to 10000000 (got 20000000.0)",
         ),
-        ({**BENCH, "median_tpot_ms": 1e300}, "median_tpot_ms: Input should be less than or equal to 60000"),
+        (
+            {**BENCH, "median_tpot_ms": 1e300},
+            "median_tpot_ms: Input should be less than or equal to 60000 (got 1e+300)",
+        ),
         # 1000 / 10 ms = 100 tok/s agrees; 1000 / 1 ms = 1000 tok/s is 10x the stated 100
         (
             {**BENCH, "median_tpot_ms": 1.0},
@@ -52,7 +67,10 @@ def used(engine):
             {**SPEC, "position_survival": [0.6, 0.7, 0.2]},
             "position_survival: rises at position 2 (0.6 -> 0.7): a round cannot keep more drafts than fewer",
         ),
-        ({**BENCH, "concurrency": 2**63}, f"concurrency: Input should be less than or equal to {MAX_INT}"),
+        (
+            {**BENCH, "concurrency": 2**63},
+            f"concurrency: Input should be less than or equal to {MAX_INT} (got {2**63})",
+        ),
         (
             {**BENCH, "num_prompts": 1.5},
             "num_prompts: Input should be a valid integer, got a number with a fractional part",
@@ -78,11 +96,11 @@ def used(engine):
         ),
         (
             {"kind": "deployment", "name": "d", "draft_step_ms": 1e300},
-            "draft_step_ms: Input should be less than or equal to 60000",
+            "draft_step_ms: Input should be less than or equal to 60000 (got 1e+300)",
         ),
         (
             {"kind": "checkpoint", "run": "r", "name": "c", "step": 2**63},
-            f"step: Input should be less than or equal to {MAX_INT}",
+            f"step: Input should be less than or equal to {MAX_INT} (got {2**63})",
         ),
         (
             {"kind": "metrics", "run": "r", "step": 1, "values": {"train/acc_0": True}},
@@ -120,14 +138,14 @@ def _mutate(path, old: str, new: str) -> bytes:
             VLLM / "bench_serve_0.10.json",
             '"median_tpot_ms": 6.37',
             '"median_tpot_ms": 1e-06',
-            ":1: median_tpot_ms: Input should be greater than or equal to 0.001",
+            ":1: median_tpot_ms: Input should be greater than or equal to 0.001 (got 1e-06)",
         ),
         # SGLang one-batch: the batch of 1 at 1e9 tok/s
         (
             SGLANG / "bench_one_batch_server.jsonl",
             '"output_throughput": 90.12',
             '"output_throughput": 1e9',
-            ":1: decode_tps: Input should be less than or equal to 100000",
+            ":1: decode_tps: Input should be less than or equal to 100000 (got 1000000000.0)",
         ),
     ],
 )

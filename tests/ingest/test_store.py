@@ -92,7 +92,13 @@ def test_an_external_prediction_with_other_numbers_is_a_conflict(engine):
         "deployment": "d",
         "predicted_tps": 150.0,
     }
-    assert ingest_bytes(engine, "p1.jsonl", jsonl(prediction)).ok
+    # what it predicts must exist (ingest/rules/names.py): the run, its checkpoint and the deployment
+    named = [
+        {"kind": "deployment", "name": "d"},
+        {"kind": "run", "name": "r"},
+        {"kind": "checkpoint", "run": "r", "name": "c"},
+    ]
+    assert ingest_bytes(engine, "p1.jsonl", jsonl(*named, prediction)).ok
     result = ingest_bytes(engine, "p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0}))
     assert [str(p) for p in result.problems] == [
         "p2.jsonl:1: predicted_tps: prediction 'sim' for r/c is stored with predicted_tps 150.0, the file says "

@@ -41,8 +41,8 @@ def test_preview_helpers_report_like_the_cli(demo_url):
     bad = preview_bytes(engine, "bad_bench.json", (DASHBOARD / "bad_bench.json").read_bytes())
     assert not uploads.can_save(bad)
     assert uploads.report(bad).splitlines() == [
-        "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01",
-        "bad_bench.json:6: benchmarks.2.accept_length: Input should be greater than or equal to 1",
+        "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01 (got -4.0)",
+        "bad_bench.json:6: benchmarks.2.accept_length: Input should be greater than or equal to 1 (got 0.4)",
     ]
     deep = preview_bytes(engine, SGLANG, (DASHBOARD / SGLANG).read_bytes(), link=LinkOptions(deployment=PCIE))
     assert uploads.can_save(deep) and uploads.would_create(deep) == "1 benchmark"
@@ -111,8 +111,8 @@ def test_bad_file_shows_every_problem_and_writes_nothing(monkeypatch, demo_url):
     assert not at.exception
     assert at.error[0].value == "2 problem(s): nothing from this file will be written."
     assert at.code[0].value.splitlines() == [
-        "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01",
-        "bad_bench.json:6: benchmarks.2.accept_length: Input should be greater than or equal to 1",
+        "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01 (got -4.0)",
+        "bad_bench.json:6: benchmarks.2.accept_length: Input should be greater than or equal to 1 (got 0.4)",
     ]
     assert at.button(key="upload_save").label == "Save 1 file(s)"  # only the valid file
     assert count(demo_url, Benchmark) == 15

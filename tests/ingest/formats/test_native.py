@@ -81,8 +81,14 @@ def test_every_problem_is_reported_with_its_line_and_nothing_is_written(engine):
     assert result.status == "failed"
     messages = [str(p) for p in result.problems]
     path = str(NATIVE / "bad_doc.json")
-    assert f"{path}:8: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01" in messages
-    assert f"{path}:9: benchmarks.2.accept_length: Input should be greater than or equal to 1" in messages
+    assert (
+        f"{path}:8: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01 (got -3.0)"
+        in messages
+    )
+    assert (
+        f"{path}:9: benchmarks.2.accept_length: Input should be greater than or equal to 1 (got 0.5)"
+        in messages
+    )
     assert (
         f"{path}:9: benchmarks.2.num_draft_tokens: 3 draft tokens cannot hold 5 draft steps (need >= num_steps)"
         in messages

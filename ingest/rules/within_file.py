@@ -1,0 +1,132 @@
+"""A file that disagrees with itself: the same checkpoint twice with different acceptance, the same metric
+key and step twice with different values (native records), two no-speculation baselines of one deployment
+and setting with different speeds. Each is a conflict naming both lines; the later record is refused.
+
+Training logs are the exception: a resumed run re-logs the steps after its checkpoint, so a log's later
+values win (Resumes) and the summary says where it resumed and how many points were replaced."""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from specdash.ingest.formats.base import Located
+from specdash.ingest.records import BenchmarkRecord, CheckpointRecord, MetricRows, MetricsRecord
+
+Conflict = tuple[str, str]  # field, message
+BASELINE_KEY_FIELDS = ("deployment", "engine", "concurrency", "dataset", "num_prompts", "median_ttft_ms")
+
+
+class Ledger:
+    """What a file said so far, by identity, with the line that said it."""
+
+    def __init__(self, is_log: bool):
+        self.is_log = is_log  # a server log's starts may measure one setting twice: no baseline conflict
+        self.checkpoints: dict[tuple[str, str], tuple[int | None, list[float]]] = {}
+        self.points: dict[tuple[str, str, int], tuple[int | None, float]] = {}
+        self.baselines: dict[tuple[Any, ...], tuple[int | None, float]] = {}
+
+    def conflict(self, record: Any, line: int | None) -> Conflict | None:
+        if isinstance(record, CheckpointRecord) and record.acceptance is not None:
+            return self._checkpoint(record, line)
+        if isinstance(record, MetricsRecord):
+            return self._metrics(record, line)
+        if isinstance(record, BenchmarkRecord) and record.speculative_algorithm is None and not self.is_log:
+            return self._baseline(record, line)
+        return None
+
+    def _checkpoint(self, record: CheckpointRecord, line: int | None) -> Conflict | None:
+        assert record.acceptance is not None
+        earlier = self.checkpoints.setdefault((record.run, record.name), (line, record.acceptance))
+        if earlier[1] == record.acceptance:
+            return None
+        return (
+            "acceptance",
+            f"checkpoint '{record.run}/{record.name}' is given twice with different acceptance: line "
+            f"{earlier[0]} says {earlier[1]}, line {line} says {record.acceptance}",
+        )
+
+    def _metrics(self, record: MetricsRecord, line: int | None) -> Conflict | None:
+        for key, value in record.values.items():
+            earlier = self.points.setdefault((record.run, key, record.step), (line, value))
+            if earlier[1] != value:
+                return (
+                    f"values.{key}",
+                    f"run '{record.run}' step {record.step} is given twice with different values: line "
+                    f"{earlier[0]} says {earlier[1]:g}, line {line} says {value:g}",
+                )
+        return None
+
+    def _baseline(self, record: BenchmarkRecord, line: int | None) -> Conflict | None:
+        target = (record.raw or {}).get("target_model")  # SpecBundle: one deployment may serve several
+        key = (str(target), *(getattr(record, name) for name in BASELINE_KEY_FIELDS))
+        earlier = self.baselines.setdefault(key, (line, record.decode_tps))
+        if earlier[1] == record.decode_tps:
+            return None
+        return (
+            "decode_tps",
+            f"two no-speculation baselines of '{record.deployment}' at concurrency {record.concurrency}"
+            f"{f' on {record.dataset}' if record.dataset else ''} with different speeds: line {earlier[0]} "
+            f"says {earlier[1]:g} tok/s, line {line} says {record.decode_tps:g}",
+        )
+
+
+@dataclass
+class Stream:
+    """One run's rows of one key set, in file order: where the step went back (a resume) and how far on."""
+
+    last: int = -1  # the step of its previous row
+    resumes: list[list[int]] = field(default_factory=list)  # [row position, resumed at step, highest after]
+
+
+class Resumes:
+    """A training log's re-logged steps: found in a first pass over its rows, the earlier rows of each
+    re-logged step left out in the second, so the later values are the ones stored."""
+
+    def __init__(self) -> None:
+        self.streams: dict[tuple[str, tuple[str, ...]], Stream] = {}
+        self.replaced = 0
+
+    def survey(self, items: Iterable[Located]) -> None:
+        position = 0
+        for item in items:
+            if not isinstance(item.record, MetricRows):
+                continue
+            for step, keys, _ in item.record.steps:
+                stream = self.streams.setdefault((item.record.run, keys), Stream())
+                if step <= stream.last and keys:  # back to a step already logged: the run resumed
+                    stream.resumes.append([position, step, step])
+                elif stream.resumes:
+                    stream.resumes[-1][2] = max(stream.resumes[-1][2], step)
+                stream.last = step
+                position += 1
+        self.streams = {k: s for k, s in self.streams.items() if s.resumes}
+
+    def keep_later(self, items: Iterable[Located]) -> Iterator[Located]:
+        position = 0
+        for item in items:
+            record = item.record
+            if not isinstance(record, MetricRows) or not self.streams:
+                yield item
+                continue
+            kept = []
+            for row in record.steps:
+                if not self._superseded(record.run, row[0], row[1], position):
+                    kept.append(row)
+                else:
+                    self.replaced += len(row[1])
+                position += 1
+            if kept:
+                yield Located(item.line, MetricRows(record.run, kept))
+
+    def _superseded(self, run: str, step: int, keys: tuple[str, ...], position: int) -> bool:
+        stream = self.streams.get((run, keys))
+        if stream is None:
+            return False
+        return any(at > position and low <= step <= high for at, low, high in stream.resumes)
+
+    def note(self) -> str | None:
+        if not self.streams:
+            return None
+        steps = sorted({resume[1] for s in self.streams.values() for resume in s.resumes})
+        shown = ", ".join(map(str, steps[:5])) + (f" and {len(steps) - 5} more" if len(steps) > 5 else "")
+        return f"resumed at step {shown}, {self.replaced} points replaced by the later values"

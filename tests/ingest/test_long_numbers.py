@@ -1,0 +1,64 @@
+"""An integer literal longer than Python converts (its int-string limit, 4300 digits) is a file:line
+problem in every format's number parsing (JSON, JSONL, YAML, CSV, regex-read logs), not a traceback."""
+
+import pytest
+
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes
+from tests.ingest_support import FIXTURES, SGLANG, SPECFORGE, content, load
+
+BIG = "7" * 5000
+
+
+@pytest.fixture
+def used(engine):
+    load(engine, SGLANG / "bench_serving_0.5.23.jsonl")
+    return engine
+
+
+def _mutated(path, old: str) -> bytes:
+    """The first number of `old` (a key and its number) made 5,000 digits long."""
+    text = path.read_text()
+    assert old in text, old
+    head = old.rstrip("0123456789.")
+    return text.replace(old, head + BIG, 1).encode()
+
+
+@pytest.mark.parametrize(
+    "path,old,expected",
+    [
+        # a training log's step, read by a regex
+        (
+            SPECFORGE / "train_console_2026.log",
+            "step 10",
+            ":1: a number of more than 4300 digits: no engine writes one",
+        ),
+        # vLLM bench serve JSON (one indented object): the field's own line
+        (
+            FIXTURES / "vllm" / "bench_serve_0.10.json",
+            '"max_concurrency": 1',
+            None,
+        ),
+        # native JSONL: the record's line and its field
+        (
+            FIXTURES / "native" / "records.jsonl",
+            '"decode_tps": 150.0',
+            None,
+        ),
+        # GuideLLM YAML: the scalar's own line
+        (FIXTURES / "guidellm" / "sweep_v0.5.4.yaml", "max_seconds: 60", None),
+    ],
+)
+def test_a_five_thousand_digit_integer_is_a_problem_on_its_line(used, path, old, expected):
+    data = _mutated(path, old)
+    line = next(n for n, text in enumerate(data.decode().splitlines(), 1) if BIG in text)
+    before = content(used)
+    result = ingest_bytes(used, path.name, data, link=LinkOptions(deployment="1x H100, TP1"))
+    assert result.status == "failed"
+    texts = [str(p) for p in result.problems]
+    if expected is not None:
+        assert texts == [f"{path.name}{expected}"]
+    else:
+        assert any("5000 digits" in t or "more than 4300 digits" in t for t in texts), texts
+        assert all(p.line == line for p in result.problems), texts
+    assert content(used) == before

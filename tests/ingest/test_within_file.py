@@ -1,0 +1,108 @@
+"""A file that disagrees with itself (ingest/rules/within_file.py): a conflict naming both lines, nothing
+stored; a training log that re-logs steps after a resume keeps the later values and says so."""
+
+import json
+
+import pytest
+
+from specdash.ingest.describe import describe
+from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes
+from tests.ingest_support import SGLANG, SPECFORGE, content, load, native, points
+
+
+@pytest.fixture
+def used(engine):
+    load(engine, SGLANG / "bench_serving_0.5.23.jsonl")
+    return engine
+
+
+def _conflict(engine, name: str, data: bytes, expected: str) -> None:
+    before = content(engine)
+    result = ingest_bytes(engine, name, data)
+    assert result.status == "failed"
+    assert [str(p) for p in result.problems] == [expected]
+    assert content(engine) == before
+
+
+def test_one_checkpoint_twice_with_different_acceptance(used):
+    data = native(
+        {"kind": "run", "name": "r7"},
+        {"kind": "checkpoint", "run": "r7", "name": "epoch_2", "acceptance": [0.74, 0.6]},
+        {"kind": "checkpoint", "run": "r7", "name": "epoch_2", "acceptance": [0.74, 0.6]},  # the same: fine
+        {"kind": "checkpoint", "run": "r7", "name": "epoch_2", "acceptance": [0.8, 0.6]},
+    )
+    _conflict(
+        used,
+        "ckpt.jsonl",
+        data,
+        "ckpt.jsonl:4: acceptance: checkpoint 'r7/epoch_2' is given twice with different acceptance: line 2 "
+        "says [0.74, 0.6], line 4 says [0.8, 0.6]",
+    )
+
+
+def test_one_metric_key_and_step_twice_with_different_values(used):
+    data = native(
+        {"kind": "metrics", "run": "r7", "step": 50, "values": {"train/acc_0": 0.7, "train/loss": 2.0}},
+        {"kind": "metrics", "run": "r7", "step": 60, "values": {"train/acc_0": 0.72}},
+        {"kind": "metrics", "run": "r7", "step": 50, "values": {"train/acc_0": 0.71}},
+    )
+    _conflict(
+        used,
+        "metrics.jsonl",
+        data,
+        "metrics.jsonl:3: values.train/acc_0: run 'r7' step 50 is given twice with different values: line 1 "
+        "says 0.7, line 3 says 0.71",
+    )
+
+
+def _specbundle(baselines: list[float]) -> bytes:
+    """SpecBundle's shape (tests/fixtures/real/specbundle-data.json): one target, gsm8k, batch size 8, a
+    no-speculation row per setting."""
+    results = [
+        {
+            "batch_size": 8,
+            "steps": steps,
+            "topk": 1,
+            "num_draft_tokens": steps + 1,
+            "metrics": [
+                {"Name": "Wihtout EAGLE3", "output_throughput": speed, "accept_length": 1.0},
+                {"Name": "lmsys/SGLang-EAGLE3-X", "output_throughput": 1488.36, "accept_length": 2.64},
+            ],
+        }
+        for steps, speed in zip((3, 5), baselines, strict=True)
+    ]
+    doc = {"Qwen3-30B-A3B-Instruct-2507": {"gsm8k": {"benchmark_name": "gsm8k", "results": results}}}
+    return json.dumps(doc, indent=4).encode()
+
+
+def test_two_baselines_of_one_target_and_setting_with_different_speeds(used):
+    # the real file repeats the baseline row per setting with the very same speed: that loads
+    assert ingest_bytes(used, "same.json", _specbundle([1071.294, 1071.294])).status == "loaded"
+    data = _specbundle([1071.294, 980.5])
+    # a row's line is its object's opening brace, the line above its "Name"
+    line_of = [n - 1 for n, text in enumerate(data.decode().splitlines(), 1) if '"Name": "Wihtout' in text]
+    _conflict(
+        used,
+        "data.json",
+        data,
+        f"data.json:{line_of[1]}: decode_tps: two no-speculation baselines of 'SpecBundle: "
+        "Qwen3-30B-A3B-Instruct-2507' at concurrency 8 on gsm8k with different speeds: line "
+        f"{line_of[0]} says 133.912 tok/s, line {line_of[1]} says 122.562",
+    )
+
+
+def test_a_resumed_training_log_keeps_the_later_values_and_says_so(used):
+    # steps 10 and 20 logged, the run resumed from its step-10 checkpoint and logged 10 and 20 again
+    first = (SPECFORGE / "train_console_2026.log").read_text().splitlines()[:2]
+    again = [
+        line.replace("'acc_0': 0.6125", "'acc_0': 0.625").replace("'acc_0': 0.6875", "'acc_0': 0.7")
+        for line in first
+    ]
+    data = ("\n".join(first + again) + "\n").encode()
+    result = ingest_bytes(used, "train.log", data, fmt_name="specforge-log", link=LinkOptions(run="r7"))
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    keys = first[0].count(": ") - 1  # the step dict's keys: "step 10: {'acc_0': ..., ...}"
+    assert "resumed at step 10, " + f"{2 * keys} points replaced by the later values" in describe(result)
+    stored = points(used, "r7")
+    assert stored[("train/acc_0", 10)] == 0.625 and stored[("train/acc_0", 20)] == 0.7
