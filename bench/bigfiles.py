@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, func, make_url, select, text
 
-from bench.measure import run_process
+from bench.measure import run_process_cpu
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, MetricPoint
 from specdash.db.schema import upgrade
@@ -83,9 +83,9 @@ def write(path: Path, lines) -> int:
     return path.stat().st_size
 
 
-def ingest(url: str, path: Path) -> tuple[float, float]:
+def ingest(url: str, path: Path) -> tuple[float, float, float]:
     env = dict(os.environ, SPECDASH_LOCK_TIMEOUT="3600")
-    return run_process(
+    return run_process_cpu(
         [sys.executable, "-m", "specdash", "--db", url, "ingest", "--quiet", str(path)], env=env
     )
 
@@ -118,12 +118,13 @@ def case(label: str, url: str, path: Path, model, expected: int) -> dict:
     engine = make_engine(url)
     upgrade(engine)
     engine.dispose()
-    seconds, peak_mb = ingest(url, path)
+    seconds, peak_mb, cpu_seconds = ingest(url, path)
     rows = stored(url, model)
     result = {
         "case": label,
         "file_mb": round(path.stat().st_size / 1e6, 1),
         "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu_seconds, 1),
         "peak_mb": round(peak_mb),
         "rows": rows,
         "expected_rows": expected,

@@ -206,6 +206,8 @@ class Benchmark(Base):
     __table_args__ = (
         Index(None, "deployment_id", "concurrency"),
         Index(None, "checkpoint_id", "deployment_id"),
+        # the baselines (speculative_algorithm NULL) of a deployment, read by every refresh
+        Index("ix_benchmark_baselines", "speculative_algorithm", "deployment_id", "concurrency"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

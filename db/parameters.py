@@ -3,8 +3,9 @@ model's CostSet, and the measured no-speculation baselines they are applied to."
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -128,16 +129,28 @@ class Baselines:
 
     def levels(self, deployment_id: int, dataset: str | None) -> Iterator[dict[int, float]]:
         """The deployment's measured load levels {concurrency: tok/s}: the dataset's own, then all of them."""
-        yield {
-            c: tps
-            for (d, c, ds), tps in self.by_dataset.items()
-            if d == deployment_id and ds == (dataset or "")
-        }
+        yield dict(self._levels_by_dataset.get((deployment_id, dataset or ""), {}))
         yield self.measured_loads(deployment_id)
 
     def measured_loads(self, deployment_id: int) -> dict[int, float]:
         """Every load the deployment was measured at without speculation: {concurrency: tok/s}."""
-        return {c: tps for (d, c), tps in self.by_concurrency.items() if d == deployment_id}
+        return dict(self._loads_by_deployment.get(deployment_id, {}))
+
+    # Indexes of the two maps, built once on first use: a refresh asks for levels once per prediction
+    # group, and scanning every baseline each time made it quadratic in the store.
+    @cached_property
+    def _levels_by_dataset(self) -> dict[tuple[int, str], dict[int, float]]:
+        index: dict[tuple[int, str], dict[int, float]] = defaultdict(dict)
+        for (deployment_id, concurrency, dataset), tps in self.by_dataset.items():
+            index[(deployment_id, dataset)][concurrency] = tps
+        return index
+
+    @cached_property
+    def _loads_by_deployment(self) -> dict[int, dict[int, float]]:
+        index: dict[int, dict[int, float]] = defaultdict(dict)
+        for (deployment_id, concurrency), tps in self.by_concurrency.items():
+            index[deployment_id][concurrency] = tps
+        return index
 
     def choose(
         self,
@@ -179,12 +192,17 @@ class Baselines:
         return self.choose(deployment_id, reference, dataset, facts, comm_fraction)
 
 
-def load_baselines(session: Session, deployment_id: int | None = None) -> Baselines:
+def load_baselines(
+    session: Session, deployment_id: int | None = None, deployment_ids: Sequence[int] | None = None
+) -> Baselines:
+    """The baselines of one deployment, of `deployment_ids`, or (neither given) of every deployment."""
     query = select(
         Benchmark.deployment_id, Benchmark.concurrency, Benchmark.dataset, Benchmark.decode_tps
     ).where(Benchmark.speculative_algorithm.is_(None), Benchmark.superseded_by_id.is_(None))
     if deployment_id is not None:
         query = query.where(Benchmark.deployment_id == deployment_id)
+    elif deployment_ids is not None:
+        query = query.where(Benchmark.deployment_id.in_(list(deployment_ids)))
     by_dataset: dict[tuple[int, int, str], list[float]] = defaultdict(list)
     by_concurrency: dict[tuple[int, int], list[float]] = defaultdict(list)
     for deployment, concurrency, dataset, tps in session.execute(query):

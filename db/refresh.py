@@ -13,14 +13,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, Select, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import draft_steps
 from specdash.db.bulk import chunks, expire_loaded, select_in
 from specdash.db.gaps import refresh_gaps
 from specdash.db.history import acceptance_references
-from specdash.db.models import Alert, Benchmark, Gap, Prediction
+from specdash.db.models import Alert, Benchmark, Gap, ParameterSet, Prediction
+from specdash.db.parameters import load_baselines
 from specdash.db.predictions import BENCHMARK_COLUMNS, Groups, prediction_key, refresh_predictions
 from specdash.db.refresh_context import RefreshContext, read_context
 
@@ -60,11 +61,14 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
 def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSummary:
     session.flush()  # what the caller added is read back below as rows
     summary = RefreshSummary()
-    scope = _scope(session, benchmark_ids)
+    scope, deployment_ids = _scope(session, benchmark_ids)
     if not scope:
         return summary
     everything = benchmark_ids is None
-    context = read_context(session, None if everything else sorted(scope))
+    # a refresh of some benchmarks reads only what their checkpoints and deployments need
+    context = read_context(
+        session, None if everything else sorted(scope), None if everything else sorted(deployment_ids)
+    )
     # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
     # drafter's benchmarks, however many a file brings.
     for checkpoint_ids in _checkpoint_batches(scope):
@@ -74,9 +78,10 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         summary.skipped += unknown_depth
         # drafters without training metrics: their own earlier benchmarks say what accept length to expect
         untrained = [c for c in checkpoint_ids if not context.drafters[c].rates]
-        part = replace(context, references=acceptance_references(session, untrained))
         if not everything and untrained:
             _add_backfilled(session, groups, untrained, {b.id for b in benches})
+            context = _with_baselines_of(session, context, groups, deployment_ids)
+        part = replace(context, references=acceptance_references(session, untrained))
         _refresh_batches(session, groups, part, summary, checkpoint_ids)
     expire_loaded(session, (Prediction, Gap, Alert))
     return summary
@@ -102,12 +107,12 @@ def _refresh_batches(
         summary.new_alerts += new_alerts
 
 
-def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> dict[int, list[int]]:
+def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> tuple[dict[int, list[int]], set[int]]:
     """The speculative benchmarks to refresh (all, or those given and every one on a deployment and load
-    that a given no-speculation baseline changes), as ids per checkpoint."""
+    that a given no-speculation baseline changes), as ids per checkpoint, and their deployments."""
     # reads go through the Core connection: column tuples without the ORM's result machinery
     connection = session.connection()
-    query = select(Benchmark.checkpoint_id, Benchmark.id).where(
+    query = select(Benchmark.checkpoint_id, Benchmark.id, Benchmark.deployment_id).where(
         Benchmark.checkpoint_id.is_not(None), Benchmark.speculative_algorithm.is_not(None)
     )
     rows: list[Any]
@@ -122,17 +127,44 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> dict[int, l
             Benchmark.speculative_algorithm,
         )
         given = list(select_in(session, touched, Benchmark.id, list(benchmark_ids)))
-        # A new baseline changes the prediction of every benchmark on its deployment and concurrency.
-        baseline_keys = {(d, c) for _, _, d, c, algo in given if algo is None}
-        rows = [(cid, i) for cid, i, _, _, algo in given if algo is not None and cid is not None]
-        for deployment_id, concurrency in baseline_keys:
-            rows += connection.execute(
-                query.where(Benchmark.deployment_id == deployment_id, Benchmark.concurrency == concurrency)
-            ).all()
+        baseline_keys: dict[int, set[int]] = defaultdict(set)
+        for _, _, deployment_id, concurrency, algorithm in given:
+            if algorithm is None:
+                baseline_keys[deployment_id].add(concurrency)
+        rows = [(cid, i, d) for cid, i, d, _, algo in given if algo is not None and cid is not None]
+        for deployment_id, concurrencies in baseline_keys.items():
+            rows += _baseline_reach(session, query, deployment_id, concurrencies)
     scope: dict[int, set[int]] = defaultdict(set)
-    for checkpoint_id, benchmark_id in rows:
+    deployment_ids = set()
+    for checkpoint_id, benchmark_id, deployment_id in rows:
         scope[checkpoint_id].add(benchmark_id)
-    return {checkpoint_id: sorted(ids) for checkpoint_id, ids in scope.items()}
+        deployment_ids.add(deployment_id)
+    return {checkpoint_id: sorted(ids) for checkpoint_id, ids in scope.items()}, deployment_ids
+
+
+def _baseline_reach(
+    session: Session, query: Select, deployment_id: int, concurrencies: set[int]
+) -> list[Any]:
+    """The speculative benchmarks (rows of `query`) whose predictions new baselines on this deployment at
+    these loads change: those at these loads; those at a load with no baseline of its own, whose
+    baseline is interpolated between measured loads; and, when a calibrated set of the deployment is
+    active (its fit is stated at a reference load), every one on it."""
+    connection = session.connection()
+    on_deployment = query.where(Benchmark.deployment_id == deployment_id)
+    calibrated = select(ParameterSet.id).where(
+        ParameterSet.deployment_id == deployment_id,
+        ParameterSet.is_active.is_(True),
+        ParameterSet.source != "theory",
+    )
+    if connection.execute(calibrated.limit(1)).first() is not None:
+        return list(connection.execute(on_deployment).all())
+    measured = select(Benchmark.concurrency).where(
+        Benchmark.deployment_id == deployment_id,
+        Benchmark.speculative_algorithm.is_(None),
+        Benchmark.superseded_by_id.is_(None),
+    )
+    reach = Benchmark.concurrency.in_(sorted(concurrencies)) | Benchmark.concurrency.not_in(measured)
+    return list(connection.execute(on_deployment.where(reach)).all())
 
 
 def _rows(session: Session, ids: list[int]) -> list[Row]:
@@ -164,6 +196,18 @@ def _add_backfilled(session: Session, groups: Groups, untrained: list[int], know
         if bench.id not in known and steps is not None:
             groups[prediction_key(bench, steps)].append(bench)
             known.add(bench.id)
+
+
+def _with_baselines_of(
+    session: Session, context: RefreshContext, groups: Groups, deployment_ids: set[int]
+) -> RefreshContext:
+    """The context with the baselines of every deployment among `groups` (backfilled benchmarks may be on
+    deployments the given ones are not); `deployment_ids`, those read so far, grows with them."""
+    needed = {key.deployment_id for key in groups}
+    if needed <= deployment_ids:
+        return context
+    deployment_ids |= needed
+    return replace(context, baselines=load_baselines(session, deployment_ids=sorted(deployment_ids)))
 
 
 def _checkpoint_batches(scope: dict[int, list[int]]) -> Iterator[list[int]]:

@@ -61,9 +61,12 @@ class RefreshContext:
     estimates: dict[int, BaselineEstimate] = field(default_factory=dict)
 
 
-def read_context(session: Session, checkpoint_ids: Sequence[int] | None) -> RefreshContext:
-    """The inputs of a refresh of these checkpoints' benchmarks (every checkpoint's when None); each
-    deployment's current profile gets its theory set first."""
+def read_context(
+    session: Session, checkpoint_ids: Sequence[int] | None, deployment_ids: Sequence[int] | None = None
+) -> RefreshContext:
+    """The inputs of a refresh of these checkpoints' benchmarks (every checkpoint's when None) on these
+    deployments (the baselines of those only; every deployment's when None); each deployment's current
+    profile gets its theory set first."""
     deployments = {d.id: d for d in session.scalars(select(Deployment))}
     for deployment in deployments.values():
         ensure_theory_set(session, deployment)
@@ -83,7 +86,7 @@ def read_context(session: Session, checkpoint_ids: Sequence[int] | None) -> Refr
         drafters=read_drafters(session, checkpoint_ids),
         plans=plans,
         versions=versions,
-        baselines=load_baselines(session),
+        baselines=load_baselines(session, deployment_ids=deployment_ids),
         global_threshold=get_gap_threshold(session),
         now=utcnow(),
         estimates=estimated_baselines(session),

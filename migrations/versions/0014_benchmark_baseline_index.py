@@ -1,0 +1,31 @@
+"""benchmark: an index on (speculative_algorithm, deployment_id, concurrency) for the baselines
+
+A refresh reads the no-speculation baselines of the deployments it touches (speculative_algorithm IS
+NULL); without this index that read walks every benchmark of those deployments, which at hundreds of
+thousands of benchmarks costs more than the refresh of one new benchmark itself. No data changes.
+
+Revision ID: 0014
+Revises: 0009
+Create Date: 2026-12-02
+"""
+
+from collections.abc import Sequence
+
+from alembic import op
+
+revision: str = "0014"
+down_revision: str | None = "0009"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("benchmark", schema=None) as batch_op:
+        batch_op.create_index(
+            "ix_benchmark_baselines", ["speculative_algorithm", "deployment_id", "concurrency"], unique=False
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("benchmark", schema=None) as batch_op:
+        batch_op.drop_index("ix_benchmark_baselines")

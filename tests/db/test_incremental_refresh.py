@@ -1,0 +1,156 @@
+"""An ingest refreshes only what its file touched (db/refresh.py with benchmark ids); what it leaves in the
+store must be exactly what a full refresh of every benchmark computes: the same predictions, gaps,
+verdicts and alerts, row for row."""
+
+import json
+
+import pytest
+from sqlalchemy import select
+
+from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
+from specdash.db.refresh import refresh
+from specdash.db.schema import upgrade
+from specdash.ingest.load import ingest_bytes
+
+H100, L40S = "1x H100, TP1", "4x L40S, TP4, PCIe"
+
+
+def lines(*records: dict) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def baseline(deployment: str, concurrency: int, tps: float, dataset: str = "mtbench") -> dict:
+    return dict(
+        kind="benchmark", deployment=deployment, concurrency=concurrency, dataset=dataset, decode_tps=tps
+    )
+
+
+def eagle(run: str, checkpoint: str, deployment: str, concurrency: int, tps: float, tau: float, **extra):
+    return dict(
+        kind="benchmark",
+        deployment=deployment,
+        run=run,
+        checkpoint=checkpoint,
+        speculative_algorithm="EAGLE3",
+        num_steps=3,
+        topk=1,
+        num_draft_tokens=4,
+        concurrency=concurrency,
+        dataset="mtbench",
+        decode_tps=tps,
+        accept_length=tau,
+        **extra,
+    )
+
+
+# First file: baselines at loads 1 and 8 on two deployments; a trained drafter (per-position acceptance)
+# and an untrained one (judged by its own earlier benchmarks, dated).
+FIRST = lines(
+    dict(kind="checkpoint", run="trained", name="epoch_2", acceptance=[0.8, 0.6, 0.5]),
+    baseline(H100, 1, 120.0),
+    baseline(H100, 8, 80.0),
+    baseline(L40S, 1, 60.0),
+    eagle("trained", "epoch_2", H100, 1, 230.0, 2.4),
+    eagle("trained", "epoch_2", H100, 8, 90.0, 2.3),  # well under its prediction: an alert
+    eagle("trained", "epoch_2", H100, 2, 190.0, 2.4),  # no baseline at 2: interpolated from 1 and 8
+    eagle("trained", "epoch_2", L40S, 1, 110.0, 2.2),
+    eagle("untrained", "epoch_1", H100, 1, 200.0, 2.0, measured_at="2026-11-10T10:00:00"),
+    eagle("untrained", "epoch_1", H100, 1, 150.0, 1.5, measured_at="2026-11-12T10:00:00"),
+    eagle("untrained", "epoch_1", L40S, 1, 95.0, 2.1, measured_at="2026-11-13T10:00:00"),
+)
+# Second file: a second baseline at load 8 (the median moves: every benchmark there is judged again), a
+# first one at load 4 (load 2 is now interpolated from 1 and 4), a new benchmark at load 4, and on the
+# untrained drafter a backfill measured before its stored ones (their references change).
+SECOND = lines(
+    baseline(H100, 8, 100.0),
+    baseline(H100, 4, 95.0),
+    eagle("trained", "epoch_2", H100, 4, 160.0, 2.4),
+    eagle("untrained", "epoch_1", H100, 1, 260.0, 2.6, measured_at="2026-11-01T10:00:00"),
+    eagle("untrained", "epoch_1", H100, 8, 70.0, 1.9, measured_at="2026-11-14T10:00:00"),
+)
+
+
+def snapshot(engine) -> dict[str, list[tuple]]:
+    """Every prediction, gap and verdict by natural key (benchmarks by record key), numbers and texts
+    only: ids and timestamps differ between two stores that hold the same thing."""
+    with reading(engine) as session:
+        keys = dict(session.execute(select(Benchmark.id, Benchmark.record_key)).all())
+        names = dict(session.execute(select(Deployment.id, Deployment.name)).all())
+        checkpoints = {
+            c: f"{r}/{n}"
+            for c, r, n in session.execute(select(Checkpoint.id, Run.name, Checkpoint.name).join(Run)).all()
+        }
+        skip = {"id", "created_at", "updated_at", "parameter_set_id"}
+        predictions, prediction_key = [], {}
+        for p in session.scalars(select(Prediction)):
+            values = {k: v for k, v in vars(p).items() if not k.startswith("_") and k not in skip}
+            values["checkpoint_id"] = checkpoints[p.checkpoint_id]
+            values["deployment_id"] = names[p.deployment_id]
+            key = tuple(sorted(values.items(), key=lambda kv: kv[0]))
+            prediction_key[p.id] = (values["checkpoint_id"], values["deployment_id"], p.concurrency, p.source)
+            predictions.append(key)
+        gaps, gap_key = [], {}
+        for g in session.scalars(select(Gap)):
+            values = {k: v for k, v in vars(g).items() if not k.startswith("_") and k not in skip}
+            values["benchmark_id"] = keys[g.benchmark_id]
+            values["prediction_id"] = prediction_key[g.prediction_id]
+            values["diagnoses"] = json.dumps(g.diagnoses, sort_keys=True)
+            gap_key[g.id] = (values["benchmark_id"], values["prediction_id"])
+            gaps.append(tuple(sorted(values.items())))
+        alerts = []
+        for a in session.scalars(select(Alert)):
+            values = {k: v for k, v in vars(a).items() if not k.startswith("_") and k not in skip}
+            values["benchmark_id"] = keys[a.benchmark_id]
+            values["gap_id"] = gap_key.get(a.gap_id)
+            alerts.append(tuple(sorted(values.items(), key=lambda kv: kv[0])))
+    return {"predictions": sorted(predictions), "gaps": sorted(gaps), "alerts": sorted(alerts)}
+
+
+def store(tmp_path, name: str):
+    engine = make_engine(f"sqlite:///{tmp_path / name}")
+    upgrade(engine)
+    return engine
+
+
+def test_ingest_refreshes_what_it_touched_to_what_a_full_refresh_computes(tmp_path):
+    engine = store(tmp_path, "incremental.db")
+    for name, data in (("first.jsonl", FIRST), ("second.jsonl", SECOND)):
+        result = ingest_bytes(engine, name, data)
+        assert result.status == "loaded", result.problems
+    second_refresh = result.refresh
+    assert second_refresh is not None
+    # the second file's 3 speculative benchmarks, and the stored ones its baselines move: the trained
+    # drafter's at load 8 and at load 2 (interpolated); the untrained drafter's others are judged again
+    # too (counted as backfilled, not here); the L40S and H100 load-1 trained ones are not touched
+    assert second_refresh.benchmarks == 5
+    incremental = snapshot(engine)
+    # one theory prediction per (checkpoint, deployment, load): 5 trained, 3 untrained; a verdict each
+    assert len(incremental["predictions"]) == 8 and len(incremental["alerts"]) == 10
+
+    with transaction(engine) as session:
+        full = refresh(session)
+    assert full.benchmarks == 10 and full.new_alerts == 0
+    assert snapshot(engine) == incremental
+
+    # and a store that took both files at once, refreshed in full, holds the same
+    together = store(tmp_path, "together.db")
+    assert ingest_bytes(together, "both.jsonl", FIRST + SECOND).status == "loaded"
+    with transaction(together) as session:
+        refresh(session)
+    assert snapshot(together) == incremental
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_a_new_baseline_refreshes_only_its_deployment_and_load(tmp_path, concurrency):
+    engine = store(tmp_path, "baseline.db")
+    assert ingest_bytes(engine, "first.jsonl", FIRST).status == "loaded"
+    result = ingest_bytes(engine, "more.jsonl", lines(baseline(H100, concurrency, 110.0)))
+    assert result.refresh is not None
+    # on the H100, the trained drafter's one at load 2 (interpolated) and, at load 1, the trained
+    # drafter's one and the untrained's two, or at load 8 the trained drafter's one
+    assert result.refresh.benchmarks == (4 if concurrency == 1 else 2)
+    before = snapshot(engine)
+    with transaction(engine) as session:
+        refresh(session)
+    assert snapshot(engine) == before
