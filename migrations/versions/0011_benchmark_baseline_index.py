@@ -4,8 +4,8 @@ A refresh reads the no-speculation baselines of the deployments it touches (spec
 NULL); without this index that read walks every benchmark of those deployments, which at hundreds of
 thousands of benchmarks costs more than the refresh of one new benchmark itself. No data changes.
 
-Revision ID: 0014
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-12-02
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0014"
-down_revision: str | None = "0009"
+revision: str = "0011"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,5 +1,5 @@
-"""Revision 0014 indexes the baselines (benchmark.speculative_algorithm, deployment_id, concurrency): a
-database at 0009 keeps every benchmark through the upgrade, and the refresh's read of a deployment's
+"""Revision 0011 indexes the baselines (benchmark.speculative_algorithm, deployment_id, concurrency): a
+database at 0010 keeps every benchmark through the upgrade, and the refresh's read of a deployment's
 baselines then searches the index instead of walking the deployment's benchmarks."""
 
 import sqlite3
@@ -17,11 +17,11 @@ BASELINES = (
 
 
 def test_benchmarks_survive_and_the_baselines_are_searched_by_index(demo_url, tmp_path):
-    path = tmp_path / "at-0009.db"
+    path = tmp_path / "at-0010.db"
     with sqlite3.connect(demo_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
         src.backup(dst)
     engine = make_engine(sqlite_url(path))
-    downgrade(engine, "0009")
+    downgrade(engine, "0010")
     with sqlite3.connect(path) as con:
         before = con.execute("SELECT * FROM benchmark ORDER BY id").fetchall()
         plan = " ".join(row[-1] for row in con.execute("EXPLAIN QUERY PLAN " + BASELINES))
