@@ -217,7 +217,8 @@ def overlay_figure(frame: pd.DataFrame, value: str = "tps") -> go.Figure:
         yaxis=dict(title=unit, range=[0, top * 1.12]),  # from zero: a 1 % difference looks like 1 %
         height=420,
         margin=dict(t=10, l=10, r=10, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.25, x=0),
+        # right of the plot, where Plotly keeps it clear of the ticks and axis titles (under it, it covered them)
+        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
     )
     fig.update_xaxes(
         categoryorder="array",
@@ -301,7 +302,8 @@ def training_figure(
         yaxis=dict(title=y_title, type="log" if log_y else "linear"),
         height=360,
         margin=dict(t=10, l=10, r=10, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+        # right of the plot, where Plotly keeps it clear of the ticks and axis titles (under it, it covered them)
+        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
     )
     return fig
 
@@ -333,6 +335,7 @@ def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
         xaxis=dict(dtick=1),
         height=360,
         margin=dict(t=10, l=10, r=10, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+        # right of the plot, where Plotly keeps it clear of the ticks and axis titles (under it, it covered them)
+        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
     )
     return fig

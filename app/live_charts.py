@@ -13,10 +13,11 @@ def _layout(fig: go.Figure, title: str, y_title: str) -> go.Figure:
     fig.update_layout(
         title=title,
         height=HEIGHT,
-        margin=dict(t=40, b=30, l=50, r=20),
+        margin=dict(t=40, b=30, l=50, r=10),
         xaxis_title=None,
         yaxis_title=y_title,
-        legend=dict(orientation="h", y=-0.2),
+        # right of the plot, as on every page: under it, the legend covered the time axis's tick labels
+        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
     )
     return fig
 

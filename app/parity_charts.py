@@ -38,7 +38,8 @@ def parity_figure(
             range=[0, top], rangemode="nonnegative", scaleanchor="x", scaleratio=1, constrain="domain"
         ),
         height=height,
-        legend=dict(orientation="h", yanchor="top", y=-0.14, x=0),
+        # right of the plot, where Plotly keeps it clear of the ticks and axis titles (under it, it covered them)
+        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
         margin=dict(t=10, l=10, r=10, b=10),
     )
     return fig

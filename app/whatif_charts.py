@@ -92,7 +92,8 @@ def depth_figure(
             title="decode tok/s (per request)", range=[0, (top_tps or max(p.tps for p in points)) * 1.15]
         ),
         margin=dict(t=50, l=10, r=10, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),
+        # right of the plot, where Plotly keeps it clear of the ticks and axis titles (under it, it covered them)
+        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
     )
     return fig
 
