@@ -1,7 +1,6 @@
 """`specdash scrape`: `--once A B` stores the window between two saved scrapes through the one load path;
 bad input names its line and stores nothing; the live loop ends on a signal with its summary."""
 
-import json
 import signal
 import threading
 
@@ -10,6 +9,7 @@ from sqlalchemy import func, select
 
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark
+from tests.live_support import wait_for
 from tests.scrape_support import LIVE, MetricsServer
 
 ONCE = ["--once", str(LIVE / "llamacpp_a.prom"), str(LIVE / "llamacpp_b.prom"), "--seconds", "30"]
@@ -78,17 +78,19 @@ def test_bad_usage_exits_2(invoke, db_url, args, message):
 
 
 def test_the_loop_scrapes_until_a_signal_and_sums_up(invoke, db_url):
-    """In-process: SIGINT is raised after 3 s, when the recorded scrapes are long served (one every 0.4 s;
-    windows of 0.1 s, so each scrape closes one); the command's handler stops the loop."""
+    """In-process: SIGINT is raised once the endpoint answered five scrapes (the three recorded, then the
+    last again twice; windows of 0.1 s at one scrape every 0.4 s, so each scrape closes one); the
+    command's handler stops the loop."""
     with MetricsServer("vllm_steady.prom") as server:
-        timer = threading.Timer(3.0, signal.raise_signal, (signal.SIGINT,))
-        timer.start()
-        try:
-            result = invoke(
-                db_url, "scrape", server.url, "--deployment", "box", "--every", "0.4", "--window", "0.1"
-            )
-        finally:
-            timer.cancel()
+
+        def interrupt() -> None:
+            wait_for(lambda: len(server.served) >= 5, timeout=60)
+            signal.raise_signal(signal.SIGINT)
+
+        threading.Thread(target=interrupt, daemon=True).start()
+        result = invoke(
+            db_url, "scrape", server.url, "--deployment", "box", "--every", "0.4", "--window", "0.1"
+        )
     assert result.exit_code == 0, result.output
     # wall-clock windows: the three recorded scrapes make two windows, then the last one repeats (no decode)
     assert result.output.count("-> benchmark #") == 2
@@ -96,7 +98,7 @@ def test_the_loop_scrapes_until_a_signal_and_sums_up(invoke, db_url):
     assert "stopped: " in result.output and "2 window(s) stored" in result.output
     with reading(make_engine(db_url)) as session:
         assert session.scalar(select(func.count()).select_from(Benchmark)) == 2
-    assert json.loads(json.dumps(server.served))[:3] == [
+    assert server.served[:3] == [
         "vllm_steady.prom#0",
         "vllm_steady.prom#1",
         "vllm_steady.prom#2",
