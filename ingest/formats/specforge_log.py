@@ -44,6 +44,7 @@ SAVED = re.compile(r"Saved model configuration to (\S+)")
 ARG = re.compile(r"^(\w+)\s+\u00b7+ (.*)$")
 RAW_KEY = re.compile(r"'([^']{1,200})': ")
 MAX_LITERAL_CHARS = 200_000
+MAX_STEP_DIGITS = 19  # a step past MAX_INT is refused by the rules; one this long is not read as a number
 BATCH_STEPS = 2000  # logged steps handed to the store at a time
 FIRST_ACCURACY = f"{ACCURACY_PREFIX}0"  # a step dict with it carries the acceptance curve
 
@@ -239,6 +240,9 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
             found = _pairs(match[2])
             if found is None:
                 yield Problem(path, number, None, "metrics are not a dict of names to numbers", "parse")
+                continue
+            if len(match[1]) > MAX_STEP_DIGITS:  # also past Python's int-string limit: said, not raised
+                yield Problem(path, number, "step", f"a number of {len(match[1])} digits is no training step")
                 continue
             if FIRST_ACCURACY in found[0]:
                 log.last_step, log.epoch_newer = found, False

@@ -31,7 +31,7 @@ def _mutated(path, old: str) -> bytes:
         (
             SPECFORGE / "train_console_2026.log",
             "step 10",
-            ":1: a number of more than 4300 digits: no engine writes one",
+            ":1: step: a number of 5000 digits is no training step",
         ),
         # vLLM bench serve JSON (one indented object): the field's own line
         (
@@ -62,3 +62,20 @@ def test_a_five_thousand_digit_integer_is_a_problem_on_its_line(used, path, old,
         assert any("5000 digits" in t or "more than 4300 digits" in t for t in texts), texts
         assert all(p.line == line for p in result.problems), texts
     assert content(used) == before
+
+
+def test_a_followed_log_with_a_five_thousand_digit_step_reports_it_and_moves_on(engine, tmp_path):
+    from specdash.ingest.follow import Follower
+    from tests.live_support import ARGS, step_line
+
+    log = tmp_path / "train.log"
+    log.write_text(ARGS + step_line(50) + step_line(100).replace("step 100", f"step {BIG}") + step_line(150))
+    follower = Follower(engine, [str(log)])
+    try:
+        events = follower.poll()
+    finally:
+        follower.close()
+    problems = [str(p) for event in events for p in event.problems]
+    line = ARGS.count("\n") + 2
+    assert problems == [f"{log}:{line}: step: a number of 5000 digits is no training step"]
+    assert sum(event.lines for event in events) == line + 1  # the lines after it are read too
