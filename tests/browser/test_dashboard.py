@@ -6,13 +6,16 @@ A second test serves the demo with the real SpecBundle results and an applied ca
 page in the light and the dark theme (What-if on a drafter without training metrics, the Leaderboard's link
 to the Checkpoints overlay, a profile edit). With SPECDASH_SCREENSHOTS=DIR its Overview, Leaderboard,
 Checkpoints, Alerts and What-if screenshots (and the dark Leaderboard) are copied to DIR: the pictures of
-the README and docs/dashboard.md, `SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/browser`."""
+the README and docs/dashboard.md, and every page of both themes at 1400x900 to DIR/img,
+`SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/browser`. On every chart of every page, in both
+themes, the legend's box must not cross a tick label or an axis title."""
 
 import contextlib
 import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -37,13 +40,13 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-PAGE_WAIT_MS = 30_000
+PAGE_WAIT_MS = 90_000  # a shared CI machine can be slow
 WIDTH = 1400
 UPLOAD = FIXTURES / "dashboard" / "deep_rerun.json"
 SPECBUNDLE = FIXTURES / "real" / "specbundle-data.json"
 # (url path, file name, text that only shows once the page has rendered its content)
 PAGES = [
-    ("", "overview", "Latest checkpoint per run"),
+    ("", "overview", "Deploy: the checkpoint to serve"),
     ("leaderboard", "leaderboard", "Select a row to open it"),
     ("checkpoints", "checkpoints", "Acceptance per draft position"),
     ("runs", "runs", "Ingested files"),
@@ -122,15 +125,40 @@ def settle(page) -> None:
     page.wait_for_timeout(600)
 
 
-def screenshot(page, path: Path) -> None:
-    """The whole page: the viewport grows to the content's height (Streamlit scrolls inside its main area)."""
+def screenshot(page, path: Path, keep_size: bool = False) -> None:
+    """The whole page: the viewport grows to the content's height (Streamlit scrolls inside its main area);
+    `keep_size` leaves it so (charts below the fold are drawn only once in view)."""
     bottom = page.evaluate(
         "document.querySelector('[data-testid=stMainBlockContainer]').getBoundingClientRect().bottom"
     )
     page.set_viewport_size({"width": WIDTH, "height": int(bottom) + 40})
     page.wait_for_timeout(800)  # Plotly redraws at the new size
-    page.screenshot(path=str(path))
-    page.set_viewport_size({"width": WIDTH, "height": 900})
+    page.screenshot(path=str(path), timeout=PAGE_WAIT_MS)
+    if not keep_size:
+        page.set_viewport_size({"width": WIDTH, "height": 900})
+
+
+# Every Plotly chart on a page: the legend's box against the boxes of the axis tick labels and titles.
+LEGEND_CLASHES = """() => {
+  const clashes = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    const legend = plot.querySelector('g.legend');
+    if (!legend) return;
+    const l = legend.getBoundingClientRect();
+    if (!l.width || !l.height) return;
+    plot.querySelectorAll('g.xtick text, g.ytick text, .xtitle, .ytitle').forEach(t => {
+      const r = t.getBoundingClientRect();
+      if (!r.width || !r.height) return;
+      if (r.right > l.left && r.left < l.right && r.bottom > l.top && r.top < l.bottom)
+        clashes.push(`chart ${i}: legend over "${t.textContent}"`);
+    });
+  });
+  return clashes;
+}"""
+
+
+def legend_clashes(page) -> list[str]:
+    return page.evaluate(LEGEND_CLASHES)
 
 
 def open_page(page, base: str, path: str, ready_text: str) -> None:
@@ -188,7 +216,7 @@ SB_DRAFTER = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"
 SB_DEPLOYMENT = "SpecBundle: Llama-3.1-8B-Instruct"
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 REAL_PAGES = [
-    ("", "overview", "Latest checkpoint per run"),
+    ("", "overview", "Deploy: the checkpoint to serve"),
     ("leaderboard", "leaderboard", "Select a row to open it"),
     ("checkpoints", "checkpoints", "Acceptance per draft position"),
     (f"checkpoints?run={quote(SB_DRAFTER)}", "checkpoints-specbundle", "Acceptance per draft position"),
@@ -220,11 +248,25 @@ def test_real_data_pages_in_both_themes(served_real, browser, theme):
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    for path, name, ready_text in REAL_PAGES:
-        open_page(page, base, path, ready_text)
-        if name in ("overview", "leaderboard", "checkpoints", "checkpoints-specbundle", "whatif"):
-            page.locator('[data-testid="stPlotlyChart"] svg.main-svg').first.wait_for(timeout=PAGE_WAIT_MS)
-        screenshot(page, shots / f"{name}.png")
+    clashes, seconds = {}, {}
+    for visit in ("first", "warm"):
+        for path, name, ready_text in REAL_PAGES:
+            started = time.monotonic()
+            open_page(page, base, path, ready_text)
+            seconds[(name, visit)] = time.monotonic() - started
+            if visit == "warm":
+                continue
+            # what a 1400x900 window shows first
+            page.screenshot(path=str(shots / f"{name}-{theme}.png"), timeout=PAGE_WAIT_MS)
+            screenshot(page, shots / f"{name}.png", keep_size=True)  # the whole page: every chart drawn
+            if name in ("overview", "leaderboard", "checkpoints", "checkpoints-specbundle", "whatif"):
+                page.locator('[data-testid="stPlotlyChart"] svg.main-svg').first.wait_for(
+                    timeout=PAGE_WAIT_MS
+                )
+            clashes[name] = legend_clashes(page)
+            page.set_viewport_size({"width": WIDTH, "height": 900})
+    print(f"\npage seconds ({theme}):", {f"{n} {v}": round(t, 2) for (n, v), t in seconds.items()})
+    assert not any(clashes.values()), clashes
 
     # What-if on a drafter without training metrics: measured-derived acceptance, no KeyError
     open_page(page, base, f"whatif?run={quote(SB_DRAFTER)}", "Best at")
@@ -256,7 +298,9 @@ def test_real_data_pages_in_both_themes(served_real, browser, theme):
     assert not errors, errors
     target = os.environ.get("SPECDASH_SCREENSHOTS")
     if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
+        Path(target, "img").mkdir(parents=True, exist_ok=True)
+        for _, name, _ in REAL_PAGES:  # every page as a 1400x900 window shows it, in this theme
+            shutil.copy(shots / f"{name}-{theme}.png", Path(target) / "img" / f"{name}-{theme}.png")
         for name in PICTURES if theme == "light" else PICTURES_DARK:
             shutil.copy(
                 shots / f"{name}.png", Path(target) / f"{name}{'' if theme == 'light' else '-dark'}.png"
