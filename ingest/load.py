@@ -1,13 +1,9 @@
 """Loading into the store: load_file() is the one transaction that stores a parsed batch of records, records
-the file, refreshes the predictions, gaps and verdicts the batch touched and re-advises the runs it
-touched. `specdash ingest` and the Upload page (ingest_path, ingest_bytes), the Upload page's dry run
-(preview_bytes: the same, rolled back) and a followed log (ingest/follow.py, a chunk at a time, its offset
-saved in the same transaction) and a live scrape's windows (load_records: records built in memory, no file)
-all go through it.
-
-A whole file is read first (ingest/read.py: hash, format, records validated into a spool) with no lock
-held; only then is the write lock taken. A file with problems writes nothing unless `skip_invalid` is set,
-and a file already ingested (same sha256) is skipped."""
+the file, refreshes what the batch touched and re-advises its runs. `specdash ingest` and the Upload page
+(ingest_path, ingest_bytes), its dry run (preview_bytes, rolled back), a followed log (ingest/follow.py, a
+chunk at a time, its offset saved in the same transaction) and a live scrape's windows (load_records) all
+go through it. A file is read first (ingest/read.py) with no lock held; only then is the write lock taken.
+A file with problems writes nothing unless `skip_invalid` is set; one already ingested is skipped."""
 
 import io
 from collections.abc import Callable, Iterable, Iterator

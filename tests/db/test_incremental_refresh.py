@@ -133,12 +133,13 @@ def test_ingest_refreshes_what_it_touched_to_what_a_full_refresh_computes(tmp_pa
     assert full.benchmarks == 10 and full.new_alerts == 0
     assert snapshot(engine) == incremental
 
-    # and a store that took both files at once, refreshed in full, holds the same
+    # the two files as one are a file that disagrees with itself (two baselines of one deployment, load
+    # and dataset at different speeds): refused whole, naming both lines, nothing stored
     together = store(tmp_path, "together.db")
-    assert ingest_bytes(together, "both.jsonl", FIRST + SECOND).status == "loaded"
-    with transaction(together) as session:
-        refresh(session)
-    assert snapshot(together) == incremental
+    both = ingest_bytes(together, "both.jsonl", FIRST + SECOND)
+    assert both.status == "failed"
+    assert "line 3 says 80 tok/s, line 12 says 100" in str(both.problems[0])
+    assert snapshot(together)["predictions"] == []
 
 
 @pytest.mark.parametrize("concurrency", [1, 8])
