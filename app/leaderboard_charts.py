@@ -15,7 +15,8 @@ ROW_PX = 26
 
 def entry_labels(frame: pd.DataFrame) -> list[str]:
     """Axis labels: the run abbreviated, its checkpoint (left out for a published drafter's only one), and
-    the deployment abbreviated when rows come from several; the hover has the full names."""
+    the deployment abbreviated when rows come from several and the run's own name does not already say it;
+    the hover has the full names."""
     runs = abbreviate(frame["run"], 30)
     checkpoints = abbreviate(frame["checkpoint"], 16)
     several = frame["deployment"].nunique() > 1
@@ -25,8 +26,15 @@ def entry_labels(frame: pd.DataFrame) -> list[str]:
         frame["run"], frame["checkpoint"], frame["deployment"], strict=True
     ):
         label = runs[run] if checkpoint == "published" else f"{runs[run]} / {checkpoints[checkpoint]}"
-        labels.append(f"{label} · {deployments[deployment]}" if several else label)
+        target = deployments[deployment]
+        repeats = _letters(target) in _letters(runs[run])  # `Llama-3.1-8B · Llama-3.1-8B`
+        labels.append(f"{label} · {target}" if several and not repeats else label)
     return labels
+
+
+def _letters(name: str) -> str:
+    """A name's letters and digits, lower case: `LLaMA3.1-8B` and `Llama-3.1-8B` read alike."""
+    return "".join(c for c in name.lower() if c.isalnum())
 
 
 def leaderboard_figure(frame: pd.DataFrame, source: str, rows: int = CHART_ROWS) -> go.Figure:

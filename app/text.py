@@ -52,9 +52,10 @@ def _common_prefix(names: list[str]) -> str:
     """The longest prefix all names share, cut back to a separator so no word is split."""
     if len(names) < 2:
         return ""
-    first, last = min(names), max(names)
+    # case-insensitive: `lmsys/SGLang-EAGLE3-` and `lmsys/sglang-EAGLE3-` are one prefix
+    first, last = min(names, key=str.lower), max(names, key=str.lower)
     size = 0
-    while size < min(len(first), len(last)) and first[size] == last[size]:
+    while size < min(len(first), len(last)) and first[size].lower() == last[size].lower():
         size += 1
     prefix = first[:size]
     cut = max(prefix.rfind(sep) for sep in "/-_ ")
@@ -90,6 +91,13 @@ def _without(name: str, words: set[str]) -> str:
     return "".join(out).strip("-_:,/ ") or name
 
 
+def _stub(label: str) -> bool:
+    """A label left starting with a fragment of a name (`4-SpecForge` from `Llama-4-Scout-...-SpecForge`):
+    dropping words has cut it mid-name."""
+    first = _WORD_SEPARATORS.split(label)[0]
+    return len(first) <= 2 and label != first
+
+
 def abbreviate(names, width: int = LABEL_WIDTH) -> dict[str, str]:
     """Short, distinct labels for names on an axis or legend; full names belong in the hover. In order,
     while the labels stay distinct: a prefix every name shares is dropped; a hub organisation (`lmsys/`); words
@@ -115,7 +123,9 @@ def abbreviate(names, width: int = LABEL_WIDTH) -> dict[str, str]:
         else:
             words = _frequent_words([short[n] for n in long])
             trial = {n: _without(v, words) if n in long else v for n, v in short.items()}
-        if len(set(trial.values())) == len(trial):
+        if len(set(trial.values())) == len(trial) and not any(
+            _stub(v) for n, v in trial.items() if v != short[n]
+        ):
             short = trial
     labels: dict[str, str] = {}
     used: set[str] = set()

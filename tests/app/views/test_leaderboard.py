@@ -93,8 +93,14 @@ def test_labels_abbreviate_long_names_and_keep_them_apart(real_url):
     labels = entry_labels(table)
     assert len(set(labels)) == len(labels)  # distinct
     assert max(map(len, labels)) <= 30 + 3 + 16 + 3 + 24
-    # one SpecBundle deployment per target: "SpecBundle: Qwen3-Coder-480B-A35B-Instruct", common words dropped
-    assert "Qwen3-Coder-480B-A35B-EigenAI · Qwen3-Coder-480B-A35B" in labels
+    # one SpecBundle deployment per target: "SpecBundle: Qwen3-Coder-480B-A35B-Instruct", common words dropped;
+    # the run's own name says the target, so the deployment is not repeated after it
+    assert "Qwen3-Coder-480B-A35B-EigenAI" in labels
+    assert not any(label.split(" · ")[0] == label.split(" · ")[-1] for label in labels if " · " in label)
+    # `lmsys/Qwen3-235B-A22B-EAGLE3` does not name the 2507 release its deployment serves: that stays
+    assert "lmsys/Qwen3-235B-A22B-EAGLE3 · Qwen3-235B-A22B-2507" in labels
+    # the demo's run names no deployment: it keeps its GPU
+    assert "k25-eagle3-100k-ttt5 / epoch_5 · 8x H200, TP8, NVLink" in labels
     figure = leaderboard_figure(table, "theory")
     assert len(figure.data[0].y) == len(table)
     # the full name is in the hover
@@ -172,6 +178,25 @@ def test_two_drafters_for_one_target_lose_the_words_they_share():
         "SpecBundle: Kimi-K2-Instruct, bs 8": "Kimi-K2, bs 8",
         "SpecBundle: Llama-3.1-8B-Instruct, bs 1": "Llama-3.1-8B, bs 1",
     }
+
+
+def test_one_targets_drafters_lose_the_shared_start_not_a_piece_of_the_target():
+    """The bug: the two Llama-4-Scout drafters of the published file read `4-SpecForge` and `4-v1` (the
+    prefix `lmsys/SGLang-` vs `lmsys/sglang-` differs only by case, so the words step cut `Llama-4` apart)."""
+    scout = [
+        "lmsys/SGLang-EAGLE3-Llama-4-Scout-17B-16E-Instruct-SpecForge",
+        "lmsys/sglang-EAGLE3-Llama-4-Scout-17B-16E-Instruct-v1",
+    ]
+    assert abbreviate(scout, 30) == {scout[0]: "SpecForge", scout[1]: "v1"}
+    # the published file spells one Llama-3.3-70B row's drafter `...-Spec for ge`: shown as spelled, apart
+    llama33 = [
+        "lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B",
+        "lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-Specforge",
+        "lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-Spec for ge",
+    ]
+    labels = abbreviate(llama33, 30)
+    assert labels[llama33[1]] == "Specforge" and labels[llama33[2]] == "Spec for ge"
+    assert len(set(labels.values())) == 3
 
 
 def test_names_that_fit_are_left_alone():
