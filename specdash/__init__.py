@@ -1,3 +1,3 @@
 """specdash: predicted vs measured decode throughput for speculative-decoding drafters."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
