@@ -47,7 +47,7 @@ def _earlier_windows(session: Session, bench: Benchmark) -> list[Benchmark]:
         .where(
             Benchmark.deployment_id == bench.deployment_id,
             Benchmark.source_format == LIVE_FORMAT,
-            Benchmark.id != bench.id,
+            Benchmark.id < bench.id,  # stored before it: windows are stored in the order they are scraped
             Benchmark.accept_length.is_not(None),
             (
                 Benchmark.checkpoint_id.is_(None)
@@ -55,13 +55,12 @@ def _earlier_windows(session: Session, bench: Benchmark) -> list[Benchmark]:
                 else Benchmark.checkpoint_id == bench.checkpoint_id
             ),
         )
-        .order_by(Benchmark.measured_at.desc(), Benchmark.id.desc())
+        # by storage order, not measured_at: saved scrapes (--once) are timed by their files' modification
+        # times, which a fresh checkout sets all alike and in its own order
+        .order_by(Benchmark.id.desc())
         .limit(LOOKBACK)
     )
-    earlier = list(session.scalars(query))
-    if bench.measured_at is not None:
-        earlier = [b for b in earlier if b.measured_at is None or b.measured_at <= bench.measured_at]
-    return earlier
+    return list(session.scalars(query))
 
 
 def _state(bench: Benchmark) -> dict[str, Any]:

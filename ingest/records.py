@@ -47,6 +47,7 @@ ConcurrencySource = Literal[
     "derived: prompt count",  # an offline batch: all its prompts at once
 ]
 CONCURRENCY_SOURCES: tuple[str, ...] = get_args(ConcurrencySource)
+LIVE_CONCURRENCY: ConcurrencySource = "scrape: running-requests gauge"
 
 
 class RunRecord(Record):

@@ -17,6 +17,7 @@ from specdash.ingest.live.engines import LLAMA_CPP, SGLANG, VLLM, Reading, posit
 from specdash.ingest.live.exposition import Labels
 from specdash.ingest.problems import Problem, from_validation_error
 from specdash.ingest.records import (
+    LIVE_CONCURRENCY,
     SPECULATION_FIELDS,
     SPECULATION_UNKNOWN,
     BenchmarkRecord,
@@ -30,7 +31,7 @@ MIN_DECODE_TOKENS = 32
 DEFAULT_WINDOW_SECONDS = 60.0
 # A window closes at the first scrape at least this share of --window after its start (scrapes drift).
 WINDOW_SLACK = 0.05
-CONCURRENCY_SOURCE: ConcurrencySource = "scrape: running-requests gauge"
+CONCURRENCY_SOURCE: ConcurrencySource = LIVE_CONCURRENCY
 SOURCE_FORMAT = "live"  # the format every window's record is stored under
 # Why a window was skipped, as counted in a scrape's summary.
 IDLE, PREFILL_ONLY, TOO_LITTLE, NO_LATENCY, NOTHING_FINISHED = (

@@ -10,7 +10,13 @@ from typing import Any
 
 from specdash.db.records import MAX_INT, MAX_STEPS, NAME_CHARS
 from specdash.ingest.formats.common import STATED_ACCEPT
-from specdash.ingest.records import BenchmarkRecord, MetricRows, PredictionRecord, SpeculationSetting
+from specdash.ingest.records import (
+    LIVE_CONCURRENCY,
+    BenchmarkRecord,
+    MetricRows,
+    PredictionRecord,
+    SpeculationSetting,
+)
 from specdash.ingest.rules.tolerances import (
     AGGREGATE_ABOVE,
     AGGREGATE_BELOW,
@@ -99,8 +105,10 @@ def order_refusal(record: BenchmarkRecord) -> Refusal | None:
 
 
 def aggregate_refusal(record: BenchmarkRecord) -> Refusal | None:
-    """Per-request decode x concurrency against the aggregate output throughput."""
-    if record.output_throughput is None:
+    """Per-request decode x concurrency against the aggregate output throughput, as a file states them. A
+    live window's three figures are specdash's own, derived from one engine's counters over one window
+    (concurrency from the running gauge), so there is no file to contradict itself."""
+    if record.output_throughput is None or record.concurrency_source == LIVE_CONCURRENCY:
         return None
     product = record.decode_tps * record.concurrency
     ratio = product / record.output_throughput

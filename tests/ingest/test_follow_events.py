@@ -52,7 +52,8 @@ def test_new_scalars_are_picked_up_as_they_are_written(engine, tmp_path):
     (event_file,) = tb.event_files(str(runs))
     with Follower(engine, [str(event_file)], settle_seconds=0) as follower:
         events = poll_until(follower, lambda: len(points(engine, RUN)) == 3)
-        assert "record(s)" in events[0].describe() and events[0].metric_points == 3
+        # the writer's thread may flush the step's three scalars over more than one poll
+        assert "record(s)" in events[0].describe() and sum(e.metric_points for e in events) == 3
         log(writer, 100, 0.75)
         poll_until(follower, lambda: len(points(engine, RUN)) == 6)
         got = points(engine, RUN)

@@ -7,6 +7,7 @@ import pytest
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.links import LinkOptions, name_from_path, parse_checkpoint_name
 from specdash.ingest.load import ingest_bytes
+from specdash.ingest.trackers import readers
 from tests.ingest_support import SGLANG
 
 
@@ -130,7 +131,10 @@ def test_several_files_end_with_a_summary(invoke, db_url):
 
 def test_formats_lists_every_format(invoke):
     output = invoke(None, "formats").output
-    assert [line.split()[0] for line in output.splitlines()] == [f.name for f in FORMATS]
+    # the file formats, then the path readers (tracker stores, SpecForge configs and output folders)
+    names = [f.name for f in FORMATS] + [r.name for r in readers()]
+    assert [line.split()[0] for line in output.splitlines()] == names
+    assert "specforge-output" in names
     assert {
         "sglang-bench-serving",
         "sglang-one-batch",
