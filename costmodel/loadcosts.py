@@ -52,7 +52,7 @@ def cost_params_at(
     verified = verified_tokens(steps, topk, draft_tokens) if steps > 0 else 1
     growth = 0.0
     if verified > 1:
-        growth = max(params.forward_ms(batch * verified) / base_ms - 1.0, 0.0) / (verified - 1)
+        growth = max(params.forward_ms(batch * verified, batch) / base_ms - 1.0, 0.0) / (verified - 1)
     width = max(topk, 1)
     draft_ms = params.draft_step_for(drafter) * params.load_growth(batch * width)
     return CostParams(
