@@ -85,3 +85,38 @@ def test_the_bootstrap_resamples_sources_not_rows():
     sources = ["a"] * 50 + ["b"] * 5
     low, high = heldout.bootstrap_median(errors, sources, samples=400)
     assert low == pytest.approx(0.1) and high == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize(
+    "here,picked,best,cause",
+    [
+        # SpecBundle's Llama-4-Scout on financeqa at batch 8: 1189.6 / 8 = 148.7 tok/s per request at tau 2.22
+        # against a plain step of 288.9 / 8 = 36.1, over 2.22 x 36.1 = 80.2: a round shorter than a step
+        (
+            {(8, 0, 1, None): (151.1, 36.1, 1.0), (8, 3, 1, 4): (98.5, 148.7, 2.22)},
+            (8, 0, 1, None),
+            (8, 3, 1, 4),
+            "implausible",
+        ),
+        # no speculation predicted fastest (from the speculative runs alone), measured slower: 100.4 < 3.42 x
+        # 100.4, nothing implausible
+        (
+            {(8, 0, 1, None): (159.5, 100.4, 1.0), (8, 7, 1, 8): (138.7, 149.9, 3.42)},
+            (8, 0, 1, None),
+            (8, 7, 1, 8),
+            "no_speculation",
+        ),
+        (
+            {
+                (1, 0, 1, None): (100.0, 100.0, 1.0),
+                (1, 3, 1, 4): (200.0, 190.0, 2.5),
+                (1, 5, 1, 6): (210.0, 180.0, 2.9),
+            },
+            (1, 5, 1, 6),
+            (1, 3, 1, 4),
+            "depths",
+        ),
+    ],
+)
+def test_each_schedule_miss_gets_its_cause(here, picked, best, cause):
+    assert load_accuracy.miss_cause(here, picked, best) == cause
