@@ -46,7 +46,7 @@ def cost_params_at(
 ) -> CostParams:
     """The load model at batch B = `concurrency` and this setting as CostParams with the same round:
     baseline 1000 / T_base(B), drafting and overhead grown by L(B)^g, and the verify growth that makes
-    T_base(B) (1 + b (N - 1)) equal F(B N). round_time() of the result is LoadParams.round_ms()."""
+    T_base(B) (1 + b (N - 1)) equal F(B N, B). round_time() of the result is LoadParams.round_ms()."""
     batch = max(concurrency, 1.0)
     base_ms = params.base_step_ms(batch)
     verified = verified_tokens(steps, topk, draft_tokens) if steps > 0 else 1
