@@ -7,6 +7,7 @@ import math
 import pytest
 
 from specdash.costmodel.estimated import DEPTH_SWEEP, PRIOR_ROUND_FACTOR, estimate_baselines
+from specdash.costmodel.loadcosts import cost_params_at
 from specdash.costmodel.loadfit import (
     fit_load_model,
     free_parameters,
@@ -22,6 +23,7 @@ from specdash.costmodel.schedule import (
     trtllm_config,
     vllm_config,
 )
+from specdash.costmodel.throughput import round_time
 
 DENSE = LoadParams(step_ms=10.0, knee_tokens=100.0, draft_step_ms=1.0, overhead_ms=0.5, token_floor=0.0)
 
@@ -223,3 +225,22 @@ def test_a_sweep_at_every_load_tells_the_request_floor_from_the_token_floor():
     assert fit.params.token_floor == pytest.approx(0.002, abs=0.0003)
     one_load = [o for o in obs if o.concurrency == 1]
     assert "request_floor" not in free_parameters(one_load, prior)
+
+
+def test_the_batch_1_parameters_at_a_load_keep_the_request_floor_out_of_the_verify_growth():
+    """cost_params_at restates the round at one load and setting as CostParams: the floors of the test
+    above, K = 3 at 8 requests, a 14.5 ms verify over a 12.1 ms step is a growth of (14.5 / 12.1 - 1) / 3
+    per extra token, and round_time() gives the same 14.5 ms (a per-token 3 % would say 19.3)."""
+    p = LoadParams(
+        step_ms=10.0,
+        knee_tokens=1e12,
+        draft_step_ms=0.0,
+        overhead_ms=0.0,
+        token_floor=0.01,
+        request_floor=0.02,
+        load_exponent=0.0,
+    )
+    params = cost_params_at(p, 8, 3)
+    assert params.baseline_tps == pytest.approx(1000 / 12.1)
+    assert params.verify_growth_compute == pytest.approx((14.5 / 12.1 - 1) / 3)
+    assert round_time(params, 3).total_ms == pytest.approx(p.round_ms(8, 3)) == pytest.approx(14.5)
