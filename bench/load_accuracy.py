@@ -111,22 +111,45 @@ def cross_load(sweeps: Sequence[Sweep], with_other_baselines: bool) -> dict:
     return {"load_model": error_quantiles(errors), "linear": error_quantiles(linear), "per_sweep": pairs}
 
 
+def miss_cause(here: dict[Hashable, tuple[float, float, float]], picked: Hashable, best: Hashable) -> str:
+    """Why a load's pick falls short, from its candidates {cell: (predicted, measured tok/s, tau)}:
+    `implausible` when a speculative cell ran faster than tau x the load's no-speculation tok/s (a round
+    shorter than a plain step: that baseline cannot be right), `no_speculation` when the pick or the best
+    is no speculation (whose tok/s the cell split predicts from the speculative runs alone, an estimated
+    baseline), else `depths` (two speculative settings ranked the wrong way)."""
+    base = [v[1] for cell, v in here.items() if _is_plain(cell)]
+    if base and any(v[1] > v[2] * base[0] for cell, v in here.items() if not _is_plain(cell)):
+        return "implausible"
+    if _is_plain(picked) or _is_plain(best):
+        return "no_speculation"
+    return "depths"
+
+
+def _is_plain(cell: Hashable) -> bool:
+    return isinstance(cell, tuple) and cell[1] == 0
+
+
 def schedule_picks(sweeps: Sequence[Sweep], results: dict[str, list[dict]]) -> dict:
     """At every load with two or more candidates: measured tok/s of the predicted-best candidate over the
-    best measured one (candidates: each setting, mean over its drafters, and no speculation)."""
-    ratios = {}
+    best measured one (candidates: each setting, mean over its drafters, and no speculation), and for
+    each load under the goal why (miss_cause)."""
+    ratios, causes = {}, {}
     for s in sweeps:
-        cells: dict[tuple[float, Hashable], list[tuple[float, float]]] = defaultdict(list)
+        cells: dict[tuple[float, Hashable], list[tuple[float, float, float]]] = defaultdict(list)
         for r in results.get(s.name, []):
             o = r["observation"]
-            cells[(o.concurrency, _cell(o))].append((r["predicted_tps"], o.measured_tps))
+            tau = o.accept_length if o.speculative else 1.0
+            cells[(o.concurrency, _cell(o))].append((r["predicted_tps"], o.measured_tps, tau))
         for load in sorted({load for load, _ in cells}):
-            here = {cell: np.mean(v, axis=0) for (lv, cell), v in cells.items() if lv == load}
+            here = {cell: tuple(np.mean(v, axis=0)) for (lv, cell), v in cells.items() if lv == load}
             if len(here) < 2:
                 continue
-            picked = max(here.values(), key=lambda v: v[0])
-            best = max(v[1] for v in here.values())
-            ratios[f"{s.name} @ {load:g}"] = float(picked[1] / best)
+            picked = max(here, key=lambda c: here[c][0])
+            best = max(here, key=lambda c: here[c][1])
+            name = f"{s.name} @ {load:g}"
+            ratios[name] = float(here[picked][1] / here[best][1])
+            if ratios[name] < SCHEDULE_GOAL:
+                causes[name] = miss_cause(here, picked, best)
     values = list(ratios.values())
     return {
         "loads": len(values),
@@ -134,6 +157,8 @@ def schedule_picks(sweeps: Sequence[Sweep], results: dict[str, list[dict]]) -> d
         "min": min(values) if values else None,
         "median": float(np.median(values)) if values else None,
         "below_goal": {k: v for k, v in ratios.items() if v < SCHEDULE_GOAL},
+        "below_goal_cause": causes,
+        "misses_by_cause": {c: sum(v == c for v in causes.values()) for c in sorted(set(causes.values()))},
     }
 
 
@@ -170,8 +195,9 @@ def show(out: dict) -> None:
         f"  schedule: {sched['meeting_goal']}/{sched['loads']} loads at >= {SCHEDULE_GOAL:.0%} of the best measured "
         f"(min {sched['min']:.1%}, median {sched['median']:.1%})"
     )
+    print("  misses by cause: " + ", ".join(f"{c} {n}" for c, n in sched["misses_by_cause"].items()))
     for name, ratio in sched["below_goal"].items():
-        print(f"    {name}: {ratio:.1%}")
+        print(f"    {name}: {ratio:.1%} ({sched['below_goal_cause'][name]})")
 
 
 def main() -> None:

@@ -211,11 +211,12 @@ def _report_lines(report) -> list[str]:
 
 
 def load_model_text(params, names: dict[str, str]) -> str:
-    """The fitted round of batch and depth in one line: T1, knee, floor, exponent, drafting, overhead."""
+    """The fitted round of batch and depth in one line: T1, knee, floors, exponent, drafting, overhead."""
     drafters = ", ".join(f"{names.get(d, d)} {ms:.3f}" for d, ms in params.draft_step_ms_by_drafter)
     return (
         f"step_ms {params.step_ms:.3f}  knee_tokens {params.knee_tokens:.0f}  token_floor "
-        f"{params.token_floor:.4f}  load_exponent {params.load_exponent:.2f}  overhead_ms "
+        f"{params.token_floor:.4f}  request_floor {params.request_floor:.4f}  load_exponent "
+        f"{params.load_exponent:.2f}  overhead_ms "
         f"{params.overhead_ms:.3f}  draft_step_ms {drafters or f'{params.draft_step_ms:.3f}'}"
     )
 

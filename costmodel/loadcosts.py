@@ -46,13 +46,13 @@ def cost_params_at(
 ) -> CostParams:
     """The load model at batch B = `concurrency` and this setting as CostParams with the same round:
     baseline 1000 / T_base(B), drafting and overhead grown by L(B)^g, and the verify growth that makes
-    T_base(B) (1 + b (N - 1)) equal F(B N). round_time() of the result is LoadParams.round_ms()."""
+    T_base(B) (1 + b (N - 1)) equal F(B N, B). round_time() of the result is LoadParams.round_ms()."""
     batch = max(concurrency, 1.0)
     base_ms = params.base_step_ms(batch)
     verified = verified_tokens(steps, topk, draft_tokens) if steps > 0 else 1
     growth = 0.0
     if verified > 1:
-        growth = max(params.forward_ms(batch * verified) / base_ms - 1.0, 0.0) / (verified - 1)
+        growth = max(params.forward_ms(batch * verified, batch) / base_ms - 1.0, 0.0) / (verified - 1)
     width = max(topk, 1)
     draft_ms = params.draft_step_for(drafter) * params.load_growth(batch * width)
     return CostParams(

@@ -38,7 +38,8 @@ class LoadFit:
 def free_parameters(observations: Sequence[LoadObservation], prior: LoadParams) -> tuple[str, ...]:
     """What the benchmarks can inform: T1, the knee and floor always (the priors hold them where the
     data cannot), a MoE target's expert share, each drafter's cost and the overhead once anything
-    speculated, and the load exponent once speculation was measured at two loads."""
+    speculated, the load exponent once speculation was measured at two loads, and the per-request
+    floor once anything was measured at two loads."""
     free = ["step_ms", "knee_log", "token_floor"]
     if prior.architecture is not None and prior.architecture.is_moe:
         free.append("expert_share")
@@ -48,6 +49,8 @@ def free_parameters(observations: Sequence[LoadObservation], prior: LoadParams) 
         free.append("overhead_ms")
         if len({round(o.concurrency, 6) for o in speculative}) > 1:
             free.append("load_exponent")
+    if len({round(o.concurrency, 6) for o in observations}) > 1:
+        free.append("request_floor")
     return tuple(free)
 
 
@@ -92,6 +95,7 @@ def _bounds_and_scales(prior: LoadParams, free: Sequence[str]) -> tuple[np.ndarr
         "step_ms": ((0.02 * step, 50.0 * step), 0.1 * step),
         "knee_log": ((float(np.log(KNEE_BOUNDS[0])), float(np.log(KNEE_BOUNDS[1]))), 0.5),
         "token_floor": (FLOOR_BOUNDS, 0.002),
+        "request_floor": (FLOOR_BOUNDS, 0.002),
         "overhead_ms": ((0.0, np.inf), 0.1 * step),
         "load_exponent": (LOAD_EXPONENT_BOUNDS, 0.2),
         "expert_share": (EXPERT_SHARE_BOUNDS, 0.05),

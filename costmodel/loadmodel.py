@@ -3,16 +3,18 @@ benchmark it has at every load, no-speculation runs included (a round of depth 0
 
 A target forward over n batched tokens costs (DESIGN.md section 3, load):
 
-    F(n)      = T1 * ((1 - f) * shape(n) + f + floor * (n - 1))
+    F(n, B)   = T1 * ((1 - f) * shape(n) + f + floor * (n - 1) + rfloor * (B - 1))
     shape(n)  = sqrt(1 + (n / knee)^2) / sqrt(1 + (1 / knee)^2)       dense: flat while weights dominate,
                 (1 - m) * dense + m * experts(n) / k                 MoE: m of it reads the experts routed to
-    T_base(B) = F(B)                                                 the no-speculation step at batch B
-    T_round   = F(B N) + L(B)^g * (K * t_draft[drafter] + t_over)    L(B) = F(B) / T1
+    T_base(B) = F(B, B)                                              the no-speculation step at batch B
+    T_round   = F(B N, B) + L(B)^g * (K * t_draft[drafter] + t_over) L(B) = F(B, B) / T1
 
 B is the mean number of requests in flight (any real B >= 1, not only measured levels), N the tokens one
 verify scores (K + 1 for a chain), K the draft steps. Verify cost grows with B x N through the roofline and
-the per-token floor; drafting and the round's bookkeeping run over the whole batch and grow with it as the
-step does, to the power g (1: as fast as the step, 0: not at all). The draft step cost belongs to the drafter
+the per-token floor, and with B alone through the per-request floor (each request's KV cache is read once
+per forward however many of its tokens are verified): a step's growth with the batch need not all come
+back N-fold in a verify. Drafting and the round's bookkeeping run over the whole batch and grow with it as
+the step does, to the power g (1: as fast as the step, 0: not at all). The draft step cost belongs to the drafter
 (one per run: its checkpoints share the architecture), the rest to the deployment. With g = 1 and one load
 this is costmodel/calibration.py's round with `load_scale`; the linear round model
 a + b K + B (c + d K) is the same structure with the roofline flattened to a line.
@@ -43,6 +45,9 @@ LOAD_EXPONENT_BOUNDS = (0.0, 1.5)
 KNEE_BOUNDS = (1.0, 20000.0)
 EXPERT_SHARE_BOUNDS = (0.0, 1.0)
 FLOOR_BOUNDS = (0.0, 0.05)
+# Per request in flight, share of T1 paid once per forward however many tokens each request verifies
+# (its KV cache read by attention, its sampling and bookkeeping): 0 until two loads' data say otherwise.
+REQUEST_FLOOR = 0.0
 # The pull of each parameter toward its prior, per natural unit (see _SCALES): a departure of one unit
 # weighs like one benchmark 5 % off times this. Deployment costs are pulled weakly (the data decide),
 # a drafter's cost like calibration.py's DRAFTER_PRIOR_WEIGHT, and the roofline's knee and the load
@@ -53,6 +58,7 @@ PRIOR_WEIGHTS = {
     "draft_step_ms": 0.05,
     "knee_log": 0.01,
     "token_floor": 0.02,
+    "request_floor": 0.02,
     "load_exponent": 0.1,
     "expert_share": 0.05,
 }
@@ -69,6 +75,7 @@ class LoadParams:
     overhead_ms: float  # per round beyond drafting and verifying
     token_floor: float = VERIFY_TOKEN_FLOOR  # per extra batched token, share of T1 (attention, KV writes)
     comm_fraction: float = 0.0  # share f of T1 in TP collectives (paid once per forward)
+    request_floor: float = REQUEST_FLOOR  # per extra request in flight, share of T1 (once per forward)
     load_exponent: float = LOAD_EXPONENT
     architecture: TargetArchitecture | None = None
     # share of a MoE target's compute that reads the distinct experts a forward routes to
@@ -82,16 +89,25 @@ class LoadParams:
             raise ValueError(f"knee_tokens must be > 0, got {self.knee_tokens}")
         if not 0.0 <= self.comm_fraction <= 1.0:
             raise ValueError(f"comm_fraction must be in [0, 1], got {self.comm_fraction}")
-        for name in ("draft_step_ms", "overhead_ms", "token_floor", "load_exponent", "expert_share"):
+        for name in (
+            "draft_step_ms",
+            "overhead_ms",
+            "token_floor",
+            "request_floor",
+            "load_exponent",
+            "expert_share",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
     def draft_step_for(self, drafter: str) -> float:
         return dict(self.draft_step_ms_by_drafter).get(drafter, self.draft_step_ms)
 
-    def forward_ms(self, tokens: float) -> float:
-        """F(n): one target forward over `tokens` batched tokens (B requests x N verified each)."""
+    def forward_ms(self, tokens: float, requests: float | None = None) -> float:
+        """F(n, B): one target forward over `tokens` batched tokens of `requests` requests (B x N verified
+        each; without speculation every token is its own request)."""
         n = max(tokens, 1.0)
+        b = n if requests is None else min(max(requests, 1.0), n)
         knee = self.knee_tokens
         shape = math.hypot(1.0, n / knee) / math.hypot(1.0, 1.0 / knee)
         arch = self.architecture
@@ -99,7 +115,8 @@ class LoadParams:
             experts = distinct_experts(arch.num_experts, arch.experts_per_token, n) / arch.experts_per_token
             shape = (1.0 - self.expert_share) * shape + self.expert_share * experts
         f = self.comm_fraction
-        return self.step_ms * ((1.0 - f) * shape + f + self.token_floor * (n - 1.0))
+        per_token = self.token_floor * (n - 1.0) + self.request_floor * (b - 1.0)
+        return self.step_ms * ((1.0 - f) * shape + f + per_token)
 
     def base_step_ms(self, concurrency: float) -> float:
         """T_base(B): the no-speculation step at `concurrency` requests in flight."""
@@ -125,7 +142,8 @@ class LoadParams:
         verified = verified_tokens(steps, topk, draft_tokens)
         batch = max(concurrency, 1.0)
         drafting = steps * self.draft_step_for(drafter) * self.load_growth(batch * max(topk, 1))
-        return self.forward_ms(batch * verified) + drafting + self.overhead_ms * self.load_growth(batch)
+        verify = self.forward_ms(batch * verified, batch)
+        return verify + drafting + self.overhead_ms * self.load_growth(batch)
 
     def tps(
         self,

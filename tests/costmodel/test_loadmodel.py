@@ -7,7 +7,13 @@ import math
 import pytest
 
 from specdash.costmodel.estimated import DEPTH_SWEEP, PRIOR_ROUND_FACTOR, estimate_baselines
-from specdash.costmodel.loadfit import fit_load_model, held_out_errors, predict_load_observations
+from specdash.costmodel.loadcosts import cost_params_at
+from specdash.costmodel.loadfit import (
+    fit_load_model,
+    free_parameters,
+    held_out_errors,
+    predict_load_observations,
+)
 from specdash.costmodel.loadmodel import LoadObservation, LoadParams, prior_load_params
 from specdash.costmodel.priors import DeploymentFacts, architecture_for
 from specdash.costmodel.schedule import (
@@ -17,6 +23,7 @@ from specdash.costmodel.schedule import (
     trtllm_config,
     vllm_config,
 )
+from specdash.costmodel.throughput import round_time
 
 DENSE = LoadParams(step_ms=10.0, knee_tokens=100.0, draft_step_ms=1.0, overhead_ms=0.5, token_floor=0.0)
 
@@ -48,6 +55,35 @@ def test_the_linear_round_model_is_a_special_case():
             assert p.round_ms(batch, steps) == pytest.approx(
                 a + b * steps + batch * (c + d * steps), rel=1e-9
             )
+
+
+def test_the_request_floor_is_paid_once_per_request_not_per_verified_token():
+    """Flat roofline, T1 10 ms, per-token floor 1 %, per-request floor 2 %, no drafting or overhead. The step
+    at 8 requests: 10 (1 + 0.01 x 7 + 0.02 x 7) = 12.1 ms. A verify of K = 3 at 8 requests reads 32 tokens
+    of the same 8 requests: 10 (1 + 0.01 x 31 + 0.02 x 7) = 14.5 ms, where the same 3 % all per token would
+    cost 10 (1 + 0.03 x 31) = 19.3 ms. One request alone pays no request floor."""
+    p = LoadParams(
+        step_ms=10.0,
+        knee_tokens=1e12,
+        draft_step_ms=0.0,
+        overhead_ms=0.0,
+        token_floor=0.01,
+        request_floor=0.02,
+        load_exponent=0.0,
+    )
+    assert p.base_step_ms(8) == pytest.approx(12.1)
+    assert p.round_ms(8, 3) == pytest.approx(14.5)
+    per_token = LoadParams(
+        step_ms=10.0,
+        knee_tokens=1e12,
+        draft_step_ms=0.0,
+        overhead_ms=0.0,
+        token_floor=0.03,
+        load_exponent=0.0,
+    )
+    assert per_token.base_step_ms(8) == pytest.approx(12.1)  # the step alone cannot tell them apart
+    assert per_token.round_ms(8, 3) == pytest.approx(19.3)
+    assert p.round_ms(1, 3) == pytest.approx(10 * (1 + 0.01 * 3))
 
 
 def test_a_moe_target_verify_grows_with_the_experts_it_reads():
@@ -166,3 +202,45 @@ def test_trtllm_draft_len_schedule():
 def test_schedule_json_shape():
     keys = set(SCHEDULE[0].as_json())
     assert {"concurrency", "num_steps", "tok_s", "aggregate_tok_s", "speedup"} <= keys
+
+
+def test_a_sweep_at_every_load_tells_the_request_floor_from_the_token_floor():
+    """A sweep at loads 1-128 and depths 1-10 whose stated round pays 0.2 % of T1 per verified token and
+    0.6 % per request: the fit recovers both (depth moves only the first, load both); at one load the
+    request floor is not free (it cannot be told from T1 there)."""
+    truth = LoadParams(
+        step_ms=7.0,
+        knee_tokens=260.0,
+        draft_step_ms=0.9,
+        overhead_ms=0.6,
+        token_floor=0.002,
+        request_floor=0.006,
+        draft_step_ms_by_drafter=(("d", 0.9),),
+    )
+    obs = sweep(truth, with_baseline=True)
+    prior = prior_load_params(DeploymentFacts(gpu="H100"), 10.0, {"d": "eagle3"})
+    fit = fit_load_model(obs, prior)
+    assert "request_floor" in fit.free
+    assert fit.params.request_floor == pytest.approx(0.006, abs=0.0005)
+    assert fit.params.token_floor == pytest.approx(0.002, abs=0.0003)
+    one_load = [o for o in obs if o.concurrency == 1]
+    assert "request_floor" not in free_parameters(one_load, prior)
+
+
+def test_the_batch_1_parameters_at_a_load_keep_the_request_floor_out_of_the_verify_growth():
+    """cost_params_at restates the round at one load and setting as CostParams: the floors of the test
+    above, K = 3 at 8 requests, a 14.5 ms verify over a 12.1 ms step is a growth of (14.5 / 12.1 - 1) / 3
+    per extra token, and round_time() gives the same 14.5 ms (a per-token 3 % would say 19.3)."""
+    p = LoadParams(
+        step_ms=10.0,
+        knee_tokens=1e12,
+        draft_step_ms=0.0,
+        overhead_ms=0.0,
+        token_floor=0.01,
+        request_floor=0.02,
+        load_exponent=0.0,
+    )
+    params = cost_params_at(p, 8, 3)
+    assert params.baseline_tps == pytest.approx(1000 / 12.1)
+    assert params.verify_growth_compute == pytest.approx((14.5 / 12.1 - 1) / 3)
+    assert round_time(params, 3).total_ms == pytest.approx(p.round_ms(8, 3)) == pytest.approx(14.5)
