@@ -4,7 +4,7 @@ its best setting; one click from a row to its overlay on the Checkpoints page an
 
 import streamlit as st
 
-from specdash.app import deploy_panel, state, urlstate, widgets
+from specdash.app import deploy_panel, state, tables, urlstate, widgets
 from specdash.app.leaderboard_charts import leaderboard_figure
 from specdash.app.text import md, number_text
 from specdash.db.leaderboard import LeaderboardFilter
@@ -111,7 +111,7 @@ columns += [
     "deployment",
     "concurrency",
 ]
-event = st.dataframe(
+event = tables.show(
     table[columns],
     hide_index=True,
     width="stretch",
