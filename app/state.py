@@ -359,6 +359,14 @@ def run_calibration(deployment_id: int | None) -> tuple[list, list]:
 
 
 # --- Upload ------------------------------------------------------------------------------------------------
+def upload_link(
+    run: str | None, checkpoint: str | None, deployment: str | None, new_names: bool = False
+) -> LinkOptions:
+    """The Upload page's links and its look-alike box as the CLI's --run/--checkpoint/--deployment and
+    --new-names, for the dry run and for the save alike."""
+    return LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment, new_names=new_names)
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def preview_upload(
     url: str,
@@ -368,10 +376,11 @@ def preview_upload(
     run: str | None,
     checkpoint: str | None,
     deployment: str | None,
+    new_names: bool = False,
 ) -> Preview:
     """The ingest's dry run (ingest/load.py) of an uploaded file with these links; keyed on the upload's id, not its
     bytes (the leading underscore keeps Streamlit from hashing a file of up to 200 MB on every rerun)."""
-    link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment)
+    link = upload_link(run, checkpoint, deployment, new_names)
     return preview_bytes(get_engine(url), name, _data, link=link)
 
 
