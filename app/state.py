@@ -11,7 +11,16 @@ from sqlalchemy import Engine
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
-from specdash.db import acceptance, alerts, checkpoint_queries, deploy, depth_points, profiles, queries
+from specdash.db import (
+    acceptance,
+    alerts,
+    checkpoint_queries,
+    deploy,
+    depth_points,
+    profiles,
+    queries,
+    schedules,
+)
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
@@ -271,6 +280,21 @@ def effective_profile(url: str, deployment_id: int, concurrency: int = 1) -> dic
 @st.cache_data(show_spinner=False)
 def measured_by_depth(url: str, checkpoint_id: int, deployment_id: int, dataset: str | None) -> pd.DataFrame:
     return read(url, depth_points.measured_by_depth, checkpoint_id, deployment_id, dataset)
+
+
+@st.cache_data(show_spinner=False)
+def depth_curve(
+    url: str,
+    checkpoint_id: int,
+    deployment_id: int,
+    concurrency: int,
+    topk: int,
+    max_steps: int,
+    dataset: str | None,
+):
+    return read(
+        url, schedules.depth_curve, checkpoint_id, deployment_id, concurrency, topk, max_steps, dataset
+    )
 
 
 @st.cache_data(show_spinner=False)

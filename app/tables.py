@@ -14,7 +14,8 @@ MISSING_LEGEND = f"{MISSING}: none stated or measured"
 ROW_PX = 35
 HEADER_PX = 38
 VISIBLE_ROWS = 16  # then the table scrolls (a page with more has its own page control)
-NAME_WIDTH = 280  # px: `lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge` reads whole
+NAME_WIDTH = 400  # px: `lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge` reads whole
+CHAR_PX = 8  # a character of the grid's 14 px font, generously
 
 # Column names the stores use, as a reader says them (with the unit).
 HEADERS = {
@@ -108,10 +109,21 @@ def column_config(frame: pd.DataFrame, given: Mapping[str, Any] | None = None) -
             fmt = number_format(values)
             if fmt:
                 spec["type_config"] = {**typed, "type": "number", "format": fmt}
-        if _NAMES.match(name) and spec.get("width") is None and values.astype(str).str.len().max() > 24:
-            spec["width"] = NAME_WIDTH
+        textual = pd.api.types.is_string_dtype(values) or pd.api.types.is_object_dtype(values)
+        if spec.get("width") is None and textual and len(values):
+            spec["width"] = text_width(values, str(spec["label"]), wide=bool(_NAMES.match(name)))
         config[name] = spec
     return config
+
+
+def text_width(values: pd.Series, label: str, wide: bool = False) -> int | None:
+    """Pixels a text column needs for its longest value (and header), up to NAME_WIDTH for names (a wider
+    table scrolls sideways rather than cut names) and 240 for other text; None leaves it to the grid."""
+    lengths = values.dropna().astype(str).str.len()
+    longest = max(int(lengths.max()) if len(lengths) else 0, len(label))
+    if longest <= 12:
+        return None
+    return min(CHAR_PX * longest + 24, NAME_WIDTH if wide else 240)
 
 
 def height(rows: int, visible: int = VISIBLE_ROWS) -> int:

@@ -55,8 +55,8 @@ def set_role(source: str, active: bool) -> str:
     if not active:
         return "earlier version"
     if source == "calibrated":
-        return "in use: calibrated predictions, judges alerts"
-    return "in use: theory predictions" if source == "theory" else f"in use: {source} predictions"
+        return "in use: calibrated, judges alerts"
+    return "in use: theory" if source == "theory" else f"in use: {source}"
 
 
 def profile_table(deployments: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
@@ -184,7 +184,7 @@ if not deployments.empty:
         key="settings_profiles",
     )
     st.caption(
-        f"{MISSING}: not stated in the profile; the cost model then uses the published prior for the deployment's "
+        f"A dash ({MISSING}) is a cost the profile does not state: the cost model then uses the published prior for the deployment's "
         "GPU, TP size and interconnect (the What-if shows the numbers), and a calibration fits its own."
     )
 names = deployments["name"].tolist() if not deployments.empty else []
@@ -421,7 +421,7 @@ else:
         ].assign(created_at=listed["created_at"]),
         {
             "version": st.column_config.NumberColumn(format="v%d", width=60),
-            "role": st.column_config.TextColumn("what it is for", width=250),
+            "role": st.column_config.TextColumn("what it is for", width=220),
             **{
                 column: st.column_config.NumberColumn(header(column), format=f"%.{digits}f")
                 for column, digits in SET_DIGITS.items()

@@ -43,7 +43,10 @@ def test_profiles_show_what_is_stated_and_a_dash_with_its_legend(monkeypatch, ca
     # a published results file states no profile: empty cells, drawn as the dash the caption explains
     assert by_name.loc[SB, ["comm_fraction", "draft_step_ms", "round_overhead_ms"]].isna().all()
     assert [d.proto.placeholder for d in at.dataframe] == [tables.MISSING] * len(at.dataframe)
-    assert any(c.value.startswith(f"{tables.MISSING}: not stated in the profile") for c in at.caption)
+    assert any(
+        c.value.startswith(f"A dash ({tables.MISSING}) is a cost the profile does not state")
+        for c in at.caption
+    )
     labels = {name: spec["label"] for name, spec in config.items() if spec and name != "_index"}
     assert labels["num_gpus"] == "GPUs" and labels["draft_step_ms"] == "draft ms/step"
     assert config["num_gpus"]["type_config"]["format"] == "%d"  # 8, not 8.000000
@@ -56,8 +59,8 @@ def test_the_two_sets_in_use_say_what_each_is_for(monkeypatch, calibrated_url):
     at = run_page(monkeypatch, calibrated_url, PAGE)
     sets, config = table(at, "role")
     mine = sets[sets["deployment"] == SB].set_index("source")
-    assert mine.loc["theory", "role"] == "in use: theory predictions"
-    assert mine.loc["calibrated", "role"] == "in use: calibrated predictions, judges alerts"
+    assert mine.loc["theory", "role"] == "in use: theory"
+    assert mine.loc["calibrated", "role"] == "in use: calibrated, judges alerts"
     assert config["role"]["label"] == "what it is for"
     [why] = [m.value for m in at.markdown if "two sets in use at once" in m.value]
     assert "**theory**" in why and "**calibrated**" in why and "judged against" in why

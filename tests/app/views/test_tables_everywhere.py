@@ -71,7 +71,7 @@ def problems(at, page: str) -> list[str]:
                 fmt = (spec.get("type_config") or {}).get("format")
                 if not fmt or not ROUNDED.match(fmt):
                     found.append(f"{page}: {label!r} unrounded ({fmt})")
-            if values.dtype == object:
+            if pd.api.types.is_string_dtype(values) or pd.api.types.is_object_dtype(values):
                 text = values.dropna().astype(str)
                 if text.isin(["None", "nan", "NaN", "<NA>"]).any():
                     found.append(f"{page}: {label!r} holds the text None")
@@ -125,7 +125,12 @@ def test_a_page_config_is_kept_and_completed():
     assert config["measured_tps"]["label"] == "measured tok/s"
     assert config["measured_tps"]["help"] == "per request"
     assert config["measured_tps"]["type_config"]["format"] == "%.1f"
-    assert config["run"]["width"] == tables.NAME_WIDTH  # a long name gets room
+    assert config["run"]["width"] == tables.NAME_WIDTH  # a long name gets room (51 characters)
+    short = tables.column_config(
+        pd.DataFrame({"checkpoint": ["epoch_3"], "diagnoses": ["acceptance_shortfall"]})
+    )
+    assert short["checkpoint"].get("width") is None  # fits as the grid draws it
+    assert short["diagnoses"]["width"] == tables.CHAR_PX * 20 + 24
 
 
 def test_rows_shown_before_the_table_scrolls():
