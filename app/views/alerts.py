@@ -127,9 +127,8 @@ if rows:
             "id": st.column_config.NumberColumn(width=40),
             "severity": st.column_config.TextColumn(width=70),
             "gap": st.column_config.NumberColumn(format="%+.1f%%", width=65),
-            # long drafter and deployment names are cut in the cell (the full name shows on hover), so the
-            # numbers stay on screen
-            "run": st.column_config.TextColumn(width=160),
+            # long drafter names get the width they need (app/tables.py); the table scrolls sideways
+            "run": st.column_config.TextColumn(),
             "checkpoint": st.column_config.TextColumn(width=80),
             "setting": st.column_config.TextColumn(width=100),
             "measured": st.column_config.NumberColumn(
@@ -138,7 +137,7 @@ if rows:
             "predicted": st.column_config.NumberColumn(
                 "predicted tok/s", format="%.1f", width=75, help="tok/s per request"
             ),
-            "deployment": st.column_config.TextColumn(width=160),
+            "deployment": st.column_config.TextColumn(),
             "against": st.column_config.TextColumn(width=75),
             "status": st.column_config.TextColumn(width=85),
         },

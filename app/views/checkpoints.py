@@ -317,7 +317,6 @@ else:
         elif column.startswith(("measured_", "predicted_")):
             digits = "%.1f" if "_tps" in column else "%.2f"
             config[column] = st.column_config.NumberColumn(title(column), format=digits)
-    config["run"] = st.column_config.TextColumn(width=220)
     config["n"] = st.column_config.NumberColumn("benchmarks", help="benchmarks averaged")
     tables.show(shown, hide_index=True, width="stretch", key="checkpoints_table", column_config=config)
     st.caption(

@@ -120,7 +120,7 @@ event = tables.show(
     key=f"leaderboard_table_{hash(flt)}",
     column_config={
         "rank": st.column_config.NumberColumn(width=50),
-        "run": st.column_config.TextColumn(width="medium"),
+        "run": st.column_config.TextColumn(),  # as wide as its longest name (app/tables.py)
         "checkpoint": st.column_config.TextColumn(width=90),
         "setting": st.column_config.TextColumn("best setting", width=110),
         "measured_speedup": st.column_config.TextColumn("measured", width=80),
@@ -131,7 +131,7 @@ event = tables.show(
         "datasets": st.column_config.NumberColumn(width=70),
         "benchmarks": st.column_config.NumberColumn(width=85),
         "open_alerts": st.column_config.NumberColumn("open alerts", width=80),
-        "deployment": st.column_config.TextColumn(width="medium"),
+        "deployment": st.column_config.TextColumn(),
         "concurrency": st.column_config.NumberColumn("load", width=50),
     },
 )
