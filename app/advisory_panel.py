@@ -3,9 +3,10 @@ writes through state.write, and the drawing shared by the pages."""
 
 from datetime import timedelta
 
+import pandas as pd
 import streamlit as st
 
-from specdash.app import identity, state
+from specdash.app import identity, state, tables
 from specdash.app.text import md
 from specdash.db import advisories
 from specdash.db.models import GAP_STATUSES, utcnow
@@ -83,7 +84,7 @@ def show(rows: list[dict], key: str, editable: bool = False) -> None:
         )
         if editable:
             with st.expander(f"History and status of advisory #{row['id']}"):
-                st.dataframe(
+                tables.show(
                     history(state.db_url(), row["id"]),
                     hide_index=True,
                     width="stretch",
@@ -158,4 +159,4 @@ def settings_section(url: str) -> None:
                 st.rerun()
     sent = notifications(url)
     if sent:
-        st.dataframe(sent, hide_index=True, width="stretch", key="settings_notifications")
+        tables.show(pd.DataFrame(sent), key="settings_notifications")

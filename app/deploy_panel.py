@@ -7,7 +7,7 @@ import re
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import state, tables
 from specdash.app.alert_text import GAP_CONVENTION
 from specdash.app.text import abbreviate, number_text
 from specdash.db.leaderboard import LeaderboardFilter
@@ -85,7 +85,7 @@ def show(url: str, flt: LeaderboardFilter, key: str) -> pd.DataFrame:
             "Nothing to deploy yet: no checkpoint has a speculative benchmark with a baseline to compare."
         )
         return table
-    st.dataframe(
+    tables.show(
         deploy_frame(table),
         hide_index=True,
         width="stretch",

@@ -3,7 +3,7 @@ model (db/schedules.py), drawn as a heat map with the schedule on it; cached rea
 
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import state, tables
 from specdash.app.schedule_charts import schedule_frame, schedule_heatmap
 from specdash.db.schedules import ScheduleError, checkpoint_schedule, depth_load_grid
 
@@ -67,7 +67,7 @@ def show(url: str, run: str, checkpoint: str, deployments: list[str], default: s
             "sweep, and the speedups are against that estimate.",
             icon=":material/info:",
         )
-    st.dataframe(
+    tables.show(
         schedule_frame(entries),
         hide_index=True,
         width="stretch",

@@ -11,7 +11,16 @@ from sqlalchemy import Engine
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
-from specdash.db import acceptance, alerts, checkpoint_queries, deploy, depth_points, profiles, queries
+from specdash.db import (
+    acceptance,
+    alerts,
+    checkpoint_queries,
+    deploy,
+    depth_points,
+    profiles,
+    queries,
+    schedules,
+)
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
@@ -274,6 +283,21 @@ def measured_by_depth(url: str, checkpoint_id: int, deployment_id: int, dataset:
 
 
 @st.cache_data(show_spinner=False)
+def depth_curve(
+    url: str,
+    checkpoint_id: int,
+    deployment_id: int,
+    concurrency: int,
+    topk: int,
+    max_steps: int,
+    dataset: str | None,
+):
+    return read(
+        url, schedules.depth_curve, checkpoint_id, deployment_id, concurrency, topk, max_steps, dataset
+    )
+
+
+@st.cache_data(show_spinner=False)
 def checkpoints_frame(url: str, run_ids: tuple[int, ...]) -> pd.DataFrame:
     return read(url, checkpoint_queries.checkpoints_frame, list(run_ids))
 
@@ -359,6 +383,14 @@ def run_calibration(deployment_id: int | None) -> tuple[list, list]:
 
 
 # --- Upload ------------------------------------------------------------------------------------------------
+def upload_link(
+    run: str | None, checkpoint: str | None, deployment: str | None, new_names: bool = False
+) -> LinkOptions:
+    """The Upload page's links and its look-alike box as the CLI's --run/--checkpoint/--deployment and
+    --new-names, for the dry run and for the save alike."""
+    return LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment, new_names=new_names)
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def preview_upload(
     url: str,
@@ -368,10 +400,11 @@ def preview_upload(
     run: str | None,
     checkpoint: str | None,
     deployment: str | None,
+    new_names: bool = False,
 ) -> Preview:
     """The ingest's dry run (ingest/load.py) of an uploaded file with these links; keyed on the upload's id, not its
     bytes (the leading underscore keeps Streamlit from hashing a file of up to 200 MB on every rerun)."""
-    link = LinkOptions(run=run, checkpoint=checkpoint, deployment=deployment)
+    link = upload_link(run, checkpoint, deployment, new_names)
     return preview_bytes(get_engine(url), name, _data, link=link)
 
 

@@ -24,6 +24,11 @@ def report(preview: Preview) -> str:
     return format_report(preview.problems)
 
 
+def look_alike(preview: Preview) -> bool:
+    """Whether a problem is a name refused for looking like a stored one (ingest/rules/names.py)."""
+    return any("did you mean" in problem.message for problem in preview.problems)
+
+
 def would_create(preview: Preview) -> str:
     """`1 benchmark, 1 deployment; 1 duplicate skipped`: what saving would add."""
     if preview.store is None:

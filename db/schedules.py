@@ -11,9 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.acceptance import predict_accept_length
+from specdash.costmodel.depth import DepthPoint
 from specdash.costmodel.schedule import ScheduleEntry, depth_schedule
-from specdash.costmodel.throughput import draft_steps
-from specdash.db.acceptance import checkpoint_rates
+from specdash.costmodel.throughput import draft_steps, verified_tokens
+from specdash.db.acceptance import checkpoint_rates, measured_acceptance
 from specdash.db.loadmodels import DeploymentLoad, deployment_load, served_loads
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run
 
@@ -173,3 +174,71 @@ def depth_load_grid(
         for steps, tau in sorted(schedule.accept_lengths.items()):
             out.append((batch, steps, params.tps(tau, batch, steps, drafter=schedule.drafter)))
     return out
+
+
+@dataclass(frozen=True)
+class DepthCurve:
+    """A checkpoint's predicted tok/s at every draft depth on a deployment at one load (the Checkpoints
+    page's by-depth chart), from the deployment's load model: the one its predictions at any load use."""
+
+    points: list[DepthPoint]
+    baseline_tps: float  # the step without speculation at this load, per request
+    source: str  # calibrated | theory (the load model's)
+    version: int | None  # the calibrated set's version
+    tau_source: str  # training (trained rates) | measured (rates derived from measured accept lengths)
+    depth: int  # positions the rates hold for; deeper ones are extrapolated
+
+
+def depth_curve(
+    session: Session,
+    checkpoint_id: int,
+    deployment_id: int,
+    concurrency: int,
+    topk: int = 1,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    dataset: str | None = None,
+) -> DepthCurve | None:
+    """K = 1..max_steps at `concurrency` and `topk`: tau from the trained rates (under the load model's
+    acc-to-acceptance factor), else from the rates the benchmarks' accept lengths imply (on `dataset`, or all),
+    the round from the load model with the drafter's own draft cost; None without a load model or rates."""
+    load = deployment_load(session, deployment_id)
+    checkpoint = session.get(Checkpoint, checkpoint_id)
+    if load is None or checkpoint is None:
+        return None
+    rates, factor, tau_source = (
+        checkpoint_rates(session, [checkpoint_id]).get(checkpoint_id),
+        load.acc_to_acceptance,
+        "training",
+    )
+    if not rates:
+        rates, factor, tau_source = (
+            measured_acceptance(session, checkpoint_id, dataset).rates,
+            1.0,
+            "measured",
+        )
+    if not rates:
+        return None
+    params, drafter = load.params, str(checkpoint.run_id)
+    base_ms = params.base_step_ms(concurrency)
+    points = []
+    for steps in range(1, max_steps + 1):
+        tokens = verified_tokens(steps, topk)
+        tau = predict_accept_length(rates, steps, topk, tokens, factor).accept_length
+        round_ms = params.round_ms(concurrency, steps, tokens, topk, drafter)
+        tps = 1000.0 * tau / round_ms
+        points.append(
+            DepthPoint(
+                steps,
+                tokens,
+                tau,
+                steps > len(rates),
+                tps,
+                round_ms,
+                tps * base_ms / 1000.0,
+                round_ms / base_ms,
+            )
+        )
+    version = None
+    if load.parameter_set_id is not None:
+        version = session.scalar(select(ParameterSet.version).where(ParameterSet.id == load.parameter_set_id))
+    return DepthCurve(points, 1000.0 / base_ms, load.source, version, tau_source, len(rates))

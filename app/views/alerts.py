@@ -7,7 +7,7 @@ with its investigation: status, note, who/when history, and the benchmark that s
 import pandas as pd
 import streamlit as st
 
-from specdash.app import identity, state, urlstate
+from specdash.app import identity, state, tables, urlstate
 from specdash.app.alert_charts import waterfall_figure
 from specdash.app.alert_text import GAP_CONVENTION, lead_line
 from specdash.app.text import SEVERITY_ICONS, md, number_text
@@ -116,7 +116,7 @@ if rows:
             for r in rows
         ]
     )
-    event = st.dataframe(
+    event = tables.show(
         table,
         hide_index=True,
         width="stretch",
@@ -127,14 +127,17 @@ if rows:
             "id": st.column_config.NumberColumn(width=40),
             "severity": st.column_config.TextColumn(width=70),
             "gap": st.column_config.NumberColumn(format="%+.1f%%", width=65),
-            # long drafter and deployment names are cut in the cell (the full name shows on hover), so the
-            # numbers stay on screen
-            "run": st.column_config.TextColumn(width=160),
+            # long drafter names get the width they need (app/tables.py); the table scrolls sideways
+            "run": st.column_config.TextColumn(),
             "checkpoint": st.column_config.TextColumn(width=80),
             "setting": st.column_config.TextColumn(width=100),
-            "measured": st.column_config.NumberColumn(format="%.1f", width=75, help="tok/s per request"),
-            "predicted": st.column_config.NumberColumn(format="%.1f", width=75, help="tok/s per request"),
-            "deployment": st.column_config.TextColumn(width=160),
+            "measured": st.column_config.NumberColumn(
+                "measured tok/s", format="%.1f", width=75, help="tok/s per request"
+            ),
+            "predicted": st.column_config.NumberColumn(
+                "predicted tok/s", format="%.1f", width=75, help="tok/s per request"
+            ),
+            "deployment": st.column_config.TextColumn(),
             "against": st.column_config.TextColumn(width=75),
             "status": st.column_config.TextColumn(width=85),
         },
@@ -161,7 +164,7 @@ with st.expander("Triage: groups of alerts, muted diagnoses"):
     if groups.empty:
         st.caption("Nothing to group.")
     else:
-        st.dataframe(groups, hide_index=True, width="stretch", key="alerts_groups")
+        tables.show(groups, hide_index=True, width="stretch", key="alerts_groups")
         with st.form("alerts_group_form"):
             cols = st.columns([2, 1, 3])
             group = cols[0].selectbox(
@@ -186,7 +189,7 @@ with st.expander("Triage: groups of alerts, muted diagnoses"):
     if mutes.empty:
         st.caption("None: every alert is shown.")
     else:
-        st.dataframe(mutes, hide_index=True, width="stretch", key="alerts_mutes")
+        tables.show(mutes, hide_index=True, width="stretch", key="alerts_mutes")
         lift = st.selectbox(
             "Lift a mute",
             mutes["id"].tolist(),
@@ -276,7 +279,7 @@ with left:
     if alert["gap_id"] is not None:
         st.plotly_chart(waterfall_figure(alert), width="stretch", key=f"alerts_waterfall_{aid}")
     st.markdown("**Every prediction source** (analysis; the verdict is against the marked one)")
-    st.dataframe(
+    tables.show(
         alert["analysis"].assign(gap=alert["analysis"]["gap"] * 100),  # percent points, as every gap shown
         hide_index=True,
         width="stretch",
@@ -288,7 +291,7 @@ with left:
         },
     )
     with st.expander("Benchmark and prediction"):
-        st.dataframe(
+        tables.show(
             pd.DataFrame(
                 [
                     (
@@ -360,7 +363,7 @@ with right:
     if history.empty:
         st.caption("No changes yet.")
     else:
-        st.dataframe(
+        tables.show(
             history,
             hide_index=True,
             width="stretch",

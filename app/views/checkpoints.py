@@ -6,7 +6,7 @@ import re
 
 import streamlit as st
 
-from specdash.app import advisory_panel, charts, state, urlstate, widgets
+from specdash.app import advisory_panel, charts, depth_overlay, depth_panel, state, tables, urlstate, widgets
 from specdash.app.text import md
 from specdash.costmodel.accuracies import accuracy_position
 from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX, comparison_table
@@ -15,6 +15,18 @@ from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX, comparison_ta
 DEFAULT_CHECKPOINTS = 12
 ALL_DATASETS = "all datasets"
 SMOOTHING = {0.0: "none", 0.6: "light", 0.9: "strong", 0.97: "heavy"}
+
+
+def rise_notes(url: str, checkpoint_ids: tuple[int, ...], labels: dict[int, str]) -> str:
+    """Why a measured-derived curve rises after falling, per checkpoint whose curve does."""
+    notes = []
+    for checkpoint_id in checkpoint_ids:
+        measured = state.measured_acceptance(url, checkpoint_id, None)
+        note = depth_overlay.rise_note(measured.rates, measured.accept_lengths) if measured.rates else ""
+        if note:
+            notes.append(f" **{md(labels[checkpoint_id])}**:{note}" if len(checkpoint_ids) > 1 else note)
+    return "".join(notes)
+
 
 url = state.db_url()
 url_state = urlstate.UrlState("checkpoints")
@@ -59,6 +71,12 @@ labels: dict[int, str] = {
         zip(checkpoints["id"], checkpoints["run"], checkpoints["name"], strict=True)
         if len(checkpoints)
         else ()
+    )
+}
+full_names = {
+    int(i): f"{run} / {name}"
+    for i, run, name in (
+        checkpoints[["id", "run", "name"]].itertuples(index=False) if len(checkpoints) else ()
     )
 }
 checkpoint_key = f"checkpoints_ids_{run_ids}"
@@ -150,6 +168,30 @@ else:
                     else ""
                 )
             )
+            st.markdown("**By draft depth**: does it behave as predicted at every depth it was measured at?")
+            depth_choice = checkpoint_ids[-1]
+            if len(checkpoint_ids) > 1:
+                widgets.follow(
+                    "checkpoints_depth_checkpoint",
+                    checkpoint_ids,
+                    reset_by=run_ids,
+                    keep_by=checkpoint_ids,
+                    default=checkpoint_ids[-1],
+                )
+                depth_choice = st.selectbox(
+                    "Checkpoint",
+                    checkpoint_ids,
+                    format_func=lambda i: labels[i],
+                    key="checkpoints_depth_checkpoint",
+                )
+            depth_panel.show(
+                url,
+                (int(depth_choice), full_names[depth_choice]),
+                (deployment_id, deployment_name),
+                int(setting.concurrency),
+                setting.topk,
+                None if dataset == ALL_DATASETS else dataset,
+            )
 
 st.subheader("Training")
 keys = state.metric_keys(url, run_ids)
@@ -225,11 +267,11 @@ with left:
         st.caption(
             "Dotted: a drafter without training accuracies, its acceptance per position implied by its "
             "benchmarks (vLLM's per-position survival, else the accept lengths measured at several depths), "
-            "as the What-if uses it."
+            "as the What-if uses it." + rise_notes(url, checkpoint_ids, labels)
         )
 with right:
     st.subheader("Runs")
-    st.dataframe(
+    tables.show(
         runs[runs["id"].isin(run_ids)][["name", "target_model", "ttt_length", "status", "checkpoints"]],
         hide_index=True,
         width="stretch",
@@ -254,7 +296,7 @@ else:
 
     def title(column: str) -> str:
         for prefix, name in (
-            ("predicted_tps_", "predicted ({})"),
+            ("predicted_tps_", "predicted tok/s ({})"),
             ("gap_", "gap ({})"),
             ("predicted_accept_length_", "τ ({})"),
         ):
@@ -262,7 +304,8 @@ else:
                 return name.format(column.removeprefix(prefix))
         return {
             "measured_tps": "measured tok/s",
-            "measured_tps_std": "± std",
+            "measured_tps_std": "tok/s ± std",
+            "n": "benchmarks",
             "measured_accept_length": "τ measured",
             "measured_accept_length_std": "τ ± std",
         }.get(column, column)
@@ -274,8 +317,8 @@ else:
         elif column.startswith(("measured_", "predicted_")):
             digits = "%.1f" if "_tps" in column else "%.2f"
             config[column] = st.column_config.NumberColumn(title(column), format=digits)
-    config["run"] = st.column_config.TextColumn(width=220)
-    st.dataframe(shown, hide_index=True, width="stretch", key="checkpoints_table", column_config=config)
+    config["n"] = st.column_config.NumberColumn("benchmarks", help="benchmarks averaged")
+    tables.show(shown, hide_index=True, width="stretch", key="checkpoints_table", column_config=config)
     st.caption(
         f"Measured on {md(deployment_name)} at {md(setting.label)}. gap = 1 - measured / predicted: positive is "
         "slower than predicted."

@@ -4,7 +4,7 @@ its best setting; one click from a row to its overlay on the Checkpoints page an
 
 import streamlit as st
 
-from specdash.app import deploy_panel, state, urlstate, widgets
+from specdash.app import deploy_panel, state, tables, urlstate, widgets
 from specdash.app.leaderboard_charts import leaderboard_figure
 from specdash.app.text import md, number_text
 from specdash.db.leaderboard import LeaderboardFilter
@@ -111,7 +111,7 @@ columns += [
     "deployment",
     "concurrency",
 ]
-event = st.dataframe(
+event = tables.show(
     table[columns],
     hide_index=True,
     width="stretch",
@@ -120,7 +120,7 @@ event = st.dataframe(
     key=f"leaderboard_table_{hash(flt)}",
     column_config={
         "rank": st.column_config.NumberColumn(width=50),
-        "run": st.column_config.TextColumn(width="medium"),
+        "run": st.column_config.TextColumn(),  # as wide as its longest name (app/tables.py)
         "checkpoint": st.column_config.TextColumn(width=90),
         "setting": st.column_config.TextColumn("best setting", width=110),
         "measured_speedup": st.column_config.TextColumn("measured", width=80),
@@ -131,7 +131,7 @@ event = st.dataframe(
         "datasets": st.column_config.NumberColumn(width=70),
         "benchmarks": st.column_config.NumberColumn(width=85),
         "open_alerts": st.column_config.NumberColumn("open alerts", width=80),
-        "deployment": st.column_config.TextColumn(width="medium"),
+        "deployment": st.column_config.TextColumn(),
         "concurrency": st.column_config.NumberColumn("load", width=50),
     },
 )

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import streamlit as st
 
-from specdash.app import state
+from specdash.app import state, tables
 from specdash.app.live_charts import accept_length_figure, survival_figure, tps_figure
 from specdash.db import live_windows
 from specdash.db.models import utcnow
@@ -73,4 +73,17 @@ st.plotly_chart(accept_length_figure(frame), key="live_accept_length")
 st.plotly_chart(survival_figure(frame), key="live_survival")
 st.plotly_chart(tps_figure(frame), key="live_tps")
 with st.expander("Windows"):
-    st.dataframe(frame.drop(columns=["position_survival"]), hide_index=True, key="live_windows")
+    tables.show(
+        frame.drop(columns=["position_survival"]),
+        {
+            "benchmark_id": st.column_config.NumberColumn("window #", help="each window is a benchmark"),
+            "measured_at": st.column_config.DatetimeColumn("stored (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+            "accept_length": st.column_config.NumberColumn("τ (accept length)", format="%.2f"),
+            "predicted_accept_length": st.column_config.NumberColumn("predicted τ", format="%.2f"),
+            "decode_tps": st.column_config.NumberColumn("tok/s per request", format="%.1f"),
+            "predicted_tps": st.column_config.NumberColumn("predicted tok/s", format="%.1f"),
+            "output_throughput": st.column_config.NumberColumn("aggregate tok/s", format="%.1f"),
+            "code": "diagnosis",
+        },
+        key="live_windows",
+    )

@@ -3,7 +3,16 @@ run's latest checkpoint stands."""
 
 import streamlit as st
 
-from specdash.app import advisory_panel, alert_cards, deploy_panel, parity_charts, state, urlstate, widgets
+from specdash.app import (
+    advisory_panel,
+    alert_cards,
+    deploy_panel,
+    parity_charts,
+    state,
+    tables,
+    urlstate,
+    widgets,
+)
 from specdash.app.text import SEVERITY_ICONS, number_text
 from specdash.db.alerts import SEVERITIES
 from specdash.db.leaderboard import LeaderboardFilter
@@ -131,19 +140,18 @@ else:
             "deployment",
         ]
     ]
-    st.expander("Latest checkpoint per run", icon=":material/history:").dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        key="overview_latest",
-        column_config={
-            "latest_checkpoint": "latest checkpoint",
-            "best_speedup": st.column_config.TextColumn(
-                "best speedup",
-                help="measured tok/s over no speculation, best benchmark of the "
-                "latest checkpoint (superseded benchmarks left out)",
-            ),
-            "measured_tps": st.column_config.TextColumn("measured tok/s"),
-            "setting": "best at",
-        },
-    )
+    with st.expander("Latest checkpoint per run", icon=":material/history:"):
+        tables.show(
+            table,
+            key="overview_latest",
+            column_config={
+                "latest_checkpoint": "latest checkpoint",
+                "best_speedup": st.column_config.TextColumn(
+                    "best speedup",
+                    help="measured tok/s over no speculation, best benchmark of the "
+                    "latest checkpoint (superseded benchmarks left out)",
+                ),
+                "measured_tps": st.column_config.TextColumn("measured tok/s"),
+                "setting": "best at",
+            },
+        )

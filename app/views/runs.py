@@ -4,7 +4,7 @@ nothing deleted), delete them, or undo an ingest, each delete showing the rows i
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state, urlstate
+from specdash.app import state, tables, urlstate
 from specdash.app.text import md
 from specdash.db import runs as run_store
 from specdash.db.runs import RunChangeError
@@ -58,7 +58,7 @@ shown = pd.DataFrame(
         "framework": table["framework"].fillna("-"),
     }
 )
-edited = st.data_editor(
+edited = tables.edit(
     shown,
     hide_index=True,
     width="stretch",
@@ -142,7 +142,7 @@ else:
         "Undoing an ingest deletes the file's benchmarks (with their gaps and alerts) and forgets the file, so it "
         "can be ingested again; runs and checkpoints it created stay (delete the run for those)."
     )
-    st.dataframe(
+    tables.show(
         files.drop(columns=["id"]),
         hide_index=True,
         width="stretch",

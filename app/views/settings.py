@@ -4,8 +4,9 @@ calibration of a deployment's profile from its trusted benchmarks."""
 import pandas as pd
 import streamlit as st
 
-from specdash.app import advisory_panel, state
-from specdash.app.text import md, number_text
+from specdash.app import advisory_panel, state, tables
+from specdash.app.tables import MISSING, header
+from specdash.app.text import md
 from specdash.db import profiles
 from specdash.db.profiles import ProfileError
 
@@ -21,9 +22,59 @@ SET_DIGITS = {
     "acc_to_acceptance": 3,
 }
 INTERCONNECTS = ("pcie", "nvlink", "infiniband", "ethernet", "other")
+# Why a deployment has two sets in use at once (refresh predicts from both; db/verdicts.VERDICT_ORDER judges)
+TWO_SETS = (
+    "A deployment has two sets in use at once, on purpose, one per kind of prediction:\n"
+    "- **theory**: the profile as entered, with published priors for every cost it leaves blank; every "
+    "benchmark gets a theory prediction from it.\n"
+    "- **calibrated**: the latest fit applied in *Calibration* above; it gives a second prediction, and where "
+    "there is one it is the prediction the alerts are judged against."
+)
+PROFILE_COLUMNS = [
+    "name",
+    "gpu",
+    "num_gpus",
+    "tp_size",
+    "interconnect",
+    "engine",
+    "baseline_tps",
+    "comm_fraction",
+    "draft_step_ms",
+    "round_overhead_ms",
+    "verify_growth_compute",
+    "verify_growth_comm",
+    "benchmarks",
+]
 
 url = state.db_url()
 st.title("Settings")
+
+
+def set_role(source: str, active: bool) -> str:
+    """What a parameter set is for, in words (two are in use per deployment: see TWO_SETS)."""
+    if not active:
+        return "earlier version"
+    if source == "calibrated":
+        return "in use: calibrated, judges alerts"
+    return "in use: theory" if source == "theory" else f"in use: {source}"
+
+
+def profile_table(deployments: pd.DataFrame, sets: pd.DataFrame) -> pd.DataFrame:
+    """The profiles as shown: columns no deployment states left out, the sets in use named per deployment."""
+    active = sets[sets["is_active"]] if not sets.empty else sets
+    named = {
+        deployment_id: " + ".join(
+            f"{r.source} v{r.version}" for r in rows.sort_values("version").itertuples()
+        )
+        for deployment_id, rows in (active.groupby("deployment_id") if not active.empty else [])
+    }
+    table = deployments[PROFILE_COLUMNS].dropna(axis=1, how="all")
+    return table.assign(sets=[named.get(int(i), "none yet") for i in deployments["id"]])
+
+
+def scalars(params) -> dict[str, float]:
+    """A fit's single-number parameters (the per-drafter and per-dataset ones have their own report)."""
+    return {name: value for name, value in vars(params).items() if isinstance(value, int | float)}
 
 
 def refreshed(summary) -> str:
@@ -67,22 +118,20 @@ with right:
         own = deployments[["id", "name", "gap_threshold"]].assign(
             threshold_pct=deployments["gap_threshold"] * 100
         )[["name", "threshold_pct"]]
-        edited = st.data_editor(
+        edited = tables.edit(
             own,
-            hide_index=True,
-            width="stretch",
-            disabled=["name"],
-            key="settings_deployment_thresholds",
-            column_config={
+            {
                 "name": "deployment",
                 "threshold_pct": st.column_config.NumberColumn(
                     "own threshold (%)",
                     min_value=0.1,
                     max_value=100.0,
                     format="%.1f",
-                    help=f"empty: the global {global_threshold:.0%}",
+                    help=f"{MISSING}: the global {global_threshold:.0%}",
                 ),
             },
+            disabled=["name"],
+            key="settings_deployment_thresholds",
         )
         thresholds = [
             (int(deployments.iloc[i]["id"]), None if pd.isna(new) else float(new) / 100)
@@ -112,16 +161,31 @@ st.caption(
     "cost grows per extra verified token. A changed profile becomes a new parameter set version."
 )
 if not deployments.empty:
-    st.dataframe(
-        deployments.drop(columns=["id", "is_demo", "gap_threshold"]),
-        hide_index=True,
-        width="stretch",
-        column_config={
+    in_use = state.parameter_sets(url)
+    tables.show(
+        profile_table(deployments, in_use),
+        {
+            "name": "deployment",
+            "interconnect": "interconnect",
+            "engine": "engine",
+            "baseline_tps": st.column_config.NumberColumn(
+                "baseline tok/s", format="%.1f", help="a measured no-speculation benchmark takes precedence"
+            ),
             "comm_fraction": st.column_config.NumberColumn("all-reduce share", format="%.2f"),
-            "baseline_tps": st.column_config.NumberColumn("baseline tok/s", format="%.1f"),
-            "draft_step_ms": st.column_config.NumberColumn("draft ms/step", format="%.3f"),
+            "draft_step_ms": st.column_config.NumberColumn("draft ms/step", format="%.2f"),
             "round_overhead_ms": st.column_config.NumberColumn("overhead ms/round", format="%.2f"),
+            "verify_growth_compute": st.column_config.NumberColumn("verify growth (compute)", format="%.3f"),
+            "verify_growth_comm": st.column_config.NumberColumn("verify growth (all-reduce)", format="%.3f"),
+            "benchmarks": st.column_config.NumberColumn("benchmarks", width=90),
+            "sets": st.column_config.TextColumn(
+                "predicted by", width=190, help="the parameter sets in use (see Parameter sets below)"
+            ),
         },
+        key="settings_profiles",
+    )
+    st.caption(
+        f"A dash ({MISSING}) is a cost the profile does not state: the cost model then uses the published prior for the deployment's "
+        "GPU, TP size and interconnect (the What-if shows the numbers), and a calibration fits its own."
     )
 names = deployments["name"].tolist() if not deployments.empty else []
 ids_by_name = dict(zip(names, deployments["id"].astype(int), strict=True)) if names else {}
@@ -285,16 +349,17 @@ for report in reports:
             + (f", {report.excluded} left out ({md(excluded)})" if report.excluded else "")
         )
         fit = report.fit
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {"": "profile (prior)", **vars(fit.prior)},
-                    {"": "calibrated", **vars(fit.params)},
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
-            column_config={name: st.column_config.NumberColumn(format="%.3f") for name in vars(fit.params)},
+        fitted = pd.DataFrame(
+            [{"": "profile (prior)", **scalars(fit.prior)}, {"": "calibrated", **scalars(fit.params)}]
+        )
+        tables.show(
+            fitted,
+            {"": st.column_config.TextColumn("parameters", width=130)}
+            | {
+                name: st.column_config.NumberColumn(header(name), format="%.3f")
+                for name in scalars(fit.params)
+            },
+            key=f"settings_fit_{report.deployment_id}",
         )
         quality = st.columns(4)
         quality[0].metric(
@@ -338,39 +403,36 @@ else:
         "Every version of every deployment's cost parameters; each prediction records the set it used. "
         "Restoring an earlier version saves it again as the newest one and recomputes the predictions."
     )
+    st.markdown(TWO_SETS)
     ALL = "every deployment"
     shown_for = st.selectbox(
         "Deployment", [ALL, *dict.fromkeys(sets["deployment"])], key="settings_sets_deployment"
     )
     listed = sets if shown_for == ALL else sets[sets["deployment"] == shown_for]
-    st.dataframe(
-        listed.drop(columns=["id", "deployment_id"]).assign(
-            # as text, so a value the set does not hold reads `-` rather than `None`
+    tables.show(
+        listed.assign(
+            role=[
+                set_role(src, active)
+                for src, active in zip(listed["source"], listed["is_active"], strict=True)
+            ],
+            cv_median_error=listed["cv_median_error"].astype("float64") * 100,
+        )[
+            ["deployment", "version", "source", "role", *SET_DIGITS, "benchmarks", "cv_median_error", "note"]
+        ].assign(created_at=listed["created_at"]),
+        {
+            "version": st.column_config.NumberColumn(format="v%d", width=60),
+            "role": st.column_config.TextColumn("what it is for", width=220),
             **{
-                column: listed[column].map(lambda v, d=digits: number_text(v, d))
+                column: st.column_config.NumberColumn(header(column), format=f"%.{digits}f")
                 for column, digits in SET_DIGITS.items()
             },
-            cv_median_error=listed["cv_median_error"]
-            .astype("float64")
-            .map(lambda v: number_text(v * 100, 1, "%")),
-            benchmarks=listed["benchmarks"].map(lambda v: number_text(v, 0)),
-            note=listed["note"].fillna(""),
-        ),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "version": st.column_config.NumberColumn(format="v%d", width=60),
-            "is_active": st.column_config.CheckboxColumn("active", width=60),
-            "baseline_tps": "baseline tok/s",
-            "comm_fraction": "all-reduce share",
-            "draft_step_ms": "draft ms/step",
-            "round_overhead_ms": "overhead ms/round",
-            "verify_growth_compute": "verify growth (compute)",
-            "verify_growth_comm": "verify growth (all-reduce)",
-            "acc_to_acceptance": "acc to acceptance",
-            "cv_median_error": "cross-validated median error",
+            "benchmarks": st.column_config.NumberColumn("benchmarks fitted", help="calibrated sets only"),
+            "cv_median_error": st.column_config.NumberColumn(
+                "cross-validated median error", format="%.1f%%", help="calibrated sets only"
+            ),
             "created_at": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
         },
+        key="settings_parameter_sets",
     )
     earlier = listed[~listed["is_active"]]
     if earlier.empty:
@@ -410,9 +472,8 @@ else:
         "Newest first. Who: the signed-in user in team mode (the proxy's header or the login), `dashboard` "
         "otherwise, the login name for the command line."
     )
-    st.dataframe(
+    tables.show(
         history,
-        hide_index=True,
-        width="stretch",
-        column_config={"at": st.column_config.DatetimeColumn("at (UTC)", format="YYYY-MM-DD HH:mm")},
+        {"at": st.column_config.DatetimeColumn("at (UTC)", format="YYYY-MM-DD HH:mm")},
+        key="settings_history",
     )

@@ -6,14 +6,13 @@ predictions and any new alerts, each with a link."""
 import pandas as pd
 import streamlit as st
 
-from specdash.app import identity, state, uploads
+from specdash.app import identity, state, tables, uploads
 from specdash.app.errors import guarded
 from specdash.app.text import SEVERITY_ICONS, md, number_text
 from specdash.db.changes import acting_as
 from specdash.ingest import trackers
-from specdash.ingest.describe import describe
+from specdash.ingest.describe import describe, describe_new_names
 from specdash.ingest.formats import FORMATS
-from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_bytes
 from specdash.ingest.problems import format_report
 from specdash.labels import gap_text, setting_label
@@ -54,7 +53,7 @@ if files:
         "Leave a cell empty to use what the file says. Run and checkpoint name the drafter of every benchmark in "
         "the file; deployment replaces the file's deployment. Names not stored yet are created."
     )
-    links = st.data_editor(
+    links = tables.edit(
         pd.DataFrame([{"file": f.name, "run": None, "checkpoint": None, "deployment": None} for f in files]),
         hide_index=True,
         width="stretch",
@@ -62,12 +61,21 @@ if files:
         key=f"upload_links_{generation}",
         column_config={name: st.column_config.TextColumn(name) for name in LINK_FIELDS},
     )
+    new_names = st.checkbox(
+        "Create look-alike names as new",
+        key="upload_new_names",
+        help="As `specdash ingest --new-names`: a deployment, run or checkpoint whose name differs from a stored "
+        "one only by case, spacing or look-alike characters (`PCle` for `PCIe`) is created as a new one; "
+        "without it such a file is refused with 'did you mean ...?'.",
+    )
     st.subheader("Check")
     checked = []
     for file, (_, row) in zip(files, links.iterrows(), strict=True):
         link = {name: given(row[name]) for name in LINK_FIELDS}
         with guarded(f"Checking {file.name}"):
-            preview = state.preview_upload(url, file.file_id, file.name, file.getvalue(), **link)
+            preview = state.preview_upload(
+                url, file.file_id, file.name, file.getvalue(), **link, new_names=new_names
+            )
         checked.append((file, link, preview))
         with st.container(border=True):
             records = preview.store.records if preview.store else 0
@@ -85,10 +93,15 @@ if files:
                     icon=":material/block:",
                 )
                 st.code(uploads.report(preview), language=None)
+                if uploads.look_alike(preview):
+                    st.info(
+                        "A name looks like a stored one: fix the name in the file or the links above, or tick "
+                        "**Create look-alike names as new** (the page's `--new-names`) if it is new on purpose."
+                    )
             if preview.links:
-                st.dataframe(uploads.links_frame(preview), hide_index=True, width="stretch")
+                tables.show(uploads.links_frame(preview), hide_index=True, width="stretch")
             if preview.gaps:
-                st.dataframe(
+                tables.show(
                     uploads.gaps_frame(preview).assign(gap=lambda f: f["gap"] * 100),
                     hide_index=True,
                     width="stretch",
@@ -110,13 +123,12 @@ if files:
                     state.engine(),
                     file.name,
                     file.getvalue(),
-                    link=LinkOptions(
-                        run=link["run"], checkpoint=link["checkpoint"], deployment=link["deployment"]
-                    ),
+                    link=state.upload_link(**link, new_names=new_names),
                 )
             saved.append(
                 {
                     "summary": describe(result),
+                    "new_names": describe_new_names(result),
                     "ok": result.ok,
                     "report": format_report(result.problems),
                     "benchmark_ids": list(result.store.benchmark_ids) if result.store else [],
@@ -132,6 +144,8 @@ if results:
     st.subheader("Saved")
     for item in results:
         (st.success if item["ok"] else st.error)(md(item["summary"]))
+        if item.get("new_names"):
+            st.caption(md(item["new_names"].strip()))
         if item["report"]:
             st.code(item["report"], language=None)
     ids = tuple(i for item in results for i in item["benchmark_ids"])
@@ -146,7 +160,7 @@ if results:
             predicted_tps=outcomes["predicted_tps"].map(number_text),
             **{c: outcomes[c].astype(object).where(outcomes[c].notna(), "-") for c in text},
         )
-        st.dataframe(
+        tables.show(
             table[
                 [
                     "benchmark_id",

@@ -4,7 +4,7 @@ adjustable with sliders. Nothing is saved."""
 
 import streamlit as st
 
-from specdash.app import depth_overlay, schedule_panel, state, urlstate, widgets
+from specdash.app import depth_overlay, schedule_panel, state, tables, urlstate, widgets
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
 from specdash.costmodel.uncertainty import prior_error_band
@@ -243,7 +243,7 @@ for side, column, name, deployment_id, band, baseline_tps, points, best in sweep
                 else f"; deeper than any benchmark measured ({trained}): benchmark it there before relying on it"
             )
         (st.warning if best.extrapolated else st.success)(verdict + ".")
-        st.dataframe(
+        tables.show(
             depth_table(points),
             hide_index=True,
             width="stretch",

@@ -2,12 +2,13 @@
 Chromium through Python Playwright: every page renders, a benchmark uploaded through the page's file input
 becomes an alert on the Alerts page, and each page is saved as a screenshot.
 
-A second test serves the demo with the real SpecBundle results and an applied calibration and drives every
-page in the light and the dark theme (What-if on a drafter without training metrics, the Leaderboard's link
+A second test serves the demo with the real SpecBundle results, an applied calibration and four scraped
+live windows and drives every page in the light and the dark theme (What-if on a drafter without training metrics, the Leaderboard's link
 to the Checkpoints overlay, a profile edit). With SPECDASH_SCREENSHOTS=DIR its Overview, Leaderboard,
 Checkpoints, Alerts and What-if screenshots (and the dark Leaderboard) are copied to DIR: the pictures of
 the README and docs/dashboard.md, and every page of both themes at 1400x900 to DIR/img,
-`SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/browser`. On every chart of every page, in both
+`SPECDASH_SCREENSHOTS=docs .venv/bin/python -m pytest tests/browser`, with a few parts further down a page
+(Checkpoints by draft depth, Settings' profiles and parameter sets) scrolled to the top. On every chart of every page, in both
 themes, the legend's box must not cross a tick label or an axis title."""
 
 import contextlib
@@ -21,6 +22,7 @@ from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
+from playwright.sync_api import expect
 
 from specdash.cli.main import cli
 from specdash.db.alerts import change_status
@@ -99,7 +101,7 @@ def served(tmp_path_factory):
 def served_real(tmp_path_factory):
     """The demo, the real SpecBundle results and an applied calibration of every deployment."""
     folder = tmp_path_factory.mktemp("browser-real")
-    commands = [["init"], ["demo"], ["ingest", str(SPECBUNDLE)], ["calibrate", "--apply"]]
+    commands = [["init"], ["demo"], ["ingest", str(SPECBUNDLE)], ["calibrate", "--apply"], *LIVE_WINDOWS]
     with serving(folder, commands) as base:
         yield base, folder
 
@@ -122,6 +124,8 @@ def settle(page) -> None:
         "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=PAGE_WAIT_MS
     )
     page.wait_for_load_state("networkidle")
+    # tables and inputs are drawn by components loaded on demand: a grey skeleton until they are
+    page.wait_for_function("!document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=PAGE_WAIT_MS)
     page.wait_for_timeout(600)
 
 
@@ -155,6 +159,14 @@ LEGEND_CLASHES = """() => {
   });
   return clashes;
 }"""
+
+
+def scroll_to(page, text: str) -> None:
+    """Scroll the page's main area so the first element reading `text` (or matching `css=...`) is at the
+    top, charts drawn."""
+    found = page.locator(text) if text.startswith("css=") else page.get_by_text(text, exact=False).first
+    found.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(1200)  # charts scrolled into view draw themselves
 
 
 def legend_clashes(page) -> list[str]:
@@ -224,7 +236,24 @@ REAL_PAGES = [
     ("upload", "upload", "Benchmark results, training logs"),
     (f"alerts?run={quote(SB_DRAFTER)}", "alerts", "Investigation"),
     (f"whatif?run={quote(SB_DRAFTER)}", "whatif", "Best at"),
+    ("live", "live", "Deployment and drafter"),
     ("settings", "settings", "Deployment profiles"),
+]
+# parts further down a page, each as a 1400x900 window shows it scrolled to there: (page, text at the top, name)
+SCROLLED = [
+    ("checkpoints-specbundle", "By draft depth", "checkpoints-depth"),
+    ("checkpoints-specbundle", "Acceptance per draft position", "checkpoints-acceptance"),
+    ("leaderboard", "css=[data-testid=stDataFrame] >> nth=1", "leaderboard-table"),
+    ("settings", "Deployment profiles", "settings-profiles"),
+    ("settings", "Parameter sets", "settings-sets"),
+]
+# four 15 s windows of a scraped vLLM server whose acceptance collapses and recovers, for the Live page
+ONCE = FIXTURES / "live" / "once"
+SCRAPES = ["vllm_t0", "vllm_t15", "vllm_collapsed_t30", "vllm_collapsed_t45", "vllm_recovered_t60"]
+LIVE_WINDOWS = [
+    ["scrape", "--once", str(ONCE / f"{a}.prom"), str(ONCE / f"{b}.prom"), "--seconds", "15"]
+    + ["--deployment", "pcie-box", "--run", "r7", "--checkpoint", "epoch_2"]
+    for a, b in zip(SCRAPES, SCRAPES[1:], strict=False)
 ]
 PICTURES = ("overview", "leaderboard", "checkpoints", "alerts", "whatif")
 PICTURES_DARK = ("leaderboard",)
@@ -233,9 +262,12 @@ PICTURES_DARK = ("leaderboard",)
 def choose(page, label: str, option: str) -> None:
     """Pick an option of the Streamlit selectbox labelled `label`."""
     box = page.get_by_label(label, exact=True)
+    if box.input_value() == option:  # chosen already (the page after a save keeps its choice)
+        return
     box.click()
     box.fill(option)  # the selectbox filters its options as one types
-    page.keyboard.press("Enter")
+    # click the option itself: Enter before the list has filtered picks whatever was first (on a busy machine)
+    page.get_by_role("option", name=option, exact=True).first.click(timeout=PAGE_WAIT_MS)
     settle(page)
 
 
@@ -258,6 +290,9 @@ def test_real_data_pages_in_both_themes(served_real, browser, theme):
                 continue
             # what a 1400x900 window shows first
             page.screenshot(path=str(shots / f"{name}-{theme}.png"), timeout=PAGE_WAIT_MS)
+            for _, text, part in (v for v in SCROLLED if v[0] == name):
+                scroll_to(page, text)
+                page.screenshot(path=str(shots / f"{part}-{theme}.png"), timeout=PAGE_WAIT_MS)
             screenshot(page, shots / f"{name}.png", keep_size=True)  # the whole page: every chart drawn
             if name in ("overview", "leaderboard", "checkpoints", "checkpoints-specbundle", "whatif"):
                 page.locator('[data-testid="stPlotlyChart"] svg.main-svg').first.wait_for(
@@ -283,15 +318,19 @@ def test_real_data_pages_in_both_themes(served_real, browser, theme):
         open_page(page, base, "settings", "Deployment profiles")
         choose(page, "Edit", PCIE)
         gpu = page.get_by_label("GPU", exact=True)
-        assert gpu.input_value() == "RTX PRO 6000 Blackwell"
+        expect(gpu).to_have_value("RTX PRO 6000 Blackwell", timeout=PAGE_WAIT_MS)
         overhead = page.get_by_label("Overhead ms per round", exact=True)
         overhead.fill("1.5")
         page.get_by_role("button", name="Save profile").click()
         settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         choose(page, "Edit", PCIE)
-        assert page.get_by_label("GPU", exact=True).input_value() == "RTX PRO 6000 Blackwell"
-        assert page.get_by_label("Overhead ms per round", exact=True).input_value() == "1.50"
+        expect(page.get_by_label("GPU", exact=True)).to_have_value(
+            "RTX PRO 6000 Blackwell", timeout=PAGE_WAIT_MS
+        )
+        expect(page.get_by_label("Overhead ms per round", exact=True)).to_have_value(
+            "1.50", timeout=PAGE_WAIT_MS
+        )
         screenshot(page, shots / "settings-edited.png")
 
     context.close()
@@ -299,7 +338,8 @@ def test_real_data_pages_in_both_themes(served_real, browser, theme):
     target = os.environ.get("SPECDASH_SCREENSHOTS")
     if target:
         Path(target, "img").mkdir(parents=True, exist_ok=True)
-        for _, name, _ in REAL_PAGES:  # every page as a 1400x900 window shows it, in this theme
+        # every page as a 1400x900 window shows it, and the parts further down, in this theme
+        for name in [n for _, n, _ in REAL_PAGES] + [part for *_, part in SCROLLED]:
             shutil.copy(shots / f"{name}-{theme}.png", Path(target) / "img" / f"{name}-{theme}.png")
         for name in PICTURES if theme == "light" else PICTURES_DARK:
             shutil.copy(

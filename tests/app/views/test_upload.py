@@ -151,3 +151,22 @@ def test_a_baseline_next_to_an_alert_reads_alert_n_and_says_what_had_no_predicti
     outcome = table_with(at, "is_alert")
     baseline = outcome[outcome["setting"] == "no speculation"].iloc[0]
     assert baseline["source"] == "-" and baseline["run"] == "-"  # not "None"
+
+
+def test_a_look_alike_name_is_refused_unless_the_box_says_new_as_the_cli_flag_does(monkeypatch, demo_url):
+    look_alike = PCIE.replace("PCIe", "PCle")  # a lower-case L for the capital I
+    at = upload(monkeypatch, demo_url, SGLANG)
+    set_links(at, deployment=look_alike)
+    assert not at.exception
+    [report] = [c.value for c in at.code]
+    assert f"deployment '{look_alike}' is stored nowhere; did you mean '{PCIE}'?" in report
+    assert any("Create look-alike names as new" in unmd(i.value) for i in at.info)
+    assert not [b for b in at.button if b.key == "upload_save"]  # nothing to save
+    at.checkbox(key="upload_new_names").check().run()
+    assert not at.code and any(s.value == "Valid: ready to save." for s in at.success)
+    at.button(key="upload_save").click().run()
+    assert not at.exception
+    with reading(make_engine(demo_url)) as session:
+        names = set(session.scalars(select(Deployment.name)))
+    assert {PCIE, look_alike} <= names  # created as a new deployment, next to the stored one
+    assert any(f"deployment '{look_alike}'" in unmd(c.value) for c in at.caption)  # the summary says so
