@@ -188,7 +188,7 @@ def live_window_rows(windows: int, deployment_id: int = 1, checkpoint_id: int = 
     collapse = range(windows // 2, windows // 2 + 60)
     rows = []
     for w in range(windows):
-        accept = (1.1 if w in collapse else 1.9) + rng.gauss(0, 0.04)
+        accept = max(1.02, (1.15 if w in collapse else 1.9) + rng.gauss(0, 0.04))
         first = min(0.95, (accept - 1) / 2.2)
         rows.append(
             dict(
