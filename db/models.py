@@ -293,8 +293,7 @@ class Prediction(Base):
     num_draft_tokens: Mapped[int]
     concurrency: Mapped[int] = mapped_column(Integer, default=1)
     dataset: Mapped[str] = mapped_column(String(200), default="")  # "" when not dataset-specific
-    # theory | calibrated | an external name; indexed for the pages' list of sources (revision 0012)
-    source: Mapped[str] = mapped_column(String(100), index=True)
+    source: Mapped[str] = mapped_column(String(100))  # theory | calibrated | an external name
     parameter_set_id: Mapped[int | None] = mapped_column(ForeignKey("parameter_set.id", ondelete="SET NULL"))
     predicted_tps: Mapped[float] = mapped_column(Float)
     accept_length: Mapped[float | None] = mapped_column(Float)

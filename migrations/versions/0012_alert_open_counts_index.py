@@ -1,10 +1,9 @@
-"""alert: an index on (status, is_alert, severity, code) for the open-alert counts; prediction: one on source
+"""alert: an index on (status, is_alert, severity, code) for the open-alert counts
 
 The Overview counts open alerts by severity on every visit. Without this index the count reads every
 alert row (400,000 at the bench's scale 10); with it the count reads the index's open entries only, in
-severity order, and finds the muted ones by their leading diagnosis (code) without the table. The pages'
-list of prediction sources walks the index on prediction.source from one source to the next instead of
-reading every prediction. No data changes.
+severity order, and finds the muted ones by their leading diagnosis (code) without the table. No data
+changes.
 
 Revision ID: 0012
 Revises: 0011
@@ -26,12 +25,8 @@ def upgrade() -> None:
         batch_op.create_index(
             "ix_alert_open_counts", ["status", "is_alert", "severity", "code"], unique=False
         )
-    with op.batch_alter_table("prediction", schema=None) as batch_op:
-        batch_op.create_index("ix_prediction_source", ["source"], unique=False)
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("prediction", schema=None) as batch_op:
-        batch_op.drop_index("ix_prediction_source")
     with op.batch_alter_table("alert", schema=None) as batch_op:
         batch_op.drop_index("ix_alert_open_counts")
