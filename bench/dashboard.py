@@ -112,9 +112,9 @@ def kept_store(path: Path, checkpoints: int, benchmarks: int, curve_steps: int) 
     return f"sqlite:///{path}"
 
 
-def render_seconds(url: str, page: str) -> tuple[float, float]:
+def render_seconds(url: str, page: str, statements: list | None = None) -> tuple[float, float]:
     """One full AppTest run of the page in a new session: what a user waits for after clicking it, wall
-    and CPU seconds (the app runs in this process)."""
+    and CPU seconds (the app runs in this process); the SQL it sent appended to `statements`."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=300)
@@ -123,9 +123,12 @@ def render_seconds(url: str, page: str) -> tuple[float, float]:
             logging.getLogger(name).setLevel(logging.ERROR)
     at.run()
     at.switch_page(page)
-    start, cpu = time.perf_counter(), time.process_time()
-    at.run()
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    with reference.recording(Engine) as sent:
+        start, cpu = time.perf_counter(), time.process_time()
+        at.run()
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if statements is not None:
+        statements += sent
     if at.exception:
         raise RuntimeError(f"{page}: {at.exception[0].message}")
     return elapsed, cpu
@@ -154,8 +157,8 @@ def page_times(url: str, repeat: int) -> dict[str, PageTimes]:
     )
     times = {}
     for page in pages:
-        with reference.recording(Engine) as statements:
-            cold, cold_cpu = render_seconds(url, page)
+        statements: list = []
+        cold, cold_cpu = render_seconds(url, page, statements)
         renders = [render_seconds(url, page) for _ in range(repeat)]
         warm, warm_cpu = (statistics.median(r[i] for r in renders) for i in (0, 1))
         bare = reference.replay_seconds(make_url(url).database or "", statements) if statements else 0.0

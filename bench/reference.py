@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 
 from sqlalchemy import Engine, event
 
+from specdash.db.engine import SQLITE_CACHE_KB, SQLITE_MMAP_BYTES
+
 
 @contextlib.contextmanager
 def recording(engine: Engine | type[Engine]) -> Iterator[list[tuple[str, object]]]:
@@ -32,6 +34,9 @@ def replay_seconds(path: str, statements: list[tuple[str, object]], repeat: int 
     """CPU seconds (median of `repeat`) to run and fetch `statements` on one bare sqlite3 connection,
     warmed by one run first (as the dashboard's pooled connections are)."""
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    # the page cache and memory map specdash's engine sets on its connections: like for like
+    connection.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KB}")
+    connection.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
 
     def once() -> float:
         start = time.process_time()
