@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
 from specdash.db import investigation
+from specdash.db.alert_paging import page_ids
 from specdash.db.bulk import chunks
 from specdash.db.models import (
     ACTIVE_STATUSES,
@@ -131,30 +132,9 @@ def alert_page(
     query = _filtered(session, filters)
     keys = query.with_only_columns(Alert.benchmark_id)
     total = (session.scalar(select(func.count()).select_from(keys.subquery())) or 0) if count else None
-    ids = _page_ids(session, keys, offset, limit)
+    ids = page_ids(session, keys, offset, limit)
     rows = {row["alert_id"]: row for row in _rows(session, query.where(Alert.benchmark_id.in_(ids)))}
     return [rows[i] for i in ids], total
-
-
-def _page_ids(session: Session, keys, offset: int, limit: int) -> list[int]:
-    """The page's alert ids, the most severe first: one severity at a time, each sorted by its largest
-    gaps alone and only until the page is full (sorting all 120,000 open alerts of a 400,000-benchmark store
-    for the Overview's top five cost a second). A severity the offset skips whole is only counted."""
-    ids: list[int] = []
-    unranked = Alert.severity.is_(None) | Alert.severity.not_in(list(SEVERITY_ORDER))
-    for severity in [*(Alert.severity == name for name in SEVERITY_ORDER), unranked]:
-        if len(ids) >= limit:
-            break
-        part = keys.where(severity)
-        if offset:
-            n = session.scalar(select(func.count()).select_from(part.subquery())) or 0
-            if n <= offset:
-                offset -= n
-                continue
-        ordered = part.order_by(func.abs(func.coalesce(Gap.gap, 0)).desc(), Alert.benchmark_id)
-        ids += session.scalars(ordered.offset(offset).limit(limit - len(ids)))
-        offset = 0
-    return ids
 
 
 def alert_ids(session: Session, filters: AlertFilters) -> list[int]:
