@@ -7,9 +7,15 @@ import plotly.graph_objects as go
 COLLAPSED = ("collapsed", "still collapsed")
 MEASURED, PREDICTED, ALERT = "#1f77b4", "#ff7f0e", "#d62728"
 HEIGHT = 300
+# Past this many windows a marker per window merges into a band: lines alone read better.
+MARKERS_UP_TO = 200
 
 
-def _layout(fig: go.Figure, title: str, y_title: str) -> go.Figure:
+def _mode(frame: pd.DataFrame) -> str:
+    return "lines+markers" if len(frame) <= MARKERS_UP_TO else "lines"
+
+
+def _layout(fig: go.Figure, title: str, y_title: str, legend_x: float = 1.02) -> go.Figure:
     fig.update_layout(
         title=title,
         height=HEIGHT,
@@ -17,7 +23,7 @@ def _layout(fig: go.Figure, title: str, y_title: str) -> go.Figure:
         xaxis_title=None,
         yaxis_title=y_title,
         # right of the plot, as on every page: under it, the legend covered the time axis's tick labels
-        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
+        legend=dict(orientation="v", x=legend_x, xanchor="left", y=1, yanchor="top"),
     )
     return fig
 
@@ -28,7 +34,7 @@ def _measured(frame: pd.DataFrame, column: str, name: str) -> go.Figure:
             x=frame["measured_at"],
             y=frame[column],
             name=name,
-            mode="lines+markers",
+            mode=_mode(frame),
             line=dict(color=MEASURED),
         )
     )
@@ -83,7 +89,7 @@ def survival_figure(frame: pd.DataFrame) -> go.Figure:
                 x=survival.index,
                 y=survival[column],
                 name=f"position {column[1:]}",
-                mode="lines+markers",
+                mode=_mode(frame),
             )
         )
     if survival.empty or not len(survival.columns):
@@ -115,4 +121,6 @@ def tps_figure(frame: pd.DataFrame) -> go.Figure:
             )
         )
         fig.update_layout(yaxis2=dict(overlaying="y", side="right", title="aggregate tok/s", showgrid=False))
+        # the legend right of the right axis's tick labels and title, not over them
+        return _layout(fig, "Decode throughput", "tok/s per request", legend_x=1.1)
     return _layout(fig, "Decode throughput", "tok/s per request")

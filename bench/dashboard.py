@@ -4,16 +4,17 @@
 import argparse
 import logging
 import random
+import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import insert, select
+from sqlalchemy import Engine, insert, make_url, select
 
-from bench import data
+from bench import data, reference
 from bench.data import REPO, fresh_db
-from bench.measure import median_of
 from specdash.db.engine import make_engine, transaction
 from specdash.db.models import Alert, AlertEvent, Benchmark, MetricKey, MetricPoint
 from specdash.db.refresh import refresh
@@ -78,8 +79,10 @@ def add_alert_history(engine, events: int) -> None:
         )
 
 
-def build(folder: Path, checkpoints: int, benchmarks: int, curve_steps: int) -> str:
-    url = fresh_db(folder, "dashboard.db")
+def build(
+    folder: Path, checkpoints: int, benchmarks: int, curve_steps: int, name: str = "dashboard.db"
+) -> str:
+    url = fresh_db(folder, name)
     engine = make_engine(url)
     start = time.perf_counter()
     sizes = data.populate(engine, checkpoints, benchmarks)
@@ -93,8 +96,25 @@ def build(folder: Path, checkpoints: int, benchmarks: int, curve_steps: int) -> 
     return url
 
 
-def render_seconds(url: str, page: str) -> float:
-    """One full AppTest run of the page in a new session: what a user waits for after clicking it."""
+def scaled_sizes(scale: float) -> tuple[int, int, int]:
+    """Checkpoints, benchmarks and run 1's logged steps at `python -m bench --scale F`."""
+    return max(20, int(2_000 * scale)), max(200, int(40_000 * scale)), max(10, int(50_000 * scale))
+
+
+def kept_store(path: Path, checkpoints: int, benchmarks: int, curve_steps: int) -> str:
+    """The URL of a bench database kept in `path`: built there the first time (at scale 10 that takes a
+    quarter of an hour), reused afterwards. A half-built file (the build interrupted) is built again."""
+    done = path.with_name(path.name + ".built")
+    if not (path.exists() and done.exists()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        build(path.parent, checkpoints, benchmarks, curve_steps, name=path.name)
+        done.write_text(f"{checkpoints} {benchmarks} {curve_steps}\n")
+    return f"sqlite:///{path}"
+
+
+def render_seconds(url: str, page: str, statements: list | None = None) -> tuple[float, float]:
+    """One full AppTest run of the page in a new session: what a user waits for after clicking it, wall
+    and CPU seconds (the app runs in this process); the SQL it sent appended to `statements`."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=300)
@@ -103,16 +123,30 @@ def render_seconds(url: str, page: str) -> float:
             logging.getLogger(name).setLevel(logging.ERROR)
     at.run()
     at.switch_page(page)
-    start = time.perf_counter()
-    at.run()
-    elapsed = time.perf_counter() - start
+    with reference.recording(Engine) as sent:
+        start, cpu = time.perf_counter(), time.process_time()
+        at.run()
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if statements is not None:
+        statements += sent
     if at.exception:
         raise RuntimeError(f"{page}: {at.exception[0].message}")
-    return elapsed
+    return elapsed, cpu
 
 
-def page_times(url: str, repeat: int) -> dict[str, tuple[float, float]]:
-    """Per page: the first render in this process (empty query cache) and the median warm render."""
+@dataclass(frozen=True)
+class PageTimes:
+    """A page's first render in this process (empty query cache) and its median warm render, wall and
+    CPU seconds, and the CPU seconds of the first render's SQL on a bare sqlite3 connection."""
+
+    first_s: float
+    warm_s: float
+    first_cpu_s: float
+    warm_cpu_s: float
+    sqlite_cpu_s: float
+
+
+def page_times(url: str, repeat: int) -> dict[str, PageTimes]:
     import os
 
     os.environ["SPECDASH_DB_URL"] = url
@@ -123,11 +157,31 @@ def page_times(url: str, repeat: int) -> dict[str, tuple[float, float]]:
     )
     times = {}
     for page in pages:
-        cold = render_seconds(url, page)
-        warm, _ = median_of(repeat, lambda page=page: render_seconds(url, page))
-        times[page] = (cold, warm)
-        log(f"{page}: first {cold:.2f} s, warm {warm:.2f} s")
+        statements: list = []
+        cold, cold_cpu = render_seconds(url, page, statements)
+        renders = [render_seconds(url, page) for _ in range(repeat)]
+        warm, warm_cpu = (statistics.median(r[i] for r in renders) for i in (0, 1))
+        bare = reference.replay_seconds(make_url(url).database or "", statements) if statements else 0.0
+        times[page] = PageTimes(cold, warm, cold_cpu, warm_cpu, bare)
+        log(
+            f"{page}: first {cold:.2f} s ({cold_cpu:.2f} s CPU; its SQL on bare sqlite3 {bare:.2f} s), "
+            f"warm {warm:.2f} s ({warm_cpu:.2f} s CPU)"
+        )
     return times
+
+
+def print_pages(times: dict[str, PageTimes], repeat: int) -> None:
+    print(
+        f"{'page':<24} {'first':>7} {'CPU':>6} {'sqlite3':>8} {'ratio':>6} {'warm':>7} {'CPU':>6}"
+        f"   (warm: median of {repeat}; targets: first <= 2 s, warm <= 1 s)"
+    )
+    for page, t in times.items():
+        ok = t.first_s <= 2 and t.warm_s <= 1
+        ratio = t.sqlite_cpu_s / t.first_cpu_s if t.first_cpu_s else 0.0
+        print(
+            f"{page:<24} {t.first_s:6.2f}s {t.first_cpu_s:5.2f}s {t.sqlite_cpu_s:7.2f}s {ratio:6.2f} "
+            f"{t.warm_s:6.2f}s {t.warm_cpu_s:5.2f}s  {'ok' if ok else 'MISSED'}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -138,14 +192,22 @@ def main(argv: list[str] | None = None) -> None:
         "--curve-steps", type=int, default=50_000, help="logged steps of run 1 (x20 metric points)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="warm renders of each page (median)")
+    parser.add_argument(
+        "--scale", type=float, help="sizes as `python -m bench --scale F` (overrides the three above)"
+    )
     parser.add_argument("--db", help="reuse this database URL instead of building one")
+    parser.add_argument("--store", type=Path, help="build the database in this file once, then reuse it")
     args = parser.parse_args(argv)
+    if args.scale is not None:
+        args.checkpoints, args.benchmarks, args.curve_steps = scaled_sizes(args.scale)
     with tempfile.TemporaryDirectory(prefix="specdash-bench-dashboard-") as folder:
-        url = args.db or build(Path(folder), args.checkpoints, args.benchmarks, args.curve_steps)
+        url = args.db or (
+            kept_store(args.store, args.checkpoints, args.benchmarks, args.curve_steps)
+            if args.store
+            else build(Path(folder), args.checkpoints, args.benchmarks, args.curve_steps)
+        )
         times = page_times(url, args.repeat)
-    print(f"{'page':<24} {'first':>7} {'warm':>7}   (warm: median of {args.repeat}; target <= 2 s)")
-    for page, (cold, warm) in times.items():
-        print(f"{page:<24} {cold:6.2f}s {warm:6.2f}s  {'ok' if warm <= 2 else 'MISSED'}")
+    print_pages(times, args.repeat)
 
 
 if __name__ == "__main__":

@@ -176,3 +176,38 @@ def fresh_db(folder: Path, name: str) -> str:
     upgrade(engine)
     engine.dispose()
     return url
+
+
+def live_window_rows(windows: int, deployment_id: int = 1, checkpoint_id: int = 1) -> list[dict]:
+    """A drafter scraped once a minute for `windows` minutes on one deployment (as `specdash scrape`
+    stores them: a `live` benchmark a window), its accept length collapsing for an hour in the middle."""
+    from datetime import datetime, timedelta
+
+    rng = random.Random(SEED + 1)
+    start = datetime(2026, 12, 1)
+    collapse = range(windows // 2, windows // 2 + 60)
+    rows = []
+    for w in range(windows):
+        accept = max(1.02, (1.15 if w in collapse else 1.9) + rng.gauss(0, 0.04))
+        first = min(0.95, (accept - 1) / 2.2)
+        rows.append(
+            dict(
+                record_key=f"live-{deployment_id}-{checkpoint_id}-{w}",
+                checkpoint_id=checkpoint_id,
+                deployment_id=deployment_id,
+                engine="sglang",
+                speculative_algorithm="EAGLE3",
+                num_steps=3,
+                topk=1,
+                num_draft_tokens=4,
+                concurrency=8,
+                dataset=None,
+                accept_length=round(accept, 3),
+                decode_tps=round(90.0 * accept / 1.6 * rng.uniform(0.95, 1.05), 2),
+                output_throughput=round(8 * 90.0 * accept / 1.6, 1),
+                position_survival=[round(first**k, 4) for k in range(1, 4)],
+                measured_at=start + timedelta(minutes=w),
+                source_format="live",
+            )
+        )
+    return rows

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
 from specdash.db import investigation
+from specdash.db.alert_paging import page_ids
 from specdash.db.bulk import chunks
 from specdash.db.models import (
     ACTIVE_STATUSES,
@@ -129,9 +130,11 @@ def alert_page(
     """One page of alerts matching the filters, the most severe first and within a severity the largest
     gap, and how many match in all (None with count=False: a top-N view need not count them all)."""
     query = _filtered(session, filters)
-    total = (session.scalar(select(func.count()).select_from(query.subquery())) or 0) if count else None
-    ordered = query.order_by(SEVERITY_RANK, func.abs(func.coalesce(Gap.gap, 0)).desc(), Alert.benchmark_id)
-    return _rows(session, ordered.offset(offset).limit(limit)), total
+    keys = query.with_only_columns(Alert.benchmark_id)
+    total = (session.scalar(select(func.count()).select_from(keys.subquery())) or 0) if count else None
+    ids = page_ids(session, keys, offset, limit)
+    rows = {row["alert_id"]: row for row in _rows(session, query.where(Alert.benchmark_id.in_(ids)))}
+    return [rows[i] for i in ids], total
 
 
 def alert_ids(session: Session, filters: AlertFilters) -> list[int]:

@@ -348,6 +348,8 @@ class Alert(Base):
     benchmark's id, so the dashboard, the CLI and the benchmark tables name it alike."""
 
     __tablename__ = "alert"
+    # the Overview's open-alert counts by severity, muted ones found by their code (revision 0012)
+    __table_args__ = (Index("ix_alert_open_counts", "status", "is_alert", "severity", "code"),)
 
     benchmark_id: Mapped[int] = mapped_column(
         ForeignKey("benchmark.id", ondelete="CASCADE"), primary_key=True, autoincrement=False

@@ -4,13 +4,14 @@ import math
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Select, and_, case, func, select
+from sqlalchemy import Select, and_, case, func, literal, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import (
     BENCHMARK_SETTING,
     BUILTIN_SOURCES,
     Alert,
+    AlertMute,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -113,14 +114,26 @@ def gap_rows(
 
 
 def open_alert_counts(session: Session) -> dict[str, int]:
-    """Open alerts (raised verdicts, muted ones left out) by severity; "none" for one without a severity."""
-    query = (
+    """Open alerts (raised verdicts, muted ones left out) by severity; "none" for one without a severity.
+
+    Every open alert is counted from the index ix_alert_open_counts alone; the muted ones, found among
+    those whose leading diagnosis (code) some active mute names, are then taken off: only they need
+    their benchmark's deployment."""
+    raised = (Alert.status == "open", Alert.is_alert.is_(True))
+    counts = dict(
+        session.execute(select(Alert.severity, func.count()).where(*raised).group_by(Alert.severity)).all()
+    )
+    muted_codes = select(AlertMute.diagnosis).where(AlertMute.lifted_at.is_(None))
+    muted = (
         select(Alert.severity, func.count())
         .join(Benchmark, Alert.benchmark_id == Benchmark.id)
-        .where(Alert.status == "open", Alert.is_alert.is_(True), ~muted_clause())
+        .where(*raised, Alert.code.in_(muted_codes.scalar_subquery()), muted_clause())
         .group_by(Alert.severity)
     )
-    return {severity or "none": n for severity, n in session.execute(query)}
+    if session.scalar(select(muted_codes.exists())):
+        for severity, n in session.execute(muted):
+            counts[severity] -= n
+    return {severity or "none": n for severity, n in counts.items() if n}
 
 
 def prediction_sources(session: Session) -> list[str]:
@@ -175,24 +188,41 @@ def parity_frame(
     # the largest |gap|s are among the largest and the smallest gaps: two walks of the gap index
     # (ordering by abs() would sort every row)
     gap_at = list(query.selected_columns.keys()).index("gap")
+    connection = session.connection()
     extremes = [
-        *session.execute(query.order_by(Gap.gap.desc()).limit(worst_n)).all(),
-        *session.execute(query.order_by(Gap.gap.asc()).limit(worst_n)).all(),
+        *plain(connection.execute(query.order_by(Gap.gap.desc()).limit(worst_n))),
+        *plain(connection.execute(query.order_by(Gap.gap.asc()).limit(worst_n))),
     ]
     worst = sorted(extremes, key=lambda row: (-abs(row[gap_at]), row[0]))[:worst_n]
-    stride = math.ceil(total / (max_points - worst_n))
-    # filtered on the gap's own column, before the joins
-    sample = session.execute(query.where(Gap.benchmark_id % stride == 0).order_by(Benchmark.id)).all()
+    ids, sampled = _sampled_ids(session, max_points - worst_n)
+    sample = plain(connection.execute(query.join(ids, sampled).order_by(Benchmark.id)))
     frame = pd.DataFrame.from_records([*worst, *sample], columns=list(query.selected_columns.keys()))
     frame = frame.drop_duplicates("benchmark_id")
     return frame.sort_values("benchmark_id").reset_index(drop=True)
 
 
+def _sampled_ids(session: Session, at_most: int):
+    """Benchmark ids at an even stride over those with gaps, at most `at_most` of them, generated in SQL
+    (a recursive CTE): each is then looked up through the gap's (benchmark, prediction) index, instead of
+    testing every gap's id against the stride."""
+    first, last = session.execute(select(func.min(Gap.benchmark_id), func.max(Gap.benchmark_id))).one()
+    stride = max(1, math.ceil((last - first + 1) / at_most)) if first is not None else 1
+    ids = select(literal(first or 0).label("id")).cte("sampled_ids", recursive=True)
+    ids = ids.union_all(select(ids.c.id + stride).where(ids.c.id + stride <= (last or 0)))
+    return ids, ids.c.id == Gap.benchmark_id
+
+
 def frame_of(session: Session, query: Select) -> pd.DataFrame:
     """A query's rows as a DataFrame with its labels as columns (there even when no row is), built from
     plain tuples (several times faster than from mappings)."""
-    result = session.execute(query)
-    return pd.DataFrame.from_records(result.all(), columns=list(result.keys()))
+    result = session.connection().execute(query)
+    return pd.DataFrame.from_records(plain(result), columns=list(result.keys()))
+
+
+def plain(rows) -> list[tuple]:
+    """Rows as plain tuples: pandas asks each row whether it is a named tuple, and a SQLAlchemy Row
+    answers that through a failed key lookup (at 4,000 rows that cost more than the query)."""
+    return [tuple(row) for row in rows]
 
 
 def runs_frame(session: Session, include_archived: bool = False) -> pd.DataFrame:
@@ -278,28 +308,39 @@ def latest_checkpoints(session: Session) -> pd.DataFrame:
         )
         .label("rank"),
     ).subquery()
-    latest = select(ranked).where(ranked.c.rank == 1).subquery()
-    baseline = func.coalesce(_theory_baseline(), Deployment.baseline_tps)
-    speedup = Benchmark.decode_tps / baseline
-    best = (
+    # a CTE: read twice below, computed once
+    latest = select(ranked).where(ranked.c.rank == 1).cte("latest")
+    # each benchmark's baseline looked up once here: inlined in the speedup, the filter and the window's
+    # order it was looked up five times a row
+    measured = (
         select(
+            Benchmark.id,
             Benchmark.checkpoint_id,
             Benchmark.decode_tps,
-            baseline.label("baseline_tps"),
-            speedup.label("speedup"),
+            func.coalesce(_theory_baseline(), Deployment.baseline_tps).label("baseline_tps"),
             Deployment.name.label("deployment"),
             Benchmark.speculative_algorithm,
             Benchmark.num_steps,
             Benchmark.topk,
             Benchmark.num_draft_tokens,
             Benchmark.concurrency,
-            func.row_number()
-            .over(partition_by=Benchmark.checkpoint_id, order_by=(speedup.desc(), Benchmark.id))
-            .label("rank"),
         )
         .join(latest, latest.c.id == Benchmark.checkpoint_id)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(Benchmark.superseded_by_id.is_(None), baseline.is_not(None))
+        .where(Benchmark.superseded_by_id.is_(None))
+        .cte("measured")
+        .prefix_with("MATERIALIZED")
+    )
+    speedup = measured.c.decode_tps / measured.c.baseline_tps
+    best = (
+        select(
+            *(c for c in measured.c if c.key != "id"),
+            speedup.label("speedup"),
+            func.row_number()
+            .over(partition_by=measured.c.checkpoint_id, order_by=(speedup.desc(), measured.c.id))
+            .label("rank"),
+        )
+        .where(measured.c.baseline_tps.is_not(None))
         .subquery()
     )
     counts = (

@@ -86,7 +86,7 @@ if board.empty:
 shown = min(len(board), 30)
 st.plotly_chart(leaderboard_figure(board, source, shown), width="stretch", key="leaderboard_chart")
 st.caption(
-    f"The first {shown} of {len(board)} entries by {RANK_BY[rank_by]}. Diamonds: measured; the other marker: "
+    f"The first {shown} of {len(board):,} entries by {RANK_BY[rank_by]}. Diamonds: measured; the other marker: "
     f"predicted by {md(source)}, its bar the prediction's expected error where the cost model gives one; the "
     "dotted line is no speculation (1×). Hover for full names."
     + (" Across datasets: the mean of the per-dataset speedups." if flt.dataset is None else "")

@@ -61,7 +61,9 @@ cells[0].metric(
 )
 cells[1].metric("tok/s per request", f"{latest['decode_tps']:.1f}")
 cells[2].metric("Concurrency", int(latest["concurrency"]))
-cells[3].metric("Windows", len(frame))
+cells[3].metric("Windows", f"{int(target['windows']):,}")
+if len(frame) < int(target["windows"]):
+    st.caption(f"The charts draw the latest {len(frame):,} of {int(target['windows']):,} windows.")
 if latest["acceptance"] in ("collapsed", "still collapsed"):
     st.error(
         f"Acceptance has collapsed (window #{int(latest['benchmark_id'])}): see the **Alerts** page.",

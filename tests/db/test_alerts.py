@@ -317,3 +317,12 @@ def test_link_to_an_unknown_alert_says_so(monkeypatch, demo_url):
     at = alerts_page(monkeypatch, demo_url, 999)
     assert not at.exception
     assert at.error[0].value == "No alert with id 999."
+
+
+def test_pages_of_alerts_cross_severities_in_order(demo):
+    # the open alerts, most severe first then largest gap: #3 (critical), then the warnings #12, #11, #15
+    with reading(demo) as session:
+        pages = [alerts.alert_page(session, AlertFilters(), offset, 2)[0] for offset in (0, 2, 1, 4)]
+        count = alerts.alert_page(session, AlertFilters(), 1, 2)[1]
+    assert [[r["alert_id"] for r in rows] for rows in pages] == [[3, 12], [11, 15], [12, 11], []]
+    assert count == 4

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import insert, select
 
+from specdash.db import alerts, queries
 from specdash.db import checkpoint_queries as cq
-from specdash.db import queries
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, MetricKey, MetricPoint, Run
 from specdash.ingest.load import ingest_bytes
@@ -34,6 +34,22 @@ def test_open_alert_counts_are_one_per_benchmark(demo):
         assert queries.open_alert_counts(session) == {"critical": 1, "warning": 3}
     with transaction(demo) as session:
         session.get(Alert, 3).status = "investigating"
+    with reading(demo) as session:
+        assert queries.open_alert_counts(session) == {"warning": 3}
+
+
+def test_open_alert_counts_leave_out_what_a_mute_hides_on_its_deployment_only(demo):
+    with transaction(demo) as session:
+        mute = alerts.mute_diagnosis(session, PCIE, "beyond_trained_depth", "known: TTT 5 drafter", "ana")
+    with reading(demo) as session:
+        # #11 and #12 are PCIe's beyond-trained-depth warnings; #15, the same diagnosis on NVLink, stays
+        assert queries.open_alert_counts(session) == {"critical": 1, "warning": 1}
+    with transaction(demo) as session:
+        alerts.mute_diagnosis(session, PCIE, "algorithm_mismatch", "the EAGLE flag, known", "ana")
+    with reading(demo) as session:
+        assert queries.open_alert_counts(session) == {"warning": 1}
+    with transaction(demo) as session:
+        alerts.lift_mute(session, mute.id, "ben")
     with reading(demo) as session:
         assert queries.open_alert_counts(session) == {"warning": 3}
 

@@ -1,9 +1,10 @@
 """The Live page: a scraped drafter's windows over time against the prediction, collapse marked, and the
 page following the store while windows arrive."""
 
+import pandas as pd
 import pytest
 
-from specdash.app.live_charts import accept_length_figure, survival_frame, tps_figure
+from specdash.app.live_charts import accept_length_figure, survival_figure, survival_frame, tps_figure
 from specdash.app.text import unmd
 from specdash.db import live_windows
 from specdash.db.engine import make_engine, reading
@@ -87,3 +88,20 @@ def test_a_collapse_alert_without_a_prediction_shows_on_overview_and_alerts(monk
     assert not at.exception
     # the window is predicted against a baseline estimated from the speculative windows
     assert at.metric[0].value == "47.7 tok/s"
+
+
+def test_a_day_of_windows_is_drawn_in_lines_and_the_legend_clears_the_right_axis(db_url):
+    engine = scrape(db_url, "vllm_collapse.prom")
+    with reading(engine) as session:
+        (target,) = live_windows.live_targets(session)
+        frame = live_windows.live_series(session, target["deployment_id"], target["checkpoint_id"])
+    # four windows keep a marker each; 201 (the four repeated) are past MARKERS_UP_TO = 200
+    assert {t.mode for t in accept_length_figure(frame).data if t.name.startswith("measured")} == {
+        "lines+markers"
+    }
+    many = pd.concat([frame] * 51, ignore_index=True).iloc[:201]
+    assert [t.mode for t in accept_length_figure(many).data][:2] == ["lines", "lines"]
+    assert {t.mode for t in survival_figure(many).data} == {"lines"}
+    # the aggregate tok/s has its own axis on the right: the legend goes beyond its tick labels
+    assert tps_figure(many).layout.legend.x == 1.1
+    assert accept_length_figure(many).layout.legend.x == 1.02
