@@ -171,7 +171,9 @@ def _rows(session: Session, ids: list[int]) -> list[Row]:
     """The cost model's columns (BENCHMARK_COLUMNS) of these benchmarks, in id order."""
     connection = session.connection()
     query = select(*BENCHMARK_COLUMNS).order_by(Benchmark.id)
-    return [row for chunk in chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk)))]
+    return [
+        row for chunk in chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk))).all()
+    ]
 
 
 def _groups(benches: list[Row]) -> tuple[Groups, int]:
