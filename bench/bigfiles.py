@@ -5,13 +5,18 @@ native JSONL of a given size; wall time and peak memory of the `specdash ingest`
     python -m bench.bigfiles --benchmarks 0 --jsonl-mb 1000
 
 Every benchmark is distinct (its own concurrency, dataset and throughput), so every one is stored: the
-file exercises batching under each backend's parameter limit, not the duplicate check."""
+file exercises batching under each backend's parameter limit, not the duplicate check.
+
+The reference, measured in the same run on the same backend: the file's lines decoded with `json.loads`
+and inserted into one plain table with the driver's `executemany` in one transaction, nothing validated,
+linked or predicted (`vs_bare`: its CPU seconds over specdash's, 1 would be no overhead at all)."""
 
 import argparse
 import json
 import os
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -114,12 +119,63 @@ def stored(url: str, model) -> int:
     return count
 
 
+REFERENCE_COLUMNS = (
+    "deployment",
+    "concurrency",
+    "dataset",
+    "num_prompts",
+    "decode_tps",
+    "speculative_algorithm",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+    "accept_length",
+    "run",
+    "checkpoint",
+)
+
+
+def bare_insert(url: str, path: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (this process) to decode the file's lines and executemany them into a plain
+    table of the benchmark's columns on the same backend, in one transaction."""
+    engine = create_engine(url)
+    names = ", ".join(REFERENCE_COLUMNS)
+    key = "INTEGER PRIMARY KEY" if engine.dialect.name == "sqlite" else "SERIAL PRIMARY KEY"
+    with engine.begin() as connection:
+        connection.exec_driver_sql("DROP TABLE IF EXISTS bare_benchmark")
+        connection.exec_driver_sql(
+            f"CREATE TABLE bare_benchmark (id {key}, {names.replace(',', ' TEXT,')} TEXT)"
+        )
+    mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+    sql = f"INSERT INTO bare_benchmark ({names}) VALUES ({', '.join([mark] * len(REFERENCE_COLUMNS))})"
+    wall, cpu = time.perf_counter(), time.process_time()
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        with path.open() as lines:
+            batch = []
+            for line in lines:
+                record = json.loads(line)
+                batch.append(tuple(record.get(name) for name in REFERENCE_COLUMNS))
+                if len(batch) >= 10_000:
+                    cursor.executemany(sql, batch)
+                    batch = []
+            cursor.executemany(sql, batch)
+        raw.commit()
+    finally:
+        raw.close()
+    result = time.perf_counter() - wall, time.process_time() - cpu
+    engine.dispose()
+    return result
+
+
 def case(label: str, url: str, path: Path, model, expected: int) -> dict:
     engine = make_engine(url)
     upgrade(engine)
     engine.dispose()
     seconds, peak_mb, cpu_seconds = ingest(url, path)
     rows = stored(url, model)
+    bare_s, bare_cpu_s = bare_insert(url, path) if model is Benchmark else (None, None)
     result = {
         "case": label,
         "file_mb": round(path.stat().st_size / 1e6, 1),
@@ -129,6 +185,12 @@ def case(label: str, url: str, path: Path, model, expected: int) -> dict:
         "rows": rows,
         "expected_rows": expected,
     }
+    if bare_cpu_s is not None:
+        result.update(
+            bare_seconds=round(bare_s, 1),
+            bare_cpu_seconds=round(bare_cpu_s, 1),
+            vs_bare=round(bare_cpu_s / cpu_seconds, 3),
+        )
     print(json.dumps(result), flush=True)
     return result
 

@@ -259,6 +259,7 @@ def architecture_for(model: str | None) -> TargetArchitecture | None:
     return None
 
 
+@cache  # a refresh asks for a deployment's knee once per prediction; a store names a handful of GPUs
 def knee_tokens(gpu: str | None) -> int:
     text = (gpu or "").lower()
     for name, knee in sorted(GPU_KNEE_TOKENS.items(), key=lambda item: -len(item[0])):

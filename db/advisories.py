@@ -3,9 +3,8 @@ deeper drafts than the run trains (the cost model's advisor), kept as records wi
 a history like the alerts; refreshed as training metrics arrive and quiet while the configuration is fine."""
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -31,6 +30,9 @@ from specdash.db.models import (
 )
 from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.settings import get_setting, set_setting
+
+if TYPE_CHECKING:  # pandas loads only where a frame is made: an ingest needs none
+    import pandas as pd
 
 ADVISOR = "specdash"  # who the history names when the advice itself changes
 MIN_GAIN_SETTING = "advisory_min_gain"
@@ -384,7 +386,7 @@ def open_advisory_count(session: Session) -> int:
     )
 
 
-def advisory_history(session: Session, advisory_id: int) -> pd.DataFrame:
+def advisory_history(session: Session, advisory_id: int) -> "pd.DataFrame":
     """Who changed the advisory's status or note (specdash itself as the advice changed), oldest first."""
     return investigation.history_frame(session, AdvisoryEvent, AdvisoryEvent.advisory_id, advisory_id)
 

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Table, bindparam, tuple_, update
+from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Table, bindparam, tuple_
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 # Bound parameters per IN (...) list. SQLite allows 32,766 per statement (since 3.32; the test of big files
@@ -77,18 +77,44 @@ def insert_rows(session: Session, model: type, rows: list[dict[str, Any]]) -> No
         connection.execute(table.insert(), rows)
         return
     names = list(rows[0])
-    converters = [_SQLITE_CONVERTERS.get(type(table.c[name].type)) for name in names]
     sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
-    connection.exec_driver_sql(
-        sql,
-        [
-            tuple(
-                value if convert is None or value is None else convert(value)
-                for value, convert in zip(row.values(), converters, strict=True)
+    connection.exec_driver_sql(sql, sqlite_parameters(table, names, rows))
+
+
+def sqlite_parameters(table: Table, names: list[str], rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """`rows` (dicts with the keys `names`, in that order) as the tuples SQLite's driver takes, the values
+    of JSON, DateTime and Boolean columns converted as SQLAlchemy would; only those columns are visited,
+    and a timestamp shared by many rows (a refresh's `now`) is formatted once."""
+    converting = []
+    for index, name in enumerate(names):
+        convert = _SQLITE_CONVERTERS.get(type(table.c[name].type))
+        if convert is not None:
+            converting.append(
+                (index, _memoised(convert) if convert is _SQLITE_CONVERTERS[DateTime] else convert)
             )
-            for row in rows
-        ],
-    )
+    if not converting:
+        return [tuple(row.values()) for row in rows]
+    out = []
+    for row in rows:
+        values = list(row.values())
+        for index, convert in converting:
+            value = values[index]
+            if value is not None:
+                values[index] = convert(value)
+        out.append(tuple(values))
+    return out
+
+
+def _memoised(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    seen: dict[Any, Any] = {}
+
+    def converted(value: Any) -> Any:
+        found = seen.get(value)
+        if found is None:
+            found = seen[value] = convert(value)
+        return found
+
+    return converted
 
 
 def update_rows(session: Session, model: type, rows: list[dict[str, Any]], key: str = "id") -> None:
@@ -102,10 +128,13 @@ def update_rows(session: Session, model: type, rows: list[dict[str, Any]], key: 
 
 
 def update_in(session: Session, model: type, ids: Sequence[int], **values: Any) -> None:
-    """Set the same `values` on every row of `model` whose id is in `ids` (chunked)."""
-    id_column = _table(model).c.id
+    """Set the same `values` on every row of `model` whose id is in `ids` (chunked): Core statements (the
+    ORM's would fetch every matched id back to synchronise the session), then loaded objects expired."""
+    table = _table(model)
+    connection = session.connection()
     for chunk in chunks(ids):
-        session.execute(update(model).where(id_column.in_(chunk)).values(**values))
+        connection.execute(table.update().where(table.c.id.in_(chunk)).values(**values))
+    expire_loaded(session, (model,))
 
 
 def expire_loaded(session: Session, models: tuple[type, ...]) -> None:

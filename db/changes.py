@@ -10,12 +10,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import date, datetime
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import Change, utcnow
+
+if TYPE_CHECKING:  # pandas loads only where a frame is made: an ingest needs none
+    import pandas as pd
 
 _WHO: ContextVar[str | None] = ContextVar("specdash_who", default=None)
 WHO_LENGTH = 200
@@ -83,7 +86,7 @@ def record_change(
     return change
 
 
-def recent_changes(session: Session, limit: int = 200, kind: str | None = None) -> pd.DataFrame:
+def recent_changes(session: Session, limit: int = 200, kind: str | None = None) -> "pd.DataFrame":
     """The latest changes, newest first, as the Settings page and `specdash changes` show them."""
     query = select(Change).order_by(Change.at.desc(), Change.id.desc()).limit(limit)
     if kind:
@@ -103,6 +106,8 @@ def recent_changes(session: Session, limit: int = 200, kind: str | None = None) 
         for c in session.scalars(query)
     ]
     columns = ["at", "who", "action", "kind", "subject", "field", "from", "to", "note"]
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=columns)
 
 

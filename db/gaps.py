@@ -5,7 +5,7 @@ changed; then every benchmark's verdict (db/verdicts.py) from its candidates."""
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Row, Text, select, type_coerce
@@ -60,7 +60,8 @@ class GapValues(NamedTuple):
     severity: str | None
 
 
-_GAP_VALUES_OF = attrgetter(*GAP_VALUES)
+# a gap's numbers before its diagnoses and severity (the last two of GAP_VALUES), read in one C-level call
+_NUMBERS_OF = itemgetter(*GAP_VALUES[:-2])
 
 
 class _Group(NamedTuple):
@@ -127,8 +128,9 @@ def _stored(session: Session, benchmark_ids: list[int]) -> dict[tuple[int, int],
         type_coerce(Gap.__table__.c[name], Text).label(name) if name == "diagnoses" else Gap.__table__.c[name]
         for name in GAP_VALUES
     ]
+    # plain tuples sliced in C: they compare equal to the GapValues they are compared with
     return {
-        (row.benchmark_id, row.prediction_id): Stored(row.id, GapValues._make(_GAP_VALUES_OF(row)))
+        (row[1], row[2]): Stored(row[0], row[3:])
         for row in select_in(
             session,
             select(Gap.id, Gap.benchmark_id, Gap.prediction_id, *columns),
@@ -242,7 +244,7 @@ def _keep(
         judged.new.append(
             dict(benchmark_id=benchmark_id, prediction_id=prediction_id, updated_at=context.now, **values)
         )
-    elif stored.values != GapValues(**dict(values, diagnoses=json.dumps(values["diagnoses"]))):
+    elif stored.values != (*_NUMBERS_OF(values), json.dumps(values["diagnoses"]), values["severity"]):
         judged.changed.append(dict(id=stored.id, updated_at=context.now, **values))
     judged.count += 1
 

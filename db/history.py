@@ -91,13 +91,18 @@ def _earlier(members: list[Row]) -> list[tuple[Row, list[Row]]]:
     a series has none and is left out)."""
     dated = all(m.measured_at is not None for m in members)
     members.sort(key=lambda m: (m.measured_at, m.id) if dated else (m.id,))
-    order = {m.id: i for i, m in enumerate(members)}
-    trusted = [m for m in members if _trusted(m)]
+    # one walk in order: the trusted ones so far, and per load (a live drafter's series runs to
+    # hundreds of thousands: rescanning every earlier one per benchmark was quadratic)
+    trusted: list[Row] = []
+    trusted_at: dict[int, list[Row]] = defaultdict(list)
     out = []
-    for position, bench in enumerate(members):
-        pick = _nearest([m for m in trusted if order[m.id] < position], bench)
+    for bench in members:
+        pick = _nearest(trusted, trusted_at.get(bench.concurrency))
         if pick:
             out.append((bench, pick))
+        if _trusted(bench):
+            trusted.append(bench)
+            trusted_at[bench.concurrency].append(bench)
     return out
 
 
@@ -114,7 +119,6 @@ def _trusted(row: Row) -> bool:
     return not (fed and expected and fed != expected)
 
 
-def _nearest(earlier: list[Row], bench: Row) -> list[Row]:
+def _nearest(earlier: list[Row], same_load: list[Row] | None) -> list[Row]:
     """Same load first, else other loads; the latest ones, at most HISTORY_WINDOW."""
-    same = [m for m in earlier if m.concurrency == bench.concurrency]
-    return (same or earlier)[-HISTORY_WINDOW:]
+    return (same_load or earlier)[-HISTORY_WINDOW:]

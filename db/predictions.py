@@ -113,7 +113,6 @@ class Predicted(NamedTuple):
 Groups = dict[PredictionKey, list[Row]]
 # Rows read back by column name, in one C-level call per row (tens of thousands of rows per refresh).
 _KEY_COLUMNS = attrgetter(*(column.key for column in PREDICTION_KEY))
-_VALUES_OF = attrgetter(*PREDICTION_VALUES)
 
 
 def prediction_key(bench: Row, steps: int) -> PredictionKey:
@@ -195,9 +194,14 @@ def _stored(
     """key -> source -> (prediction id, its stored values)."""
     existing: dict[PredictionKey, dict[str, Stored]] = defaultdict(dict)
     columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
-    query = select(Prediction.id, *PREDICTION_KEY, Prediction.source, *columns)
+    query = select(Prediction.id, Prediction.source, *PREDICTION_KEY, *columns)
+    values_at = 2 + len(PREDICTION_KEY)
     for row in _select(session, query, groups, checkpoint_ids):
-        existing[_key_of(row)][row.source] = Stored(row.id, PredictionValues._make(_VALUES_OF(row)))
+        # a computed prediction's key and values as plain tuples, sliced in C: they hash and compare as
+        # the named ones they are looked up by and compared with; an external one is read by name
+        source = row[1]
+        values = row[values_at:] if source in BUILTIN_SOURCES else PredictionValues._make(row[values_at:])
+        existing[row[2:values_at]][source] = Stored(row[0], values)  # type: ignore[index]
     return existing
 
 

@@ -56,7 +56,8 @@ class Record(BaseModel):
     @classmethod
     def _no_bool_numbers(cls, data: Any) -> Any:
         # JSON's true/false are not 1/0: a number field given one is a broken record.
-        if isinstance(data, dict):
+        # the common record holds no bool at all: one C-level pass over its values decides
+        if isinstance(data, dict) and bool in set(map(type, data.values())):
             for name, value in data.items():
                 model_field = cls.model_fields.get(name)
                 if isinstance(value, bool) and model_field is not None and model_field.annotation is not bool:

@@ -115,9 +115,18 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> tuple[dict[
     query = select(Benchmark.checkpoint_id, Benchmark.id, Benchmark.deployment_id).where(
         Benchmark.checkpoint_id.is_not(None), Benchmark.speculative_algorithm.is_not(None)
     )
-    rows: list[Any]
+    # ids are added to `scope` as the rows arrive, a chunk at a time: a 300,000-benchmark file's rows
+    # held in lists at once cost more memory than the refresh of any one batch of them
+    scope: dict[int, set[int]] = defaultdict(set)
+    deployment_ids: set[int] = set()
+
+    def add(rows: Iterable[Any]) -> None:
+        for checkpoint_id, benchmark_id, deployment_id in rows:
+            scope[checkpoint_id].add(benchmark_id)
+            deployment_ids.add(deployment_id)
+
     if benchmark_ids is None:
-        rows = list(connection.execute(query).all())
+        add(connection.execute(query))
     else:
         touched = select(
             Benchmark.checkpoint_id,
@@ -126,25 +135,22 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> tuple[dict[
             Benchmark.concurrency,
             Benchmark.speculative_algorithm,
         )
-        given = list(select_in(session, touched, Benchmark.id, list(benchmark_ids)))
         baseline_keys: dict[int, set[int]] = defaultdict(set)
-        for _, _, deployment_id, concurrency, algorithm in given:
+        for cid, i, deployment_id, concurrency, algorithm in select_in(
+            session, touched, Benchmark.id, list(benchmark_ids)
+        ):
             if algorithm is None:
                 baseline_keys[deployment_id].add(concurrency)
-        rows = [(cid, i, d) for cid, i, d, _, algo in given if algo is not None and cid is not None]
+            elif cid is not None:
+                add(((cid, i, deployment_id),))
         for deployment_id, concurrencies in baseline_keys.items():
-            rows += _baseline_reach(session, query, deployment_id, concurrencies)
-    scope: dict[int, set[int]] = defaultdict(set)
-    deployment_ids = set()
-    for checkpoint_id, benchmark_id, deployment_id in rows:
-        scope[checkpoint_id].add(benchmark_id)
-        deployment_ids.add(deployment_id)
+            add(_baseline_reach(session, query, deployment_id, concurrencies))
     return {checkpoint_id: sorted(ids) for checkpoint_id, ids in scope.items()}, deployment_ids
 
 
 def _baseline_reach(
     session: Session, query: Select, deployment_id: int, concurrencies: set[int]
-) -> list[Any]:
+) -> Iterable[Any]:
     """The speculative benchmarks (rows of `query`) whose predictions new baselines on this deployment at
     these loads change: those at these loads; those at a load with no baseline of its own, whose
     baseline is interpolated between measured loads; and, when a calibrated set of the deployment is
@@ -157,21 +163,23 @@ def _baseline_reach(
         ParameterSet.source != "theory",
     )
     if connection.execute(calibrated.limit(1)).first() is not None:
-        return list(connection.execute(on_deployment).all())
+        return connection.execute(on_deployment)
     measured = select(Benchmark.concurrency).where(
         Benchmark.deployment_id == deployment_id,
         Benchmark.speculative_algorithm.is_(None),
         Benchmark.superseded_by_id.is_(None),
     )
     reach = Benchmark.concurrency.in_(sorted(concurrencies)) | Benchmark.concurrency.not_in(measured)
-    return list(connection.execute(on_deployment.where(reach)).all())
+    return connection.execute(on_deployment.where(reach))
 
 
 def _rows(session: Session, ids: list[int]) -> list[Row]:
     """The cost model's columns (BENCHMARK_COLUMNS) of these benchmarks, in id order."""
     connection = session.connection()
     query = select(*BENCHMARK_COLUMNS).order_by(Benchmark.id)
-    return [row for chunk in chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk)))]
+    return [
+        row for chunk in chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk))).all()
+    ]
 
 
 def _groups(benches: list[Row]) -> tuple[Groups, int]:

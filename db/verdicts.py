@@ -70,7 +70,8 @@ def write_verdicts(
     existing = _alerts(session, ids)
     writes = _Writes()
     for benchmark_id in ids:
-        best = min(candidates[benchmark_id], key=lambda c: verdict_rank(c.source))
+        judged = candidates[benchmark_id]
+        best = judged[0] if len(judged) == 1 else min(judged, key=lambda c: verdict_rank(c.source))
         verdict = judge(
             best.gap,
             best.threshold,
@@ -95,7 +96,7 @@ def write_verdicts(
                 dict(benchmark_id=benchmark_id, **values, status="open", note=None, updated_at=now)
             )
             writes.raised += verdict.is_alert
-        elif tuple(values.values()) != tuple(getattr(old, name) for name in VERDICT_COLUMNS):
+        elif tuple(values.values()) != old[1 : 1 + len(VERDICT_COLUMNS)]:  # as _alerts selects them
             if not writes.source_of_gap:
                 writes.source_of_gap.update(_sources_of_gaps(candidates, gap_ids))
             _change(session, writes, old, best, verdict, values, now)

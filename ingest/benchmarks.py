@@ -63,6 +63,7 @@ class BenchmarkWriter:
         self.summary = summary
         self.source_format = source_format
         self._pending: list[dict[str, Any]] = []
+        self._created_at = utcnow()
         self._keys: set[str] = set()  # record keys of this file's benchmarks so far
         self._prefetched: set[str] = set()
         self._prefetched_all: set[str] = set()
@@ -99,13 +100,15 @@ class BenchmarkWriter:
         self._link(_link_of(record, line, deployment.name, how, checkpoint))
         fields = record.model_dump(exclude={"kind", "deployment", "run", "checkpoint"})
         fields["speculative_algorithm"] = algorithm
+        if not self._pending:  # the rows of one multi-row INSERT share when they were stored
+            self._created_at = utcnow()
         self._pending.append(
             dict(
                 record_key=key,
                 deployment_id=deployment.id,
                 checkpoint_id=checkpoint.id if checkpoint else None,
                 source_format=self.source_format,
-                created_at=utcnow(),
+                created_at=self._created_at,
                 **fields,
             )
         )

@@ -13,10 +13,11 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
+from specdash.db.engine import file_transaction
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.specforge_log import NAME as TRAINING_LOG
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import file_transaction, ingest_path
+from specdash.ingest.load import ingest_path
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import HEAD_BYTES
 from specdash.ingest.tail import FollowEvent, InTransaction, LogTail, Tracked, load_tracked, save_tracked

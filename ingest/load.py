@@ -6,8 +6,7 @@ go through it. A file is read first (ingest/read.py) with no lock held; only the
 A file with problems writes nothing unless `skip_invalid` is set; one already ingested is skipped."""
 
 import io
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from dataclasses import replace as replace_field
 from pathlib import Path
@@ -19,7 +18,7 @@ from sqlalchemy.orm import Session
 from specdash.db.advisories import AdvisorySummary, refresh_advisories
 from specdash.db.bulk import update_in
 from specdash.db.changes import current_who, record_change
-from specdash.db.engine import WRITE_OPTION, transaction
+from specdash.db.engine import file_transaction, transaction
 from specdash.db.gaps import benchmark_gap_rows
 from specdash.db.models import Benchmark, IngestedFile
 from specdash.db.records import PATH_CHARS
@@ -112,27 +111,6 @@ class _Refused(Exception):
 
 class _DryRun(Exception):
     """A dry run's transaction rolls back once its results are read."""
-
-
-@contextmanager
-def file_transaction(engine: Engine, bulk_points: bool = False) -> Iterator[Session]:
-    """The write transaction of one file. For a training-metrics file on SQLite, foreign-key
-    enforcement is off for its duration: every point references a run and keys this same transaction
-    created or read, and a per-row check would cost as much as the insert itself."""
-    if not (bulk_points and engine.dialect.name == "sqlite"):
-        with transaction(engine) as session:
-            yield session
-        return
-    with engine.connect() as connection:
-        raw = connection.connection.driver_connection
-        assert raw is not None  # a live SQLite connection
-        raw.execute("PRAGMA foreign_keys=OFF")  # only takes effect outside a transaction: before BEGIN
-        try:
-            bind = connection.execution_options(**{WRITE_OPTION: True})
-            with Session(bind, expire_on_commit=False) as session, session.begin():
-                yield session
-        finally:
-            raw.execute("PRAGMA foreign_keys=ON")
 
 
 def load_file(

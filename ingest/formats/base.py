@@ -23,5 +23,5 @@ class Format:
     parse: Callable[..., Iterator["Located | Problem"]]
     # Logs may hold the odd undecodable byte; structured formats must be valid UTF-8.
     decode_errors: str = "strict"
-    # Formats of training metrics: millions of points, written with foreign-key checks off (see ingest/load.file_transaction).
+    # Formats of training metrics: millions of points, written with foreign-key checks off (see db/engine.file_transaction).
     bulk_points: bool = False

@@ -209,12 +209,42 @@ def record_refusals(record: Any) -> Iterator[tuple[int | None, str, str]]:
 def metric_rows_refusal(record: MetricRows) -> Refusal | None:
     """The bounds a training log's rows keep (MetricRows skip pydantic): steps 0..MAX_INT, finite
     numbers, metric names within the column."""
+    checked_keys: set[tuple[str, ...]] = set()  # a log repeats a handful of key sets: each checked once
     for step, keys, values in record.steps:
         if not 0 <= step <= MAX_INT:
             return "step", f"{step} is outside 0..{MAX_INT}"
+        if _plain_numbers(values) and (keys in checked_keys or _short_names(keys, checked_keys)):
+            continue  # the common step, checked in C-level calls; else the loop below finds what is wrong
         for key, value in zip(keys, values, strict=False):
-            if not isinstance(value, float | int) or isinstance(value, bool) or not math.isfinite(value):
+            if not _finite_number(value):
                 return key[:NAME_CHARS], f"{value!r} must be a finite number"
             if len(key) > NAME_CHARS:
                 return key[:40] + "...", f"metric name over {NAME_CHARS} characters"
     return None
+
+
+def _plain_numbers(values: list[Any]) -> bool:
+    """Whether every value is a float or int (not bool) and finite: their sum is finite unless one is not
+    (or the sum overflows, when the slow check decides)."""
+    if not set(map(type, values)) <= {float, int}:
+        return False
+    try:
+        return math.isfinite(sum(values))
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _finite_number(value: Any) -> bool:
+    if not isinstance(value, float | int) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float (or for the store's REAL)
+        return False
+
+
+def _short_names(keys: tuple[str, ...], checked: set[tuple[str, ...]]) -> bool:
+    if keys and max(map(len, keys)) > NAME_CHARS:
+        return False
+    checked.add(keys)
+    return True

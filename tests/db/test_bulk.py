@@ -79,3 +79,18 @@ def test_a_file_of_many_benchmarks_loads_under_the_parameter_limit(limited, tmp_
     assert summary.benchmarks == speculative and summary.predictions == predictions
     again = ingest_path(limited, path, replace=True)
     assert again.status == "loaded" and f"({BENCHMARKS} benchmark(s) removed)" in again.message
+
+
+def test_a_file_transaction_reads_the_store_without_its_memory_map(tmp_path):
+    # pages read through the map stay resident in the ingesting process: a big file's peak memory
+    from specdash.db.engine import SQLITE_MMAP_BYTES, file_transaction
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'map.db'}")
+    upgrade(engine)
+    for bulk_points in (False, True):
+        with file_transaction(engine, bulk_points) as session:
+            assert session.connection().exec_driver_sql("PRAGMA mmap_size").scalar() == 0
+        with engine.connect() as connection:  # the pooled connection the transaction used
+            assert connection.exec_driver_sql("PRAGMA mmap_size").scalar() == SQLITE_MMAP_BYTES
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    engine.dispose()

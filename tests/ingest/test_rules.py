@@ -197,3 +197,24 @@ def test_skip_invalid_leaves_out_only_the_records_a_rule_refuses(used):
     result = ingest_bytes(used, "two.jsonl", data, skip_invalid=True)
     assert result.status == "loaded" and result.store is not None and result.store.records == 1
     assert [p.line for p in result.problems] == [2]
+
+
+@pytest.mark.parametrize(
+    "keys,values,expected",
+    [
+        (("train/loss", "train/lr"), [0.5, 3], None),
+        (("train/loss", "train/lr"), [0.5, True], ("train/lr", "True must be a finite number")),
+        (("train/loss", "train/lr"), [float("inf"), 1.0], ("train/loss", "inf must be a finite number")),
+        (("train/loss", "train/lr"), [1.0, float("nan")], ("train/lr", "nan must be a finite number")),
+        (("train/loss",), [10**400], ("train/loss", f"{10**400!r} must be a finite number")),
+        (("train/loss", "train/lr"), [1e308, 1e308], None),  # finite each, though their sum is not
+        (("x" * 201,), [1.0], ("x" * 40 + "...", "metric name over 200 characters")),
+    ],
+)
+def test_metric_rows_are_refused_for_the_value_or_name_that_breaks_a_bound(keys, values, expected):
+    # the common step is checked in one pass; anything it does not clear gets the value-by-value check
+    from specdash.ingest.records import MetricRows
+    from specdash.ingest.rules.bounds import metric_rows_refusal
+
+    fine = (0, ("train/loss", "train/lr"), [0.1, 0.2])
+    assert metric_rows_refusal(MetricRows("r", [fine, (50, keys, values), fine])) == expected
