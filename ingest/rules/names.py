@@ -47,8 +47,9 @@ class NameGuard:
                 "or look-alike characters; pass --new-names to create it as a new one)",
             )
         twins.setdefault(name_key(name), name)
-        if len(self.new) < MAX_NEW_NAMES_SHOWN:
-            self.new.append(f"{kind} '{name}'")
+        entry = f"{kind} '{name}'"  # each name once: every run's 'published' checkpoint is one name to check
+        if entry not in self.new and len(self.new) < MAX_NEW_NAMES_SHOWN:
+            self.new.append(entry)
 
     def benchmark(self, record: BenchmarkRecord, deployment: str) -> None:
         """A benchmark's deployment, run and checkpoint names, when the store holds none of them."""

@@ -128,3 +128,14 @@ def test_the_cli_takes_new_names_on_purpose(stored, db_url, tmp_path, invoke):
     taken = invoke(db_url, "ingest", "--new-names", str(path))
     assert taken.exit_code == 0, taken.output
     assert "new name(s), unlike any stored: deployment '8x RTX PRO 6000, TP8, PCle'" in taken.output
+
+
+def test_a_new_name_shared_by_several_runs_is_said_once(stored):
+    """SpecBundle names every drafter's checkpoint 'published': fifteen runs, one name worth a look."""
+    runs = [{"kind": "run", "name": f"drafter-{i}"} for i in range(3)]
+    benches = [
+        {**BENCH, "deployment": PCIE, "run": f"drafter-{i}", "checkpoint": "published"} for i in range(3)
+    ]
+    result = ingest_bytes(stored, "three.jsonl", native(*runs, *benches))
+    assert result.status == "loaded" and result.store is not None
+    assert result.store.new_names.count("checkpoint 'published'") == 1
