@@ -13,19 +13,9 @@ from specdash.db.profiles import ProfileError
 
 NEW = "+ new deployment"
 INTERCONNECTS = ("pcie", "nvlink", "infiniband", "ethernet", "other")
+# the profile table: what the Settings form edits, less the threshold and notes, and how much it judges
 PROFILE_COLUMNS = [
-    "name",
-    "gpu",
-    "num_gpus",
-    "tp_size",
-    "interconnect",
-    "engine",
-    "baseline_tps",
-    "comm_fraction",
-    "draft_step_ms",
-    "round_overhead_ms",
-    "verify_growth_compute",
-    "verify_growth_comm",
+    *(f for f in profiles.PROFILE_FIELDS if f not in ("gap_threshold", "notes")),
     "benchmarks",
 ]
 
