@@ -75,20 +75,28 @@ def depth_schedule(
 
 
 def load_depth_sweep(
-    params: LoadParams, rates: Sequence[float], max_steps: int, concurrency: float, drafter: str = ""
+    params: LoadParams,
+    rates: Sequence[float],
+    max_steps: int,
+    concurrency: float,
+    drafter: str = "",
+    topk: int = 1,
+    factor: float = 1.0,
 ) -> list[DepthPoint]:
-    """costmodel.depth.depth_sweep at batch B = `concurrency` under a load model: one point per chain
-    depth K = 1..max_steps, tau from the conditional `rates` (extrapolated past their length)."""
+    """costmodel.depth.depth_sweep at batch B = `concurrency` under a load model: one point per depth
+    K = 1..max_steps (a chain, or a tree of `topk`), tau from the conditional `rates` (extrapolated past
+    their length, times `factor`: a calibrated set's training-to-serving factor)."""
     base = params.tps(1.0, concurrency, 0)
     points = []
     for steps in range(1, max_steps + 1):
-        tau = predict_accept_length(rates, steps, 1, steps + 1)
-        round_ms = params.round_ms(concurrency, steps, steps + 1, 1, drafter)
+        tokens = verified_tokens(steps, topk)
+        tau = predict_accept_length(rates, steps, topk, tokens, factor)
+        round_ms = params.round_ms(concurrency, steps, tokens, topk, drafter)
         tps = 1000.0 * tau.accept_length / round_ms
         points.append(
             DepthPoint(
                 steps=steps,
-                draft_tokens=steps + 1,
+                draft_tokens=tokens,
                 accept_length=tau.accept_length,
                 extrapolated=tau.extrapolated,
                 tps=tps,

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.depth import DepthPoint
-from specdash.costmodel.schedule import ScheduleEntry, depth_schedule
-from specdash.costmodel.throughput import draft_steps, verified_tokens
+from specdash.costmodel.schedule import ScheduleEntry, depth_schedule, load_depth_sweep
+from specdash.costmodel.throughput import draft_steps
 from specdash.db.acceptance import checkpoint_rates, measured_acceptance
 from specdash.db.loadmodels import DeploymentLoad, deployment_load, served_loads
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run
@@ -218,27 +218,9 @@ def depth_curve(
         )
     if not rates:
         return None
-    params, drafter = load.params, str(checkpoint.run_id)
-    base_ms = params.base_step_ms(concurrency)
-    points = []
-    for steps in range(1, max_steps + 1):
-        tokens = verified_tokens(steps, topk)
-        tau = predict_accept_length(rates, steps, topk, tokens, factor).accept_length
-        round_ms = params.round_ms(concurrency, steps, tokens, topk, drafter)
-        tps = 1000.0 * tau / round_ms
-        points.append(
-            DepthPoint(
-                steps,
-                tokens,
-                tau,
-                steps > len(rates),
-                tps,
-                round_ms,
-                tps * base_ms / 1000.0,
-                round_ms / base_ms,
-            )
-        )
+    params = load.params
+    points = load_depth_sweep(params, rates, max_steps, concurrency, str(checkpoint.run_id), topk, factor)
     version = None
     if load.parameter_set_id is not None:
         version = session.scalar(select(ParameterSet.version).where(ParameterSet.id == load.parameter_set_id))
-    return DepthCurve(points, 1000.0 / base_ms, load.source, version, tau_source, len(rates))
+    return DepthCurve(points, params.tps(1.0, concurrency, 0), load.source, version, tau_source, len(rates))
