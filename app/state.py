@@ -37,6 +37,8 @@ from specdash.ingest.load import Preview, preview_bytes
 
 # At most this many points reach the parity plot; the largest gaps are always among them.
 PARITY_POINTS = 4000
+# the Overview's latest-checkpoint table: the runs with the newest checkpoints (the Runs page lists all)
+LATEST_RUNS = 50
 
 
 def db_url() -> str:
@@ -174,15 +176,14 @@ def prediction_sources(url: str) -> list[str]:
 
 
 @st.cache_data(show_spinner=False)
-def parity(url: str, source: str) -> tuple[pd.DataFrame, int]:
+def parity(url: str, source: str) -> queries.ParityPoints:
     """The parity plot's points (thinned past PARITY_POINTS) and how many there are in all."""
-    total = read(url, queries.parity_total, source)
-    return read(url, queries.parity_frame, source, max_points=PARITY_POINTS, total=total), total
+    return read(url, queries.parity_points, source, PARITY_POINTS)
 
 
 @st.cache_data(show_spinner=False)
-def latest_checkpoints(url: str) -> pd.DataFrame:
-    return read(url, queries.latest_checkpoints)
+def latest_checkpoints(url: str, limit: int) -> pd.DataFrame:
+    return read(url, queries.latest_checkpoints, limit)
 
 
 @st.cache_data(show_spinner=False)

@@ -154,3 +154,11 @@ def number_text(value, digits: int = 1, suffix: str = "") -> str:
     except (TypeError, ValueError):
         pass
     return f"{value:,.{digits}f}{suffix}"
+
+
+def significant(value: float, digits: int = 3) -> int:
+    """`value` rounded to `digits` significant digits, for an estimate: 400,124 -> 400,000."""
+    if value <= 0:
+        return 0
+    scale = 10 ** max(int(math.floor(math.log10(value))) - digits + 1, 0)
+    return int(round(value / scale) * scale)

@@ -262,7 +262,7 @@ def benchmark_keys(engine):
 
 def overlay_work(engine, run_id: int):
     """What the Overview page and one run's Checkpoints page ask of the store (the pages' own queries)."""
-    from specdash.app.state import PARITY_POINTS
+    from specdash.app.state import LATEST_RUNS, PARITY_POINTS
     from specdash.db import alerts, checkpoint_queries, queries
     from specdash.db.engine import reading
     from specdash.db.settings import get_gap_threshold
@@ -274,10 +274,9 @@ def overlay_work(engine, run_id: int):
             queries.open_alert_counts(session)
             get_gap_threshold(session)
             queries.prediction_sources(session)
-            total = queries.parity_total(session, "theory")
-            queries.parity_frame(session, "theory", max_points=PARITY_POINTS, total=total)
+            queries.parity_points(session, "theory", PARITY_POINTS)
             alerts.alert_page(session, alerts.AlertFilters(statuses=("open",)), 0, 5, count=False)
-            queries.latest_checkpoints(session)
+            queries.latest_checkpoints(session, LATEST_RUNS)
             # Checkpoints: the run's checkpoints on its first deployment and most covered setting
             checkpoint_ids = checkpoint_queries.checkpoints_frame(session, [run_id])["id"].tolist()
             deployment_id = int(

@@ -1,15 +1,17 @@
 """Read queries shared by the CLI and the dashboard; they return plain rows or DataFrames, never ORM state."""
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Select, and_, case, func, literal, select
+from sqlalchemy import Select, and_, bindparam, case, func, literal, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import (
     BENCHMARK_SETTING,
     BUILTIN_SOURCES,
+    SOURCE_KEY,
     Alert,
     AlertMute,
     Benchmark,
@@ -137,14 +139,29 @@ def open_alert_counts(session: Session) -> dict[str, int]:
 
 
 def prediction_sources(session: Session) -> list[str]:
-    """Prediction sources that have gaps: theory and calibrated first, then external names."""
-    with_gaps = select(Prediction.source).join(Gap, Gap.prediction_id == Prediction.id).distinct()
-    names = set(session.scalars(with_gaps))
+    """Prediction sources that have gaps: theory and calibrated first, then external names.
+
+    The stored sources are walked on the index ix_prediction_source_key (the next source after each, a
+    recursive CTE), and each is kept when one of its predictions has a gap: a few index steps per source
+    where DISTINCT read every prediction."""
+    after = select(func.min(SOURCE_KEY)).scalar_subquery()
+    walk = select(after.label("name")).cte("sources", recursive=True)
+    following = select(func.min(SOURCE_KEY)).where(SOURCE_KEY > walk.c.name).scalar_subquery()
+    walk = walk.union_all(select(following).where(walk.c.name.is_not(None)))
+    stored = [name for name in session.scalars(select(walk.c.name)) if name is not None]
+    judged = (
+        select(Gap.id)
+        .join(Prediction, Gap.prediction_id == Prediction.id)
+        .where(SOURCE_KEY == bindparam("name"))
+    )
+    names = {name for name in stored if session.scalar(select(judged.exists()), {"name": name})}
     builtin = [name for name in BUILTIN_SOURCES if name in names]
     return builtin + sorted(names - set(builtin))
 
 
-def _parity_select(source: str) -> Select:
+def _parity_select(source: str, by=None) -> Select:
+    """The parity plot's columns of `source`'s gaps; `by`: the condition on the source to filter with
+    (the plain column's, unless the caller drives the query from the source's predictions)."""
     return with_gap_joins(
         select(
             Benchmark.id.label("benchmark_id"),
@@ -157,7 +174,7 @@ def _parity_select(source: str) -> Select:
             func.coalesce(Alert.status, "open").label("status"),
             Gap.severity,
         )
-    ).where(Prediction.source == source, Benchmark.superseded_by_id.is_(None))
+    ).where(Prediction.source == source if by is None else by, Benchmark.superseded_by_id.is_(None))
 
 
 def parity_total(session: Session, source: str = "theory") -> int:
@@ -172,18 +189,51 @@ def parity_total(session: Session, source: str = "theory") -> int:
     return session.scalar(query) or 0
 
 
-def parity_frame(
-    session: Session, source: str = "theory", max_points: int | None = None, total: int | None = None
-) -> pd.DataFrame:
-    """One row per benchmark with its prediction from `source`: the parity plot's data.
+def _counted_up_to(session: Session, source: str, at_most: int) -> int:
+    """parity_total, but counting stops past `at_most`: driven from the source's predictions
+    (ix_prediction_source_key), so a rare source is counted in a few steps and a common one stops early."""
+    gaps = (
+        select(Gap.id)
+        .select_from(Prediction)
+        .join(Gap, Gap.prediction_id == Prediction.id)
+        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
+        .where(SOURCE_KEY == source, Benchmark.superseded_by_id.is_(None))
+        .limit(at_most + 1)
+    )
+    return session.scalar(select(func.count()).select_from(gaps.subquery())) or 0
 
-    With `max_points`, a browser never receives tens of thousands of points: the largest gaps (a quarter of
-    the points) are always there, the rest is an even sample by benchmark id."""
-    query = _parity_select(source)
-    if max_points is not None and total is None:
-        total = parity_total(session, source)
-    if max_points is None or total is None or total <= max_points:
-        return frame_of(session, query.order_by(Benchmark.id))
+
+@dataclass(frozen=True)
+class ParityPoints:
+    """The parity plot's rows and how many benchmarks they stand for: counted when all are drawn, else
+    estimated from the even sample (`exact` False), so the plot costs the same whatever the store holds."""
+
+    frame: pd.DataFrame
+    total: int
+    exact: bool
+
+
+def parity_points(session: Session, source: str, max_points: int) -> ParityPoints:
+    """At most `max_points` rows of parity_frame: every benchmark when they fit, else the largest gaps (a
+    quarter of the points: a browser never receives tens of thousands) and an even sample by benchmark id
+    of the rest, the total then estimated as the sample's hits times its stride."""
+    if _counted_up_to(session, source, max_points) <= max_points:
+        # few enough to draw: found from the source's predictions, not by scanning every gap
+        frame = frame_of(session, _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id))
+        return ParityPoints(frame, len(frame), True)
+    frame, hits, stride = _thinned(session, _parity_select(source), max_points)
+    return ParityPoints(frame, max(len(frame), hits * stride), False)
+
+
+def parity_frame(session: Session, source: str = "theory") -> pd.DataFrame:
+    """One row per benchmark with its prediction from `source`, by benchmark id: the parity plot's data
+    unthinned (parity_points bounds it for a browser)."""
+    return frame_of(session, _parity_select(source).order_by(Benchmark.id))
+
+
+def _thinned(session: Session, query: Select, max_points: int) -> tuple[pd.DataFrame, int, int]:
+    """The largest gaps (a quarter of `max_points`) and an even sample by benchmark id; with how many
+    sampled ids had a row and the sample's stride."""
     worst_n = max_points // 4
     # the largest |gap|s are among the largest and the smallest gaps: two walks of the gap index
     # (ordering by abs() would sort every row)
@@ -194,22 +244,28 @@ def parity_frame(
         *plain(connection.execute(query.order_by(Gap.gap.asc()).limit(worst_n))),
     ]
     worst = sorted(extremes, key=lambda row: (-abs(row[gap_at]), row[0]))[:worst_n]
-    ids, sampled = _sampled_ids(session, max_points - worst_n)
+    ids, sampled, stride = _sampled_ids(session, max_points - worst_n)
     sample = plain(connection.execute(query.join(ids, sampled).order_by(Benchmark.id)))
     frame = pd.DataFrame.from_records([*worst, *sample], columns=list(query.selected_columns.keys()))
     frame = frame.drop_duplicates("benchmark_id")
-    return frame.sort_values("benchmark_id").reset_index(drop=True)
+    return frame.sort_values("benchmark_id").reset_index(drop=True), len(sample), stride
 
 
 def _sampled_ids(session: Session, at_most: int):
     """Benchmark ids at an even stride over those with gaps, at most `at_most` of them, generated in SQL
     (a recursive CTE): each is then looked up through the gap's (benchmark, prediction) index, instead of
-    testing every gap's id against the stride."""
-    first, last = session.execute(select(func.min(Gap.benchmark_id), func.max(Gap.benchmark_id))).one()
+    testing every gap's id against the stride. With the stride, each sampled id standing for that many."""
+    # two scalar subqueries: SQLite answers a lone min() or max() from the index's end, both at once by a scan
+    first, last = session.execute(
+        select(
+            select(func.min(Gap.benchmark_id)).scalar_subquery(),
+            select(func.max(Gap.benchmark_id)).scalar_subquery(),
+        )
+    ).one()
     stride = max(1, math.ceil((last - first + 1) / at_most)) if first is not None else 1
     ids = select(literal(first or 0).label("id")).cte("sampled_ids", recursive=True)
     ids = ids.union_all(select(ids.c.id + stride).where(ids.c.id + stride <= (last or 0)))
-    return ids, ids.c.id == Gap.benchmark_id
+    return ids, ids.c.id == Gap.benchmark_id, stride
 
 
 def frame_of(session: Session, query: Select) -> pd.DataFrame:
@@ -293,21 +349,45 @@ def _theory_baseline():
     )
 
 
-def latest_checkpoints(session: Session) -> pd.DataFrame:
-    """Per run, its latest checkpoint (highest step, else newest) and that checkpoint's best measured
-    speedup over no speculation (superseded benchmarks left out), with where it was measured."""
-    ranked = select(
-        Checkpoint.id,
-        Checkpoint.run_id,
-        Checkpoint.name,
-        Checkpoint.step,
-        func.row_number()
-        .over(
-            partition_by=Checkpoint.run_id,
-            order_by=(func.coalesce(Checkpoint.step, -1).desc(), Checkpoint.id.desc()),
+def newest_runs(session: Session, limit: int) -> list[int]:
+    """The `limit` runs whose newest checkpoint was stored last (runs without one after them, newest
+    first): one pass over the checkpoint's run index, whatever the store holds."""
+    per_run = (
+        select(Checkpoint.run_id, func.max(Checkpoint.id).label("newest"))
+        .group_by(Checkpoint.run_id)
+        .subquery()
+    )
+    ids = session.scalars(
+        select(Run.id)
+        .outerjoin(per_run, per_run.c.run_id == Run.id)
+        .order_by(func.coalesce(per_run.c.newest, 0).desc(), Run.id.desc())
+        .limit(limit)
+    ).all()
+    return list(ids)
+
+
+def latest_checkpoints(session: Session, limit: int | None = None) -> pd.DataFrame:
+    """Per run (the `limit` runs with the newest checkpoints; None: every run), its latest checkpoint
+    (highest step, else newest) and that checkpoint's best measured speedup over no speculation
+    (superseded benchmarks left out), with where it was measured; by run name."""
+    run_ids = None if limit is None else newest_runs(session, limit)
+    in_runs = () if run_ids is None else (Checkpoint.run_id.in_(run_ids),)
+    ranked = (
+        select(
+            Checkpoint.id,
+            Checkpoint.run_id,
+            Checkpoint.name,
+            Checkpoint.step,
+            func.row_number()
+            .over(
+                partition_by=Checkpoint.run_id,
+                order_by=(func.coalesce(Checkpoint.step, -1).desc(), Checkpoint.id.desc()),
+            )
+            .label("rank"),
         )
-        .label("rank"),
-    ).subquery()
+        .where(*in_runs)
+        .subquery()
+    )
     # a CTE: read twice below, computed once
     latest = select(ranked).where(ranked.c.rank == 1).cte("latest")
     # each benchmark's baseline looked up once here: inlined in the speedup, the filter and the window's
@@ -344,7 +424,10 @@ def latest_checkpoints(session: Session) -> pd.DataFrame:
         .subquery()
     )
     counts = (
-        select(Checkpoint.run_id, func.count().label("checkpoints")).group_by(Checkpoint.run_id).subquery()
+        select(Checkpoint.run_id, func.count().label("checkpoints"))
+        .where(*in_runs)
+        .group_by(Checkpoint.run_id)
+        .subquery()
     )
     query = (
         select(
@@ -369,6 +452,8 @@ def latest_checkpoints(session: Session) -> pd.DataFrame:
         .outerjoin(best, (best.c.checkpoint_id == latest.c.id) & (best.c.rank == 1))
         .order_by(Run.name)
     )
+    if run_ids is not None:
+        query = query.where(Run.id.in_(run_ids))
     return pd.DataFrame(session.execute(query).mappings().all())
 
 

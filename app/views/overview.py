@@ -13,7 +13,7 @@ from specdash.app import (
     urlstate,
     widgets,
 )
-from specdash.app.text import SEVERITY_ICONS, number_text
+from specdash.app.text import SEVERITY_ICONS, number_text, significant
 from specdash.db.alerts import SEVERITIES
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.labels import setting_label
@@ -71,16 +71,18 @@ with left:
         colour_by = pick[1].selectbox("Colour by", parity_charts.PARITY_COLOUR_BY, key="overview_colour")
         url_state.publish("source", source, judging)
         url_state.publish("colour", colour_by, "run")
-        frame, total = state.parity(url, source)
+        points = state.parity(url, source)
+        frame = points.frame
         st.plotly_chart(
             parity_charts.parity_figure(frame, threshold, colour_by=colour_by),
             width="stretch",
             key="overview_parity",
         )
         shown = (
-            f"{len(frame):,} of {total:,} benchmarks shown: the largest gaps and an even sample of the rest"
-            if len(frame) < total
-            else f"{total:,} benchmarks"
+            f"{points.total:,} benchmarks"
+            if points.exact
+            else f"{len(frame):,} of about {significant(points.total):,} benchmarks shown: the largest gaps "
+            "and an even sample of the rest"
         )
         st.caption(
             f"{shown}. Inside the green band: within ±{threshold:.0%} of the prediction; below the diagonal: "
@@ -114,7 +116,7 @@ with right:
         st.subheader("Open advisories")
         advisory_panel.show(advice, "overview_advisory")
 
-latest = state.latest_checkpoints(url)
+latest = state.latest_checkpoints(url, state.LATEST_RUNS)
 if latest.empty:
     st.info("No runs yet.")
 else:
@@ -141,6 +143,11 @@ else:
         ]
     ]
     with st.expander("Latest checkpoint per run", icon=":material/history:"):
+        if counts["runs"] > len(latest):
+            st.caption(
+                f"The {len(latest):,} runs with the newest checkpoints, of {counts['runs']:,}; every run is on "
+                "the **Runs** page."
+            )
         tables.show(
             table,
             key="overview_latest",

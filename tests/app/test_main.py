@@ -57,6 +57,24 @@ def test_overview_shows_counts_alerts_and_latest_checkpoints(monkeypatch, demo_u
     assert latest.loc["k25-eagle3-100k-ttt5", "setting"] == "EAGLE3 5/1/6"
 
 
+def test_overview_lists_the_runs_with_the_newest_checkpoints(monkeypatch, demo_url):
+    from specdash.app import state
+
+    monkeypatch.setattr(state, "LATEST_RUNS", 2)
+    at = run_page(monkeypatch, demo_url)
+    assert len(table_with(at, "best_speedup")) == 2
+    assert any(c.value.startswith("The 2 runs with the newest checkpoints, of 3;") for c in at.caption)
+
+
+def test_overview_says_a_thinned_parity_plot_estimates_its_total(monkeypatch, demo_url):
+    from specdash.app import state
+
+    monkeypatch.setattr(state, "PARITY_POINTS", 8)
+    at = run_page(monkeypatch, demo_url)
+    # 5 sampled benchmark ids with a gap, 3 ids apart (tests/db/test_queries.py)
+    assert any(c.value.startswith("5 of about 15 benchmarks shown") for c in at.caption)
+
+
 def test_overview_switches_prediction_source(monkeypatch, demo_url):
     at = run_page(monkeypatch, demo_url)
     at.selectbox(key="overview_source").select("roofline-sim").run()

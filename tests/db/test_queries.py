@@ -4,7 +4,7 @@ import statistics
 
 import pandas as pd
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 
 from specdash.db import alerts, queries
 from specdash.db import checkpoint_queries as cq
@@ -62,12 +62,16 @@ def test_prediction_sources_put_theory_first(demo):
 def test_parity_thinning_keeps_the_largest_gaps(demo):
     with reading(demo) as session:
         full = queries.parity_frame(session, "theory")
-        thin = queries.parity_frame(session, "theory", max_points=8)
+        every = queries.parity_points(session, "theory", 13)
+        thin = queries.parity_points(session, "theory", 8)
         total = queries.parity_total(session, "theory")
     assert len(full) == total == 13
-    # the 2 largest gaps, then every 3rd benchmark id of the rest (13 / 6 -> stride 3)
-    assert thin["benchmark_id"].tolist() == [3, 6, 9, 12, 15]
-    assert thin["benchmark_id"].is_unique
+    assert every.exact and every.total == 13 and every.frame.equals(full)
+    # the 2 largest gaps, then every 3rd benchmark id of the rest (ids 3..15 with gaps: 13 / 6 -> stride 3)
+    assert thin.frame["benchmark_id"].tolist() == [3, 6, 9, 12, 15]
+    assert thin.frame["benchmark_id"].is_unique
+    # estimated, not counted: the 5 sampled ids that have a gap, 3 ids each
+    assert not thin.exact and thin.total == 15
 
 
 def test_superseded_benchmarks_leave_the_parity_plot(demo):
@@ -90,6 +94,22 @@ def test_latest_checkpoint_per_run_with_its_best_speedup(demo):
     assert latest.loc["k25-eagle3-10k", "measured_tps"] == pytest.approx(157.2)
     assert latest.loc["k25-eagle3-ttt3-smoke", "checkpoints"] == 0
     assert latest["latest_checkpoint"].isna().sum() == 1
+
+
+def test_latest_checkpoints_of_the_newest_runs_only(demo):
+    """Bounded by the runs asked for: the run whose checkpoint was stored last first, runs without a
+    checkpoint after every run with one, each row as the unbounded table has it."""
+    with reading(demo) as session:
+        everyone = queries.latest_checkpoints(session).set_index("run")
+        newest_checkpoint = session.scalar(select(Checkpoint).order_by(Checkpoint.id.desc()).limit(1))
+        newest_run = session.get(Run, newest_checkpoint.run_id).name
+        one = queries.latest_checkpoints(session, 1)
+        runs = session.scalar(select(func.count()).select_from(Run))
+        last = queries.newest_runs(session, runs)
+        without = ids(session, Run, name="k25-eagle3-ttt3-smoke")
+    assert one["run"].tolist() == [newest_run]
+    pd.testing.assert_series_equal(one.set_index("run").iloc[0], everyone.loc[newest_run], check_names=False)
+    assert len(last) == runs == len(everyone) and last[-1:] == without
 
 
 def test_benchmark_outcomes_mark_alerts(demo):

@@ -34,7 +34,7 @@ def test_alerts_survive_and_the_open_counts_read_the_index(demo_url, tmp_path):
     # a verdict for each of the demo's 15 benchmarks but its 2 no-speculation baselines
     assert len(before) == 13
     assert "ix_alert_open_counts" not in _plan(path)
-    upgrade(engine)
+    upgrade(engine, "0012")
     assert current_revision(engine) == "0012"
     indexes = {ix["name"]: ix["column_names"] for ix in inspect(engine).get_indexes("alert")}
     assert indexes["ix_alert_open_counts"] == ["status", "is_alert", "severity", "code"]
