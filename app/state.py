@@ -22,6 +22,7 @@ from specdash.db import (
     schedules,
 )
 from specdash.db import leaderboard as leaderboard_queries
+from specdash.db import parity as parity_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
 from specdash.db.calibration import calibrate_all
@@ -37,8 +38,7 @@ from specdash.ingest.load import Preview, preview_bytes
 
 # At most this many points reach the parity plot; the largest gaps are always among them.
 PARITY_POINTS = 4000
-# the Overview's latest-checkpoint table: the runs with the newest checkpoints (the Runs page lists all)
-LATEST_RUNS = 50
+LATEST_RUNS = 50  # the Overview's latest-checkpoint table: runs with the newest checkpoints
 
 
 def db_url() -> str:
@@ -176,9 +176,9 @@ def prediction_sources(url: str) -> list[str]:
 
 
 @st.cache_data(show_spinner=False)
-def parity(url: str, source: str) -> queries.ParityPoints:
+def parity(url: str, source: str) -> parity_queries.ParityPoints:
     """The parity plot's points (thinned past PARITY_POINTS) and how many there are in all."""
-    return read(url, queries.parity_points, source, PARITY_POINTS)
+    return read(url, parity_queries.parity_points, source, PARITY_POINTS)
 
 
 @st.cache_data(show_spinner=False)

@@ -165,10 +165,10 @@ def query_cases(tmp: Path, scale: float, repeat: int, deferred: list | None) -> 
         "overlay_vs_sqlite": bare_s / overlay_cpu_s,
     }
     if deferred is not None:
-        from specdash.db import queries
+        from specdash.db import parity
 
         with reading(engine) as session:
-            frame = queries.parity_frame(session)
+            frame = parity.parity_frame(session)
         frame = frame.merge(benchmark_keys(engine), on="benchmark_id")
         checkpoints_n = frame[["run", "checkpoint"]].drop_duplicates().shape[0]
 
@@ -263,7 +263,7 @@ def benchmark_keys(engine):
 def overlay_work(engine, run_id: int):
     """What the Overview page and one run's Checkpoints page ask of the store (the pages' own queries)."""
     from specdash.app.state import LATEST_RUNS, PARITY_POINTS
-    from specdash.db import alerts, checkpoint_queries, queries
+    from specdash.db import alerts, checkpoint_queries, parity, queries
     from specdash.db.engine import reading
     from specdash.db.settings import get_gap_threshold
 
@@ -274,7 +274,7 @@ def overlay_work(engine, run_id: int):
             queries.open_alert_counts(session)
             get_gap_threshold(session)
             queries.prediction_sources(session)
-            queries.parity_points(session, "theory", PARITY_POINTS)
+            parity.parity_points(session, "theory", PARITY_POINTS)
             alerts.alert_page(session, alerts.AlertFilters(statuses=("open",)), 0, 5, count=False)
             queries.latest_checkpoints(session, LATEST_RUNS)
             # Checkpoints: the run's checkpoints on its first deployment and most covered setting

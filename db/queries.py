@@ -1,11 +1,9 @@
 """Read queries shared by the CLI and the dashboard; they return plain rows or DataFrames, never ORM state."""
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Select, and_, bindparam, case, func, literal, select
+from sqlalchemy import Select, and_, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import (
@@ -159,115 +157,6 @@ def prediction_sources(session: Session) -> list[str]:
     return builtin + sorted(names - set(builtin))
 
 
-def _parity_select(source: str, by=None) -> Select:
-    """The parity plot's columns of `source`'s gaps; `by`: the condition on the source to filter with
-    (the plain column's, unless the caller drives the query from the source's predictions)."""
-    return with_gap_joins(
-        select(
-            Benchmark.id.label("benchmark_id"),
-            Gap.id.label("gap_id"),
-            *NAMES,
-            *BENCHMARK_SETTING,
-            Gap.measured_tps,
-            Gap.predicted_tps,
-            Gap.gap,
-            func.coalesce(Alert.status, "open").label("status"),
-            Gap.severity,
-        )
-    ).where(Prediction.source == source if by is None else by, Benchmark.superseded_by_id.is_(None))
-
-
-def parity_total(session: Session, source: str = "theory") -> int:
-    """How many benchmarks have a prediction from `source` (superseded ones left out)."""
-    query = (
-        select(func.count())
-        .select_from(Gap)
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
-        .join(Prediction, Gap.prediction_id == Prediction.id)
-        .where(Prediction.source == source, Benchmark.superseded_by_id.is_(None))
-    )
-    return session.scalar(query) or 0
-
-
-def _counted_up_to(session: Session, source: str, at_most: int) -> int:
-    """parity_total, but counting stops past `at_most`: driven from the source's predictions
-    (ix_prediction_source_key), so a rare source is counted in a few steps and a common one stops early."""
-    gaps = (
-        select(Gap.id)
-        .select_from(Prediction)
-        .join(Gap, Gap.prediction_id == Prediction.id)
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
-        .where(SOURCE_KEY == source, Benchmark.superseded_by_id.is_(None))
-        .limit(at_most + 1)
-    )
-    return session.scalar(select(func.count()).select_from(gaps.subquery())) or 0
-
-
-@dataclass(frozen=True)
-class ParityPoints:
-    """The parity plot's rows and how many benchmarks they stand for: counted when all are drawn, else
-    estimated from the even sample (`exact` False), so the plot costs the same whatever the store holds."""
-
-    frame: pd.DataFrame
-    total: int
-    exact: bool
-
-
-def parity_points(session: Session, source: str, max_points: int) -> ParityPoints:
-    """At most `max_points` rows of parity_frame: every benchmark when they fit, else the largest gaps (a
-    quarter of the points: a browser never receives tens of thousands) and an even sample by benchmark id
-    of the rest, the total then estimated as the sample's hits times its stride."""
-    if _counted_up_to(session, source, max_points) <= max_points:
-        # few enough to draw: found from the source's predictions, not by scanning every gap
-        frame = frame_of(session, _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id))
-        return ParityPoints(frame, len(frame), True)
-    frame, hits, stride = _thinned(session, _parity_select(source), max_points)
-    return ParityPoints(frame, max(len(frame), hits * stride), False)
-
-
-def parity_frame(session: Session, source: str = "theory") -> pd.DataFrame:
-    """One row per benchmark with its prediction from `source`, by benchmark id: the parity plot's data
-    unthinned (parity_points bounds it for a browser)."""
-    return frame_of(session, _parity_select(source).order_by(Benchmark.id))
-
-
-def _thinned(session: Session, query: Select, max_points: int) -> tuple[pd.DataFrame, int, int]:
-    """The largest gaps (a quarter of `max_points`) and an even sample by benchmark id; with how many
-    sampled ids had a row and the sample's stride."""
-    worst_n = max_points // 4
-    # the largest |gap|s are among the largest and the smallest gaps: two walks of the gap index
-    # (ordering by abs() would sort every row)
-    gap_at = list(query.selected_columns.keys()).index("gap")
-    connection = session.connection()
-    extremes = [
-        *plain(connection.execute(query.order_by(Gap.gap.desc()).limit(worst_n))),
-        *plain(connection.execute(query.order_by(Gap.gap.asc()).limit(worst_n))),
-    ]
-    worst = sorted(extremes, key=lambda row: (-abs(row[gap_at]), row[0]))[:worst_n]
-    ids, sampled, stride = _sampled_ids(session, max_points - worst_n)
-    sample = plain(connection.execute(query.join(ids, sampled).order_by(Benchmark.id)))
-    frame = pd.DataFrame.from_records([*worst, *sample], columns=list(query.selected_columns.keys()))
-    frame = frame.drop_duplicates("benchmark_id")
-    return frame.sort_values("benchmark_id").reset_index(drop=True), len(sample), stride
-
-
-def _sampled_ids(session: Session, at_most: int):
-    """Benchmark ids at an even stride over those with gaps, at most `at_most` of them, generated in SQL
-    (a recursive CTE): each is then looked up through the gap's (benchmark, prediction) index, instead of
-    testing every gap's id against the stride. With the stride, each sampled id standing for that many."""
-    # two scalar subqueries: SQLite answers a lone min() or max() from the index's end, both at once by a scan
-    first, last = session.execute(
-        select(
-            select(func.min(Gap.benchmark_id)).scalar_subquery(),
-            select(func.max(Gap.benchmark_id)).scalar_subquery(),
-        )
-    ).one()
-    stride = max(1, math.ceil((last - first + 1) / at_most)) if first is not None else 1
-    ids = select(literal(first or 0).label("id")).cte("sampled_ids", recursive=True)
-    ids = ids.union_all(select(ids.c.id + stride).where(ids.c.id + stride <= (last or 0)))
-    return ids, ids.c.id == Gap.benchmark_id, stride
-
-
 def frame_of(session: Session, query: Select) -> pd.DataFrame:
     """A query's rows as a DataFrame with its labels as columns (there even when no row is), built from
     plain tuples (several times faster than from mappings)."""
@@ -366,12 +255,8 @@ def newest_runs(session: Session, limit: int) -> list[int]:
     return list(ids)
 
 
-def latest_checkpoints(session: Session, limit: int | None = None) -> pd.DataFrame:
-    """Per run (the `limit` runs with the newest checkpoints; None: every run), its latest checkpoint
-    (highest step, else newest) and that checkpoint's best measured speedup over no speculation
-    (superseded benchmarks left out), with where it was measured; by run name."""
-    run_ids = None if limit is None else newest_runs(session, limit)
-    in_runs = () if run_ids is None else (Checkpoint.run_id.in_(run_ids),)
+def _latest_checkpoint(in_runs: tuple) -> Any:
+    """Each run's latest checkpoint (highest step, else newest), as a CTE: read twice, computed once."""
     ranked = (
         select(
             Checkpoint.id,
@@ -388,8 +273,16 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> pd.DataFra
         .where(*in_runs)
         .subquery()
     )
-    # a CTE: read twice below, computed once
-    latest = select(ranked).where(ranked.c.rank == 1).cte("latest")
+    return select(ranked).where(ranked.c.rank == 1).cte("latest")
+
+
+def latest_checkpoints(session: Session, limit: int | None = None) -> pd.DataFrame:
+    """Per run (the `limit` runs with the newest checkpoints; None: every run), its latest checkpoint
+    (highest step, else newest) and that checkpoint's best measured speedup over no speculation
+    (superseded benchmarks left out), with where it was measured; by run name."""
+    run_ids = None if limit is None else newest_runs(session, limit)
+    in_runs = () if run_ids is None else (Checkpoint.run_id.in_(run_ids),)
+    latest = _latest_checkpoint(in_runs)
     # each benchmark's baseline looked up once here: inlined in the speedup, the filter and the window's
     # order it was looked up five times a row
     measured = (

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import func, insert, select
 
-from specdash.db import alerts, queries
+from specdash.db import alerts, parity, queries
 from specdash.db import checkpoint_queries as cq
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, MetricKey, MetricPoint, Run
@@ -61,10 +61,10 @@ def test_prediction_sources_put_theory_first(demo):
 
 def test_parity_thinning_keeps_the_largest_gaps(demo):
     with reading(demo) as session:
-        full = queries.parity_frame(session, "theory")
-        every = queries.parity_points(session, "theory", 13)
-        thin = queries.parity_points(session, "theory", 8)
-        total = queries.parity_total(session, "theory")
+        full = parity.parity_frame(session, "theory")
+        every = parity.parity_points(session, "theory", 13)
+        thin = parity.parity_points(session, "theory", 8)
+        total = parity.parity_total(session, "theory")
     assert len(full) == total == 13
     assert every.exact and every.total == 13 and every.frame.equals(full)
     # the 2 largest gaps, then every 3rd benchmark id of the rest (ids 3..15 with gaps: 13 / 6 -> stride 3)
@@ -78,8 +78,8 @@ def test_superseded_benchmarks_leave_the_parity_plot(demo):
     with transaction(demo) as session:
         session.get(Benchmark, 3).superseded_by_id = 4
     with reading(demo) as session:
-        assert 3 not in set(queries.parity_frame(session)["benchmark_id"])
-        assert queries.parity_total(session) == 12
+        assert 3 not in set(parity.parity_frame(session)["benchmark_id"])
+        assert parity.parity_total(session) == 12
 
 
 def test_latest_checkpoint_per_run_with_its_best_speedup(demo):
