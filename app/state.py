@@ -15,6 +15,7 @@ from specdash.db import (
     acceptance,
     alerts,
     checkpoint_queries,
+    curves,
     deploy,
     depth_points,
     profiles,
@@ -36,8 +37,7 @@ from specdash.db.settings import get_gap_threshold
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import Preview, preview_bytes
 
-# At most this many points reach the parity plot; the largest gaps are always among them.
-PARITY_POINTS = 4000
+PARITY_POINTS = 4000  # at most this many reach the parity plot; the largest gaps always among them
 LATEST_RUNS = 50  # the Overview's latest-checkpoint table: runs with the newest checkpoints
 
 
@@ -340,7 +340,7 @@ def metric_keys(url: str, run_ids: tuple[int, ...]) -> list[str]:
 
 @st.cache_data(show_spinner=False)
 def training_curves(url: str, run_ids: tuple[int, ...], keys: tuple[str, ...]) -> pd.DataFrame:
-    return read(url, checkpoint_queries.training_curves, list(run_ids), list(keys))
+    return read(url, curves.training_curves, list(run_ids), list(keys))
 
 
 @st.cache_data(show_spinner=False)

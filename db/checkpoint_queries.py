@@ -1,7 +1,6 @@
 """Read queries behind the Checkpoints page: checkpoints of runs, their speculation settings, measured and
 predicted throughput per checkpoint, training curves downsampled in SQL, per-position acceptance."""
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +20,6 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
-
-# Most points per (run, metric) line that reach the browser; longer series are bucketed by step in SQL.
-CURVE_POINTS = 400
 
 
 @dataclass(frozen=True)
@@ -311,50 +307,6 @@ def metric_keys(session: Session, run_ids: list[int]) -> list[str]:
     )
     query = select(MetricKey.name).where(logged)
     return sorted(session.scalars(query))
-
-
-def training_curves(
-    session: Session, run_ids: list[int], keys: list[str], max_points: int = CURVE_POINTS
-) -> pd.DataFrame:
-    """Training metrics of the runs, at most `max_points` per (run, key): long runs are bucketed by step in
-    SQL, each bucket giving the mean, min and max of the values and the mean step."""
-    columns = ["run", "key", "step", "value", "min", "max", "bucket_steps"]
-    if not run_ids or not keys:
-        return pd.DataFrame(columns=columns)
-    key_ids = dict(
-        session.execute(select(MetricKey.name, MetricKey.id).where(MetricKey.name.in_(keys))).all()
-    )
-    frames = []
-    for run_id, run_name in session.execute(
-        select(Run.id, Run.name).where(Run.id.in_(run_ids)).order_by(Run.name)
-    ):
-        lowest, highest = session.execute(
-            select(func.min(MetricPoint.step), func.max(MetricPoint.step)).where(
-                MetricPoint.run_id == run_id, MetricPoint.key_id.in_(key_ids.values())
-            )
-        ).one()
-        if lowest is None:
-            continue
-        bucket_steps = max(1, math.ceil((highest - lowest + 1) / max_points))
-        bucket = (MetricPoint.step - lowest) // bucket_steps
-        query = (
-            select(
-                MetricKey.name.label("key"),
-                func.avg(MetricPoint.step).label("step"),
-                func.avg(MetricPoint.value).label("value"),
-                func.min(MetricPoint.value).label("min"),
-                func.max(MetricPoint.value).label("max"),
-            )
-            .join(MetricKey, MetricPoint.key_id == MetricKey.id)
-            .where(MetricPoint.run_id == run_id, MetricPoint.key_id.in_(key_ids.values()))
-            .group_by(MetricKey.name, bucket)
-            .order_by(MetricKey.name, bucket)
-        )
-        frame = pd.DataFrame(session.execute(query).mappings().all())
-        frames.append(frame.assign(run=run_name, bucket_steps=bucket_steps))
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True)[columns]
 
 
 POSITION_COLUMNS = ["run", "checkpoint", "step", "position", "rate", "source"]

@@ -8,6 +8,7 @@ from sqlalchemy import func, insert, select
 
 from specdash.db import alerts, parity, queries
 from specdash.db import checkpoint_queries as cq
+from specdash.db import curves as curves_db
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, MetricKey, MetricPoint, Run
 from specdash.ingest.load import ingest_bytes
@@ -191,13 +192,39 @@ def test_long_training_curves_are_bucketed_in_sql(engine):
         )
     with reading(engine) as session:
         assert cq.metric_keys(session, [run_id]) == ["train/acc_0", "train/loss"]
-        curves = cq.training_curves(session, [run_id], ["train/loss"], max_points=400)
-        short = cq.training_curves(session, [run_id], ["train/loss"], max_points=50_000)
+        curves = curves_db.training_curves(session, [run_id], ["train/loss"], max_points=400)
+        short = curves_db.training_curves(session, [run_id], ["train/loss"], max_points=50_000)
     assert len(curves) == 400 and (curves["key"] == "train/loss").all()
     assert curves["bucket_steps"].iloc[0] == 50
     first = curves.iloc[0]
     assert (first["step"], first["value"], first["min"], first["max"]) == (24.5, 24.5, 0.0, 49.0)
     assert len(short) == steps and short["bucket_steps"].iloc[0] == 1
+
+
+def test_curve_buckets_span_every_key_and_skip_empty_ones(engine):
+    """Buckets start at the run's first logged step over the keys asked for: key a logs steps 0-999 but
+    300-449, key b steps 500-1499, both value = 2 x step; 10 points at most: ceil(1500 / 10) = 150 steps."""
+    with transaction(engine) as session:
+        session.add_all([Run(name="spans"), MetricKey(name="a"), MetricKey(name="b")])
+        session.flush()
+        run_id, a_id, b_id = ids(session, Run)[0], *ids(session, MetricKey)
+        a = [s for s in range(1000) if not 300 <= s < 450]
+        points = [(a_id, s) for s in a] + [(b_id, s) for s in range(500, 1500)]
+        session.execute(
+            insert(MetricPoint),
+            [{"run_id": run_id, "key_id": k, "step": s, "value": 2.0 * s} for k, s in points],
+        )
+    with reading(engine) as session:
+        curves = curves_db.training_curves(session, [run_id], ["b", "a"], max_points=10)
+    assert set(curves["bucket_steps"]) == {150}
+    key_a, key_b = curves[curves["key"] == "a"], curves[curves["key"] == "b"]
+    # a: buckets from 0, 150, 300 (empty: left out), 450, 600, 750, 900 (900-999)
+    assert key_a["step"].tolist() == [74.5, 224.5, 524.5, 674.5, 824.5, 949.5]
+    # b: its first bucket is 450-599, where it logged 500-599
+    first = key_b.iloc[0]
+    assert (first["step"], first["value"], first["min"], first["max"]) == (549.5, 1099.0, 1000.0, 1198.0)
+    assert len(key_b) == 7 and key_b["max"].iloc[-1] == 2998.0
+    assert curves["key"].tolist() == ["a"] * 6 + ["b"] * 7
 
 
 def test_position_acceptance_in_training_order(demo):
@@ -214,7 +241,7 @@ def test_empty_selections_give_empty_frames(engine):
         assert cq.checkpoints_frame(session, []).empty
         assert cq.speculation_settings(session, [], 1) == []
         assert cq.checkpoint_comparison(session, [], 1, None).empty
-        assert cq.training_curves(session, [], ["x"]).empty
+        assert curves_db.training_curves(session, [], ["x"]).empty
         assert cq.metric_keys(session, []) == []
         assert queries.benchmark_outcomes(session, []).empty
         assert queries.latest_checkpoints(session).empty
