@@ -114,3 +114,49 @@ def test_the_depth_advisor_uses_the_schedule_at_every_load_served(engine, tmp_pa
     for entry in made.entries:
         if int(entry.concurrency) in advised:
             assert advised[int(entry.concurrency)].best_depth == entry.num_steps
+
+
+def test_observations_take_tau_measured_else_from_the_training_rates(engine):
+    """One drafter on one deployment: a benchmark with a measured accept length keeps it; one without
+    takes tau chained from the checkpoint's training rates, 1 + 0.8 + 0.8 x 0.6 + 0.8 x 0.6 x 0.5 = 2.52 at
+    K = 3; repeats of one setting and load become one observation at their median tok/s."""
+    from specdash.db.loadmodels import speculative_observations
+    from specdash.db.models import Benchmark, Checkpoint, PositionAcceptance, Run
+
+    with transaction(engine) as session:
+        deployment, run = Deployment(name="H100"), Run(name="eagle3-run", speculative_algorithm="EAGLE3")
+        session.add_all([deployment, run])
+        session.flush()
+        checkpoint = Checkpoint(run_id=run.id, name="epoch_1")
+        session.add(checkpoint)
+        session.flush()
+        session.add_all(
+            [
+                PositionAcceptance(checkpoint_id=checkpoint.id, position=i, rate=r)
+                for i, r in enumerate((0.8, 0.6, 0.5))
+            ]
+        )
+        settings = [(1, 3, 2.1, 150.0), (1, 3, 2.1, 170.0), (1, 3, 2.1, 190.0), (8, 3, None, 90.0)]
+        session.add_all(
+            Benchmark(
+                record_key=f"k{i}",
+                deployment_id=deployment.id,
+                checkpoint_id=checkpoint.id,
+                speculative_algorithm="EAGLE3",
+                num_steps=steps,
+                topk=1,
+                num_draft_tokens=steps + 1,
+                concurrency=concurrency,
+                accept_length=tau,
+                decode_tps=tps,
+            )
+            for i, (concurrency, steps, tau, tps) in enumerate(settings)
+        )
+        deployment_id, drafter = deployment.id, str(run.id)
+    with reading(engine) as session:
+        observations, families = speculative_observations(session, [deployment_id])
+    by_load = {o.concurrency: o for o in observations[deployment_id]}
+    assert families == {deployment_id: {drafter: "eagle3"}}
+    assert (by_load[1.0].measured_tps, by_load[1.0].accept_length) == (170.0, 2.1)
+    assert by_load[8.0].accept_length == pytest.approx(2.52)
+    assert (by_load[8.0].steps, by_load[8.0].draft_tokens, by_load[8.0].drafter) == (3, 4, drafter)
