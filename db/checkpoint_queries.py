@@ -44,11 +44,8 @@ def checkpoints_frame(session: Session, run_ids: list[int]) -> pd.DataFrame:
     """Checkpoints of the runs, in training order, with how many benchmarks each has."""
     if not run_ids:
         return pd.DataFrame(columns=["id", "run", "name", "epoch", "step", "path", "benchmarks"])
-    benchmarks = (
-        select(Benchmark.checkpoint_id, func.count().label("benchmarks"))
-        .group_by(Benchmark.checkpoint_id)
-        .subquery()
-    )
+    # counted per checkpoint of these runs through the benchmark's checkpoint index, not for every one
+    benchmarks = select(func.count()).where(Benchmark.checkpoint_id == Checkpoint.id).scalar_subquery()
     query = (
         select(
             Checkpoint.id,
@@ -57,10 +54,9 @@ def checkpoints_frame(session: Session, run_ids: list[int]) -> pd.DataFrame:
             Checkpoint.epoch,
             Checkpoint.step,
             Checkpoint.path,
-            func.coalesce(benchmarks.c.benchmarks, 0).label("benchmarks"),
+            benchmarks.label("benchmarks"),
         )
         .join(Run, Checkpoint.run_id == Run.id)
-        .outerjoin(benchmarks, benchmarks.c.checkpoint_id == Checkpoint.id)
         .where(Checkpoint.run_id.in_(run_ids))
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
     )
@@ -125,15 +121,21 @@ def speculation_settings(
 
 
 def _matches(setting: SpeculationSetting):
+    """The setting's benchmarks among a few checkpoints' (the caller scopes by checkpoint). The algorithm
+    and the load are compared as expressions, so that SQLite, without statistics, reads them through the
+    checkpoint index rather than an index on (algorithm, deployment, load) or (deployment, load): those
+    hold every checkpoint's benchmarks of the setting (50,000 on a deployment at scale 10: 38 ms a query
+    against 1 ms)."""
+
     def same(column, value):
         return column.is_(None) if value is None else column == value
 
     return (
-        Benchmark.speculative_algorithm == setting.speculative_algorithm,
+        func.coalesce(Benchmark.speculative_algorithm, "") == setting.speculative_algorithm,
         same(Benchmark.num_steps, setting.num_steps),
         same(Benchmark.topk, setting.topk),
         same(Benchmark.num_draft_tokens, setting.num_draft_tokens),
-        Benchmark.concurrency == setting.concurrency,
+        Benchmark.concurrency + 0 == setting.concurrency,
     )
 
 
