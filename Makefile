@@ -30,7 +30,7 @@ test: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/mkdocs build --strict --quiet
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 # The manual (docs/, mkdocs.yml) into build/site/; a broken link, anchor or image is an error.
 docs: install
