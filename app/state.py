@@ -2,6 +2,7 @@
 with st.cache_data keyed on the URL and plain filters, and writes that clear those caches."""
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -220,8 +221,8 @@ def leaderboard_choices(url: str) -> dict:
 
 
 @st.cache_data(show_spinner=False)
-def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
-    return read(url, deploy.deploy_table, flt)
+def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:  # the Leaderboard's cached ranking
+    return deploy.deploy_rows(leaderboard(url, replace(flt, rank_by="measured")))
 
 
 @st.cache_data(show_spinner=False)
