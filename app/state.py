@@ -416,8 +416,8 @@ def benchmark_outcomes(url: str, benchmark_ids: tuple[int, ...]) -> pd.DataFrame
 
 # --- Alerts ------------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
-def alert_page(url: str, filters: AlertFilters, offset: int, limit: int) -> tuple[list[dict], int]:
-    return read(url, alerts.alert_page, filters, offset, limit)
+def alert_page(url: str, filters: AlertFilters, offset: int, limit: int, count: bool = True):
+    return read(url, alerts.alert_page, filters, offset, limit, count)
 
 
 @st.cache_data(show_spinner=False)
