@@ -95,29 +95,31 @@ def speculative_observations(
     )
     if deployment_ids is not None:
         query = query.where(Benchmark.deployment_id.in_(deployment_ids))
-    rows = session.execute(query).all()
-    rates = checkpoint_rates(session, sorted({r.checkpoint_id for r in rows if r.checkpoint_id}))
+    # plain tuples through the Core connection: a Row's attributes cost more than the loop's own work
+    rows = [tuple(row) for row in session.connection().execute(query)]
+    # the training rates stand in for an accept length only where none was measured
+    rates = checkpoint_rates(session, sorted({r[1] for r in rows if r[1] and not r[8]}))
     keyed: dict[int, list[tuple[tuple, float, float]]] = defaultdict(list)
     families: dict[int, dict[str, str]] = defaultdict(dict)
-    for row in rows:
-        steps = draft_steps(row.num_steps, row.topk, row.num_draft_tokens)
-        if not steps or not row.decode_tps or row.decode_tps <= 0:
+    family_of: dict[tuple, str] = {}
+    for deployment_id, checkpoint_id, algorithm, num_steps, topk, draft_tokens, concurrency, *rest in rows:
+        decode_tps, tau, run_id, drafter_algorithm = rest
+        steps = draft_steps(num_steps, topk, draft_tokens)
+        if not steps or not decode_tps or decode_tps <= 0:
             continue
-        topk = row.topk or 1
-        tokens = verified_tokens(steps, topk, row.num_draft_tokens)
-        tau = row.accept_length
-        trained = rates.get(row.checkpoint_id) if row.checkpoint_id else None
+        topk = topk or 1
+        tokens = verified_tokens(steps, topk, draft_tokens)
+        trained = rates.get(checkpoint_id) if checkpoint_id else None
         if not tau and trained:
             tau = predict_accept_length(trained, steps, topk, tokens).accept_length
         if not tau or tau < 1:
             continue
-        drafter = str(row.run_id or "")
-        families[row.deployment_id][drafter] = drafter_family(
-            row.drafter_algorithm, row.speculative_algorithm
-        )
-        keyed[row.deployment_id].append(
-            ((drafter, steps, topk, tokens, row.concurrency), row.decode_tps, tau)
-        )
+        drafter = str(run_id or "")
+        names = (drafter_algorithm, algorithm)
+        if names not in family_of:
+            family_of[names] = drafter_family(*names)
+        families[deployment_id][drafter] = family_of[names]
+        keyed[deployment_id].append(((drafter, steps, topk, tokens, concurrency), decode_tps, tau))
     return {d: _median_observations(v) for d, v in keyed.items()}, dict(families)
 
 
