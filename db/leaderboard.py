@@ -102,10 +102,10 @@ def leaderboard(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=COLUMNS)
     rows.insert(0, "rank", range(1, len(rows) + 1))
-    return board_frame(rows)[COLUMNS]
+    return _board_frame(rows)[COLUMNS]
 
 
-def board_frame(rows: pd.DataFrame) -> pd.DataFrame:
+def _board_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """Entries as the store returns them, typed as the pages read them: the gap at the best setting,
     counts and the setting as nullable integers, speedups as floats."""
     for name in NUMBERS:

@@ -1,6 +1,6 @@
 """The Leaderboard's ranking as one SQL statement: each competing benchmark's speedup over its baseline,
 the mean over repeats per dataset and over datasets per setting, the best setting of each (checkpoint,
-deployment, load) by a window, and its names and open alerts; only the entries leave the store."""
+deployment, load), and its names and open alerts; only the entries leave the store."""
 
 from sqlalchemy import (
     Float,
@@ -156,8 +156,8 @@ def ranked_entries(flt, baselines: Baselines, rank_by: str):
     settings = per_setting(flt, baselines)
     entry = [settings.c[name] for name in ENTRY]
     by = func.coalesce(settings.c[f"{rank_by}_speedup"], -1.0)
-    # the best speedup per entry by a GROUP BY, then the first setting reaching it: a window over every
-    # setting cost a third more than both
+    # the best speedup per entry by a GROUP BY, then the first setting reaching it: in SQLite a window
+    # over every setting cost a third more than both
     best = (
         select(
             *entry, func.max(by).label("best"), func.sum(settings.c.open_alerts).label("entry_open_alerts")

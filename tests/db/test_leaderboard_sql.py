@@ -130,13 +130,13 @@ def _setting(benchmark: Benchmark) -> tuple:
     )
 
 
-def build_store(engine, seed: int = 25) -> None:
+def build_store(engine, seed: int = 25, runs_made: int = 5) -> None:
     rng = random.Random(seed)
     random.seed(seed)
     with transaction(engine) as session:
         deployments = _deployments(session)
         _baselines(session, deployments, rng)
-        runs = [Run(name=f"run-{i}", target_model=rng.choice(["Kimi-K2.5", None])) for i in range(5)]
+        runs = [Run(name=f"run-{i}", target_model=rng.choice(["Kimi-K2.5", None])) for i in range(runs_made)]
         runs[4].archived_at = datetime(2026, 1, 1)
         session.add_all(runs)
         session.flush()
