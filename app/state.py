@@ -2,6 +2,7 @@
 with st.cache_data keyed on the URL and plain filters, and writes that clear those caches."""
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -221,8 +222,8 @@ def leaderboard_choices(url: str) -> dict:
 
 
 @st.cache_data(show_spinner=False)
-def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
-    return read(url, deploy.deploy_table, flt)
+def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:  # the Leaderboard's cached ranking
+    return deploy.deploy_rows(leaderboard(url, replace(flt, rank_by="measured")))
 
 
 @st.cache_data(show_spinner=False)
@@ -416,8 +417,8 @@ def benchmark_outcomes(url: str, benchmark_ids: tuple[int, ...]) -> pd.DataFrame
 
 # --- Alerts ------------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
-def alert_page(url: str, filters: AlertFilters, offset: int, limit: int) -> tuple[list[dict], int]:
-    return read(url, alerts.alert_page, filters, offset, limit)
+def alert_page(url: str, filters: AlertFilters, offset: int, limit: int, count: bool = True):
+    return read(url, alerts.alert_page, filters, offset, limit, count)
 
 
 @st.cache_data(show_spinner=False)

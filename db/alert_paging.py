@@ -1,11 +1,12 @@
 """One page of the alert list by id, the most severe first and within a severity the largest gap, found
-without sorting every alert that matches."""
+without sorting every alert that matches; and the values the list's filters can take, found without
+listing every alert."""
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import SEVERITY_ORDER
-from specdash.db.models import Alert, Gap
+from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 
 
 def page_ids(session: Session, keys: Select, offset: int, limit: int) -> list[int]:
@@ -28,3 +29,31 @@ def page_ids(session: Session, keys: Select, offset: int, limit: int) -> list[in
         ids += session.scalars(ordered.offset(offset).limit(limit - len(ids)))
         offset = 0
     return ids
+
+
+def alert_choices(session: Session) -> dict[str, list[str]]:
+    """Values the alert filters can take: prediction sources, deployments and runs that have verdicts.
+    Each found from its own side (a run or deployment with one verdict of a checkpoint's benchmark, a
+    source whose prediction judges one) instead of listing every verdict with its joins."""
+    verdicts = (
+        select(Alert.benchmark_id)
+        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
+        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+    )
+    runs = select(Run.name).where(verdicts.where(Checkpoint.run_id == Run.id).exists())
+    deployments = select(Deployment.name).where(
+        verdicts.where(Benchmark.deployment_id == Deployment.id).exists()
+    )
+    # a verdict's gap is always of a checkpoint's benchmark (the refresh judges no other), so the sources
+    # need not look the benchmarks up
+    sources = (
+        select(Prediction.source)
+        .select_from(Alert)
+        .join(Gap, Alert.gap_id == Gap.id)
+        .join(Prediction, Gap.prediction_id == Prediction.id)
+        .distinct()
+    )
+    return {
+        name: sorted(v for v in session.scalars(query) if v is not None)
+        for name, query in (("source", sources), ("deployment", deployments), ("run", runs))
+    }

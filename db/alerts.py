@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
 from specdash.db import investigation
-from specdash.db.alert_paging import page_ids
+from specdash.db.alert_paging import alert_choices, page_ids
 from specdash.db.bulk import chunks
 from specdash.db.models import (
     ACTIVE_STATUSES,
@@ -34,7 +34,11 @@ from specdash.db.settings import get_gap_threshold, threshold_sql
 
 # An alert's severity is its verdict's; "none" for an alert without one.
 SEVERITIES = ALERT_SEVERITIES
-__all__ = ["DIAGNOSIS_CODES", "SEVERITIES"]  # the filters' choices, defined by the cost model's rules
+__all__ = [
+    "DIAGNOSIS_CODES",
+    "SEVERITIES",
+    "alert_choices",
+]  # the filters' choices, defined by the cost model's rules
 GROUPINGS = ("deployment", "run", "diagnosis")
 # What an alert's detail shows of the prediction that judges it: its baseline and round-time parts.
 PREDICTION_PARTS = (
@@ -167,21 +171,6 @@ def alert_groups(session: Session, filters: AlertFilters, by: str) -> pd.DataFra
     )
     frame["group"] = frame["group"].fillna("(none)")
     return frame
-
-
-def alert_choices(session: Session) -> dict[str, list[str]]:
-    """Values the alert filters can take: prediction sources, deployments and runs that have verdicts."""
-    base = (
-        with_verdict_joins(
-            select(Prediction.source, Deployment.name.label("deployment"), Run.name.label("run"))
-        )
-        .distinct()
-        .subquery()
-    )
-    return {
-        name: sorted(v for v in session.scalars(select(base.c[name]).distinct()) if v is not None)
-        for name in ("source", "deployment", "run")
-    }
 
 
 def alert_detail(session: Session, alert_id: int) -> dict[str, Any] | None:

@@ -1,12 +1,12 @@
 """The deploy answer: for every deployment and load, the checkpoint to serve (the Leaderboard's winner by
 measured speedup), its setting, measured against predicted speedup with the band, and its open alerts."""
 
+from dataclasses import replace
+
 import pandas as pd
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard
-from specdash.db.models import Checkpoint, Run
 
 DEPLOY_COLUMNS = [
     "target_model",
@@ -37,17 +37,14 @@ def deploy_table(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
     leaderboard's order), how many checkpoints competed and the runner-up's speedup; `within_band` says
     whether measured lies inside predicted ± the prediction's band (None without a prediction or band).
     Ordered by target model, deployment and load."""
-    board = leaderboard(session, LeaderboardFilter(**{**vars(flt), "rank_by": "measured"}))
+    return deploy_rows(leaderboard(session, replace(flt, rank_by="measured")))
+
+
+def deploy_rows(board: pd.DataFrame) -> pd.DataFrame:
+    """The deploy answer from the leaderboard ranked by measured speedup (db/leaderboard.leaderboard), so
+    a page showing both ranks once."""
     if board.empty:
         return pd.DataFrame(columns=DEPLOY_COLUMNS)
-    targets = dict(
-        session.execute(
-            select(Checkpoint.id, Run.target_model)
-            .join(Run, Checkpoint.run_id == Run.id)
-            .where(Checkpoint.id.in_([int(i) for i in board["checkpoint_id"].unique()]))
-        ).all()
-    )
-    board = board.assign(target_model=board["checkpoint_id"].map(lambda i: targets.get(int(i))))
     groups = board.groupby(["deployment_id", "concurrency"], sort=False)
     best = groups.head(1).copy()
     best["candidates"] = groups["checkpoint_id"].transform("size").loc[best.index].astype("Int64")

@@ -7,12 +7,11 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
-from specdash.db.parameters import Baselines, load_baselines
+from specdash.db.leaderboard_sql import NUMBERS, SETTING, board_select
+from specdash.db.models import Benchmark, Deployment
+from specdash.db.parameters import load_baselines
 from specdash.db.queries import frame_of
 
-SETTING = ["speculative_algorithm", "num_steps", "topk", "num_draft_tokens"]
-ENTRY = ["checkpoint_id", "deployment_id", "concurrency"]
 COLUMNS = [
     "rank",
     "run",
@@ -32,6 +31,7 @@ COLUMNS = [
     "open_alerts",
     "checkpoint_id",
     "deployment_id",
+    "target_model",  # the run's: the deploy answer groups by it
 ]
 
 
@@ -90,146 +90,27 @@ def leaderboard_choices(session: Session) -> dict:
     }
 
 
-def _benchmarks(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
-    query = (
-        select(
-            Benchmark.id.label("benchmark_id"),
-            Benchmark.checkpoint_id,
-            Benchmark.deployment_id,
-            Benchmark.concurrency,
-            Benchmark.dataset,
-            *(Benchmark.__table__.c[name] for name in SETTING),
-            Benchmark.decode_tps.label("measured_tps"),
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
-            Deployment.baseline_tps.label("profile_baseline_tps"),
-        )
-        .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(Run.archived_at.is_(None))  # archived runs compete no more
-    )
-    return frame_of(session, _benchmark_filter(query, flt))
-
-
-def _benchmark_filter(query, flt: LeaderboardFilter):
-    """The benchmarks that compete: speculative, not superseded, on the filter's deployment, load, dataset."""
-    query = query.where(Benchmark.speculative_algorithm.is_not(None), Benchmark.superseded_by_id.is_(None))
-    if flt.deployment_id is not None:
-        query = query.where(Benchmark.deployment_id == flt.deployment_id)
-    if flt.concurrency is not None:
-        query = query.where(Benchmark.concurrency == flt.concurrency)
-    if flt.dataset is not None:
-        query = query.where(Benchmark.dataset == flt.dataset)
-    return query
-
-
-def _predictions(session: Session, flt: LeaderboardFilter, benchmark_ids: list[int]) -> pd.DataFrame:
-    query = (
-        select(
-            Gap.benchmark_id,
-            Prediction.predicted_tps,
-            Prediction.baseline_tps.label("prediction_baseline_tps"),
-            Prediction.error_band,
-            # the benchmark's verdict is a raised, open alert (whichever source judges it)
-            func.coalesce((Alert.status == "open") & Alert.is_alert, False).label("open_alert"),
-        )
-        .join(Prediction, Gap.prediction_id == Prediction.id)
-        .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .where(Prediction.source == flt.source)
-    )
-    # the competing benchmarks' predictions only, read as plain rows (dicts per row cost seconds at 400,000)
-    rows = frame_of(session, _benchmark_filter(query, flt))
-    if rows.empty:
-        return pd.DataFrame(
-            columns=["benchmark_id", "predicted_tps", "prediction_baseline_tps", "error_band", "open_alert"]
-        )
-    return rows[rows["benchmark_id"].isin(benchmark_ids)]
-
-
 def leaderboard(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
-    """One row per (checkpoint, deployment, load) at its best speculation setting, ranked.
+    """One row per (checkpoint, deployment, load) at its best speculation setting, ranked in the store.
 
     Speedup = tok/s / the no-speculation baseline of the same deployment, load and dataset (the measured
     median when there is one, else the prediction's or the profile's baseline), so datasets whose baselines
     differ 2x compare fairly. On one dataset a setting's speedup is the mean over repeated benchmarks; across
     datasets it is the mean of its per-dataset speedups (`datasets` says how many). The best setting is the
     one with the highest speedup by `rank_by`; `gap` = 1 - measured / predicted speedup at that setting."""
-    bench = _benchmarks(session, flt)
-    if bench.empty:
+    rows = frame_of(session, board_select(flt, load_baselines(session, flt.deployment_id)))
+    if rows.empty:
         return pd.DataFrame(columns=COLUMNS)
-    preds = _predictions(session, flt, bench["benchmark_id"].tolist())
-    bench = _speedups(
-        bench.merge(preds, on="benchmark_id", how="left"), load_baselines(session, flt.deployment_id)
-    )
-    if bench.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    by = f"{flt.rank_by}_speedup"
-    best = (
-        _per_setting(bench)
-        .assign(_key=lambda frame: frame[by].fillna(-1.0))
-        .sort_values("_key", ascending=False, kind="stable")
-        .drop_duplicates(ENTRY)
-        .drop(columns="_key")
-    )
-    names = bench.drop_duplicates(ENTRY)[[*ENTRY, "run", "checkpoint", "deployment"]]
-    # every open alert of the checkpoint on that deployment and load, whatever its setting
-    alerts = bench.groupby(ENTRY)["open_alert"].sum().rename("open_alerts").reset_index()
-    table = best.drop(columns="open_alerts").merge(names, on=ENTRY).merge(alerts, on=ENTRY)
-    table["gap"] = 1 - table["measured_speedup"] / table["predicted_speedup"]
-    table = table.sort_values([by, "run", "checkpoint"], ascending=[False, True, True], na_position="last")
-    table.insert(0, "rank", range(1, len(table) + 1))
+    rows.insert(0, "rank", range(1, len(rows) + 1))
+    return _board_frame(rows)[COLUMNS]
+
+
+def _board_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """Entries as the store returns them, typed as the pages read them: the gap at the best setting,
+    counts and the setting as nullable integers, speedups as floats."""
+    for name in NUMBERS:
+        rows[name] = rows[name].astype("float64")
+    rows["gap"] = 1 - rows["measured_speedup"] / rows["predicted_speedup"]
     for name in INTEGER_COLUMNS:
-        table[name] = table[name].astype("Int64")
-    return table[COLUMNS].reset_index(drop=True)
-
-
-def _speedups(bench: pd.DataFrame, baselines: Baselines) -> pd.DataFrame:
-    """Each benchmark's baseline (the measured median of its deployment, load and dataset, else its
-    prediction's, else the profile's) and its measured and predicted speedups over it."""
-    # looked up once per (deployment, load, dataset), not once per benchmark
-    keys = list(zip(bench["deployment_id"], bench["concurrency"], bench["dataset"], strict=True))
-    measured = {key: baselines.lookup(*key) for key in set(keys)}
-    bench["baseline_tps"] = (
-        pd.Series([measured[key] for key in keys], index=bench.index, dtype="float64")
-        .fillna(bench["prediction_baseline_tps"].astype("float64"))
-        .fillna(bench["profile_baseline_tps"].astype("float64"))
-    )
-    bench = bench[bench["baseline_tps"] > 0]
-    if bench.empty:
-        return bench
-    return bench.assign(
-        dataset=bench["dataset"].fillna(""),
-        measured_speedup=bench["measured_tps"] / bench["baseline_tps"],
-        predicted_speedup=bench["predicted_tps"].astype("float64") / bench["baseline_tps"],
-        open_alert=bench["open_alert"].fillna(False).astype(bool),
-        error_band=bench["error_band"].astype("float64"),
-    )
-
-
-def _per_setting(bench: pd.DataFrame) -> pd.DataFrame:
-    """Per (checkpoint, deployment, load, setting): the mean over repeats on each dataset, then the mean
-    over datasets."""
-    keys = [*ENTRY, *SETTING]
-    numbers = ["measured_speedup", "predicted_speedup", "measured_tps", "predicted_tps", "baseline_tps"]
-    per_dataset = bench.groupby([*keys, "dataset"], dropna=False).agg(
-        **{n: (n, "mean") for n in numbers},
-        error_band=("error_band", "mean"),
-        benchmarks=("benchmark_id", "count"),
-        open_alerts=("open_alert", "sum"),
-    )
-    return (
-        per_dataset.reset_index()
-        .groupby(keys, dropna=False)
-        .agg(
-            **{n: (n, "mean") for n in numbers},
-            error_band=("error_band", "mean"),
-            datasets=("dataset", "nunique"),
-            benchmarks=("benchmarks", "sum"),
-            open_alerts=("open_alerts", "sum"),
-        )
-        .reset_index()
-    )
+        rows[name] = rows[name].astype("Int64")
+    return rows.reset_index(drop=True)

@@ -4,7 +4,13 @@ import math
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """None, NaN, or pandas' NA (a nullable integer column's missing value, as in a table's row)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:  # pandas' NA is neither equal nor unequal to itself
+        return True
 
 
 def _int(value) -> str:

@@ -87,7 +87,7 @@ if "info" not in severities and severities:
         )
 pages = max(1, -(-total // PAGE_ROWS))
 page = st.number_input(f"Page (of {pages:,})", 1, pages, 1, key="alerts_page") if pages > 1 else 1
-rows, total = state.alert_page(url, filters, (page - 1) * PAGE_ROWS, PAGE_ROWS)
+rows, _ = state.alert_page(url, filters, (page - 1) * PAGE_ROWS, PAGE_ROWS, count=False)  # counted above
 
 selected_id = None
 if rows:

@@ -14,6 +14,7 @@ EVERY_DEPLOYMENT = "every deployment"
 EVERY_LOAD = "every load"
 ACROSS = "across datasets"
 RANK_BY = {"measured": "measured speedup", "predicted": "predicted speedup"}
+PAGE_ROWS = 50
 
 url = state.db_url()
 url_state = urlstate.UrlState("leaderboard")
@@ -92,14 +93,20 @@ st.caption(
     + (" Across datasets: the mean of the per-dataset speedups." if flt.dataset is None else "")
 )
 
+# a page of the table at a time: at scale the ranking has tens of thousands of entries
+pages = max(1, -(-len(board) // PAGE_ROWS))
+if st.session_state.get("leaderboard_page", 1) > pages:  # another selection has fewer pages
+    st.session_state["leaderboard_page"] = pages
+page = st.number_input(f"Page (of {pages:,})", 1, pages, 1, key="leaderboard_page") if pages > 1 else 1
+rows = board.iloc[(page - 1) * PAGE_ROWS : page * PAGE_ROWS]
 # shown as text: a checkpoint without a prediction from this source reads `-`, never `None`
-table = board.assign(
-    setting=board.apply(setting_label, axis=1),
-    measured_speedup=board["measured_speedup"].map(lambda v: number_text(v, 2, "×")),
-    predicted_speedup=board["predicted_speedup"].map(lambda v: number_text(v, 2, "×")),
-    gap=board["gap"].map(gap_text),
-    measured_tps=board["measured_tps"].map(number_text),
-    predicted_tps=board["predicted_tps"].map(number_text),
+table = rows.assign(
+    setting=rows.apply(setting_label, axis=1),
+    measured_speedup=rows["measured_speedup"].map(lambda v: number_text(v, 2, "×")),
+    predicted_speedup=rows["predicted_speedup"].map(lambda v: number_text(v, 2, "×")),
+    gap=rows["gap"].map(gap_text),
+    measured_tps=rows["measured_tps"].map(number_text),
+    predicted_tps=rows["predicted_tps"].map(number_text),
 )
 columns = ["rank", "run", "checkpoint", "setting", "measured_speedup", "predicted_speedup", "gap"]
 columns += [
@@ -117,7 +124,7 @@ event = tables.show(
     width="stretch",
     on_select="rerun",
     selection_mode="single-row",
-    key=f"leaderboard_table_{hash(flt)}",
+    key=f"leaderboard_table_{hash(flt)}_{page}",
     column_config={
         "rank": st.column_config.NumberColumn(width=50),
         "run": st.column_config.TextColumn(),  # as wide as its longest name (app/tables.py)
@@ -135,9 +142,12 @@ event = tables.show(
         "concurrency": st.column_config.NumberColumn("load", width=50),
     },
 )
-st.caption("gap = 1 - measured / predicted: positive is slower than predicted. Select a row to open it.")
+st.caption(
+    (f"Entries {rows['rank'].iloc[0]:,}-{rows['rank'].iloc[-1]:,} of {len(board):,}. " if pages > 1 else "")
+    + "gap = 1 - measured / predicted: positive is slower than predicted. Select a row to open it."
+)
 
-picked = board.iloc[event.selection.rows[0]] if event.selection.rows else board.iloc[0]
+picked = rows.iloc[event.selection.rows[0]] if event.selection.rows else board.iloc[0]
 st.markdown(
     f"**#{int(picked['rank'])} {md(picked['run'])} / {md(picked['checkpoint'])}** on {md(picked['deployment'])}, "
     f"best at {setting_label(picked)}"

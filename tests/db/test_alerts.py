@@ -326,3 +326,28 @@ def test_pages_of_alerts_cross_severities_in_order(demo):
         count = alerts.alert_page(session, AlertFilters(), 1, 2)[1]
     assert [[r["alert_id"] for r in rows] for rows in pages] == [[3, 12], [11, 15], [12, 11], []]
     assert count == 4
+
+
+@pytest.mark.parametrize("store", ["demo_url", "real_url"])
+def test_the_filters_choices_are_the_values_of_the_verdicts(request, store):
+    """Each choice found from its own side (runs and deployments with a verdict, sources judging one) is
+    what listing every verdict with its joins gave; a run without a benchmark is no choice."""
+    from sqlalchemy import insert
+
+    from specdash.db.models import Deployment, Prediction, Run
+    from specdash.db.selects import with_verdict_joins
+
+    engine = make_engine(request.getfixturevalue(store))
+    with transaction(engine) as session:  # nothing benchmarked: no verdict names them
+        session.execute(insert(Run), [{"name": "never-benchmarked"}])
+        session.execute(insert(Deployment), [{"name": "never-used"}])
+    with reading(engine) as session:
+        every = session.execute(
+            with_verdict_joins(select(Prediction.source, Deployment.name, Run.name)).distinct()
+        ).all()
+        choices = alerts.alert_choices(session)
+    engine.dispose()
+    expected = [sorted({row[i] for row in every if row[i] is not None}) for i in range(3)]
+    assert [choices["source"], choices["deployment"], choices["run"]] == expected
+    assert len(choices["source"]) >= 2 and len(choices["run"]) >= 2
+    assert "never-benchmarked" not in choices["run"] and "never-used" not in choices["deployment"]

@@ -83,3 +83,14 @@ def test_the_setting_reader_imports_first():
     code = "from specdash.ingest.setting import parse_setting; print(parse_setting('EAGLE3 3/1/4').num_steps)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "3"), done.stderr
+
+
+def test_a_setting_from_a_table_row_with_a_missing_count_reads_a_dash():
+    """The bug: a leaderboard entry whose benchmark gave no draft-token count (a nullable integer column,
+    pandas' NA) stopped the page with a TypeError."""
+    import pandas as pd
+
+    row = pd.DataFrame(
+        {"speculative_algorithm": ["EAGLE"], "num_steps": [3], "topk": [1], "num_draft_tokens": [None]}
+    ).astype({"num_steps": "Int64", "topk": "Int64", "num_draft_tokens": "Int64"})
+    assert row.apply(setting_label, axis=1).tolist() == ["EAGLE 3/1/-"]

@@ -204,3 +204,25 @@ def test_names_that_fit_are_left_alone():
     assert abbreviate([f"epoch_{i}" for i in range(1, 6)], 18) == {
         f"epoch_{i}": f"epoch_{i}" for i in range(1, 6)
     }
+
+
+def test_the_table_shows_a_page_of_the_ranking_at_a_time(monkeypatch, db_url):
+    from tests.db.test_leaderboard_sql import build_store
+
+    engine = make_engine(db_url)
+    build_store(engine, runs_made=12)
+    engine.dispose()
+    whole = board(db_url, source="calibrated")  # the page's default: a calibrated prediction is there
+    assert len(whole) > 100  # three pages of 50
+    at = run_page(monkeypatch, db_url, "views/leaderboard.py")
+    assert not at.exception
+    pages = at.number_input(key="leaderboard_page")
+    assert pages.label == f"Page (of {-(-len(whole) // 50)})"
+    ranks = table_with(at, "rank")["rank"].tolist()
+    assert ranks == list(range(1, 51))
+    pages.set_value(2).run()
+    assert not at.exception
+    shown = table_with(at, "rank")
+    assert shown["rank"].tolist() == list(range(51, 101))
+    assert shown["run"].tolist() == whole["run"].iloc[50:100].tolist()
+    assert any(f"Entries 51-100 of {len(whole):,}" in c.value for c in at.caption)
