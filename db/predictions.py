@@ -110,12 +110,30 @@ class Predicted(NamedTuple):
     params: CostParams | None
 
 
-Groups = dict[PredictionKey, list[Row]]
+class BenchmarkRow(NamedTuple):
+    """A benchmark's BENCHMARK_COLUMNS, in order, as refresh reads them: a plain named tuple, whose
+    fields read in C (a SQLAlchemy Row's by name cost ten times as much, a score of times a benchmark)."""
+
+    id: int
+    checkpoint_id: int
+    deployment_id: int
+    speculative_algorithm: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+    dataset: str | None
+    decode_tps: float
+    accept_length: float | None
+    draft_hidden_size: int | None
+
+
+Groups = dict[PredictionKey, list[BenchmarkRow]]
 # Rows read back by column name, in one C-level call per row (tens of thousands of rows per refresh).
 _KEY_COLUMNS = attrgetter(*(column.key for column in PREDICTION_KEY))
 
 
-def prediction_key(bench: Row, steps: int) -> PredictionKey:
+def prediction_key(bench: BenchmarkRow, steps: int) -> PredictionKey:
     """The key of a benchmark row's prediction (K already resolved)."""
     draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
     return PredictionKey(
@@ -206,14 +224,16 @@ def _stored(
 
 
 def _predict_group(
-    key: PredictionKey, group: list[Row], context: RefreshContext, made: _Made
+    key: PredictionKey, group: list[BenchmarkRow], context: RefreshContext, made: _Made
 ) -> list[tuple[str, PredictionValues, Throughput, CostParams]]:
     """The group's prediction under each active set of its deployment that has a baseline and an accept
     length to predict with."""
     drafter = context.drafters[key.checkpoint_id]
     family = drafter_family(drafter.speculative_algorithm, group[0].speculative_algorithm)
-    measured_taus = [b.accept_length for b in group if b.accept_length]
-    history = context.references.get(max(b.id for b in group))
+    # a drafter's training rates come first (choose_accept_length): then neither of these is read
+    measured_taus = () if drafter.rates else [b.accept_length for b in group if b.accept_length]
+    references = context.references
+    history = references.get(max(b.id for b in group)) if references and not drafter.rates else None
     results = []
     for plan in context.plans.get(key.deployment_id, ()):
         baseline = _baseline(key, plan, context)
