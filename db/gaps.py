@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Text, select, type_coerce
+from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import (
@@ -119,17 +119,18 @@ def refresh_gaps(
                 if reference is not None:
                     as_judged = _as_judged(judging.prediction, reference, key)
                 _judge(judged, existing, bench, judging, as_judged, context)
+    connection = session.connection()
+    # the new gaps' ids are those above the largest before the insert (the refresh holds the store's
+    # write lock): read back by a range of the primary key, not by benchmark
+    before = (connection.scalar(select(func.max(Gap.id))) or 0) if judged.new else 0
     insert_rows(session, Gap, judged.new)
     update_rows(session, Gap, judged.changed)
     gap_ids = {pair: stored.id for pair, stored in existing.items()}
     if judged.new:
-        for row in select_in(
-            session,
-            select(Gap.id, Gap.benchmark_id, Gap.prediction_id),
-            Gap.benchmark_id,
-            sorted({row["benchmark_id"] for row in judged.new}),
+        for gap_id, benchmark_id, prediction_id in connection.execute(
+            select(Gap.id, Gap.benchmark_id, Gap.prediction_id).where(Gap.id > before)
         ):
-            gap_ids[(row.benchmark_id, row.prediction_id)] = row.id
+            gap_ids[(benchmark_id, prediction_id)] = gap_id
     return judged.count, write_verdicts(session, judged.candidates, gap_ids, context.now)
 
 
