@@ -76,13 +76,11 @@ class _AsJudged(NamedTuple):
 
 
 class _Judging(NamedTuple):
-    """One prediction of a group as its benchmarks are judged against it: the prediction, how a
-    benchmark without a reference of its own is judged (_as_judged), what the diagnoses are given (the
-    group's and the prediction's part; each benchmark sets its own fields), the alert threshold and the
-    parameter set's version."""
+    """One prediction of a group as its benchmarks are judged against it: the prediction, what the
+    diagnoses are given (the group's and the prediction's part; each benchmark sets its own fields), the
+    alert threshold and the parameter set's version."""
 
     prediction: Predicted
-    shared: _AsJudged
     context: GapContext
     threshold: float
     version: int | None
@@ -112,12 +110,16 @@ def refresh_gaps(
     for key, predicted in predictions.items():
         # what every benchmark of the group shares is worked out once per prediction
         judgings = _judgings(key, predicted, context)
+        # how a benchmark without a reference of its own is judged against each: worked out at the first
+        shared: list[_AsJudged | None] = [None] * len(judgings)
         for bench in groups[key]:
             reference = references.get(bench.id) if references else None
-            for judging in judgings:
-                as_judged = judging.shared
+            for index, judging in enumerate(judgings):
                 if reference is not None:
                     as_judged = _as_judged(judging.prediction, reference, key)
+                else:
+                    as_judged = shared[index] or _as_judged(judging.prediction, None, key)
+                    shared[index] = as_judged
                 _judge(judged, existing, bench, judging, as_judged, context)
     connection = session.connection()
     # the new gaps' ids are those above the largest before the insert (the refresh holds the store's
@@ -177,7 +179,7 @@ def _judgings(key: PredictionKey, predicted: list[Predicted], context: RefreshCo
             concurrency=key.concurrency,
         )
         version = context.versions.get(pred.parameter_set_id) if pred.parameter_set_id is not None else None
-        out.append(_Judging(prediction, _as_judged(prediction, None, key), gap_context, threshold, version))
+        out.append(_Judging(prediction, gap_context, threshold, version))
     return out
 
 
