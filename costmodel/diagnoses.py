@@ -5,6 +5,7 @@ Each rule is a plain function of a GapContext returning a Diagnosis or None; add
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from specdash.costmodel.gaps import GapDecomposition
 
@@ -58,6 +59,7 @@ class GapContext:
 ALGORITHM_ALIASES = {"NEXTN": "EAGLE"}
 
 
+@lru_cache(maxsize=256)  # a refresh asks twice per benchmark, of a handful of names
 def normalised_algorithm(algorithm: str | None) -> str | None:
     """An algorithm's name as compared between a benchmark and its drafter: upper case, no dashes or
     underscores, engine aliases resolved (None when not given)."""
@@ -245,7 +247,13 @@ HISTORY_SHORTFALL = ACCEPTANCE_TOLERANCE
 def diagnose(ctx: GapContext, rules: Sequence[Rule] | None = None) -> list[Diagnosis]:
     """Every diagnosis that applies, most severe first."""
     found = [d for rule in (rules or RULES) if (d := rule(ctx)) is not None]
-    return sorted(found, key=lambda d: SEVERITY_ORDER[d.severity])
+    if len(found) < 2:  # most benchmarks: none or one (sorting is stable, so this is the same list)
+        return found
+    return sorted(found, key=_severity_rank)
+
+
+def _severity_rank(diagnosis: Diagnosis) -> int:
+    return SEVERITY_ORDER[diagnosis.severity]
 
 
 def worst_severity(diagnoses: list[Diagnosis]) -> str | None:

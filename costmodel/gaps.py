@@ -58,15 +58,16 @@ def decompose(
     else:
         known, tau_m = False, predicted.accept_length
     round_ms = measured_round_ms(measured_tps, tau_m)
+    predicted_round_ms = predicted.round_ms  # a sum of the round's parts: taken once
     return GapDecomposition(
         measured_tps=measured_tps,
         predicted_tps=predicted.tps,
         gap=1.0 - measured_tps / predicted.tps,
         measured_round_ms=round_ms,
-        predicted_round_ms=predicted.round_ms,
+        predicted_round_ms=predicted_round_ms,
         acceptance_factor=tau_m / predicted.accept_length if known else None,
-        round_factor=predicted.round_ms / round_ms if known else None,
-        unexplained_ms=round_ms - predicted.round_ms,
+        round_factor=predicted_round_ms / round_ms if known else None,
+        unexplained_ms=round_ms - predicted_round_ms,
         measured_accept_length=tau_m,
         predicted_accept_length=predicted.accept_length,
     )

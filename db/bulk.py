@@ -5,10 +5,10 @@ Refresh and ingest move tens of thousands of rows at a time: ORM objects per row
 per-value type processing, would cost more than the database's own work."""
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Table, bindparam, tuple_
+from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Table, bindparam
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 # Bound parameters per IN (...) list. SQLite allows 32,766 per statement (since 3.32; the test of big files
@@ -34,21 +34,6 @@ def select_in(session: Session, query: Select, column: Column, values: Sequence[
         return
     for chunk in chunks(values):
         yield from connection.execute(query.where(column.in_(chunk))).all()
-
-
-def select_tuples_in(
-    session: Session,
-    query: Select,
-    columns: Sequence[Column],
-    keys: Iterable[tuple[Any, ...]],
-) -> Iterator[Row]:
-    """Rows of `query` whose `columns` together equal one of `keys`, chunked by the parameters each key binds."""
-    connection = session.connection()
-    per_statement = CHUNK // len(columns)
-    keys = list(keys)
-    together = tuple_(*columns)
-    for chunk in chunks(keys, per_statement):
-        yield from connection.execute(query.where(together.in_(chunk))).all()
 
 
 # How SQLAlchemy's SQLite dialect stores these types (JSON text, DateTime as ISO text with microseconds).

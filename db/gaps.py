@@ -5,10 +5,9 @@ changed; then every benchmark's verdict (db/verdicts.py) from its candidates."""
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Row, Text, select, type_coerce
+from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import (
@@ -25,9 +24,16 @@ from specdash.costmodel.diagnoses import worst_severity
 from specdash.costmodel.sources import Trained, choose_accept_length
 from specdash.db.bulk import chunks, insert_rows, select_in, update_rows
 from specdash.db.history import Reference
-from specdash.db.models import Deployment, Gap
-from specdash.db.predictions import Groups, Predicted, PredictionKey, PredictionValues, Stored
-from specdash.db.refresh_context import Drafter, RefreshContext
+from specdash.db.models import Gap
+from specdash.db.predictions import (
+    BenchmarkRow,
+    Groups,
+    Predicted,
+    PredictionKey,
+    PredictionValues,
+    Stored,
+)
+from specdash.db.refresh_context import RefreshContext
 from specdash.db.settings import applicable_threshold
 from specdash.db.verdicts import Candidate, write_verdicts
 
@@ -60,18 +66,24 @@ class GapValues(NamedTuple):
     severity: str | None
 
 
-# a gap's numbers before its diagnoses and severity (the last two of GAP_VALUES), read in one C-level call
-_NUMBERS_OF = itemgetter(*GAP_VALUES[:-2])
+class _AsJudged(NamedTuple):
+    """A prediction as a benchmark is judged against it (_as_judged)."""
+
+    result: Throughput | None  # None: an external prediction, whose throughput depends on the benchmark
+    measured_tau: bool  # whether the gap is split by the benchmark's measured tau
+    tau_source: str | None
+    tau_text: str
 
 
-class _Group(NamedTuple):
-    """What every benchmark of one prediction key is judged with."""
+class _Judging(NamedTuple):
+    """One prediction of a group as its benchmarks are judged against it: the prediction, what the
+    diagnoses are given (the group's and the prediction's part; each benchmark sets its own fields), the
+    alert threshold and the parameter set's version."""
 
-    key: PredictionKey
-    deployment: Deployment
-    drafter: Drafter
+    prediction: Predicted
+    context: GapContext
     threshold: float
-    measured_baseline: float | None
+    version: int | None
 
 
 @dataclass
@@ -94,30 +106,33 @@ def refresh_gaps(
     how many gaps there are and how many alerts were newly raised."""
     existing = _stored(session, [b.id for key in predictions for b in groups[key]])
     judged = _Judged()
+    references = context.references
     for key, predicted in predictions.items():
-        deployment = context.deployments[key.deployment_id]
-        group = _Group(
-            key,
-            deployment,
-            context.drafters[key.checkpoint_id],
-            applicable_threshold(deployment.gap_threshold, context.global_threshold),
-            context.baselines.lookup(key.deployment_id, key.concurrency, key.dataset),
-        )
+        # what every benchmark of the group shares is worked out once per prediction
+        judgings = _judgings(key, predicted, context)
+        # how a benchmark without a reference of its own is judged against each: worked out at the first
+        shared: list[_AsJudged | None] = [None] * len(judgings)
         for bench in groups[key]:
-            reference = context.references.get(bench.id)
-            for prediction in predicted:
-                _judge(judged, existing, group, bench, prediction, reference, context)
+            reference = references.get(bench.id) if references else None
+            for index, judging in enumerate(judgings):
+                if reference is not None:
+                    as_judged = _as_judged(judging.prediction, reference, key)
+                else:
+                    as_judged = shared[index] or _as_judged(judging.prediction, None, key)
+                    shared[index] = as_judged
+                _judge(judged, existing, bench, judging, as_judged, context)
+    connection = session.connection()
+    # the new gaps' ids are those above the largest before the insert (the refresh holds the store's
+    # write lock): read back by a range of the primary key, not by benchmark
+    before = (connection.scalar(select(func.max(Gap.id))) or 0) if judged.new else 0
     insert_rows(session, Gap, judged.new)
     update_rows(session, Gap, judged.changed)
     gap_ids = {pair: stored.id for pair, stored in existing.items()}
     if judged.new:
-        for row in select_in(
-            session,
-            select(Gap.id, Gap.benchmark_id, Gap.prediction_id),
-            Gap.benchmark_id,
-            sorted({row["benchmark_id"] for row in judged.new}),
+        for gap_id, benchmark_id, prediction_id in connection.execute(
+            select(Gap.id, Gap.benchmark_id, Gap.prediction_id).where(Gap.id > before)
         ):
-            gap_ids[(row.benchmark_id, row.prediction_id)] = row.id
+            gap_ids[(benchmark_id, prediction_id)] = gap_id
     return judged.count, write_verdicts(session, judged.candidates, gap_ids, context.now)
 
 
@@ -140,79 +155,92 @@ def _stored(session: Session, benchmark_ids: list[int]) -> dict[tuple[int, int],
     }
 
 
-def _judge(
-    judged: _Judged,
-    existing: dict[tuple[int, int], Stored],
-    group: _Group,
-    bench: Row,
-    prediction: Predicted,
-    reference: Reference | None,
-    context: RefreshContext,
-) -> None:
-    """One benchmark against one prediction: its gap (new or changed), and the candidate for its verdict."""
-    pred, key, drafter = prediction.values, group.key, group.drafter
-    result, measured_tau, tau_source, tau_text = _as_judged(prediction, bench, reference, key)
-    decomposition = decompose(result, bench.decode_tps, measured_tau)
-    diagnoses = diagnose(
-        GapContext(
-            decomposition=decomposition,
-            threshold=group.threshold,
-            benchmark_algorithm=bench.speculative_algorithm,
+def _judgings(key: PredictionKey, predicted: list[Predicted], context: RefreshContext) -> list[_Judging]:
+    """The group's predictions as its benchmarks are judged against them."""
+    deployment = context.deployments[key.deployment_id]
+    drafter = context.drafters[key.checkpoint_id]
+    threshold = applicable_threshold(deployment.gap_threshold, context.global_threshold)
+    measured_baseline = context.baselines.lookup(key.deployment_id, key.concurrency, key.dataset)
+    out = []
+    for prediction in predicted:
+        pred = prediction.values
+        gap_context = GapContext(
+            decomposition=None,
+            threshold=threshold,
             drafter_algorithm=drafter.speculative_algorithm,
-            draft_hidden_size=bench.draft_hidden_size,
             drafter_hidden_size=drafter.hidden_size,
             num_steps=key.steps,
             num_draft_tokens=key.draft_tokens,
             ttt_length=drafter.ttt_length,
-            baseline_tps=group.measured_baseline or pred.baseline_tps or group.deployment.baseline_tps,
-            baseline_measured=group.measured_baseline is not None,
-            baseline_estimated=group.measured_baseline is None and bool(pred.baseline_estimated),
-            deployment=group.deployment.name,
+            baseline_tps=measured_baseline or pred.baseline_tps or deployment.baseline_tps,
+            baseline_measured=measured_baseline is not None,
+            baseline_estimated=measured_baseline is None and bool(pred.baseline_estimated),
+            deployment=deployment.name,
             concurrency=key.concurrency,
-            accept_length_source=tau_source,
-            acceptance_reference=tau_text,
         )
-    )
-    version = context.versions.get(pred.parameter_set_id) if pred.parameter_set_id is not None else None
+        version = context.versions.get(pred.parameter_set_id) if pred.parameter_set_id is not None else None
+        out.append(_Judging(prediction, gap_context, threshold, version))
+    return out
+
+
+def _judge(
+    judged: _Judged,
+    existing: dict[tuple[int, int], Stored],
+    bench: BenchmarkRow,
+    judging: _Judging,
+    as_judged: _AsJudged,
+    context: RefreshContext,
+) -> None:
+    """One benchmark against one prediction: its gap (new or changed), and the candidate for its verdict."""
+    prediction = judging.prediction
+    pred = prediction.values
+    result, split, tau_source, tau_text = as_judged
+    if result is None:
+        result = _external_throughput(pred, bench)
+    decomposition = decompose(result, bench.decode_tps, bench.accept_length if split else None)
+    # the group's context with this benchmark's part set (diagnose keeps nothing of it)
+    gap_context = judging.context
+    gap_context.decomposition = decomposition
+    gap_context.benchmark_algorithm = bench.speculative_algorithm
+    gap_context.draft_hidden_size = bench.draft_hidden_size
+    gap_context.accept_length_source = tau_source
+    gap_context.acceptance_reference = tau_text
+    diagnoses = diagnose(gap_context)
     judged.candidates[bench.id].append(
         Candidate(
-            source=prediction.source,
-            prediction_id=prediction.prediction_id,
-            gap=decomposition.gap,
-            threshold=group.threshold,
-            band=pred.error_band,
-            diagnoses=diagnoses,
-            acceptance_factor=decomposition.acceptance_factor,
-            accept_length_source=tau_source,
-            version=version,
+            prediction.source,
+            prediction.prediction_id,
+            decomposition.gap,
+            judging.threshold,
+            pred.error_band,
+            diagnoses,
+            decomposition.acceptance_factor,
+            tau_source,
+            judging.version,
         )
     )
-    _keep(
-        judged, existing, bench.id, prediction.prediction_id, _gap_values(decomposition, diagnoses), context
-    )
+    _keep(judged, existing, bench.id, prediction.prediction_id, decomposition, diagnoses, context)
 
 
-def _as_judged(
-    prediction: Predicted, bench: Row, reference: Reference | None, key: PredictionKey
-) -> tuple[Throughput, float | None, str | None, str]:
-    """The prediction as this benchmark is judged against it: its throughput (with the benchmark's own
-    accept-length reference where it has one), the measured tau to split the gap by, and where the
-    predicted tau came from (source and the text a diagnosis cites)."""
+def _as_judged(prediction: Predicted, reference: Reference | None, key: PredictionKey) -> _AsJudged:
+    """The prediction as a benchmark with this accept-length reference of its own (None: none) is
+    judged against it: its throughput (None for an external one: it depends on the benchmark), whether
+    the gap is split by the benchmark's measured tau, and where the predicted tau came from (source and
+    the text a diagnosis cites)."""
     pred, result = prediction.values, prediction.result
     if result is None:  # external: only its tok/s and perhaps tau and round time are known
         # no predicted tau to split the gap against without one
-        measured_tau = bench.accept_length if pred.accept_length is not None else None
-        return _external_throughput(pred, bench), measured_tau, pred.accept_length_source, ""
+        return _AsJudged(None, pred.accept_length is not None, pred.accept_length_source, "")
     # the prediction has its key's accept length; this benchmark may have a reference of its own
     # a prediction from training rates stores its tau, whether extrapolated, and the tree rule
     trained = cast(Trained, pred) if pred.accept_length_source == "training" else None
     tau = choose_accept_length(trained, reference, (pred.accept_length,) if pred.accept_length else ())
     if tau is None:
-        return result, bench.accept_length, pred.accept_length_source, ""
+        return _AsJudged(result, True, pred.accept_length_source, "")
     if tau.accept_length != result.accept_length:
         assert prediction.params is not None  # computed predictions carry their costs
         result = throughput(prediction.params, tau.accept_length, key.steps, key.draft_tokens, key.topk)
-    return result, bench.accept_length, tau.source, tau.reference
+    return _AsJudged(result, True, tau.source, tau.reference)
 
 
 def _gap_values(decomposition: GapDecomposition, diagnoses: list[Diagnosis]) -> dict[str, Any]:
@@ -235,21 +263,48 @@ def _keep(
     existing: dict[tuple[int, int], Stored],
     benchmark_id: int,
     prediction_id: int,
-    values: dict[str, Any],
+    decomposition: GapDecomposition,
+    diagnoses: list[Diagnosis],
     context: RefreshContext,
 ) -> None:
-    """Queue the gap's row: new, or rewritten when its numbers changed (compared as stored)."""
+    """Queue the gap's row: new, or rewritten when its numbers changed (compared as stored, a plain
+    tuple; the row's dict is built only for a row to write)."""
     stored = existing.get((benchmark_id, prediction_id))
     if stored is None:
         judged.new.append(
-            dict(benchmark_id=benchmark_id, prediction_id=prediction_id, updated_at=context.now, **values)
+            dict(
+                benchmark_id=benchmark_id,
+                prediction_id=prediction_id,
+                updated_at=context.now,
+                **_gap_values(decomposition, diagnoses),
+            )
         )
-    elif stored.values != (*_NUMBERS_OF(values), json.dumps(values["diagnoses"]), values["severity"]):
-        judged.changed.append(dict(id=stored.id, updated_at=context.now, **values))
+    elif stored.values != _stored_form(decomposition, diagnoses):
+        judged.changed.append(
+            dict(id=stored.id, updated_at=context.now, **_gap_values(decomposition, diagnoses))
+        )
     judged.count += 1
 
 
-def _external_throughput(pred: PredictionValues, bench: Row) -> Throughput:
+def _stored_form(decomposition: GapDecomposition, diagnoses: list[Diagnosis]) -> tuple[Any, ...]:
+    """A gap's GAP_VALUES as _stored reads them back: diagnoses as their JSON text."""
+    d = decomposition
+    text = json.dumps([diagnosis.as_dict() for diagnosis in diagnoses]) if diagnoses else "[]"
+    return (
+        d.gap,
+        d.measured_tps,
+        d.predicted_tps,
+        d.measured_round_ms,
+        d.predicted_round_ms,
+        d.acceptance_factor,
+        d.round_factor,
+        d.unexplained_ms,
+        text,
+        worst_severity(diagnoses) if diagnoses else None,
+    )
+
+
+def _external_throughput(pred: PredictionValues, bench: BenchmarkRow) -> Throughput:
     tau = pred.accept_length or bench.accept_length or 1.0
     round_ms = pred.round_ms or 1000.0 * tau / pred.predicted_tps
     return Throughput(

@@ -6,13 +6,13 @@ The numbers come from the cost model: the baseline and accept length by costmode
 by the set's CostSet, tok/s by costmodel.throughput."""
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, Select, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel import CostParams, Throughput, predict_accept_length, throughput, verified_tokens
@@ -21,7 +21,7 @@ from specdash.costmodel.loadcosts import cost_params_at
 from specdash.costmodel.priors import drafter_family
 from specdash.costmodel.sources import choose_accept_length, choose_baseline
 from specdash.costmodel.uncertainty import prior_error_band
-from specdash.db.bulk import insert_rows, select_in, select_tuples_in, update_rows
+from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.models import BENCHMARK_SETTING, BUILTIN_SOURCES, Benchmark, Prediction
 from specdash.db.refresh_context import Drafter, RefreshContext, SetPlan
 
@@ -110,12 +110,30 @@ class Predicted(NamedTuple):
     params: CostParams | None
 
 
-Groups = dict[PredictionKey, list[Row]]
+class BenchmarkRow(NamedTuple):
+    """A benchmark's BENCHMARK_COLUMNS, in order, as refresh reads them: a plain named tuple, whose
+    fields read in C (a SQLAlchemy Row's by name cost ten times as much, a score of times a benchmark)."""
+
+    id: int
+    checkpoint_id: int
+    deployment_id: int
+    speculative_algorithm: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+    dataset: str | None
+    decode_tps: float
+    accept_length: float | None
+    draft_hidden_size: int | None
+
+
+Groups = dict[PredictionKey, list[BenchmarkRow]]
 # Rows read back by column name, in one C-level call per row (tens of thousands of rows per refresh).
 _KEY_COLUMNS = attrgetter(*(column.key for column in PREDICTION_KEY))
 
 
-def prediction_key(bench: Row, steps: int) -> PredictionKey:
+def prediction_key(bench: BenchmarkRow, steps: int) -> PredictionKey:
     """The key of a benchmark row's prediction (K already resolved)."""
     draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
     return PredictionKey(
@@ -132,17 +150,6 @@ def prediction_key(bench: Row, steps: int) -> PredictionKey:
 def _key_of(row: Row) -> PredictionKey:
     """The PredictionKey of a row selected with the PREDICTION_KEY columns."""
     return PredictionKey._make(_KEY_COLUMNS(row))
-
-
-def _select(
-    session: Session, query: Select, keys: Iterable[PredictionKey], checkpoint_ids: Sequence[int] | None
-) -> Iterator[Row]:
-    """Rows of `query` (on predictions) for these keys: every prediction of `checkpoint_ids` when given (a
-    batch that holds them whole, in a few statements), else by key (a batch reads its own predictions,
-    not every prediction of its checkpoints)."""
-    if checkpoint_ids is None:
-        return select_tuples_in(session, query, PREDICTION_KEY, keys)
-    return select_in(session, query, Prediction.checkpoint_id, checkpoint_ids)
 
 
 @dataclass
@@ -167,7 +174,7 @@ def refresh_predictions(
     made = _Made()
     for key, group in groups.items():
         made.computed[key] = _predict_group(key, group, context, made)
-    _write(session, made, existing, context.now, checkpoint_ids)
+    _write(session, made, existing, context.now)
     out, skipped = {}, 0
     for key, group in groups.items():
         stored = existing[key]
@@ -196,24 +203,34 @@ def _stored(
     columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
     query = select(Prediction.id, Prediction.source, *PREDICTION_KEY, *columns)
     values_at = 2 + len(PREDICTION_KEY)
-    for row in _select(session, query, groups, checkpoint_ids):
+    # A batch that holds its checkpoints whole reads their predictions; one that holds part of a drafter
+    # split over batches reads its checkpoints' too, and keeps its own keys' (by-key selects, row-value
+    # IN lists of a few hundred keys, cost more than the rows they spare, most on PostgreSQL).
+    whole = checkpoint_ids is not None
+    ids = checkpoint_ids if checkpoint_ids is not None else sorted({key.checkpoint_id for key in groups})
+    for row in select_in(session, query, Prediction.checkpoint_id, ids):
         # a computed prediction's key and values as plain tuples, sliced in C: they hash and compare as
         # the named ones they are looked up by and compared with; an external one is read by name
+        key = row[2:values_at]
+        if not whole and key not in groups:
+            continue
         source = row[1]
         values = row[values_at:] if source in BUILTIN_SOURCES else PredictionValues._make(row[values_at:])
-        existing[row[2:values_at]][source] = Stored(row[0], values)  # type: ignore[index]
+        existing[key][source] = Stored(row[0], values)  # type: ignore[index]
     return existing
 
 
 def _predict_group(
-    key: PredictionKey, group: list[Row], context: RefreshContext, made: _Made
+    key: PredictionKey, group: list[BenchmarkRow], context: RefreshContext, made: _Made
 ) -> list[tuple[str, PredictionValues, Throughput, CostParams]]:
     """The group's prediction under each active set of its deployment that has a baseline and an accept
     length to predict with."""
     drafter = context.drafters[key.checkpoint_id]
     family = drafter_family(drafter.speculative_algorithm, group[0].speculative_algorithm)
-    measured_taus = [b.accept_length for b in group if b.accept_length]
-    history = context.references.get(max(b.id for b in group))
+    # a drafter's training rates come first (choose_accept_length): then neither of these is read
+    measured_taus = () if drafter.rates else [b.accept_length for b in group if b.accept_length]
+    references = context.references
+    history = references.get(max(b.id for b in group)) if references and not drafter.rates else None
     results = []
     for plan in context.plans.get(key.deployment_id, ()):
         baseline = _baseline(key, plan, context)
@@ -336,7 +353,6 @@ def _write(
     made: _Made,
     existing: dict[PredictionKey, dict[str, Stored]],
     now: datetime,
-    checkpoint_ids: Sequence[int] | None,
 ) -> None:
     """Insert the new predictions and rewrite the changed ones; the new ids are read back into `existing`."""
     new_rows, changed_rows = [], []
@@ -362,11 +378,13 @@ def _write(
                 # created_at says when these numbers were computed: unchanged ones keep theirs
                 changed_rows.append(dict(id=stored.id, created_at=now, **values._asdict()))
     if new_rows:
+        # the new rows' ids are those above the largest before the insert (the refresh holds the
+        # store's write lock): read back by a range of the primary key, not by their keys
+        before = session.connection().scalar(select(func.max(Prediction.id))) or 0
         insert_rows(session, Prediction, new_rows)
-        new_keys = {PredictionKey(*(row[column.key] for column in PREDICTION_KEY)) for row in new_rows}
         query = select(Prediction.id, *PREDICTION_KEY, Prediction.source).where(
-            Prediction.source.in_(BUILTIN_SOURCES)
+            Prediction.id > before, Prediction.source.in_(BUILTIN_SOURCES)
         )
-        for row in _select(session, query, new_keys, checkpoint_ids):
+        for row in session.connection().execute(query):
             existing[_key_of(row)].setdefault(row.source, Stored(row.id, None))
     update_rows(session, Prediction, changed_rows)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Row, Select, select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import draft_steps
@@ -22,7 +22,13 @@ from specdash.db.gaps import refresh_gaps
 from specdash.db.history import acceptance_references
 from specdash.db.models import Alert, Benchmark, Gap, ParameterSet, Prediction
 from specdash.db.parameters import load_baselines
-from specdash.db.predictions import BENCHMARK_COLUMNS, Groups, prediction_key, refresh_predictions
+from specdash.db.predictions import (
+    BENCHMARK_COLUMNS,
+    BenchmarkRow,
+    Groups,
+    prediction_key,
+    refresh_predictions,
+)
 from specdash.db.refresh_context import RefreshContext, read_context
 
 BATCH = 10_000  # benchmarks refreshed at a time
@@ -173,16 +179,19 @@ def _baseline_reach(
     return connection.execute(on_deployment.where(reach))
 
 
-def _rows(session: Session, ids: list[int]) -> list[Row]:
+def _rows(session: Session, ids: list[int]) -> list[BenchmarkRow]:
     """The cost model's columns (BENCHMARK_COLUMNS) of these benchmarks, in id order."""
     connection = session.connection()
     query = select(*BENCHMARK_COLUMNS).order_by(Benchmark.id)
+    make = BenchmarkRow._make
     return [
-        row for chunk in chunks(ids) for row in connection.execute(query.where(Benchmark.id.in_(chunk))).all()
+        make(row)
+        for chunk in chunks(ids)
+        for row in connection.execute(query.where(Benchmark.id.in_(chunk))).all()
     ]
 
 
-def _groups(benches: list[Row]) -> tuple[Groups, int]:
+def _groups(benches: list[BenchmarkRow]) -> tuple[Groups, int]:
     """The benchmarks by prediction key, and how many were left out: a tree that does not say K."""
     groups: Groups = defaultdict(list)
     skipped = 0
@@ -199,7 +208,8 @@ def _add_backfilled(session: Session, groups: Groups, untrained: list[int], know
     """A benchmark measured before stored ones (a backfill) changes their references: the untrained
     drafters' other benchmarks are judged again."""
     query = select(*BENCHMARK_COLUMNS).where(Benchmark.speculative_algorithm.is_not(None))
-    for bench in select_in(session, query, Benchmark.checkpoint_id, untrained):
+    for row in select_in(session, query, Benchmark.checkpoint_id, untrained):
+        bench = BenchmarkRow._make(row)
         steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
         if bench.id not in known and steps is not None:
             groups[prediction_key(bench, steps)].append(bench)

@@ -23,6 +23,9 @@ VERDICT_ORDER = ("calibrated", "external", "theory")
 REFRESH_WHO = "specdash refresh"
 # The verdict's columns of an alert, compared before rewriting.
 VERDICT_COLUMNS = ("gap_id", "is_alert", "severity", "code", "reason")
+# where a stored alert's code is in the rows _alerts reads (by index: a Row's field by name costs more,
+# and it is read for every benchmark)
+_CODE_AT = 1 + VERDICT_COLUMNS.index("code")
 
 
 def verdict_rank(source: str) -> tuple[int, str]:
@@ -80,26 +83,29 @@ def write_verdicts(
             best.acceptance_factor,
             best.accept_length_source,
         )
-        values = dict(
-            gap_id=gap_ids.get((benchmark_id, best.prediction_id)),
-            is_alert=verdict.is_alert,
-            severity=verdict.severity,
-            code=verdict.code,
-            reason=f"against the {_source_text(best)} prediction: {verdict.reason}",
-        )
+        gap_id = gap_ids.get((benchmark_id, best.prediction_id))
+        reason = f"against the {_source_text(best)} prediction: {verdict.reason}"
+        # the values of VERDICT_COLUMNS, in order: a plain tuple, compared as _alerts selects them
+        values: tuple[Any, ...] = (gap_id, verdict.is_alert, verdict.severity, verdict.code, reason)
         old = existing.get(benchmark_id)
-        if old is not None and old.code == COLLAPSE_CODE:
+        if old is not None and old[_CODE_AT] == COLLAPSE_CODE:
             # a live window's acceptance collapse outranks its gap (db/acceptance_alerts.py)
-            values.update(is_alert=True, severity=COLLAPSE_SEVERITY, code=COLLAPSE_CODE, reason=old.reason)
+            values = (gap_id, True, COLLAPSE_SEVERITY, COLLAPSE_CODE, old.reason)
         if old is None:
             writes.new.append(
-                dict(benchmark_id=benchmark_id, **values, status="open", note=None, updated_at=now)
+                dict(
+                    benchmark_id=benchmark_id,
+                    **dict(zip(VERDICT_COLUMNS, values, strict=True)),
+                    status="open",
+                    note=None,
+                    updated_at=now,
+                )
             )
             writes.raised += verdict.is_alert
-        elif tuple(values.values()) != old[1 : 1 + len(VERDICT_COLUMNS)]:  # as _alerts selects them
+        elif values != old[1 : 1 + len(VERDICT_COLUMNS)]:
             if not writes.source_of_gap:
                 writes.source_of_gap.update(_sources_of_gaps(candidates, gap_ids))
-            _change(session, writes, old, best, verdict, values, now)
+            _change(session, writes, old, best, verdict, dict(zip(VERDICT_COLUMNS, values, strict=True)), now)
     insert_rows(session, Alert, writes.new)
     update_rows(session, Alert, writes.changed, key="benchmark_id")
     insert_rows(session, AlertEvent, writes.events)

@@ -227,3 +227,84 @@ def test_a_refresh_in_small_batches_stores_what_one_batch_does(tmp_path, monkeyp
     assert len(one["gap"]) > 400 and sum(row[1] for row in one["alert"]) > 0  # a real workload
     assert small == one
     assert again.benchmarks == len({row[0] for row in one["gap"]})
+
+
+def test_benchmark_rows_name_the_columns_refresh_selects():
+    from specdash.db.predictions import BENCHMARK_COLUMNS, BenchmarkRow
+
+    assert BenchmarkRow._fields == tuple(column.key for column in BENCHMARK_COLUMNS)
+
+
+def test_benchmarks_of_one_group_are_diagnosed_each_on_its_own(tmp_path):
+    """A group's benchmarks share what the diagnoses are given of the group and prediction; what is the
+    benchmark's own (served algorithm, hidden size fed) must not carry over from one to the next."""
+    from specdash.costmodel import GapContext, decompose, diagnose
+    from specdash.costmodel.throughput import RoundTime, Throughput
+
+    def bench(tps: float, **extra) -> dict:
+        return dict(
+            dict(
+                kind="benchmark",
+                deployment="1x H100, TP1",
+                run="r",
+                checkpoint="epoch_1",
+                speculative_algorithm="EAGLE3",
+                num_steps=3,
+                topk=1,
+                num_draft_tokens=4,
+                concurrency=1,
+                dataset="mtbench",
+                decode_tps=tps,
+                accept_length=2.4,
+            ),
+            **extra,
+        )
+
+    records = [
+        dict(kind="run", name="r", speculative_algorithm="EAGLE3", hidden_size=12288, ttt_length=3),
+        dict(kind="checkpoint", run="r", name="epoch_1", acceptance=[0.8, 0.6, 0.5]),
+        dict(kind="benchmark", deployment="1x H100, TP1", concurrency=1, dataset="mtbench", decode_tps=100.0),
+        bench(150.0, speculative_algorithm="EAGLE", draft_hidden_size=4096),
+        bench(180.0),
+        bench(120.0, draft_hidden_size=4096),
+    ]
+    engine = make_engine(f"sqlite:///{tmp_path / 'group.db'}")
+    upgrade(engine)
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    assert ingest_bytes(engine, "group.jsonl", data).ok
+    with reading(engine) as session:
+        rows = session.execute(
+            select(Benchmark.decode_tps, Benchmark.speculative_algorithm, Benchmark.draft_hidden_size, Gap)
+            .join(Gap, Gap.benchmark_id == Benchmark.id)
+            .order_by(Benchmark.id)
+        ).all()
+        label = {150.0: "bad", 180.0: "good", 120.0: "fed-wrong"}
+        assert [label[r.decode_tps] for r in rows] == ["bad", "good", "fed-wrong"]
+        assert len({r.Gap.prediction_id for r in rows}) == 1  # one group, one prediction
+        codes = {label[r.decode_tps]: [d["code"] for d in r.Gap.diagnoses] for r in rows}
+        assert {"algorithm_mismatch", "hidden_size_mismatch"} <= set(codes["bad"])
+        assert not {"algorithm_mismatch", "hidden_size_mismatch"} & set(codes["good"])
+        assert "hidden_size_mismatch" in codes["fed-wrong"] and "algorithm_mismatch" not in codes["fed-wrong"]
+        # each as a context of its own would diagnose it
+        prediction = session.get(Prediction, rows[0].Gap.prediction_id)
+        predicted = Throughput(
+            prediction.accept_length,
+            RoundTime(prediction.round_ms, 0.0, 0.0, 0.0),
+            prediction.predicted_tps,
+            float("nan"),
+            float("nan"),
+        )
+        for r in rows:
+            alone = diagnose(
+                GapContext(
+                    decomposition=decompose(predicted, r.Gap.measured_tps, 2.4),
+                    benchmark_algorithm=r.speculative_algorithm,
+                    drafter_algorithm="EAGLE3",
+                    draft_hidden_size=r.draft_hidden_size,
+                    drafter_hidden_size=12288,
+                )
+            )
+            configuration = {"algorithm_mismatch", "hidden_size_mismatch"}
+            assert [d.code for d in alone if d.code in configuration] == [
+                code for code in codes[label[r.decode_tps]] if code in configuration
+            ]
