@@ -231,38 +231,6 @@ def leaderboard(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
     return read(url, leaderboard_queries.leaderboard, flt)
 
 
-def setting_param(row) -> str:
-    """A speculation setting in a URL: `EAGLE3:3:1:4:1` (algorithm, steps, top-k, draft tokens, concurrency)."""
-    parts = [
-        row["speculative_algorithm"],
-        row["num_steps"],
-        row["topk"],
-        row["num_draft_tokens"],
-        row["concurrency"],
-    ]
-    return ":".join("" if p is None or p != p else str(p) for p in parts)
-
-
-def setting_from_param(text: str) -> SpeculationSetting:
-    """The setting a URL names, as setting_param writes it."""
-    algorithm, steps, topk, draft_tokens, concurrency = text.split(":")
-    number = lambda v: int(v) if v else None  # noqa: E731
-    return SpeculationSetting(algorithm, number(steps), number(topk), number(draft_tokens), int(concurrency))
-
-
-def checkpoint_link(row, dataset: str | None) -> dict[str, str]:
-    """Query parameters that open the Checkpoints page on this entry's overlay."""
-    params = {
-        "run": str(row["run"]),
-        "ckpt": str(int(row["checkpoint_id"])),
-        "deployment": str(row["deployment"]),
-        "setting": setting_param(row),
-    }
-    if dataset is not None:
-        params["dataset"] = dataset
-    return params
-
-
 # --- Checkpoints -------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def runs_frame(url: str) -> pd.DataFrame:

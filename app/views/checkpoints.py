@@ -121,7 +121,7 @@ else:
                 "checkpoints_setting", settings, reset_by=run_ids, keep_by=(checkpoint_ids, deployment_id)
             )
             url_state.restore(
-                "checkpoints_setting", "setting", list(settings), parse=state.setting_from_param
+                "checkpoints_setting", "setting", list(settings), parse=urlstate.setting_from_param
             )
             setting = pick[1].selectbox(
                 "Speculation setting (algorithm steps/top-k/draft tokens)",
@@ -129,7 +129,7 @@ else:
                 format_func=lambda s: s.label,
                 key="checkpoints_setting",
             )
-            url_state.publish("setting", state.setting_param(vars(setting)))
+            url_state.publish("setting", urlstate.setting_param(vars(setting)))
             datasets = state.benchmark_datasets(url, checkpoint_ids, deployment_id)
             options = [*datasets, ALL_DATASETS] if datasets else [ALL_DATASETS]
             widgets.follow(

@@ -157,7 +157,7 @@ links[0].page_link(
     "views/checkpoints.py",
     label="Overlay: predicted vs measured on the Checkpoints page",
     icon=":material/timeline:",
-    query_params=state.checkpoint_link(picked, None if flt.dataset is None else flt.dataset),
+    query_params=urlstate.checkpoint_link(picked, None if flt.dataset is None else flt.dataset),
 )
 links[1].page_link(
     "views/alerts.py",
