@@ -7,7 +7,6 @@ A file with problems writes nothing unless `skip_invalid` is set; one already in
 
 import io
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from dataclasses import replace as replace_field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -41,68 +40,16 @@ from specdash.ingest.read import (
     store_digest,
     uploaded_store,
 )
+from specdash.ingest.results import FileResult, Parsed, Preview
 from specdash.ingest.rules import FileRules
 from specdash.ingest.store import Store, store_records
-from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
+from specdash.ingest.store_summary import StoreSummary
+from specdash.ingest.streamed import Resumed, StreamedLog
 from specdash.ingest.trackers.base import TrackerReader
 
 # What a batch's problems do: refuse it (nothing written), skip the invalid records (--skip-invalid; a
 # batch with no valid record is refused), or keep the valid ones whatever (a followed log moves on).
 Invalid = Literal["refuse", "skip", "keep"]
-
-
-@dataclass
-class FileResult:
-    path: str
-    status: str  # loaded | skipped | failed
-    format: str | None = None
-    sha256: str | None = None
-    store: StoreSummary | None = None
-    refresh: RefreshSummary | None = None
-    advisories: AdvisorySummary | None = None
-    problems: list[Problem] = field(default_factory=list)
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "failed"
-
-
-@dataclass
-class Preview:
-    """What ingesting a file would do, computed without writing anything."""
-
-    path: str
-    format: str | None
-    sha256: str
-    already_ingested: str | None  # path it was ingested as, when it was
-    problems: list[Problem]
-    store: StoreSummary | None  # records, created and duplicate counts, links per benchmark
-    refresh: RefreshSummary | None
-    gaps: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # benchmark line, prediction source, gap, severity
-
-    @property
-    def ok(self) -> bool:
-        return self.format is not None and not any(p.kind == "parse" for p in self.problems)
-
-    @property
-    def links(self) -> list[BenchmarkLink]:
-        return self.store.links if self.store else []
-
-
-@dataclass
-class Parsed:
-    """Records read and validated, waiting for the write lock: a whole file (with its sha256 and size,
-    recorded as an ingested file) or a chunk of a followed log (sha256 None: its offset says what was read)."""
-
-    name: str
-    fmt: Format
-    records: Iterable[Located]
-    problems: list[Problem]
-    sha256: str | None = None
-    size_bytes: int = 0
 
 
 class _Refused(Exception):
@@ -256,6 +203,17 @@ def ingest_source(
     fmt = detect_file(opener, name, fmt_name)
     if isinstance(fmt, Problem):
         return FileResult(name, "failed", None, digest, problems=[fmt])
+    if fmt.bulk_points:
+        streamed = _stream(
+            engine,
+            StreamedLog(fmt, name, opener, link, progress, not skip_invalid),
+            digest,
+            link,
+            update=update,
+            replace=replace,
+        )
+        if streamed is not None:
+            return streamed
     spool = Spool()
     try:
         # Everything that reads the file happens here, before the write lock is asked for.
@@ -263,6 +221,39 @@ def ingest_source(
         return _load_read(engine, parsed, spool, skip_invalid, link, update=update, replace=replace)
     finally:
         spool.close()
+
+
+class _Unreadable(Exception):
+    """A streamed log's parse problems refuse it: its transaction rolls back."""
+
+
+def _stream(
+    engine: Engine, log: StreamedLog, digest: str, link: LinkOptions | None, **changes: Any
+) -> FileResult | None:
+    """A training log stored as it is read, in the one transaction (ingest/streamed.py); None when it
+    resumed, to be read the spooled way. Its parse problems refuse it as they would a spooled read."""
+    parsed = Parsed(log.name, log.fmt, log.records(), [], digest)
+
+    def read(size: int) -> None:  # before the file is recorded: its records are stored first
+        parsed.size_bytes = size
+
+    def read_whole(session: Session, result: FileResult) -> None:
+        if log.unreadable():
+            raise _Unreadable
+
+    log.on_read = read
+    try:
+        result = load_file(
+            engine, parsed, link=link, invalid="refuse" if log.refuse else "skip", after=read_whole, **changes
+        )
+    except Resumed:
+        return None
+    except _Unreadable:
+        return FileResult(log.name, "failed", log.fmt.name, digest, problems=log.unreadable())
+    if result.status == "failed" and log.unreadable():
+        return FileResult(log.name, "failed", log.fmt.name, digest, problems=log.unreadable())
+    result.problems[:0] = log.problems
+    return result
 
 
 def _load_read(
