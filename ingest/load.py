@@ -3,7 +3,9 @@ the file, refreshes what the batch touched and re-advises its runs. `specdash in
 (ingest_path, ingest_bytes), its dry run (preview_bytes, rolled back), a followed log (ingest/follow.py, a
 chunk at a time, its offset saved in the same transaction) and a live scrape's windows (load_records) all
 go through it. A file is read first (ingest/read.py) with no lock held; only then is the write lock taken.
-A file with problems writes nothing unless `skip_invalid` is set; one already ingested is skipped."""
+A text log of training metrics is the exception: it is stored as it is read, inside its transaction
+(ingest/streamed.py), and a problem rolls back what it stored. A file with problems writes nothing unless
+`skip_invalid` is set; one already ingested is skipped."""
 
 import io
 from collections.abc import Callable, Iterable

@@ -193,6 +193,15 @@ class TrainingLog:
             return []  # the common case, checked in one go
         return _problems(self.path, line, keys, values)
 
+    def add(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> bool:
+        """The common step added to the open batch without a generator (its run named, the batch not
+        full, its values storable); False for any other, which metrics() takes."""
+        batch = self.batch
+        if not batch or len(batch) >= BATCH_STEPS - 1 or self.problems(line, keys, values):
+            return False
+        batch.append((step, keys, values))
+        return True
+
     def metrics(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> Iterator:
         problems = self.problems(line, keys, values)
         if problems:
@@ -270,7 +279,9 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
                 continue
             if FIRST_ACCURACY in found[0]:
                 log.last_step, log.epoch_newer = found, False
-            yield from log.metrics(number, int(match[1]), *found)
+            step = int(match[1])
+            if not log.add(number, step, *found):
+                yield from log.metrics(number, step, *found)
         elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
             if not text[match.end() :].strip():  # the record ends the line; a quote in prose does not
                 yield from _position_line(log, number, match)
