@@ -10,7 +10,7 @@ import gc
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Row, Select, select
@@ -24,17 +24,9 @@ from specdash.db.models import Alert, Benchmark, Gap, ParameterSet, Prediction
 from specdash.db.parameters import load_baselines
 from specdash.db.predictions import BENCHMARK_COLUMNS, Groups, prediction_key, refresh_predictions
 from specdash.db.refresh_context import RefreshContext, read_context
+from specdash.db.refresh_summary import RefreshSummary
 
 BATCH = 10_000  # benchmarks refreshed at a time
-
-
-@dataclass
-class RefreshSummary:
-    benchmarks: int = 0
-    predictions: int = 0
-    gaps: int = 0
-    new_alerts: int = 0
-    skipped: int = 0
 
 
 @contextmanager

@@ -20,10 +20,9 @@ from specdash.db.advisories import AdvisorySummary, refresh_advisories
 from specdash.db.bulk import update_in
 from specdash.db.changes import current_who, record_change
 from specdash.db.engine import file_transaction, transaction
-from specdash.db.gaps import benchmark_gap_rows
 from specdash.db.models import Benchmark, IngestedFile
 from specdash.db.records import PATH_CHARS
-from specdash.db.refresh import RefreshSummary, refresh
+from specdash.db.refresh_summary import RefreshSummary
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.problems import Problem
@@ -170,6 +169,10 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
     # New benchmarks change only their own gaps (and, for a baseline, those on its deployment);
     # changed profiles, acceptance or external predictions can change any.
     everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
+    if not everything and not summary.benchmark_ids:
+        return RefreshSummary()  # nothing in scope (a file of training metrics): the refresh not even loaded
+    from specdash.db.refresh import refresh
+
     return refresh(session, None if everything else summary.benchmark_ids)
 
 
@@ -349,6 +352,8 @@ def preview_source(
 
 def _preview(engine: Engine, parsed: Parsed, link: LinkOptions | None) -> Preview:
     preview = Preview(parsed.name, parsed.fmt.name, parsed.sha256 or "", None, parsed.problems, None, None)
+
+    from specdash.db.gaps import benchmark_gap_rows
 
     def shown(session: Session, result: FileResult) -> None:
         seen = already_ingested(session, parsed.sha256) if parsed.sha256 else None

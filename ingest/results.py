@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.db.advisories import AdvisorySummary
-from specdash.db.refresh import RefreshSummary
+from specdash.db.refresh_summary import RefreshSummary
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.problems import Problem
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
