@@ -49,13 +49,12 @@ _CALIBRATION = (
 if TYPE_CHECKING:  # a type checker sees the lazy names as what they are
     from specdash.costmodel.calibration import (
         CalibrationFit,
-        CalibrationObservation,
         FittedParams,
-        NotEnoughObservations,
         fit_calibration,
         fit_draft_costs,
         predict_observations,
     )
+    from specdash.costmodel.observations import CalibrationObservation, NotEnoughObservations
 
 
 def __getattr__(name: str) -> object:

@@ -22,6 +22,7 @@ from typing import Final
 import numpy as np
 
 from specdash.costmodel.acceptance import extend_rates, tree_shape
+from specdash.costmodel.observations import CalibrationObservation, NotEnoughObservations
 from specdash.costmodel.throughput import CostParams
 
 # Residuals are relative errors. Past LOSS_SCALE (5 %) the Cauchy loss flattens out (log growth), so a
@@ -46,38 +47,6 @@ MIN_OBSERVATIONS = 4
 LOO_MAX_OBSERVATIONS = 300
 CV_FOLDS = 20
 ACC_FACTOR_BOUNDS = (0.05, 2.0)
-
-
-class NotEnoughObservations(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class CalibrationObservation:
-    """One trusted benchmark as the fit sees it. tok/s are per request (decode)."""
-
-    steps: int
-    topk: int
-    draft_tokens: int
-    measured_tps: float
-    baseline_tps: float  # no-speculation tok/s on the same deployment, concurrency (and dataset)
-    measured_accept_length: float | None = None
-    training_rates: tuple[float, ...] | None = None  # conditional acc_i of the drafter, when known
-    label: str = ""
-    drafter: str = ""  # which drafter (run) was benchmarked; each gets its own draft step cost
-    growth_shape: float = 1.0  # g: the architecture's verify growth at this load and setting, relative
-    dataset: str = ""
-    # T_base at this load / T_base at the fit's reference load (same dataset): drafting and the round's
-    # bookkeeping run over the whole batch and grow with the step as the load does
-    load_scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.steps < 1 or self.topk < 1 or self.draft_tokens < 2:
-            raise ValueError(f"{self.label}: need steps >= 1, topk >= 1, draft_tokens >= 2")
-        if not (self.measured_tps > 0 and self.baseline_tps > 0):
-            raise ValueError(f"{self.label}: measured and baseline tok/s must be > 0")
-        if not self.measured_accept_length and not self.training_rates:
-            raise ValueError(f"{self.label}: need a measured accept length or training rates")
 
 
 @dataclass(frozen=True)

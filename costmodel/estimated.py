@@ -5,7 +5,6 @@ verifies one token), or, with one depth only, each measured round divided by the
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specdash.costmodel.loadfit import fit_load_model
 from specdash.costmodel.loadmodel import LoadObservation, LoadParams
 
 DEPTH_SWEEP = "depth sweep"
@@ -54,6 +53,10 @@ def estimate_baselines(observations: Sequence[LoadObservation], prior: LoadParam
     speculative = [o for o in observations if o.speculative]
     if not speculative:
         raise ValueError("no speculative benchmarks to estimate a baseline from")
+    # imported here: the fit loads numpy, which a store without such benchmarks (an ingest of training
+    # metrics) never needs
+    from specdash.costmodel.loadfit import fit_load_model
+
     fit = fit_load_model(speculative, prior)
     loads = sorted({o.concurrency for o in speculative})
     if len({o.steps for o in speculative}) > 1:

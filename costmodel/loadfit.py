@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from specdash.costmodel.calibration import LOSS, LOSS_SCALE, NotEnoughObservations, abs_error_quantiles
+from specdash.costmodel.calibration import LOSS, LOSS_SCALE, abs_error_quantiles
 from specdash.costmodel.loadmodel import (
     DRAFTER_PREFIX,
     EXPERT_SHARE_BOUNDS,
@@ -20,6 +20,7 @@ from specdash.costmodel.loadmodel import (
     rescale_prior,
     step_ms_from_observations,
 )
+from specdash.costmodel.observations import NotEnoughObservations
 
 
 @dataclass(frozen=True)

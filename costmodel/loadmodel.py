@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from specdash.costmodel.calibration import NotEnoughObservations
+from specdash.costmodel.observations import NotEnoughObservations
 from specdash.costmodel.priors import (
     DEFAULT_FAMILY,
     MOE_EXPERT_SHARE,

@@ -8,19 +8,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.advisor import (
-    CURVE_MIN_STEPS,
-    DEFAULT_MIN_GAIN,
-    DepthAdvice,
-    advise_depth,
-    advise_depth_at_load,
-    choose_curve,
-)
 from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
 from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
-from specdash.db.loadmodels import deployment_load, served_loads
 from specdash.db.models import (
     ACTIVE_STATUSES,
     Deployment,
@@ -33,6 +24,9 @@ from specdash.db.settings import get_setting, set_setting
 
 if TYPE_CHECKING:  # pandas loads only where a frame is made: an ingest needs none
     import pandas as pd
+
+    # nor numpy (the load model's fit) where no run is advised: a log of a run with no trained depth
+    from specdash.costmodel.advisor import DepthAdvice
 
 ADVISOR = "specdash"  # who the history names when the advice itself changes
 MIN_GAIN_SETTING = "advisory_min_gain"
@@ -52,6 +46,8 @@ class AdvisorySummary:
 
 
 def get_min_gain(session: Session) -> float:
+    from specdash.costmodel.advisor import DEFAULT_MIN_GAIN
+
     value = get_setting(session, MIN_GAIN_SETTING)
     return float(value) if value is not None else DEFAULT_MIN_GAIN
 
@@ -158,6 +154,8 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
     summary = AdvisorySummary(runs=len(runs))
     if not runs:
         return summary
+    from specdash.costmodel.advisor import CURVE_MIN_STEPS, choose_curve
+
     advising = _Advising(
         get_min_gain(session),
         load_baselines(session),
@@ -193,6 +191,9 @@ def _advise_on(
     """The run's advice on one deployment at each load it serves: under its load model (fitted at several
     loads, or on estimated baselines) the schedule's depth at every benchmarked load; else at every load
     it was measured at without speculation (else batch 1)."""
+    from specdash.costmodel.advisor import advise_depth_at_load
+    from specdash.db.loadmodels import deployment_load, served_loads
+
     trained_depth = run.ttt_length
     if trained_depth is None:  # advise_runs selects only runs with a trained depth
         return
@@ -229,9 +230,11 @@ def _advice_by_baseline(
     deployment: Deployment,
     pset: ParameterSet,
     curve: tuple[float, ...],
-) -> list[tuple[int, DepthAdvice]]:
+) -> list[tuple[int, "DepthAdvice"]]:
     """The batch-1 cost model's advice at each load with a measured baseline (else batch 1 at the
     profile's)."""
+    from specdash.costmodel.advisor import advise_depth
+
     costs = cost_set(pset)
     baselines = advising.baselines
     loads = advice_loads(
@@ -255,7 +258,7 @@ def _advice_by_baseline(
 
 
 def _quiet(
-    session: Session, summary: AdvisorySummary, row: Advisory, target: _Target, advice: DepthAdvice
+    session: Session, summary: AdvisorySummary, row: Advisory, target: _Target, advice: "DepthAdvice"
 ) -> None:
     """The configuration is fine now: the advisory goes quiet, and resolved when still open."""
     row.active = False
@@ -269,7 +272,7 @@ def _quiet(
 
 
 def _hold(
-    session: Session, summary: AdvisorySummary, row: Advisory | None, target: _Target, advice: DepthAdvice
+    session: Session, summary: AdvisorySummary, row: Advisory | None, target: _Target, advice: "DepthAdvice"
 ) -> None:
     """The advice holds: a new advisory, or the stored one updated (and opened again when specdash had
     resolved it)."""

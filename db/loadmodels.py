@@ -13,9 +13,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.calibrated import CalibratedSet
-from specdash.costmodel.calibration import CalibrationObservation, NotEnoughObservations
 from specdash.costmodel.estimated import BaselineEstimate, estimate_baselines
-from specdash.costmodel.loadfit import fit_load_model
 from specdash.costmodel.loadmodel import (
     LoadObservation,
     LoadParams,
@@ -23,6 +21,7 @@ from specdash.costmodel.loadmodel import (
     rescale_prior,
     step_ms_from_observations,
 )
+from specdash.costmodel.observations import CalibrationObservation, NotEnoughObservations
 from specdash.costmodel.priors import DeploymentFacts, drafter_family
 from specdash.costmodel.throughput import draft_steps, verified_tokens
 from specdash.db.acceptance import checkpoint_rates
@@ -235,6 +234,8 @@ def fit_deployment_load(
     """The load model fitted to a deployment's trusted observations at every load (None: nothing to fit)."""
     if not any(o.speculative for o in observations):
         return None
+    from specdash.costmodel.loadfit import fit_load_model  # numpy: only where there is a fit to make
+
     prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(families))
     try:
         return fit_load_model(observations, prior).params

@@ -10,7 +10,7 @@ import gc
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Select, select
@@ -30,17 +30,9 @@ from specdash.db.predictions import (
     refresh_predictions,
 )
 from specdash.db.refresh_context import RefreshContext, read_context
+from specdash.db.refresh_summary import RefreshSummary
 
 BATCH = 10_000  # benchmarks refreshed at a time
-
-
-@dataclass
-class RefreshSummary:
-    benchmarks: int = 0
-    predictions: int = 0
-    gaps: int = 0
-    new_alerts: int = 0
-    skipped: int = 0
 
 
 @contextmanager

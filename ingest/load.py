@@ -3,11 +3,12 @@ the file, refreshes what the batch touched and re-advises its runs. `specdash in
 (ingest_path, ingest_bytes), its dry run (preview_bytes, rolled back), a followed log (ingest/follow.py, a
 chunk at a time, its offset saved in the same transaction) and a live scrape's windows (load_records) all
 go through it. A file is read first (ingest/read.py) with no lock held; only then is the write lock taken.
-A file with problems writes nothing unless `skip_invalid` is set; one already ingested is skipped."""
+A text log of training metrics is the exception: it is stored as it is read, inside its transaction
+(ingest/streamed.py), and a problem rolls back what it stored. A file with problems writes nothing unless
+`skip_invalid` is set; one already ingested is skipped."""
 
 import io
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from dataclasses import replace as replace_field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -19,10 +20,9 @@ from specdash.db.advisories import AdvisorySummary, refresh_advisories
 from specdash.db.bulk import update_in
 from specdash.db.changes import current_who, record_change
 from specdash.db.engine import file_transaction, transaction
-from specdash.db.gaps import benchmark_gap_rows
 from specdash.db.models import Benchmark, IngestedFile
 from specdash.db.records import PATH_CHARS
-from specdash.db.refresh import RefreshSummary, refresh
+from specdash.db.refresh_summary import RefreshSummary
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.problems import Problem
@@ -41,68 +41,16 @@ from specdash.ingest.read import (
     store_digest,
     uploaded_store,
 )
+from specdash.ingest.results import FileResult, Parsed, Preview
 from specdash.ingest.rules import FileRules
 from specdash.ingest.store import Store, store_records
-from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
+from specdash.ingest.store_summary import StoreSummary
+from specdash.ingest.streamed import Resumed, StreamedLog
 from specdash.ingest.trackers.base import TrackerReader
 
 # What a batch's problems do: refuse it (nothing written), skip the invalid records (--skip-invalid; a
 # batch with no valid record is refused), or keep the valid ones whatever (a followed log moves on).
 Invalid = Literal["refuse", "skip", "keep"]
-
-
-@dataclass
-class FileResult:
-    path: str
-    status: str  # loaded | skipped | failed
-    format: str | None = None
-    sha256: str | None = None
-    store: StoreSummary | None = None
-    refresh: RefreshSummary | None = None
-    advisories: AdvisorySummary | None = None
-    problems: list[Problem] = field(default_factory=list)
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "failed"
-
-
-@dataclass
-class Preview:
-    """What ingesting a file would do, computed without writing anything."""
-
-    path: str
-    format: str | None
-    sha256: str
-    already_ingested: str | None  # path it was ingested as, when it was
-    problems: list[Problem]
-    store: StoreSummary | None  # records, created and duplicate counts, links per benchmark
-    refresh: RefreshSummary | None
-    gaps: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # benchmark line, prediction source, gap, severity
-
-    @property
-    def ok(self) -> bool:
-        return self.format is not None and not any(p.kind == "parse" for p in self.problems)
-
-    @property
-    def links(self) -> list[BenchmarkLink]:
-        return self.store.links if self.store else []
-
-
-@dataclass
-class Parsed:
-    """Records read and validated, waiting for the write lock: a whole file (with its sha256 and size,
-    recorded as an ingested file) or a chunk of a followed log (sha256 None: its offset says what was read)."""
-
-    name: str
-    fmt: Format
-    records: Iterable[Located]
-    problems: list[Problem]
-    sha256: str | None = None
-    size_bytes: int = 0
 
 
 class _Refused(Exception):
@@ -221,6 +169,10 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
     # New benchmarks change only their own gaps (and, for a baseline, those on its deployment);
     # changed profiles, acceptance or external predictions can change any.
     everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
+    if not everything and not summary.benchmark_ids:
+        return RefreshSummary()  # nothing in scope (a file of training metrics): the refresh not even loaded
+    from specdash.db.refresh import refresh
+
     return refresh(session, None if everything else summary.benchmark_ids)
 
 
@@ -256,6 +208,17 @@ def ingest_source(
     fmt = detect_file(opener, name, fmt_name)
     if isinstance(fmt, Problem):
         return FileResult(name, "failed", None, digest, problems=[fmt])
+    if fmt.bulk_points:
+        streamed = _stream(
+            engine,
+            StreamedLog(fmt, name, opener, link, progress, not skip_invalid),
+            digest,
+            link,
+            update=update,
+            replace=replace,
+        )
+        if streamed is not None:
+            return streamed
     spool = Spool()
     try:
         # Everything that reads the file happens here, before the write lock is asked for.
@@ -263,6 +226,39 @@ def ingest_source(
         return _load_read(engine, parsed, spool, skip_invalid, link, update=update, replace=replace)
     finally:
         spool.close()
+
+
+class _Unreadable(Exception):
+    """A streamed log's parse problems refuse it: its transaction rolls back."""
+
+
+def _stream(
+    engine: Engine, log: StreamedLog, digest: str, link: LinkOptions | None, **changes: Any
+) -> FileResult | None:
+    """A training log stored as it is read, in the one transaction (ingest/streamed.py); None when it
+    resumed, to be read the spooled way. Its parse problems refuse it as they would a spooled read."""
+    parsed = Parsed(log.name, log.fmt, log.records(), [], digest)
+
+    def read(size: int) -> None:  # before the file is recorded: its records are stored first
+        parsed.size_bytes = size
+
+    def read_whole(session: Session, result: FileResult) -> None:
+        if log.unreadable():
+            raise _Unreadable
+
+    log.on_read = read
+    try:
+        result = load_file(
+            engine, parsed, link=link, invalid="refuse" if log.refuse else "skip", after=read_whole, **changes
+        )
+    except Resumed:
+        return None
+    except _Unreadable:
+        return FileResult(log.name, "failed", log.fmt.name, digest, problems=log.unreadable())
+    if result.status == "failed" and log.unreadable():
+        return FileResult(log.name, "failed", log.fmt.name, digest, problems=log.unreadable())
+    result.problems[:0] = log.problems
+    return result
 
 
 def _load_read(
@@ -356,6 +352,8 @@ def preview_source(
 
 def _preview(engine: Engine, parsed: Parsed, link: LinkOptions | None) -> Preview:
     preview = Preview(parsed.name, parsed.fmt.name, parsed.sha256 or "", None, parsed.problems, None, None)
+
+    from specdash.db.gaps import benchmark_gap_rows
 
     def shown(session: Session, result: FileResult) -> None:
         seen = already_ingested(session, parsed.sha256) if parsed.sha256 else None

@@ -174,6 +174,23 @@ def parse_file(
     sink: Callable[[Located], None],
 ) -> int:
     """Parse and validate every record of the file into sink(Located); returns the bytes read."""
+    sizes: list[int] = []
+    for item in parse_records(fmt, name, opener, link, progress, problems, sizes.append):
+        sink(item)
+    return sizes[0]
+
+
+def parse_records(
+    fmt: Format,
+    name: str,
+    opener: Opener,
+    link: Any,
+    progress: Progress | None,
+    problems: list[Problem],
+    read: Callable[[int], None],
+) -> Iterator[Located]:
+    """Every valid record of the file as it is read; its problems go to `problems`, and once it is read
+    whole, read(bytes read)."""
     with opener() as raw:
         counting = _CountingReader(raw, progress)
         # utf-8-sig: a byte-order mark at the start is not part of the text; newlines of any kind are read.
@@ -183,16 +200,14 @@ def parse_file(
             )
         )
         try:
-            for item in checked(fmt.parse(text, name, link), name, problems):
-                sink(item)
+            yield from checked(fmt.parse(text, name, link), name, problems)
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, None, None, f"not UTF-8 text: {exc.reason}", "parse"))
         except RecursionError:
             problems.append(Problem(name, text.line, None, "nested too deeply to read", "parse"))
         except (OverflowError, ValueError) as exc:  # a number no parser should have passed on
             problems.append(Problem(name, text.line, None, unreadable_number(exc), "parse"))
-        size = raw.tell() if raw.seekable() else 0
-    return size
+        read(raw.tell() if raw.seekable() else 0)
 
 
 def not_a_file(path: str | Path) -> str | None:

@@ -70,10 +70,31 @@ def detect(head: str, filename: str) -> bool:
 
 _KEY_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}  # quoted keys as split from a line -> names
 MAX_KEY_SETS = 10_000  # a log has a handful of key sets; a file with endless new ones must not grow memory
+# A key set as a pattern of the whole dict with a group per value, and the names it gives: a log repeats
+# one key set line after line, and one match of the last one read takes all of a line's numbers.
+_SHAPES: dict[tuple[str, ...], tuple[re.Pattern, tuple[str, ...]]] = {}
+_LAST_SHAPE: list[tuple[re.Pattern, tuple[str, ...]]] = []
+
+
+def _shape_of(quoted: tuple[str, ...], names: tuple[str, ...]) -> tuple[re.Pattern, tuple[str, ...]]:
+    """The pattern of `{'name': number, ...}` with these keys: a key exactly as quoted, a value any run
+    without a comma (float() says whether it is a number)."""
+    shape = _SHAPES.get(quoted)
+    if shape is None or shape[1] is not names:
+        if len(_SHAPES) >= MAX_KEY_SETS:
+            _SHAPES.clear()
+        pattern = r"\{" + ", ".join(f"{re.escape(key)}: ([^,]+)" for key in quoted) + r"\}"
+        shape = _SHAPES[quoted] = re.compile(pattern), names
+    return shape
 
 
 def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     """The common `{'name': number, ...}` line with string operations only; None when it is anything else."""
+    if _LAST_SHAPE and (match := _LAST_SHAPE[0][0].fullmatch(text)) is not None:
+        try:
+            return _LAST_SHAPE[0][1], list(map(float, match.groups()))
+        except ValueError:
+            pass  # not all numbers: read the slow way below, which says so
     parts = text[1:-1].replace("': ", "', ").split(", ")
     if len(parts) % 2:
         return None
@@ -94,9 +115,12 @@ def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     if text.count("'") != 2 * len(quoted):
         return None  # a quoted value: not a plain number
     try:
-        return names, list(map(float, parts[1::2]))
+        found = names, list(map(float, parts[1::2]))
     except ValueError:
         return None
+    if not _LAST_SHAPE or _LAST_SHAPE[0][1] is not names:
+        _LAST_SHAPE[:] = [_shape_of(quoted, names)]
+    return found
 
 
 def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
@@ -168,6 +192,15 @@ class TrainingLog:
             self.checked.add(keys)
             return []  # the common case, checked in one go
         return _problems(self.path, line, keys, values)
+
+    def add(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> bool:
+        """The common step added to the open batch without a generator (its run named, the batch not
+        full, its values storable); False for any other, which metrics() takes."""
+        batch = self.batch
+        if not batch or len(batch) >= BATCH_STEPS - 1 or self.problems(line, keys, values):
+            return False
+        batch.append((step, keys, values))
+        return True
 
     def metrics(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> Iterator:
         problems = self.problems(line, keys, values)
@@ -246,7 +279,9 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
                 continue
             if FIRST_ACCURACY in found[0]:
                 log.last_step, log.epoch_newer = found, False
-            yield from log.metrics(number, int(match[1]), *found)
+            step = int(match[1])
+            if not log.add(number, step, *found):
+                yield from log.metrics(number, step, *found)
         elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
             if not text[match.end() :].strip():  # the record ends the line; a quote in prose does not
                 yield from _position_line(log, number, match)
