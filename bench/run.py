@@ -116,7 +116,7 @@ def ingest_cases(tmp: Path, scale: float, repeat: int, mlflow_repeat: int, defer
 
 def query_cases(tmp: Path, scale: float, repeat: int, deferred: list | None) -> dict:
     """specdash's refresh, queries and pages now; MLflow's query is appended to `deferred`."""
-    from specdash.db.engine import make_engine, reading, transaction
+    from specdash.db.engine import make_engine, transaction
     from specdash.db.refresh import refresh
 
     checkpoints = max(20, int(2_000 * scale))
@@ -165,39 +165,58 @@ def query_cases(tmp: Path, scale: float, repeat: int, deferred: list | None) -> 
         "overlay_vs_sqlite": bare_s / overlay_cpu_s,
     }
     if deferred is not None:
-        from specdash.db import parity
+        deferred.append(mlflow_query_case(tmp, engine, repeat, query_s))
+    result.update(page_cases(engine, url, scale, repeat))
+    engine.dispose()
+    return result
 
-        with reading(engine) as session:
-            frame = parity.parity_frame(session)
-        frame = frame.merge(benchmark_keys(engine), on="benchmark_id")
-        checkpoints_n = frame[["run", "checkpoint"]].drop_duplicates().shape[0]
 
-        def mlflow_query() -> dict:
-            mlflow_path = tmp / "mlflow-runs.db"
-            experiment = mlflow_cases.populate_runs(mlflow_path, frame)
-            mlflow_s, samples = median_of(repeat, lambda: mlflow_cases.query_runs(mlflow_path, experiment))
-            log(
-                f"MLflow search_runs over {checkpoints_n} runs: "
-                f"{mlflow_s * 1000:.0f} ms median of {[round(s * 1000) for s in samples]}"
-            )
-            return {"mlflow_query_ms": mlflow_s * 1000, "query_vs_mlflow": mlflow_s / query_s}
+def mlflow_query_case(tmp: Path, engine, repeat: int, query_s: float):
+    """MLflow's search_runs over the same checkpoints and benchmarks, run later (MLflow is slow to import
+    and to fill): a function returning its figures against specdash's `query_s`."""
+    from specdash.db import parity
+    from specdash.db.engine import reading
 
-        deferred.append(mlflow_query)
+    with reading(engine) as session:
+        frame = parity.parity_frame(session)
+    frame = frame.merge(benchmark_keys(engine), on="benchmark_id")
+    checkpoints_n = frame[["run", "checkpoint"]].drop_duplicates().shape[0]
+
+    def mlflow_query() -> dict:
+        mlflow_path = tmp / "mlflow-runs.db"
+        experiment = mlflow_cases.populate_runs(mlflow_path, frame)
+        mlflow_s, samples = median_of(repeat, lambda: mlflow_cases.query_runs(mlflow_path, experiment))
+        log(
+            f"MLflow search_runs over {checkpoints_n} runs: "
+            f"{mlflow_s * 1000:.0f} ms median of {[round(s * 1000) for s in samples]}"
+        )
+        return {"mlflow_query_ms": mlflow_s * 1000, "query_vs_mlflow": mlflow_s / query_s}
+
+    return mlflow_query
+
+
+def page_cases(engine, url: str, scale: float, repeat: int) -> dict:
+    """Every page's first and warm render, with run 1's training curves added for the Checkpoints page."""
     points = dashboard.add_training_curves(engine, 1, max(10, int(50_000 * scale)))
     log(f"training curves of run 1 for the Checkpoints page: {points:,} metric points")
     pages = dashboard.page_times(url, repeat)
-    result["page_render_first_s"] = max(t.first_s for t in pages.values())
-    result["page_render_s"] = max(t.warm_s for t in pages.values())
     slowest = max(pages.values(), key=lambda t: t.first_cpu_s)
-    result["page_render_first_cpu_s"] = slowest.first_cpu_s
-    # the slowest first render's SQL on a bare sqlite3 connection, against that render's CPU time
-    result["page_first_vs_sqlite"] = slowest.sqlite_cpu_s / slowest.first_cpu_s
-    result["page_render_by_page_s"] = {
-        page: {"first": t.first_s, "first_cpu": t.first_cpu_s, "sqlite_cpu": t.sqlite_cpu_s, "warm": t.warm_s}
-        for page, t in pages.items()
+    return {
+        "page_render_first_s": max(t.first_s for t in pages.values()),
+        "page_render_s": max(t.warm_s for t in pages.values()),
+        "page_render_first_cpu_s": slowest.first_cpu_s,
+        # the slowest first render's SQL on a bare sqlite3 connection, against that render's CPU time
+        "page_first_vs_sqlite": slowest.sqlite_cpu_s / slowest.first_cpu_s,
+        "page_render_by_page_s": {
+            page: {
+                "first": t.first_s,
+                "first_cpu": t.first_cpu_s,
+                "sqlite_cpu": t.sqlite_cpu_s,
+                "warm": t.warm_s,
+            }
+            for page, t in pages.items()
+        },
     }
-    engine.dispose()
-    return result
 
 
 def overlay_reference(engine, overlay, repeat: int) -> tuple[float, float]:
