@@ -1,5 +1,5 @@
 """A training log stored as it is read, inside the transaction that stores it (ingest/load.py
-stream_log): its million points are never pickled to a spool and read back. The write lock is held while
+_stream): its million points are never pickled to a spool and read back. The write lock is held while
 the file is parsed, and a problem anywhere rolls back what was already inserted, so a file that fails on
 its last line leaves the store as it was, as a spooled file does.
 
@@ -36,7 +36,7 @@ class StreamedLog:
         self.size_bytes: int | None = None  # once read whole
         self.fmt, self.name, self.refuse = fmt, name, refuse
         self.on_read: Callable[[int], None] | None = None  # told the bytes read, once the file is read whole
-        self._resumes = fmt.name.endswith("-log")  # the formats the Resumes rule reads twice
+        self._resumes = fmt.resumes  # the formats the Resumes rule reads twice
         self._items = parse_records(fmt, name, opener, link, progress, self.problems, self._read)
 
     def _read(self, size: int) -> None:

@@ -25,3 +25,14 @@ class Format:
     decode_errors: str = "strict"
     # Formats of training metrics: millions of points, written with foreign-key checks off (see db/engine.file_transaction).
     bulk_points: bool = False
+
+    @property
+    def is_log(self) -> bool:
+        """A server or trainer log (the `*-log` formats), read line by line as the process wrote it."""
+        return self.name.endswith("-log")
+
+    @property
+    def resumes(self) -> bool:
+        """A training log that can go back to a step it logged (a resumed run): the later values win,
+        which takes two passes (ingest/rules/within_file.py Resumes)."""
+        return self.is_log and self.bulk_points

@@ -26,9 +26,9 @@ class FileRules:
 
     def __init__(self, path: str, fmt: Format, problems: list[Problem]):
         self.path, self.problems = path, problems
-        self.is_log = fmt.name.endswith("-log")
+        self.is_log = fmt.is_log
         self.ledger = Ledger(self.is_log)
-        self.resumes = Resumes() if self.is_log and fmt.bulk_points else None
+        self.resumes = Resumes() if fmt.resumes else None
 
     def apply(self, items: Iterable[Located]) -> Iterator[Located]:
         """The records that keep every rule; each refusal goes to `problems` and its record is left out."""
