@@ -1,5 +1,5 @@
-"""Bulk statements on plain rows: chunked IN (...) selects, one-statement inserts and updates, and expiring
-the ORM objects they bypass. Every IN list of specdash is cut at CHUNK bound parameters.
+"""Bulk statements on plain rows: chunked IN (...) selects, one-statement inserts and updates, an index's
+ends, and expiring the ORM objects they bypass. Every IN list of specdash is cut at CHUNK bound parameters.
 
 Refresh and ingest move tens of thousands of rows at a time: ORM objects per row, or SQLAlchemy's
 per-value type processing, would cost more than the database's own work."""
@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Table, bindparam
+from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Table, bindparam, func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 # Bound parameters per IN (...) list. SQLite allows 32,766 per statement (since 3.32; the test of big files
@@ -23,6 +23,16 @@ def chunks(values: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
     """`values` in consecutive slices of at most `size`."""
     for start in range(0, len(values), size):
         yield values[start : start + size]
+
+
+def index_ends(session: Session, column: Column, *where: Any) -> tuple[Any, Any]:
+    """min and max of an indexed `column` over the rows `where` selects (None, None for none): each its own
+    scalar subquery, which SQLite answers from an end of the index; asked both at once (or over an IN list)
+    it scans every entry."""
+    low = select(func.min(column)).where(*where).scalar_subquery()
+    high = select(func.max(column)).where(*where).scalar_subquery()
+    first, last = session.execute(select(low, high)).one()
+    return first, last
 
 
 def select_in(session: Session, query: Select, column: Column, values: Sequence[Any] | None) -> Iterator[Row]:

@@ -11,6 +11,7 @@ import pandas as pd
 from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.orm import Session
 
+from specdash.db.bulk import index_ends
 from specdash.db.models import MetricKey, MetricPoint, Run
 
 # Most points per (run, metric) line that reach the browser; longer series are bucketed by step.
@@ -53,16 +54,11 @@ def training_curves(
 
 
 def _span(session: Session, run_id: int, key_id: int) -> tuple[int, int] | None:
-    """The first and last step logged for one key (None: nothing logged), each an end of the primary
-    key's range: SQLite reads a lone min() or max() from the index, both at once or over an IN list by a
-    scan."""
-    where = (MetricPoint.run_id == run_id, MetricPoint.key_id == key_id)
-    first, last = session.execute(
-        select(
-            select(func.min(MetricPoint.step)).where(*where).scalar_subquery(),
-            select(func.max(MetricPoint.step)).where(*where).scalar_subquery(),
-        )
-    ).one()
+    """The first and last step logged for one key (None: nothing logged): the ends of the primary key's
+    range (not min and max over an IN list of keys, a scan)."""
+    first, last = index_ends(
+        session, MetricPoint.step, MetricPoint.run_id == run_id, MetricPoint.key_id == key_id
+    )
     return None if first is None else (int(first), int(last))
 
 

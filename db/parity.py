@@ -8,6 +8,7 @@ import pandas as pd
 from sqlalchemy import Select, func, literal, select
 from sqlalchemy.orm import Session
 
+from specdash.db.bulk import index_ends
 from specdash.db.models import BENCHMARK_SETTING, SOURCE_KEY, Alert, Benchmark, Gap, Prediction
 from specdash.db.queries import frame_of, plain
 from specdash.db.selects import NAMES, with_gap_joins
@@ -109,13 +110,7 @@ def _sampled_ids(session: Session, at_most: int):
     """Benchmark ids at an even stride over those with gaps, at most `at_most` of them, generated in SQL
     (a recursive CTE): each is then looked up through the gap's (benchmark, prediction) index, instead of
     testing every gap's id against the stride. With the stride, each sampled id standing for that many."""
-    # two scalar subqueries: SQLite answers a lone min() or max() from the index's end, both at once by a scan
-    first, last = session.execute(
-        select(
-            select(func.min(Gap.benchmark_id)).scalar_subquery(),
-            select(func.max(Gap.benchmark_id)).scalar_subquery(),
-        )
-    ).one()
+    first, last = index_ends(session, Gap.benchmark_id)
     stride = max(1, math.ceil((last - first + 1) / at_most)) if first is not None else 1
     ids = select(literal(first or 0).label("id")).cte("sampled_ids", recursive=True)
     ids = ids.union_all(select(ids.c.id + stride).where(ids.c.id + stride <= (last or 0)))
