@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.acceptance import predict_accept_length
@@ -134,6 +134,55 @@ def speculative_observations(
     return {d: _median_observations(v) for d, v in keyed.items()}, dict(families)
 
 
+def drafter_families(session: Session, deployment_id: int) -> dict[str, str]:
+    """Each drafter's (run id's) family on the deployment, for the same benchmarks speculative_observations
+    keeps (a depth, tok/s, an accept length measured or chained from the training rates), read as one row
+    per drafter, setting and kind of tau rather than one per benchmark: a prior on a measured step needs the
+    families, not the 100,000 observations. The latest benchmark's algorithm decides a drafter's family."""
+    tau = Benchmark.accept_length
+    tau_kind = case((tau >= 1, 1), (func.coalesce(tau, 0) != 0, 0))  # NULL: none measured
+    rates_from = case((tau_kind.is_(None), Benchmark.checkpoint_id))
+    keys = (
+        Run.id,
+        Run.speculative_algorithm,
+        Benchmark.speculative_algorithm,
+        Benchmark.num_steps,
+        Benchmark.topk,
+        Benchmark.num_draft_tokens,
+        tau_kind,
+        rates_from,
+    )
+    query = (
+        select(*keys, func.max(Benchmark.id).label("latest"))
+        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
+        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .where(
+            Benchmark.deployment_id == deployment_id,
+            Benchmark.speculative_algorithm.is_not(None),
+            Benchmark.superseded_by_id.is_(None),
+            Benchmark.decode_tps > 0,
+        )
+        .group_by(*keys)
+        .order_by("latest")
+    )
+    groups = session.execute(query).all()
+    untrained = sorted({row[7] for row in groups if row[7]})
+    rates = checkpoint_rates(session, untrained) if untrained else {}
+    families: dict[str, str] = {}
+    for run_id, drafter_algorithm, algorithm, k, topk, n, kind, checkpoint_id, _ in groups:
+        steps = draft_steps(k, topk, n)
+        if not steps or kind == 0:
+            continue
+        if kind is None:
+            trained = rates.get(checkpoint_id) if checkpoint_id else None
+            setting = (steps, topk or 1, verified_tokens(steps, topk or 1, n))
+            tau_value = predict_accept_length(trained, *setting).accept_length if trained else None
+            if not tau_value or tau_value < 1:
+                continue
+        families[str(run_id or "")] = drafter_family(drafter_algorithm, algorithm)
+    return families
+
+
 def baseline_observations(levels: Mapping[int, float]) -> list[LoadObservation]:
     """Measured no-speculation load levels {concurrency: tok/s} as rounds of depth 0."""
     return [
@@ -185,14 +234,15 @@ def _prior_model(session: Session, deployment: Deployment, facts: DeploymentFact
     """The priors' load model on the deployment's step: read from its measured baselines (at every load,
     through the prior's shape), else its profile's, else estimated from its speculative benchmarks."""
     levels = load_baselines(session, deployment.id).measured_loads(deployment.id)
+    if levels or deployment.baseline_tps:
+        prior = prior_load_params(facts, UNKNOWN_STEP_MS, drafter_families(session, deployment.id))
+        if levels:
+            step = step_ms_from_observations(baseline_observations(levels), prior)
+            return DeploymentLoad(rescale_prior(prior, step), "theory", False)
+        return DeploymentLoad(rescale_prior(prior, 1000.0 / deployment.baseline_tps), "theory", False)
     observations, families = speculative_observations(session, [deployment.id])
     drafters = families.get(deployment.id, {})
     prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(drafters))
-    if levels:
-        step = step_ms_from_observations(baseline_observations(levels), prior)
-        return DeploymentLoad(rescale_prior(prior, step), "theory", False)
-    if deployment.baseline_tps:
-        return DeploymentLoad(rescale_prior(prior, 1000.0 / deployment.baseline_tps), "theory", False)
     estimate = estimate_for(observations.get(deployment.id, []), facts, drafters)
     if estimate is None:
         return None

@@ -160,3 +160,59 @@ def test_observations_take_tau_measured_else_from_the_training_rates(engine):
     assert (by_load[1.0].measured_tps, by_load[1.0].accept_length) == (170.0, 2.1)
     assert by_load[8.0].accept_length == pytest.approx(2.52)
     assert (by_load[8.0].steps, by_load[8.0].draft_tokens, by_load[8.0].drafter) == (3, 4, drafter)
+
+
+def test_drafter_families_are_those_of_the_observations_kept(engine):
+    """The families a prior on a measured step is read with come from the benchmarks that make load
+    observations: drafter A (EAGLE-3) has one with a measured accept length; B (MTP run) has one whose tau
+    is chained from its training rates; C's benchmarks make none (tau 0.5 measured, tok/s 0, no depth), so
+    it has no family; D's one benchmark without tau has no training rates either."""
+    from specdash.db.loadmodels import drafter_families, speculative_observations
+    from specdash.db.models import Benchmark, Checkpoint, PositionAcceptance, Run
+
+    with transaction(engine) as session:
+        deployment = Deployment(name="H100")
+        runs = {
+            name: Run(name=name, speculative_algorithm=algo)
+            for name, algo in (("A", "EAGLE3"), ("B", "MTP"), ("C", "EAGLE3"), ("D", "EAGLE"))
+        }
+        session.add_all([deployment, *runs.values()])
+        session.flush()
+        checkpoints = {name: Checkpoint(run_id=run.id, name="final") for name, run in runs.items()}
+        session.add_all(checkpoints.values())
+        session.flush()
+        session.add_all(
+            PositionAcceptance(checkpoint_id=checkpoints["B"].id, position=i, rate=r)
+            for i, r in enumerate((0.7, 0.5))
+        )
+        rows = [
+            ("A", 3, 2.4, 150.0),
+            ("B", 2, None, 120.0),
+            ("C", 3, 0.5, 140.0),
+            ("C", 3, 2.0, 0.0),
+            ("C", None, 2.0, 130.0),
+            ("D", 2, None, 110.0),
+        ]
+        session.add_all(
+            Benchmark(
+                record_key=f"k{i}",
+                deployment_id=deployment.id,
+                checkpoint_id=checkpoints[name].id,
+                speculative_algorithm="EAGLE3",
+                num_steps=steps,
+                topk=1,
+                num_draft_tokens=steps + 1 if steps else None,
+                concurrency=1,
+                accept_length=tau,
+                decode_tps=tps,
+            )
+            for i, (name, steps, tau, tps) in enumerate(rows)
+        )
+        deployment_id = deployment.id
+        ids = {name: str(run.id) for name, run in runs.items()}
+    with reading(engine) as session:
+        families = drafter_families(session, deployment_id)
+        observed = speculative_observations(session, [deployment_id])[1][deployment_id]
+    assert families == observed
+    assert set(families) == {ids["A"], ids["B"]}
+    assert families[ids["B"]] != families[ids["A"]] == "eagle3"
