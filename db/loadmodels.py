@@ -234,12 +234,11 @@ def _prior_model(session: Session, deployment: Deployment, facts: DeploymentFact
     """The priors' load model on the deployment's step: read from its measured baselines (at every load,
     through the prior's shape), else its profile's, else estimated from its speculative benchmarks."""
     levels = load_baselines(session, deployment.id).measured_loads(deployment.id)
-    if levels or deployment.baseline_tps:
+    stated = deployment.baseline_tps or 0.0
+    if levels or stated:
         prior = prior_load_params(facts, UNKNOWN_STEP_MS, drafter_families(session, deployment.id))
-        if levels:
-            step = step_ms_from_observations(baseline_observations(levels), prior)
-            return DeploymentLoad(rescale_prior(prior, step), "theory", False)
-        return DeploymentLoad(rescale_prior(prior, 1000.0 / deployment.baseline_tps), "theory", False)
+        step = step_ms_from_observations(baseline_observations(levels), prior) if levels else 1000.0 / stated
+        return DeploymentLoad(rescale_prior(prior, step), "theory", False)
     observations, families = speculative_observations(session, [deployment.id])
     drafters = families.get(deployment.id, {})
     prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(drafters))
