@@ -69,6 +69,22 @@ def _median_observations(rows: Iterable[tuple[tuple, float, float]]) -> list[Loa
     return out
 
 
+def _setting(k: int | None, topk: int | None, n: int | None) -> tuple[int, int, int] | None:
+    """(draft steps, top-k, verified tokens) of a benchmark's stated setting; None without a depth."""
+    steps = draft_steps(k, topk, n)
+    return (steps, topk or 1, verified_tokens(steps, topk or 1, n)) if steps else None
+
+
+def _observed_tau(
+    tau: float | None, trained: Sequence[float] | None, setting: tuple[int, int, int]
+) -> float | None:
+    """The accept length a load observation takes: the measured one, else chained from the checkpoint's
+    training rates; None when neither gives one of at least 1."""
+    if not tau and trained:
+        tau = predict_accept_length(trained, *setting).accept_length
+    return tau if tau and tau >= 1 else None
+
+
 def speculative_observations(
     session: Session, deployment_ids: Sequence[int] | None = None
 ) -> tuple[dict[int, list[LoadObservation]], dict[int, dict[str, str]]]:
@@ -116,17 +132,12 @@ def speculative_observations(
         drafter_algorithm,
     ) in rows:
         if (k, topk, n) not in settings:
-            steps = draft_steps(k, topk, n)
-            settings[(k, topk, n)] = (
-                (steps, topk or 1, verified_tokens(steps, topk or 1, n)) if steps else None
-            )
+            settings[(k, topk, n)] = _setting(k, topk, n)
         setting = settings[(k, topk, n)]
         if setting is None or not tps or tps <= 0:
             continue
-        trained = rates.get(checkpoint_id) if checkpoint_id and not tau else None
-        if trained:
-            tau = predict_accept_length(trained, *setting).accept_length
-        if not tau or tau < 1:
+        tau = _observed_tau(tau, rates.get(checkpoint_id) if checkpoint_id and not tau else None, setting)
+        if tau is None:
             continue
         drafter = str(run_id or "")
         families[deployment_id][drafter] = drafter_family(drafter_algorithm, algorithm)
@@ -140,7 +151,8 @@ def drafter_families(session: Session, deployment_id: int) -> dict[str, str]:
     per drafter, setting and kind of tau rather than one per benchmark: a prior on a measured step needs the
     families, not the 100,000 observations. The latest benchmark's algorithm decides a drafter's family."""
     tau = Benchmark.accept_length
-    tau_kind = case((tau >= 1, 1), (func.coalesce(tau, 0) != 0, 0))  # NULL: none measured
+    # a group's taus are all >= 1, all other non-zero values, or all unmeasured (NULL or 0)
+    tau_kind = case((tau >= 1, 1), (func.coalesce(tau, 0) != 0, 0))
     rates_from = case((tau_kind.is_(None), Benchmark.checkpoint_id))
     keys = (
         Run.id,
@@ -153,7 +165,7 @@ def drafter_families(session: Session, deployment_id: int) -> dict[str, str]:
         rates_from,
     )
     query = (
-        select(*keys, func.max(Benchmark.id).label("latest"))
+        select(*keys, func.max(tau), func.max(Benchmark.id).label("latest"))
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .outerjoin(Run, Checkpoint.run_id == Run.id)
         .where(
@@ -169,16 +181,11 @@ def drafter_families(session: Session, deployment_id: int) -> dict[str, str]:
     untrained = sorted({row[7] for row in groups if row[7]})
     rates = checkpoint_rates(session, untrained) if untrained else {}
     families: dict[str, str] = {}
-    for run_id, drafter_algorithm, algorithm, k, topk, n, kind, checkpoint_id, _ in groups:
-        steps = draft_steps(k, topk, n)
-        if not steps or kind == 0:
+    for run_id, drafter_algorithm, algorithm, k, topk, n, _, checkpoint_id, measured, _ in groups:
+        setting = _setting(k, topk, n)
+        trained = rates.get(checkpoint_id) if checkpoint_id else None
+        if setting is None or _observed_tau(measured, trained, setting) is None:
             continue
-        if kind is None:
-            trained = rates.get(checkpoint_id) if checkpoint_id else None
-            setting = (steps, topk or 1, verified_tokens(steps, topk or 1, n))
-            tau_value = predict_accept_length(trained, *setting).accept_length if trained else None
-            if not tau_value or tau_value < 1:
-                continue
         families[str(run_id or "")] = drafter_family(drafter_algorithm, algorithm)
     return families
 
