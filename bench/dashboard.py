@@ -16,12 +16,12 @@ from sqlalchemy import Engine, insert, make_url, select
 from bench import data, reference
 from bench.data import REPO, fresh_db
 from specdash.db.engine import make_engine, transaction
-from specdash.db.models import Alert, AlertEvent, Benchmark, MetricKey, MetricPoint
+from specdash.db.models import Alert, AlertEvent, Benchmark
 from specdash.db.refresh import refresh
+from specdash.ingest.metric_points import MetricPointWriter
 
 # Refresh a few checkpoints at a time: each call then only compares against those checkpoints' predictions.
 REFRESH_CHECKPOINTS = 50
-INSERT_ROWS = 50_000
 
 
 def log(message: str) -> None:
@@ -29,21 +29,16 @@ def log(message: str) -> None:
 
 
 def add_training_curves(engine, run_id: int, steps: int) -> int:
-    """The bench training log's metrics for one run, logged every 50 steps: steps * 20 points."""
-    rows = data.metric_rows(steps)
-    # metric_rows numbers the keys in the order metric_values yields them
-    names = list(data.metric_values(0, random.Random(0)))
+    """The bench training log's metrics for one run, logged every 50 steps: steps * 20 points, stored by
+    the ingest's own writer (their rollups with them)."""
+    rng = random.Random(data.SEED)
     with transaction(engine) as session:
-        session.execute(insert(MetricKey), [{"id": i, "name": key} for i, key in enumerate(names, start=1)])
-        for start in range(0, len(rows), INSERT_ROWS):
-            session.execute(
-                insert(MetricPoint),
-                [
-                    {"run_id": run_id, "key_id": key_id, "step": step, "value": value}
-                    for _, key_id, step, value in rows[start : start + INSERT_ROWS]
-                ],
-            )
-    return len(rows)
+        writer = MetricPointWriter(session)
+        for n in range(steps):
+            values = data.metric_values(n * data.LOG_EVERY, rng)
+            writer.add(run_id, [(n * data.LOG_EVERY, tuple(values), list(values.values()))])
+        writer.flush()
+    return writer.written
 
 
 def refresh_in_chunks(engine, checkpoints: int) -> None:

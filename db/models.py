@@ -177,14 +177,29 @@ class MetricPoint(Base):
     """Long-format training metrics; a narrow primary key keeps millions of rows cheap."""
 
     __tablename__ = "metric_point"
-    # On SQLite the rows live in the primary-key b-tree itself: one b-tree to write per point instead
-    # of a rowid table plus an index, and range reads by (run, key, step) touch one structure.
+    # On SQLite the rows live in the primary-key b-tree (one structure to write and read); rollups' too.
     __table_args__ = {"sqlite_with_rowid": False}
 
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), primary_key=True)
     key_id: Mapped[int] = mapped_column(ForeignKey("metric_key.id"), primary_key=True)
     step: Mapped[int] = mapped_column(primary_key=True)
     value: Mapped[float] = mapped_column(Float)
+
+
+class MetricRollup(Base):
+    """A key's points summed per bucket of `width` steps: all of a (run, key)'s or none (db/rollups.py)."""
+
+    __tablename__ = "metric_rollup"
+    __table_args__ = {"sqlite_with_rowid": False}
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), primary_key=True)
+    key_id: Mapped[int] = mapped_column(ForeignKey("metric_key.id"), primary_key=True)
+    width: Mapped[int] = mapped_column(primary_key=True)
+    bucket: Mapped[int] = mapped_column(primary_key=True)
+    n: Mapped[int] = mapped_column(Integer)
+    sum_step: Mapped[int] = mapped_column(BigInteger)
+    sum_value: Mapped[float] = mapped_column(Float)
+    min_value: Mapped[float] = mapped_column(Float)
+    max_value: Mapped[float] = mapped_column(Float)
 
 
 class IngestedFile(Base):
@@ -256,8 +271,7 @@ class Benchmark(Base):
     deployment: Mapped[Deployment] = relationship()
 
 
-# What a benchmark ran: algorithm, speculation setting, load and dataset (specdash.labels.setting_label's
-# fields), selected together wherever a benchmark is shown or judged.
+# What a benchmark ran (specdash.labels.setting_label's fields), selected wherever one is shown or judged.
 BENCHMARK_SETTING = (
     Benchmark.speculative_algorithm,
     Benchmark.num_steps,

@@ -15,6 +15,7 @@ from specdash.db.models import (
     Gap,
     IngestedFile,
     MetricPoint,
+    MetricRollup,
     PositionAcceptance,
     Prediction,
     Run,
@@ -202,6 +203,7 @@ def delete_runs(session: Session, run_ids: list[int]) -> Removal:
     session.execute(delete(Benchmark).where(Benchmark.id.in_(benchmark_ids)))
     session.execute(delete(Prediction).where(Prediction.id.in_(prediction_ids)))
     session.execute(delete(PositionAcceptance).where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids)))
+    session.execute(delete(MetricRollup).where(MetricRollup.run_id.in_(run_ids)))
     session.execute(delete(MetricPoint).where(MetricPoint.run_id.in_(run_ids)))
     session.execute(delete(Checkpoint).where(Checkpoint.run_id.in_(run_ids)))
     session.execute(delete(Run).where(Run.id.in_(run_ids)))

@@ -4,7 +4,8 @@ A training log holds millions of points; ORM objects per point would cost far mo
 itself. Logged steps are buffered by key set as columns (their steps, their values); a flush sends each
 key's points as multi-row INSERTs of 200 rows, their parameters slotted into a list by slice assignment:
 few statements for the database to run, almost no Python work per point, and each statement's rows
-neighbours in the primary key (run, key, step)."""
+neighbours in the primary key (run, key, step). After the points, each flush adds their sums to the keys'
+kept rollups (db/rollups.py), from the same columns."""
 
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
@@ -14,6 +15,7 @@ from typing import NamedTuple
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from specdash.db import rollups
 from specdash.db.models import MetricKey, MetricPoint
 
 FLUSH_ROWS = 50_000
@@ -56,6 +58,7 @@ class MetricPointWriter:
         self._pending_keys: set[tuple[int, int]] = set()  # (run, key) of every pending key set
         self._pending_rows = 0
         self._portable = _statement(session, 1) is None
+        self._rollups = Rollups(session, enabled=not self._portable)
         self.run_ids: set[int] = set()
         self.written = 0  # rows the database stored
         self.offered = 0  # rows offered to it, including points it already held
@@ -126,6 +129,7 @@ class MetricPointWriter:
         self._pending.clear()
         self._pending_keys = set()
         offered, self._pending_rows = self._pending_rows, 0
+        self._rollups.decide(pending)
         stored = 0
         # consecutive statements of one size go in one executemany: the order points are offered is kept
         for rows, group in groupby(self._chunks(pending), key=itemgetter(0)):
@@ -142,6 +146,7 @@ class MetricPointWriter:
                 stored += rows * len(params)
                 continue
             stored += self._execute(rows, params)
+        self._rollups.merge(pending, exact=stored == offered)
         self.written += stored
         self.offered += offered
         return offered
@@ -155,5 +160,79 @@ class MetricPointWriter:
                 self._statements[rows] = _statement(self.session, rows)
             cursor.executemany(self._statements[rows], params)
             return cursor.rowcount if cursor.rowcount >= 0 else rows * len(params)
+        finally:
+            cursor.close()
+
+
+class Rollups:
+    """The rollups a writer keeps up to date: which widths each (run, key) it stores points for keeps, and
+    after each flush the sums of the flushed points added to them (or, when the store already held some
+    of those points, their buckets recomputed from the store)."""
+
+    def __init__(self, session: Session, enabled: bool):
+        self.session = session
+        self.enabled = enabled  # SQLite and PostgreSQL; another database keeps no rollups
+        self._widths: dict[tuple[int, int], tuple[int, ...]] = {}  # (run, key) -> kept widths
+        self._statement: str | None = None
+
+    def decide(self, pending: dict[tuple[int, tuple[str, ...]], Pending]) -> None:
+        """Before a flush's points are stored: the kept widths of each (run, key) new to this writer. A key
+        the store has points of keeps the rollups it has; a key new to the run keeps those its first points
+        pay for."""
+        session = self.session
+        for (run_id, _names), entry in pending.items():
+            ordered: list[int] | None = None
+            for key_id in entry.ids:
+                if (run_id, key_id) in self._widths:
+                    continue
+                if not self.enabled:
+                    widths: tuple[int, ...] = ()
+                elif rollups.has_points(session, run_id, key_id):
+                    widths = tuple(w for w in rollups.WIDTHS if rollups.kept(session, run_id, key_id, w))
+                else:
+                    ordered = ordered if ordered is not None else sorted(entry.steps)
+                    widths = tuple(w for w in rollups.WIDTHS if rollups.pays(ordered, w))
+                self._widths[(run_id, key_id)] = widths
+
+    def merge(self, pending: dict[tuple[int, tuple[str, ...]], Pending], exact: bool) -> None:
+        """After the flush stored the points of `pending`: their sums into the kept rollups when every point
+        offered was stored (`exact`), else the buckets they touch recomputed from the store."""
+        rows: list[tuple] = []
+        for (run_id, _names), (ids, steps, values) in pending.items():
+            keys = [(i, key_id) for i, key_id in enumerate(ids) if self._widths.get((run_id, key_id))]
+            if not keys or not steps:
+                continue
+            ordered = sorted(steps)  # a run of ascending steps, as logs hold them, sorts in one pass
+            if ordered != steps:  # a key set logged out of step order: its values in step order too
+                order = sorted(range(len(steps)), key=steps.__getitem__)
+                steps, values = ordered, [values[i] for i in order]
+            if steps[0] < 0:  # buckets of steps below 0 are not kept: the pairs go back to their points
+                rollups.drop(self.session, [(run_id, key_id) for _, key_id in keys])
+                self._widths.update({(run_id, key_id): () for _, key_id in keys})
+                continue
+            columns = list(zip(*values, strict=True)) if exact else []
+            for width in rollups.WIDTHS:
+                using = [(i, key_id) for i, key_id in keys if width in self._widths[(run_id, key_id)]]
+                if not using:
+                    continue
+                if not exact:
+                    span = (steps[0] // width, steps[-1] // width)
+                    for _, key_id in using:
+                        rollups.rebuild(self.session, run_id, key_id, width, span)
+                    continue
+                buckets = rollups.bounds(steps, width)
+                for i, key_id in using:
+                    rows += rollups.sums(run_id, key_id, width, buckets, columns[i])
+        if rows:
+            self._upsert(rows)
+
+    def _upsert(self, rows: list[tuple]) -> None:
+        dialect = self.session.get_bind().dialect
+        if self._statement is None:
+            mark = "?" if dialect.paramstyle == "qmark" else "%s"
+            self._statement = rollups.upsert_statement(dialect.name, mark)
+        cursor = self.session.connection().connection.cursor()
+        try:
+            cursor.executemany(self._statement, rows)
         finally:
             cursor.close()

@@ -11,11 +11,13 @@ from click.testing import CliRunner
 from sqlalchemy import func, select
 
 from specdash.cli.main import cli
-from specdash.db.engine import make_engine, reading
-from specdash.db.models import Benchmark, MetricPoint
+from specdash.db import curves
+from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.models import Benchmark, MetricKey, MetricPoint, Run
 from specdash.db.schema import downgrade, store_metadata, upgrade
 from specdash.ingest.load import ingest_path
 from tests.conftest import FIXTURES, REAL_FIXTURES, needs_postgres
+from tests.db.test_rollups import assert_rollups_match_points, offer, specforge_log
 
 pytestmark = needs_postgres
 
@@ -92,3 +94,27 @@ def test_text_and_integers_at_the_bounds_load_the_same_as_on_sqlite(pg_engine, t
         )
     )
     assert ingest_path(pg_engine, good).status == "loaded"
+
+
+def test_training_metric_rollups_on_postgres(pg_engine, tmp_path):
+    """The rollups' upsert (least/greatest), their recomputation after a resumed log and the curves read
+    from them, on PostgreSQL: equal to the sums of the points stored."""
+    path = tmp_path / "dense-run.log"
+    specforge_log(path, range(25_600))
+    assert ingest_path(pg_engine, path).status == "loaded"
+    with transaction(pg_engine) as session:
+        run_id = session.scalar(select(Run.id))
+        # a resumed log: 5,600 of its steps stored already
+        writer = offer(session, run_id, range(20_000, 30_000), lambda s: 2.0, key="train/loss")
+        assert (writer.offered, writer.written) == (10_000, 4_400)
+    with reading(pg_engine) as session:
+        keys = dict(session.execute(select(MetricKey.name, MetricKey.id)).all())
+        assert_rollups_match_points(session, {(run_id, k): (64, 4096) for k in keys.values()})
+        frame = curves.training_curves(session, [run_id], ["train/loss"], max_points=100)
+    # steps 0-29,999, 300 a bucket: the first holds the 64-step rollup buckets starting at 0-256 (steps
+    # 0-319), values 0-99 three times (14,850) and 0-19 (190); the last those starting at 29,760-29,952
+    # (steps 29,760-29,999), all 2.0
+    assert set(frame["bucket_steps"]) == {300} and len(frame) == 100
+    first, last = frame.iloc[0], frame.iloc[-1]
+    assert (first["step"], first["value"], first["min"], first["max"]) == (159.5, 47.0, 0.0, 99.0)
+    assert (last["step"], last["value"], last["min"], last["max"]) == (29_879.5, 2.0, 2.0, 2.0)

@@ -1,0 +1,119 @@
+"""Rollups of training metrics: a key's points summed per bucket of WIDTHS steps, so that a chart of a long
+run reads a few thousand rows instead of millions of points (db/curves.py).
+
+The rule that keeps them exact: for each (run, key, width) the rollup either covers every point of that run
+and key, or holds no row. Whether it is kept is decided once, when the key's first points for the run are
+stored: kept when they average at least MIN_POINTS per bucket (fewer and the rollup would cost a row per
+point or two, for reads the points themselves answer as quickly), never when a step is negative. Every
+later write to a kept rollup merges into it (ingest/metric_points.py); deleting a run deletes its rollups.
+
+Bucket b of width w holds the steps b*w to (b+1)*w - 1: integer division, exact for steps >= 0."""
+
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+
+from sqlalchemy import delete, exists, select, text
+from sqlalchemy.orm import Session
+
+from specdash.db.models import MetricPoint, MetricRollup
+
+# Bucket widths in steps; each divides the next, so a chart grid aligned to one is aligned to the smaller.
+WIDTHS = (64, 4096)
+MIN_POINTS = 16
+
+COLUMNS = "run_id, key_id, width, bucket, n, sum_step, sum_value, min_value, max_value"
+
+
+def pays(steps: Sequence[int], width: int) -> bool:
+    """Whether a key's first points, ascending `steps`, are dense enough to keep its rollup of `width`:
+    at least MIN_POINTS a bucket over the buckets they span, and no negative step."""
+    if not steps or steps[0] < 0:
+        return False
+    buckets = steps[-1] // width - steps[0] // width + 1
+    return len(steps) >= MIN_POINTS * buckets
+
+
+def kept(session: Session, run_id: int, key_id: int, width: int) -> bool:
+    """Whether the rollup of (run, key, width) is kept: it has a row (one index probe)."""
+    where = (MetricRollup.run_id == run_id, MetricRollup.key_id == key_id, MetricRollup.width == width)
+    return bool(session.scalar(select(exists().where(*where))))
+
+
+def has_points(session: Session, run_id: int, key_id: int) -> bool:
+    where = (MetricPoint.run_id == run_id, MetricPoint.key_id == key_id)
+    return bool(session.scalar(select(exists().where(*where))))
+
+
+def upsert_statement(dialect: str, mark: str) -> str:
+    """INSERT of one bucket's sums that adds them to a stored bucket (points new to the store only)."""
+    low, high = ("min", "max") if dialect == "sqlite" else ("least", "greatest")
+    marks = ", ".join([mark] * 9)
+    return (
+        f"INSERT INTO metric_rollup ({COLUMNS}) VALUES ({marks}) "
+        "ON CONFLICT (run_id, key_id, width, bucket) DO UPDATE SET "
+        "n = metric_rollup.n + excluded.n, "
+        "sum_step = metric_rollup.sum_step + excluded.sum_step, "
+        "sum_value = metric_rollup.sum_value + excluded.sum_value, "
+        f"min_value = {low}(metric_rollup.min_value, excluded.min_value), "
+        f"max_value = {high}(metric_rollup.max_value, excluded.max_value)"
+    )
+
+
+def rebuild(session: Session, run_id: int, key_id: int, width: int, buckets: tuple[int, int]) -> None:
+    """Recompute the buckets `buckets` (first, last) of a kept rollup from the stored points: after a write
+    some of whose points the store already held (their sums must not count twice)."""
+    first, last = buckets
+    session.execute(
+        delete(MetricRollup).where(
+            MetricRollup.run_id == run_id,
+            MetricRollup.key_id == key_id,
+            MetricRollup.width == width,
+            MetricRollup.bucket.between(first, last),
+        )
+    )
+    session.execute(
+        text(REBUILD.format(width=int(width))),
+        {"run": run_id, "key": key_id, "first": first * width, "stop": (last + 1) * width},
+    )
+
+
+# The width is written into the statement (an int): PostgreSQL groups by an expression only when the
+# select list repeats it, and two bound parameters are two expressions to it.
+REBUILD = (
+    f"INSERT INTO metric_rollup ({COLUMNS}) "
+    "SELECT run_id, key_id, {width}, step / {width}, count(*), sum(step), sum(value), min(value), max(value) "
+    "FROM metric_point WHERE run_id = :run AND key_id = :key AND step >= :first AND step < :stop "
+    "GROUP BY run_id, key_id, step / {width}"
+)
+
+
+def drop(session: Session, pairs: Iterable[tuple[int, int]]) -> None:
+    """Stop keeping the rollups of these (run, key) pairs (a negative step was stored for them)."""
+    for run_id, key_id in pairs:
+        session.execute(
+            delete(MetricRollup).where(MetricRollup.run_id == run_id, MetricRollup.key_id == key_id)
+        )
+
+
+def bounds(steps: Sequence[int], width: int) -> list[tuple[int, int, int, int]]:
+    """The buckets of `width` that ascending `steps` fall in: (bucket, start, stop, sum of its steps), the
+    steps[start:stop] in it. Shared by every key logged at those steps."""
+    out = []
+    start, count = 0, len(steps)
+    while start < count:
+        bucket = steps[start] // width
+        stop = bisect_left(steps, (bucket + 1) * width, start)
+        out.append((bucket, start, stop, sum(steps[start:stop])))
+        start = stop
+    return out
+
+
+def sums(
+    run_id: int, key_id: int, width: int, buckets: list[tuple[int, int, int, int]], values: Sequence[float]
+) -> list[tuple]:
+    """The rollup rows of one key's `values`, logged at the steps `buckets` was cut from."""
+    rows = []
+    for bucket, start, stop, step_sum in buckets:
+        part = values[start:stop]
+        rows.append((run_id, key_id, width, bucket, stop - start, step_sum, sum(part), min(part), max(part)))
+    return rows
