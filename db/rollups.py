@@ -2,46 +2,68 @@
 run reads a few thousand rows instead of millions of points (db/curves.py).
 
 The rule that keeps them exact: for each (run, key, width) the rollup either covers every point of that run
-and key, or holds no row. Whether it is kept is decided once, when the key's first points for the run are
-stored: kept when they average at least MIN_POINTS per bucket (fewer and the rollup would cost a row per
-point or two, for reads the points themselves answer as quickly), never when a step is negative. Every
-later write to a kept rollup merges into it (ingest/metric_points.py); deleting a run deletes its rollups.
+and key, or holds no row. A key without rollups is decided while it has at most DECIDE_POINTS points
+stored: after each write its stored points are looked at, and the widths at which they average at least
+MIN_POINTS a bucket (fewer, and the rollup would cost a row per point or two for reads the points answer
+as quickly) are built from them; never when a step is negative. A log followed a few lines at a time is
+decided once enough of it is stored. Every later write to a kept rollup merges into it
+(ingest/metric_points.py); deleting a run deletes its rollups.
 
 Bucket b of width w holds the steps b*w to (b+1)*w - 1: integer division, exact for steps >= 0."""
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import delete, exists, select, text
+from sqlalchemy import delete, exists, func, select, text
 from sqlalchemy.orm import Session
 
+from specdash.db.bulk import index_ends
 from specdash.db.models import MetricPoint, MetricRollup
 
 # Bucket widths in steps; each divides the next, so a chart grid aligned to one is aligned to the smaller.
 WIDTHS = (64, 4096)
 MIN_POINTS = 16
+DECIDE_POINTS = 4096
 
 COLUMNS = "run_id, key_id, width, bucket, n, sum_step, sum_value, min_value, max_value"
 
 
-def pays(steps: Sequence[int], width: int) -> bool:
-    """Whether a key's first points, ascending `steps`, are dense enough to keep its rollup of `width`:
-    at least MIN_POINTS a bucket over the buckets they span, and no negative step."""
-    if not steps or steps[0] < 0:
-        return False
-    buckets = steps[-1] // width - steps[0] // width + 1
-    return len(steps) >= MIN_POINTS * buckets
+def pays(count: int, first: int, last: int, width: int) -> bool:
+    """Whether `count` points logged from step `first` to `last` keep a rollup of `width`: at least
+    MIN_POINTS a bucket over the buckets they span, and no negative step."""
+    return first >= 0 and count >= MIN_POINTS * (last // width - first // width + 1)
+
+
+def _where(run_id: int, key_id: int) -> tuple:
+    return (MetricPoint.run_id == run_id, MetricPoint.key_id == key_id)
 
 
 def kept(session: Session, run_id: int, key_id: int, width: int) -> bool:
-    """Whether the rollup of (run, key, width) is kept: it has a row (one index probe)."""
+    """Whether (run, key) keeps a rollup of `width`: it has a row (one index probe)."""
     where = (MetricRollup.run_id == run_id, MetricRollup.key_id == key_id, MetricRollup.width == width)
     return bool(session.scalar(select(exists().where(*where))))
 
 
-def has_points(session: Session, run_id: int, key_id: int) -> bool:
-    where = (MetricPoint.run_id == run_id, MetricPoint.key_id == key_id)
-    return bool(session.scalar(select(exists().where(*where))))
+def kept_widths(session: Session, run_id: int, key_id: int) -> tuple[int, ...]:
+    return tuple(w for w in WIDTHS if kept(session, run_id, key_id, w))
+
+
+def undecided(session: Session, run_id: int, key_id: int) -> bool:
+    """Whether a key without rollups may still start them: at most DECIDE_POINTS points stored."""
+    some = select(MetricPoint.step).where(*_where(run_id, key_id)).limit(DECIDE_POINTS + 1).subquery()
+    return (session.scalar(select(func.count()).select_from(some)) or 0) <= DECIDE_POINTS
+
+
+def start(session: Session, run_id: int, key_id: int) -> tuple[int, ...]:
+    """The rollups a key without any starts now, built from its stored points: the widths they pay for."""
+    count = session.scalar(select(func.count()).where(*_where(run_id, key_id))) or 0
+    first, last = index_ends(session, MetricPoint.step, *_where(run_id, key_id))
+    if not count:
+        return ()
+    widths = tuple(w for w in WIDTHS if pays(count, first, last, w))
+    for width in widths:
+        rebuild(session, run_id, key_id, width, (first // width, last // width))
+    return widths
 
 
 def upsert_statement(dialect: str, mark: str) -> str:

@@ -165,66 +165,82 @@ class MetricPointWriter:
 
 
 class Rollups:
-    """The rollups a writer keeps up to date: which widths each (run, key) it stores points for keeps, and
-    after each flush the sums of the flushed points added to them (or, when the store already held some
-    of those points, their buckets recomputed from the store)."""
+    """The rollups a writer keeps up to date. Before a flush: which widths each (run, key) keeps, and which
+    are still to be decided (db/rollups.py: a key without a rollup and with at most DECIDE_POINTS points
+    stored). After it: the flushed points' sums added to the kept rollups (or, when the store already held
+    some of those points, their buckets recomputed from the store), and each key still to be decided given
+    the rollups its stored points now pay for, built from them."""
 
     def __init__(self, session: Session, enabled: bool):
         self.session = session
         self.enabled = enabled  # SQLite and PostgreSQL; another database keeps no rollups
-        self._widths: dict[tuple[int, int], tuple[int, ...]] = {}  # (run, key) -> kept widths
+        self._widths: dict[tuple[int, int], tuple[int, ...]] = {}  # (run, key) -> kept widths, for good
+        self._open: set[tuple[int, int]] = set()  # (run, key) to decide after this flush
         self._statement: str | None = None
 
     def decide(self, pending: dict[tuple[int, tuple[str, ...]], Pending]) -> None:
-        """Before a flush's points are stored: the kept widths of each (run, key) new to this writer. A key
-        the store has points of keeps the rollups it has; a key new to the run keeps those its first points
-        pay for."""
-        session = self.session
-        for (run_id, _names), entry in pending.items():
-            ordered: list[int] | None = None
-            for key_id in entry.ids:
-                if (run_id, key_id) in self._widths:
-                    continue
-                if not self.enabled:
-                    widths: tuple[int, ...] = ()
-                elif rollups.has_points(session, run_id, key_id):
-                    widths = tuple(w for w in rollups.WIDTHS if rollups.kept(session, run_id, key_id, w))
-                else:
-                    ordered = ordered if ordered is not None else sorted(entry.steps)
-                    widths = tuple(w for w in rollups.WIDTHS if rollups.pays(ordered, w))
+        """Before a flush's points are stored: the kept widths of each (run, key) not known yet."""
+        self._open = set()
+        for run_id, key_id in (
+            (run_id, key_id) for (run_id, _), entry in pending.items() for key_id in entry.ids
+        ):
+            if (run_id, key_id) in self._widths:
+                continue
+            widths = rollups.kept_widths(self.session, run_id, key_id) if self.enabled else ()
+            if widths or not self.enabled or not rollups.undecided(self.session, run_id, key_id):
                 self._widths[(run_id, key_id)] = widths
+            else:
+                self._open.add((run_id, key_id))
 
     def merge(self, pending: dict[tuple[int, tuple[str, ...]], Pending], exact: bool) -> None:
         """After the flush stored the points of `pending`: their sums into the kept rollups when every point
         offered was stored (`exact`), else the buckets they touch recomputed from the store."""
+        for run_id, key_id in self._open:
+            widths = rollups.start(self.session, run_id, key_id)
+            if widths or not rollups.undecided(self.session, run_id, key_id):
+                self._widths[(run_id, key_id)] = widths
         rows: list[tuple] = []
         for (run_id, _names), (ids, steps, values) in pending.items():
-            keys = [(i, key_id) for i, key_id in enumerate(ids) if self._widths.get((run_id, key_id))]
-            if not keys or not steps:
-                continue
-            ordered = sorted(steps)  # a run of ascending steps, as logs hold them, sorts in one pass
-            if ordered != steps:  # a key set logged out of step order: its values in step order too
-                order = sorted(range(len(steps)), key=steps.__getitem__)
-                steps, values = ordered, [values[i] for i in order]
-            if steps[0] < 0:  # buckets of steps below 0 are not kept: the pairs go back to their points
-                rollups.drop(self.session, [(run_id, key_id) for _, key_id in keys])
-                self._widths.update({(run_id, key_id): () for _, key_id in keys})
-                continue
-            columns = list(zip(*values, strict=True)) if exact else []
-            for width in rollups.WIDTHS:
-                using = [(i, key_id) for i, key_id in keys if width in self._widths[(run_id, key_id)]]
-                if not using:
-                    continue
-                if not exact:
-                    span = (steps[0] // width, steps[-1] // width)
-                    for _, key_id in using:
-                        rollups.rebuild(self.session, run_id, key_id, width, span)
-                    continue
-                buckets = rollups.bounds(steps, width)
-                for i, key_id in using:
-                    rows += rollups.sums(run_id, key_id, width, buckets, columns[i])
+            keys = [
+                (i, key_id)
+                for i, key_id in enumerate(ids)
+                if (run_id, key_id) not in self._open and self._widths.get((run_id, key_id))
+            ]
+            if keys and steps:
+                rows += self._sums(run_id, keys, steps, values, exact)
+        self._open = set()
         if rows:
             self._upsert(rows)
+
+    def _sums(
+        self, run_id: int, keys: list[tuple[int, int]], steps: list[int], values: list, exact: bool
+    ) -> list:
+        """The rollup rows of one key set's flushed points for its kept `keys` (position, key id); when not
+        `exact`, their buckets recomputed from the store instead (no rows)."""
+        ordered = sorted(steps)  # a run of ascending steps, as logs hold them, sorts in one pass
+        if ordered != steps:  # a key set logged out of step order: its values in step order too
+            order = sorted(range(len(steps)), key=steps.__getitem__)
+            steps, values = ordered, [values[i] for i in order]
+        if steps[0] < 0:  # buckets of steps below 0 are not kept: the pairs go back to their points
+            rollups.drop(self.session, [(run_id, key_id) for _, key_id in keys])
+            self._widths.update({(run_id, key_id): () for _, key_id in keys})
+            return []
+        columns = list(zip(*values, strict=True)) if exact else []
+        rows: list[tuple] = []
+        for width in rollups.WIDTHS:
+            using = [(i, key_id) for i, key_id in keys if width in self._widths[(run_id, key_id)]]
+            if not using:
+                continue
+            if not exact:
+                for _, key_id in using:
+                    rollups.rebuild(
+                        self.session, run_id, key_id, width, (steps[0] // width, steps[-1] // width)
+                    )
+                continue
+            buckets = rollups.bounds(steps, width)
+            for i, key_id in using:
+                rows += rollups.sums(run_id, key_id, width, buckets, columns[i])
+        return rows
 
     def _upsert(self, rows: list[tuple]) -> None:
         dialect = self.session.get_bind().dialect

@@ -174,20 +174,53 @@ def test_steps_out_of_order_and_a_negative_step(engine):
     assert frame["step"].iloc[0] == pytest.approx((-3 + sum(range(198))) / 199)  # steps -3 and 0-197
 
 
-def test_a_key_stored_without_a_rollup_stays_without_one(engine):
-    """Points stored before rollups existed (and not filled in) start none when more are written: a rollup
-    of only the later points would be wrong."""
+def test_a_key_without_rollups_is_decided_while_it_has_few_points(engine):
+    """Points stored without rollups (before revision 0014, or a followed log's first lines, too few to
+    decide on): while a key has at most 4,096 points its rollups start once its points pay for them, built
+    from all of them; a key with more stays without (a rollup of only its later points would be wrong)."""
     with transaction(engine) as session:
         run_id = new_run(session)
-        session.add(MetricKey(name="loss"))
+        session.add_all([MetricKey(name="few"), MetricKey(name="many")])
         session.flush()
-        key = key_ids(session)["loss"]
+        keys = key_ids(session)
         session.execute(
             insert(MetricPoint),
-            [{"run_id": run_id, "key_id": key, "step": s, "value": 1.0} for s in range(100)],
+            [{"run_id": run_id, "key_id": keys["few"], "step": s, "value": 1.0} for s in range(100)]
+            + [
+                {"run_id": run_id, "key_id": keys["many"], "step": s, "value": 1.0}
+                for s in range(0, 500_000, 100)
+            ],
         )
-        offer(session, run_id, range(100, 10_000), lambda s: 2.0)
+        offer(session, run_id, range(100, 10_000), lambda s: 2.0, key="few")
+        offer(session, run_id, range(500_000, 600_000), lambda s: 2.0, key="many")
+        assert_rollups_match_points(session, {(run_id, keys["few"]): (64, 4096)})
+        # bucket 1 of 64 steps: steps 64-99 stored at 1.0, 100-127 offered at 2.0
+        assert stored_rollups(session)[(run_id, keys["few"], 64, 1)] == (
+            64,
+            sum(range(64, 128)),
+            92.0,
+            1.0,
+            2.0,
+        )
+
+
+def test_a_followed_log_gets_its_rollups_once_enough_of_it_is_stored(engine):
+    """A log followed a line at a time: each write holds one step, too few to decide on alone. At 16
+    points in one bucket both rollups start, from all of them; each later line merges into them."""
+    with transaction(engine) as session:
+        run_id = new_run(session)
+        for step in range(15):
+            offer(session, run_id, [step], float)
         assert stored_rollups(session) == {}
+        offer(session, run_id, [15], float)
+        key = key_ids(session)["loss"]
+        widths = {(run_id, key): (64, 4096)}
+        assert stored_rollups(session)[(run_id, key, 64, 0)] == (16, 120, 120.0, 0.0, 15.0)
+        for step in range(16, 200):
+            offer(session, run_id, [step], float)
+        assert_rollups_match_points(session, widths)
+        expected = (64, sum(range(64, 128)), float(sum(range(64, 128))), 64.0, 127.0)
+        assert stored_rollups(session)[(run_id, key, 64, 1)] == expected
 
 
 def test_deleting_a_run_deletes_its_rollups(engine, tmp_path):
