@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from specdash.db.bulk import index_ends
 from specdash.db.models import MetricPoint, MetricRollup
 
-# Bucket widths in steps; each divides the next, so a chart grid aligned to one is aligned to the smaller.
+# Bucket widths in steps; a chart reads a key's widest kept one at most half a chart bucket wide.
 WIDTHS = (64, 4096)
 MIN_POINTS = 16
 DECIDE_POINTS = 4096
