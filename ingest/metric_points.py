@@ -24,11 +24,20 @@ MAX_TEMPLATES = 10_000
 MAX_ROWS_PER_STATEMENT = 200  # 800 parameters: under SQLite's oldest limit of 999
 
 
+def _mark(session: Session) -> str | None:
+    """The driver's parameter placeholder on SQLite or PostgreSQL, the databases the bulk statements are
+    written for; None on another."""
+    dialect = session.get_bind().dialect
+    if dialect.name not in ("sqlite", "postgresql"):
+        return None
+    return {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(dialect.paramstyle)
+
+
 def _statement(session: Session, rows: int) -> str | None:
     """INSERT of `rows` points that skips points already stored, for this database; None if unknown."""
     dialect = session.get_bind().dialect
-    mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(dialect.paramstyle)
-    if mark is None or dialect.name not in ("sqlite", "postgresql"):
+    mark = _mark(session)
+    if mark is None:
         return None
     values = ", ".join([f"({mark}, {mark}, {mark}, {mark})"] * rows)
     if dialect.name == "sqlite":
@@ -57,7 +66,7 @@ class MetricPointWriter:
         self._statements: dict[int, str | None] = {}  # rows -> INSERT
         self._pending_keys: set[tuple[int, int]] = set()  # (run, key) of every pending key set
         self._pending_rows = 0
-        self._portable = _statement(session, 1) is None
+        self._portable = _mark(session) is None
         self._rollups = Rollups(session, enabled=not self._portable)
         self.run_ids: set[int] = set()
         self.written = 0  # rows the database stored
@@ -181,13 +190,15 @@ class Rollups:
     def decide(self, pending: dict[tuple[int, tuple[str, ...]], Pending]) -> None:
         """Before a flush's points are stored: the kept widths of each (run, key) not known yet."""
         self._open = set()
+        if not self.enabled:
+            return
         for run_id, key_id in (
             (run_id, key_id) for (run_id, _), entry in pending.items() for key_id in entry.ids
         ):
             if (run_id, key_id) in self._widths:
                 continue
-            widths = rollups.kept_widths(self.session, run_id, key_id) if self.enabled else ()
-            if widths or not self.enabled or not rollups.undecided(self.session, run_id, key_id):
+            widths = rollups.kept_widths(self.session, run_id, key_id)
+            if widths or not rollups.undecided(self.session, run_id, key_id):
                 self._widths[(run_id, key_id)] = widths
             else:
                 self._open.add((run_id, key_id))
@@ -243,10 +254,10 @@ class Rollups:
         return rows
 
     def _upsert(self, rows: list[tuple]) -> None:
-        dialect = self.session.get_bind().dialect
         if self._statement is None:
-            mark = "?" if dialect.paramstyle == "qmark" else "%s"
-            self._statement = rollups.upsert_statement(dialect.name, mark)
+            mark = _mark(self.session)
+            assert mark is not None  # rollups are enabled only where the bulk statements run
+            self._statement = rollups.upsert_statement(self.session.get_bind().dialect.name, mark)
         cursor = self.session.connection().connection.cursor()
         try:
             cursor.executemany(self._statement, rows)
