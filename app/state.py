@@ -2,7 +2,6 @@
 with st.cache_data keyed on the URL and plain filters, and writes that clear those caches."""
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -222,13 +221,19 @@ def leaderboard_choices(url: str) -> dict:
 
 
 @st.cache_data(show_spinner=False)
-def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:  # the Leaderboard's cached ranking
-    return deploy.deploy_rows(leaderboard(url, replace(flt, rank_by="measured")))
+def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
+    return read(url, deploy.deploy_table, flt)
 
 
 @st.cache_data(show_spinner=False)
-def leaderboard(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
-    return read(url, leaderboard_queries.leaderboard, flt)
+def leaderboard(url: str, flt: LeaderboardFilter, offset: int = 0, limit: int | None = None) -> pd.DataFrame:
+    """A page of the ranking (every entry without a limit): at scale it has tens of thousands."""
+    return read(url, leaderboard_queries.leaderboard, flt, offset, limit)
+
+
+@st.cache_data(show_spinner=False)
+def leaderboard_size(url: str, flt: LeaderboardFilter) -> int:
+    return read(url, leaderboard_queries.leaderboard_size, flt)
 
 
 # --- Checkpoints -------------------------------------------------------------------------------------------

@@ -1,12 +1,10 @@
 """The deploy answer: for every deployment and load, the checkpoint to serve (the Leaderboard's winner by
 measured speedup), its setting, measured against predicted speedup with the band, and its open alerts."""
 
-from dataclasses import replace
-
 import pandas as pd
 from sqlalchemy.orm import Session
 
-from specdash.db.leaderboard import LeaderboardFilter, leaderboard
+from specdash.db.leaderboard import LeaderboardFilter, winners
 
 DEPLOY_COLUMNS = [
     "target_model",
@@ -36,22 +34,11 @@ def deploy_table(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
     """One row per (deployment, load): the entry with the highest measured speedup there (ties: the
     leaderboard's order), how many checkpoints competed and the runner-up's speedup; `within_band` says
     whether measured lies inside predicted ± the prediction's band (None without a prediction or band).
-    Ordered by target model, deployment and load."""
-    return deploy_rows(leaderboard(session, replace(flt, rank_by="measured")))
-
-
-def deploy_rows(board: pd.DataFrame) -> pd.DataFrame:
-    """The deploy answer from the leaderboard ranked by measured speedup (db/leaderboard.leaderboard), so
-    a page showing both ranks once."""
-    if board.empty:
+    Ordered by target model, deployment and load. Only the winners leave the store."""
+    best = winners(session, flt)
+    if best.empty:
         return pd.DataFrame(columns=DEPLOY_COLUMNS)
-    groups = board.groupby(["deployment_id", "concurrency"], sort=False)
-    best = groups.head(1).copy()
-    best["candidates"] = groups["checkpoint_id"].transform("size").loc[best.index].astype("Int64")
-    second = groups.nth(1).set_index(["deployment_id", "concurrency"])["measured_speedup"]
-    best["runner_up_speedup"] = [
-        second.get((d, c)) for d, c in zip(best["deployment_id"], best["concurrency"], strict=True)
-    ]
+    best["candidates"] = best["candidates"].astype("Int64")
     low = best["predicted_speedup"] * (1 - best["error_band"])
     high = best["predicted_speedup"] * (1 + best["error_band"])
     inside = (best["measured_speedup"] >= low) & (best["measured_speedup"] <= high)

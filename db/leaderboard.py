@@ -4,12 +4,20 @@ with the gap) per deployment and load, on one dataset or across datasets, each a
 from dataclasses import dataclass
 
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import Select, and_, case, func, over, select
 from sqlalchemy.orm import Session
 
-from specdash.db.leaderboard_sql import NUMBERS, SETTING, board_select
-from specdash.db.models import Benchmark, Deployment
-from specdash.db.parameters import load_baselines
+from specdash.db import board
+from specdash.db.leaderboard_sql import (
+    ENTRY,
+    NUMBERS,
+    SETTING,
+    Competing,
+    benchmark_rows,
+    board_order,
+    ranked_entries,
+)
+from specdash.db.models import Benchmark, Checkpoint, Deployment, Run
 from specdash.db.queries import frame_of
 
 COLUMNS = [
@@ -47,19 +55,18 @@ INTEGER_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class LeaderboardFilter:
+class LeaderboardFilter(Competing):
     """Which benchmarks compete: a deployment (None: every one), a load (concurrency; None: every level),
-    a dataset (None: across datasets), and the prediction source compared with."""
+    a dataset (None: across datasets), and the prediction source compared with; how they are ranked."""
 
-    deployment_id: int | None = None
-    concurrency: int | None = None
-    dataset: str | None = None
-    source: str = "theory"
     rank_by: str = "measured"  # measured | predicted
 
 
 def leaderboard_choices(session: Session) -> dict:
-    """Deployments with checkpoint benchmarks (most benchmarks first), their loads, and the datasets."""
+    """Deployments with checkpoint benchmarks (most benchmarks first), their loads, and the datasets: from
+    the stored entries (db/board.py) when the store holds them, else from the benchmarks."""
+    if board.holds(session, "theory"):
+        return _stored_choices(session)
     benched = (
         Benchmark.checkpoint_id.is_not(None),
         Benchmark.speculative_algorithm.is_not(None),
@@ -90,19 +97,165 @@ def leaderboard_choices(session: Session) -> dict:
     }
 
 
-def leaderboard(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
-    """One row per (checkpoint, deployment, load) at its best speculation setting, ranked in the store.
+def _stored_choices(session: Session) -> dict:
+    """The choices among the stored entries: one row per entry across datasets (theory's, by measured
+    speedup), the datasets named by an entry's rows (one stored per dataset, or across naming its only one)."""
+    stored = board.TABLE
+    view = (stored.c.source == "theory", stored.c.rank_by == "measured")
+    across = (*view, stored.c.across.is_(True))
+    benchmarks = func.sum(stored.c.benchmarks)
+    deployments = session.execute(
+        select(Deployment.id, Deployment.name)
+        .join(stored, stored.c.deployment_id == Deployment.id)
+        .where(*across)
+        .group_by(Deployment.id, Deployment.name)
+        .order_by(benchmarks.desc(), Deployment.name)
+    ).all()
+    loads: dict[int, list[int]] = {}
+    places = select(stored.c.deployment_id, stored.c.concurrency).where(*across).distinct()
+    for deployment_id, concurrency in session.execute(places.order_by(*places.selected_columns)):
+        loads.setdefault(deployment_id, []).append(concurrency)
+    named = select(stored.c.dataset).where(*view, stored.c.dataset != "").distinct()
+    return {
+        "deployments": [tuple(row) for row in deployments],
+        "loads": loads,
+        "datasets": sorted(session.scalars(named)),
+    }
+
+
+def leaderboard(
+    session: Session, flt: LeaderboardFilter, offset: int = 0, limit: int | None = None
+) -> pd.DataFrame:
+    """One row per (checkpoint, deployment, load) at its best speculation setting, ranked in the store;
+    `limit` rows from `offset` (ranks offset + 1, ...), or every one.
 
     Speedup = tok/s / the no-speculation baseline of the same deployment, load and dataset (the measured
     median when there is one, else the prediction's or the profile's baseline), so datasets whose baselines
     differ 2x compare fairly. On one dataset a setting's speedup is the mean over repeated benchmarks; across
     datasets it is the mean of its per-dataset speedups (`datasets` says how many). The best setting is the
     one with the highest speedup by `rank_by`; `gap` = 1 - measured / predicted speedup at that setting."""
-    rows = frame_of(session, board_select(flt, load_baselines(session, flt.deployment_id)))
+    entries = _entries(session, flt)
+    query = select(entries).order_by(*board_order(entries, flt.rank_by)).offset(offset).limit(limit)
+    rows = frame_of(session, query)
     if rows.empty:
         return pd.DataFrame(columns=COLUMNS)
-    rows.insert(0, "rank", range(1, len(rows) + 1))
+    rows = _with_open_alerts(session, flt, rows)
+    rows.insert(0, "rank", range(offset + 1, offset + len(rows) + 1))
     return _board_frame(rows)[COLUMNS]
+
+
+def leaderboard_size(session: Session, flt: LeaderboardFilter) -> int:
+    """How many entries the filter ranks."""
+    return session.scalar(select(func.count()).select_from(_entries(session, flt))) or 0
+
+
+def winners(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
+    """The first entry of each (deployment, load) by measured speedup (ties: the leaderboard's order), with
+    how many entries competed there (`candidates`) and the runner-up's measured speedup."""
+    entries = _entries(session, LeaderboardFilter(**{**vars(flt), "rank_by": "measured"}))
+    place = [entries.c.deployment_id, entries.c.concurrency]
+    # the best speedup of each place first (a GROUP BY): only the entries reaching it are ordered by name
+    key = func.coalesce(entries.c.measured_speedup, -1.0)
+    places = (
+        select(*place, func.max(key).label("best"), func.count().label("candidates"))
+        .group_by(*place)
+        .cte("places")
+    )
+    at = and_(
+        places.c.deployment_id == entries.c.deployment_id, places.c.concurrency == entries.c.concurrency
+    )
+    tops = (
+        select(
+            entries,
+            places.c.candidates,
+            over(func.row_number(), partition_by=place, order_by=board_order(entries, "measured")).label(
+                "place"
+            ),
+            over(func.count(), partition_by=place).label("ties"),
+        )
+        .join(places, and_(at, key == places.c.best))
+        .subquery("tops")
+    )
+    # the runner-up: a tie for the first place, else the best speedup below it (-1: missing)
+    below = (
+        select(*place, func.max(key).label("second"))
+        .join(places, and_(at, key < places.c.best))
+        .group_by(*place)
+    ).subquery("below")
+    second = case((tops.c.ties > 1, tops.c.measured_speedup), else_=func.nullif(below.c.second, -1.0))
+    query = (
+        select(tops, second.label("runner_up_speedup"))
+        .outerjoin(
+            below,
+            and_(below.c.deployment_id == tops.c.deployment_id, below.c.concurrency == tops.c.concurrency),
+        )
+        .where(tops.c.place == 1)
+        .order_by(tops.c.deployment_id, tops.c.concurrency)
+    )
+    rows = frame_of(session, query).drop(columns=["place", "ties"], errors="ignore")
+    if rows.empty:
+        return pd.DataFrame(columns=[*COLUMNS, "candidates", "runner_up_speedup"])
+    rows = _with_open_alerts(session, flt, rows)
+    rows.insert(0, "rank", 1)
+    extra = rows[["candidates", "runner_up_speedup"]]
+    return pd.concat([_board_frame(rows)[COLUMNS], extra.astype({"runner_up_speedup": "float64"})], axis=1)
+
+
+def _entries(session: Session, flt: LeaderboardFilter):
+    """The filter's entries, unordered, with names: the stored view when the store holds the source's
+    (db/board.py), else computed from the benchmarks (the same ranking: a store not refreshed since, a
+    dataset of '', a source without gaps); `open_alerts` is filled in for the rows read."""
+    if flt.dataset == "" or not board.holds(session, flt.source):
+        return ranked_entries(flt, flt.rank_by)
+    stored = board.TABLE
+    view = [stored.c.source == flt.source, stored.c.rank_by == flt.rank_by]
+    if flt.dataset is None:
+        view.append(stored.c.across.is_(True))
+    else:  # an entry on one dataset only is stored once, across datasets, naming it (db/board.py)
+        view += [stored.c.across.in_([False, True]), stored.c.dataset == flt.dataset]
+    if flt.deployment_id is not None:
+        view.append(stored.c.deployment_id == flt.deployment_id)
+    if flt.concurrency is not None:
+        view.append(stored.c.concurrency == flt.concurrency)
+    return (
+        select(
+            Run.name.label("run"),
+            Checkpoint.name.label("checkpoint"),
+            Deployment.name.label("deployment"),
+            Run.target_model,
+            *(stored.c[name] for name in [*ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]),
+        )
+        .join(Checkpoint, stored.c.checkpoint_id == Checkpoint.id)
+        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Deployment, stored.c.deployment_id == Deployment.id)
+        .where(*view, Run.archived_at.is_(None))  # archived runs compete no more
+        .subquery("entries")
+    )
+
+
+def _with_open_alerts(session: Session, flt: LeaderboardFilter, rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with each entry's open alerts (raised, open verdicts of its competing benchmarks judged by
+    the source), counted for these entries only; rows computed on the spot have them already."""
+    if "open_alerts" in rows.columns:
+        return rows
+    checkpoints = sorted({int(c) for c in rows["checkpoint_id"]})
+    counts = _open_alert_counts(session, flt, checkpoints)
+    keys = zip(*(rows[name] for name in ENTRY), strict=True)
+    return rows.assign(open_alerts=[counts.get(tuple(int(v) for v in key), 0) for key in keys])
+
+
+def _open_alert_counts(session: Session, flt: LeaderboardFilter, checkpoints: list[int]) -> dict:
+    counts: dict[tuple[int, ...], int] = {}
+    for start in range(0, len(checkpoints), 1000):
+        rows = benchmark_rows(flt, checkpoints[start : start + 1000])
+        query: Select = (
+            select(*(rows.c[name] for name in ENTRY), func.sum(rows.c.open_alert))
+            .where(rows.c.baseline_tps > 0)
+            .group_by(*(rows.c[name] for name in ENTRY))
+        )
+        for *key, count in session.execute(query):
+            counts[tuple(key)] = int(count or 0)
+    return counts
 
 
 def _board_frame(rows: pd.DataFrame) -> pd.DataFrame:

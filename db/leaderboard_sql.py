@@ -2,24 +2,28 @@
 the mean over repeats per dataset and over datasets per setting, the best setting of each (checkpoint,
 deployment, load), and its names and open alerts; only the entries leave the store."""
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from sqlalchemy import (
-    Float,
-    Integer,
+    BindParameter,
+    CompoundSelect,
     Select,
     String,
     and_,
     case,
-    column,
     exists,
+    false,
     func,
+    literal,
     over,
     select,
-    values,
+    true,
+    union_all,
 )
 from sqlalchemy.orm import aliased
 
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
-from specdash.db.parameters import Baselines
 
 SETTING = ["speculative_algorithm", "num_steps", "topk", "num_draft_tokens"]
 ENTRY = ["checkpoint_id", "deployment_id", "concurrency"]
@@ -32,20 +36,52 @@ NUMBERS = [
     "baseline_tps",
     "error_band",
 ]
+RANKINGS = ("measured", "predicted")
+# a stored entry's columns (db/board_models.py), after its source and ranking
+STORED = ["across", "dataset", *ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]
 
 
-def _baseline_tables(baselines: Baselines):
-    """The measured baselines as two VALUES tables: per (deployment, load, dataset) and per (deployment,
-    load). A table without rows gets one of NULLs, which joins nothing."""
-    by_dataset = [(d, c, ds, float(tps)) for (d, c, ds), tps in sorted(baselines.by_dataset.items())]
-    by_load = [(d, c, float(tps)) for (d, c), tps in sorted(baselines.by_concurrency.items())]
-    keys = [column("deployment_id", Integer), column("concurrency", Integer)]
-    dataset = values(*keys, column("dataset", String), column("tps", Float), name="baseline_by_dataset")
-    load = values(*keys, column("tps", Float), name="baseline_by_load")
-    return (
-        dataset.data(by_dataset or [(None, None, None, None)]).cte("baseline_by_dataset"),
-        load.data(by_load or [(None, None, None)]).cte("baseline_by_load"),
+@dataclass(frozen=True)
+class Competing:
+    """Which benchmarks compete (the Leaderboard's filter reads the same): a deployment, load and dataset
+    (None: every one), and the prediction source whose predictions they are compared with."""
+
+    deployment_id: int | None = None
+    concurrency: int | None = None
+    dataset: str | None = None
+    source: str = "theory"
+
+
+def _median(keys: list, name: str):
+    """The median no-speculation tok/s per `keys` (columns of the baseline benchmarks: not superseded),
+    as statistics.median gives it: the middle value, or the mean of the two middle ones."""
+    tps = Benchmark.decode_tps
+    ranked = (
+        select(
+            *keys,
+            tps.label("tps"),
+            over(func.row_number(), partition_by=keys, order_by=tps).label("place"),
+            over(func.count(), partition_by=keys).label("n"),
+        )
+        .where(
+            Benchmark.speculative_algorithm.is_(None),
+            Benchmark.superseded_by_id.is_(None),
+            tps.is_not(None),
+        )
+        .subquery(f"{name}_ranked")
     )
+    middle = ranked.c.place.in_([(ranked.c.n + 1) // 2, (ranked.c.n + 2) // 2])
+    names = [ranked.c[key.name] for key in keys]
+    return select(*names, func.avg(ranked.c.tps).label("tps")).where(middle).group_by(*names).cte(name)
+
+
+def _baseline_tables():
+    """The measured baselines, computed in the statement from the few no-speculation benchmarks (so it
+    holds no literal data, and its compiled form is cached): per (deployment, load, dataset) and per
+    (deployment, load)."""
+    dataset = func.coalesce(Benchmark.dataset, "").label("dataset")
+    load = [Benchmark.deployment_id.label("deployment_id"), Benchmark.concurrency.label("concurrency")]
+    return _median([*load, dataset], "baseline_by_dataset"), _median(load, "baseline_by_load")
 
 
 def competing(
@@ -62,11 +98,11 @@ def competing(
     return query
 
 
-def benchmark_rows(flt, baselines: Baselines):
-    """One row per competing benchmark and prediction of the filter's source (none: one row without),
-    with its baseline: the measured median of its deployment, load and dataset, else of its deployment and
-    load, else its prediction's, else the profile's."""
-    by_dataset, by_load = _baseline_tables(baselines)
+def benchmark_rows(flt, checkpoint_ids: Sequence[int] | BindParameter | None = None):
+    """One row per competing benchmark (of these checkpoints, None: of all) and prediction of the filter's
+    source (none: one row without), with its baseline: the measured median of its deployment, load and
+    dataset, else of its deployment and load, else its prediction's, else the profile's."""
+    by_dataset, by_load = _baseline_tables()
     judged = aliased(Prediction)
     baseline = func.coalesce(
         by_dataset.c.tps, by_load.c.tps, Prediction.baseline_tps, Deployment.baseline_tps
@@ -110,21 +146,23 @@ def benchmark_rows(flt, baselines: Baselines):
         )
     )
     rows = competing(query, flt.deployment_id, flt.concurrency, flt.dataset)
+    if checkpoint_ids is not None:
+        rows = rows.where(Benchmark.checkpoint_id.in_(checkpoint_ids))
     return rows.cte("benchmark_rows").prefix_with("MATERIALIZED")
 
 
-def per_setting(flt, baselines: Baselines):
-    """Per (checkpoint, deployment, load, setting): the mean over repeats on each dataset, then the mean
-    over datasets, with how many datasets and benchmarks, and the open alerts of the setting."""
-    rows = benchmark_rows(flt, baselines)
+def per_dataset(rows):
+    """Per (checkpoint, deployment, load, setting, dataset) of `benchmark_rows`: the mean over repeats,
+    with how many benchmarks and open alerts."""
     keys = [rows.c[name] for name in [*ENTRY, *SETTING]]
     speedups = {
         "measured_speedup": rows.c.measured_tps / rows.c.baseline_tps,
         "predicted_speedup": rows.c.predicted_tps / rows.c.baseline_tps,
     }
-    per_dataset = (
+    return (
         select(
             *keys,
+            rows.c.dataset,
             *(func.avg(speedups.get(name, rows.c.get(name))).label(name) for name in NUMBERS),
             func.count().label("benchmarks"),
             func.sum(rows.c.open_alert).label("open_alerts"),
@@ -134,14 +172,24 @@ def per_setting(flt, baselines: Baselines):
         .cte("per_dataset")
         .prefix_with("MATERIALIZED")  # each stage once, read as a table: cheaper than nested co-routines
     )
-    keys = [per_dataset.c[name] for name in [*ENTRY, *SETTING]]
+
+
+def per_setting(flt):
+    """Per (checkpoint, deployment, load, setting): the mean over repeats on each dataset, then the mean
+    over datasets, with how many datasets and benchmarks, and the open alerts of the setting."""
+    return across_datasets(per_dataset(benchmark_rows(flt)))
+
+
+def across_datasets(by_dataset):
+    """`per_dataset`'s rows per setting: the mean over datasets, how many, their benchmarks and alerts."""
+    keys = [by_dataset.c[name] for name in [*ENTRY, *SETTING]]
     return (
         select(
             *keys,
-            *(func.avg(per_dataset.c[name]).label(name) for name in NUMBERS),
+            *(func.avg(by_dataset.c[name]).label(name) for name in NUMBERS),
             func.count().label("datasets"),
-            func.sum(per_dataset.c.benchmarks).label("benchmarks"),
-            func.sum(per_dataset.c.open_alerts).label("open_alerts"),
+            func.sum(by_dataset.c.benchmarks).label("benchmarks"),
+            func.sum(by_dataset.c.open_alerts).label("open_alerts"),
         )
         .group_by(*keys)
         .cte("per_setting")
@@ -149,12 +197,11 @@ def per_setting(flt, baselines: Baselines):
     )
 
 
-def ranked_entries(flt, baselines: Baselines, rank_by: str):
-    """One row per (checkpoint, deployment, load) of a run not archived: its best setting by `rank_by`
-    (ties: the setting in ascending order, missing values last), and every open alert of the entry
-    whatever its setting; with the run's, checkpoint's and deployment's names and the run's target."""
-    settings = per_setting(flt, baselines)
-    entry = [settings.c[name] for name in ENTRY]
+def picked(settings, views: Sequence[str], rank_by: str):
+    """Per entry (checkpoint, deployment, load) of each view (`views`: the columns naming one, none for a
+    single view) among `settings`' rows: the best setting by `rank_by` (ties: the setting in ascending
+    order, missing values last) as `pick` = 1, with every open alert of the entry whatever its setting."""
+    entry = [settings.c[name] for name in [*views, *ENTRY]]
     by = func.coalesce(settings.c[f"{rank_by}_speedup"], -1.0)
     # the best speedup per entry by a GROUP BY, then the first setting reaching it: in SQLite a window
     # over every setting cost a third more than both
@@ -163,10 +210,10 @@ def ranked_entries(flt, baselines: Baselines, rank_by: str):
             *entry, func.max(by).label("best"), func.sum(settings.c.open_alerts).label("entry_open_alerts")
         )
         .group_by(*entry)
-        .cte("best")
+        .cte(f"best_{rank_by}")
         .prefix_with("MATERIALIZED")
     )
-    picked = (
+    return (
         select(
             settings,
             best.c.entry_open_alerts,
@@ -176,24 +223,82 @@ def ranked_entries(flt, baselines: Baselines, rank_by: str):
                 order_by=[settings.c[name].asc().nulls_last() for name in SETTING],
             ).label("pick"),
         )
-        .join(best, and_(*(best.c[name] == settings.c[name] for name in ENTRY), by == best.c.best))
-        .subquery("picked")
+        .join(best, and_(*(best.c[c.name] == c for c in entry), by == best.c.best))
+        .subquery(f"picked_{rank_by}")
     )
+
+
+def ranked_entries(flt, rank_by: str):
+    """One row per (checkpoint, deployment, load) of a run not archived: its best setting by `rank_by`,
+    and every open alert of the entry; with the run's, checkpoint's and deployment's names and the run's
+    target."""
+    best = picked(per_setting(flt), [], rank_by)
     return (
         select(
             Run.name.label("run"),
             Checkpoint.name.label("checkpoint"),
             Deployment.name.label("deployment"),
             Run.target_model,
-            *(picked.c[name] for name in [*ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]),
-            picked.c.entry_open_alerts.label("open_alerts"),
+            *(best.c[name] for name in [*ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]),
+            best.c.entry_open_alerts.label("open_alerts"),
         )
-        .join(Checkpoint, picked.c.checkpoint_id == Checkpoint.id)
+        .join(Checkpoint, best.c.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)
-        .join(Deployment, picked.c.deployment_id == Deployment.id)
-        .where(picked.c.pick == 1, Run.archived_at.is_(None))  # archived runs compete no more
+        .join(Deployment, best.c.deployment_id == Deployment.id)
+        .where(best.c.pick == 1, Run.archived_at.is_(None))  # archived runs compete no more
         .subquery("entries")
     )
+
+
+def stored_rows(source: str, checkpoint_ids: Sequence[int] | BindParameter | None) -> CompoundSelect:
+    """The entries to store for a source (db/board.py), of these checkpoints (None: all), ranked both
+    ways, as (source, rank_by, *STORED) rows: across datasets (`across`), and per dataset for an entry
+    measured on several. An entry measured on one dataset only ranks the same on it as across datasets:
+    its across row names that dataset and stands for both (otherwise its dataset is '')."""
+    by_dataset = per_dataset(benchmark_rows(Competing(source=source), checkpoint_ids))
+    spread = (
+        select(
+            *(by_dataset.c[name] for name in ENTRY),
+            func.count(by_dataset.c.dataset.distinct()).label("datasets"),
+            func.min(by_dataset.c.dataset).label("sole"),
+        )
+        .group_by(*(by_dataset.c[name] for name in ENTRY))
+        .cte("spread")
+        .prefix_with("MATERIALIZED")
+    )
+    across = across_datasets(by_dataset)
+    shared = [*ENTRY, *SETTING, *NUMBERS]
+    views = union_all(
+        select(
+            false().label("across"),
+            by_dataset.c.dataset,
+            *(by_dataset.c[name] for name in shared),
+            literal(1).label("datasets"),
+            by_dataset.c.benchmarks,
+            by_dataset.c.open_alerts,
+        )
+        .join(spread, and_(*(spread.c[name] == by_dataset.c[name] for name in ENTRY)))
+        .where(spread.c.datasets > 1),
+        select(
+            true().label("across"),
+            case((spread.c.datasets == 1, spread.c.sole), else_=literal("", String)).label("dataset"),
+            *(across.c[name] for name in shared),
+            across.c.datasets,
+            across.c.benchmarks,
+            across.c.open_alerts,
+        ).join(spread, and_(*(spread.c[name] == across.c[name] for name in ENTRY))),
+    )
+    settings = views.cte("views").prefix_with("MATERIALIZED")
+    ranked = []
+    for rank_by in RANKINGS:
+        best = picked(settings, ["across", "dataset"], rank_by)
+        columns = [best.c[name] for name in STORED]
+        ranked.append(
+            select(
+                literal(source, String).label("source"), literal(rank_by, String).label("rank_by"), *columns
+            ).where(best.c.pick == 1)
+        )
+    return union_all(*ranked)
 
 
 def board_order(entries, rank_by: str) -> list:
@@ -205,9 +310,3 @@ def board_order(entries, rank_by: str) -> list:
         entries.c.checkpoint,
         *(entries.c[name] for name in ENTRY),
     ]
-
-
-def board_select(flt, baselines: Baselines) -> Select:
-    """The entries, ranked."""
-    entries = ranked_entries(flt, baselines, flt.rank_by)
-    return select(entries).order_by(*board_order(entries, flt.rank_by))

@@ -17,6 +17,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.throughput import draft_steps
+from specdash.db import board
 from specdash.db.bulk import chunks, expire_loaded, select_in
 from specdash.db.gaps import refresh_gaps
 from specdash.db.history import acceptance_references
@@ -81,6 +82,10 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
             context = _with_baselines_of(session, context, groups, deployment_ids)
         part = replace(context, references=acceptance_references(session, untrained))
         _refresh_batches(session, groups, part, summary, checkpoint_ids)
+        if not everything:  # the Leaderboard's entries of these checkpoints (db/board.py)
+            board.update(session, checkpoint_ids)
+    if everything:
+        board.update(session, None)
     expire_loaded(session, (Prediction, Gap, Alert))
     return summary
 

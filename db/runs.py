@@ -7,6 +7,7 @@ import pandas as pd
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from specdash.db import board
 from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory
 from specdash.db.models import (
@@ -203,6 +204,7 @@ def delete_runs(session: Session, run_ids: list[int]) -> Removal:
     session.execute(delete(Benchmark).where(Benchmark.id.in_(benchmark_ids)))
     session.execute(delete(Prediction).where(Prediction.id.in_(prediction_ids)))
     session.execute(delete(PositionAcceptance).where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids)))
+    board.forget(session, session.scalars(checkpoint_ids).all())
     session.execute(delete(MetricRollup).where(MetricRollup.run_id.in_(run_ids)))
     session.execute(delete(MetricPoint).where(MetricPoint.run_id.in_(run_ids)))
     session.execute(delete(Checkpoint).where(Checkpoint.run_id.in_(run_ids)))
@@ -256,6 +258,14 @@ def file_removal(session: Session, file_id: int) -> Removal:
     return Removal(what=f"file {stored.path}", rows=rows)
 
 
+def file_checkpoints(session: Session, file_id: int) -> list[int]:
+    """The checkpoints an ingested file's benchmarks are of."""
+    query = select(Benchmark.checkpoint_id).where(
+        Benchmark.ingested_file_id == file_id, Benchmark.checkpoint_id.is_not(None)
+    )
+    return list(session.scalars(query.distinct()))
+
+
 def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, RefreshSummary]:
     """Undo an ingest: delete the file's benchmarks (their gaps with them) and its record; then refresh the
     deployments it touched, since a removed no-speculation baseline changes their predictions."""
@@ -266,6 +276,7 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, Refre
             select(Benchmark.deployment_id).where(Benchmark.ingested_file_id == file_id).distinct()
         )
     )
+    checkpoints = file_checkpoints(session, file_id)
     session.execute(delete(Gap).where(Gap.benchmark_id.in_(benchmark_ids)))
     session.execute(
         update(Benchmark)
@@ -277,5 +288,6 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, Refre
     session.execute(delete(IngestedFile).where(IngestedFile.id == file_id))
     session.expire_all()
     record_change(session, "undo ingest", "file", removal.what, note=_removed(removal))
+    board.update(session, checkpoints)  # a checkpoint left without benchmarks there is refreshed by none
     remaining = list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id.in_(deployments))))
     return removal, refresh(session, remaining) if remaining else RefreshSummary()

@@ -17,8 +17,10 @@ class SchemaOutOfDate(Exception):
 
 
 def store_metadata() -> MetaData:
-    """Every table of the store in one MetaData, as Alembic compares it: the core tables (db/models.py)
-    and the live-training ones (db/live_models.py, which builds on the core's)."""
+    """Every table of the store in one MetaData, as Alembic compares it: the core tables (db/models.py),
+    the live-training ones (db/live_models.py) and the Leaderboard's (db/board_models.py), which build on
+    the core's."""
+    from specdash.db import board_models  # noqa: F401  (registers its table)
     from specdash.db.live_models import Base
 
     return Base.metadata
@@ -85,9 +87,30 @@ def _run(engine: Engine, action, revision: str) -> None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate to `revision`; at the head, fill in the derived tables a revision created empty."""
     from alembic import command
 
     _run(engine, command.upgrade, revision)
+    if revision == "head":
+        fill_derived(engine)
+
+
+def fill_derived(engine: Engine) -> None:
+    """The Leaderboard's stored entries (revision 0015 creates the table empty) computed from the stored
+    benchmarks by this specdash's ranking, when there are none yet and something competes."""
+    from sqlalchemy.orm import Session
+
+    from specdash.db import board
+    from specdash.db.board_models import LeaderboardEntry
+    from specdash.db.models import Benchmark
+
+    with Session(engine) as session, session.begin():
+        if session.query(LeaderboardEntry.source).first() is not None:
+            return
+        competing = Benchmark.speculative_algorithm.is_not(None) & Benchmark.checkpoint_id.is_not(None)
+        if session.query(Benchmark.id).filter(competing).first() is None:
+            return
+        board.update(session, None)
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:

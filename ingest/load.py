@@ -157,11 +157,17 @@ def _record_file(session: Session, parsed: Parsed, summary: StoreSummary) -> Non
 
 
 def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
-    """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record."""
+    """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record;
+    the Leaderboard's entries of their checkpoints are rewritten without them."""
+    from specdash.db import board
+    from specdash.db.runs import file_checkpoints
+
+    checkpoints = file_checkpoints(session, ingested.id)
     deleted = session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == ingested.id))
     removed = cast(CursorResult[Any], deleted).rowcount
     session.delete(ingested)
     session.flush()
+    board.update(session, checkpoints)
     return f"replaced the earlier ingest of {ingested.path} ({removed} benchmark(s) removed)"
 
 

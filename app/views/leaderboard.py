@@ -79,26 +79,27 @@ flt = LeaderboardFilter(
 st.subheader("Deploy: the winner on each deployment and load")
 deploy_panel.show(url, flt, "leaderboard_deploy")
 st.subheader(f"Ranking by {RANK_BY[rank_by]}")
-board = state.leaderboard(url, flt)
-if board.empty:
+total = state.leaderboard_size(url, flt)
+if not total:
     st.info("No checkpoint was benchmarked with this selection: choose another deployment, load or dataset.")
     st.stop()
 
-shown = min(len(board), 30)
-st.plotly_chart(leaderboard_figure(board, source, shown), width="stretch", key="leaderboard_chart")
+top = state.leaderboard(url, flt, 0, 30)
+shown = len(top)
+st.plotly_chart(leaderboard_figure(top, source, shown), width="stretch", key="leaderboard_chart")
 st.caption(
-    f"The first {shown} of {len(board):,} entries by {RANK_BY[rank_by]}. Diamonds: measured; the other marker: "
+    f"The first {shown} of {total:,} entries by {RANK_BY[rank_by]}. Diamonds: measured; the other marker: "
     f"predicted by {md(source)}, its bar the prediction's expected error where the cost model gives one; the "
     "dotted line is no speculation (1×). Hover for full names."
     + (" Across datasets: the mean of the per-dataset speedups." if flt.dataset is None else "")
 )
 
-# a page of the table at a time: at scale the ranking has tens of thousands of entries
-pages = max(1, -(-len(board) // PAGE_ROWS))
+# a page of the table at a time, read from the store: at scale the ranking has tens of thousands of entries
+pages = max(1, -(-total // PAGE_ROWS))
 if st.session_state.get("leaderboard_page", 1) > pages:  # another selection has fewer pages
     st.session_state["leaderboard_page"] = pages
 page = st.number_input(f"Page (of {pages:,})", 1, pages, 1, key="leaderboard_page") if pages > 1 else 1
-rows = board.iloc[(page - 1) * PAGE_ROWS : page * PAGE_ROWS]
+rows = state.leaderboard(url, flt, (page - 1) * PAGE_ROWS, PAGE_ROWS)
 # shown as text: a checkpoint without a prediction from this source reads `-`, never `None`
 table = rows.assign(
     setting=rows.apply(setting_label, axis=1),
@@ -143,11 +144,11 @@ event = tables.show(
     },
 )
 st.caption(
-    (f"Entries {rows['rank'].iloc[0]:,}-{rows['rank'].iloc[-1]:,} of {len(board):,}. " if pages > 1 else "")
+    (f"Entries {rows['rank'].iloc[0]:,}-{rows['rank'].iloc[-1]:,} of {total:,}. " if pages > 1 else "")
     + "gap = 1 - measured / predicted: positive is slower than predicted. Select a row to open it."
 )
 
-picked = rows.iloc[event.selection.rows[0]] if event.selection.rows else board.iloc[0]
+picked = rows.iloc[event.selection.rows[0]] if event.selection.rows else top.iloc[0]
 st.markdown(
     f"**#{int(picked['rank'])} {md(picked['run'])} / {md(picked['checkpoint'])}** on {md(picked['deployment'])}, "
     f"best at {setting_label(picked)}"

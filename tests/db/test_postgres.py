@@ -11,12 +11,16 @@ from click.testing import CliRunner
 from sqlalchemy import func, select
 
 from specdash.cli.main import cli
-from specdash.db import curves
+from specdash.db import board, curves
+from specdash.db.deploy import deploy_table
 from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.leaderboard import leaderboard
 from specdash.db.models import Benchmark, MetricKey, MetricPoint, Run
 from specdash.db.schema import downgrade, store_metadata, upgrade
 from specdash.ingest.load import ingest_path
 from tests.conftest import FIXTURES, REAL_FIXTURES, needs_postgres
+from tests.db.leaderboard_reference import pandas_deploy_table, pandas_leaderboard
+from tests.db.test_leaderboard_sql import assert_same, build_store, filters
 from tests.db.test_rollups import assert_rollups_match_points, offer, specforge_log
 
 pytestmark = needs_postgres
@@ -118,3 +122,19 @@ def test_training_metric_rollups_on_postgres(pg_engine, tmp_path):
     first, last = frame.iloc[0], frame.iloc[-1]
     assert (first["step"], first["value"], first["min"], first["max"]) == (159.5, 47.0, 0.0, 99.0)
     assert (last["step"], last["value"], last["min"], last["max"]) == (29_879.5, 2.0, 2.0, 2.0)
+
+
+def test_the_leaderboard_computed_and_stored_on_postgres(pg_engine):
+    """The varied store of tests/db/test_leaderboard_sql.py: the ranking computed from the benchmarks, then
+    read from the stored entries, is the pandas ranking under every filter; so is the deploy answer."""
+    build_store(pg_engine)
+    for stored in (False, True):
+        if stored:
+            with transaction(pg_engine) as session:
+                board.update(session, None)
+        with reading(pg_engine) as session:
+            assert board.holds(session, "theory") is stored
+            for flt in filters(pg_engine):
+                assert_same(leaderboard(session, flt), pandas_leaderboard(session, flt))
+                if flt.rank_by == "measured":
+                    assert_same(deploy_table(session, flt), pandas_deploy_table(session, flt))
