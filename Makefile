@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8501
 export SPECDASH_DB_URL ?= sqlite:///specdash.db
 
-.PHONY: run test install lint docs bench clean
+.PHONY: run test test-fast install lint docs bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c "import sys; sys.exit(sys.version_info < (3, 11))" || { echo "specdash needs Python >= 3.11 (set PYTHON=...)"; exit 1; }
@@ -25,12 +25,20 @@ run: install
 	$(BIN)/specdash serve --port $(PORT)
 
 # What CI runs: lint, the manual, then the whole suite (warnings from specdash's own code are errors, see pyproject).
+# --dist loadfile runs each test file on one worker, so a module's fixtures are built once (the browser tests
+# share one served app); tests/conftest.py puts the browser tests first and the other slow tests next, an
+# order --no-loadscope-reorder keeps, so that no long test forms the tail.
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/mkdocs build --strict --quiet
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
+
+# The inner loop: lint, then the suite without its slow, browser and PostgreSQL tests (CONTRIBUTING.md).
+test-fast: install
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder -m "not slow and not browser and not postgres and not hostile"
 
 # The manual (docs/, mkdocs.yml) into build/site/; a broken link, anchor or image is an error.
 docs: install

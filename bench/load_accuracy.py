@@ -162,9 +162,14 @@ def schedule_picks(sweeps: Sequence[Sweep], results: dict[str, list[dict]]) -> d
     }
 
 
-def report() -> dict:
-    rows = load_corpus_rows()
-    sweeps = corpus_sweeps(rows) + specbundle_sweeps()
+def all_sweeps() -> list[Sweep]:
+    """Every published sweep: the corpus's and SpecBundle's."""
+    return corpus_sweeps(load_corpus_rows()) + specbundle_sweeps()
+
+
+def report(sweeps: Sequence[Sweep] | None = None) -> dict:
+    """The figures over `sweeps` (every published sweep unless given: the tests take a fixed sample)."""
+    sweeps = all_sweeps() if sweeps is None else sweeps
     cells, results = cell_split(sweeps)
     return {
         "sweeps": len(sweeps),

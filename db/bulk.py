@@ -12,15 +12,16 @@ from sqlalchemy import JSON, Boolean, ColumnElement, DateTime, Row, Select, Tabl
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 # Bound parameters per IN (...) list. SQLite allows 32,766 per statement (since 3.32; the test of big files
-# lowers it to 5,001), PostgreSQL 65,535: this leaves room for a statement's other parameters on both.
+# lowers it, and CHUNK with it), PostgreSQL 65,535: this leaves room for a statement's other parameters on both.
 CHUNK = 4000
 
 # A column to select by: a mapped attribute (Benchmark.id) or any column expression.
 Column = ColumnElement[Any] | InstrumentedAttribute[Any]
 
 
-def chunks(values: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
-    """`values` in consecutive slices of at most `size`."""
+def chunks(values: Sequence[Any], size: int | None = None) -> Iterator[Sequence[Any]]:
+    """`values` in consecutive slices of at most `size` (CHUNK, read at each call, when not given)."""
+    size = size or CHUNK
     for start in range(0, len(values), size):
         yield values[start : start + size]
 

@@ -10,11 +10,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import specdash.app
-from specdash.db.engine import make_engine
-from specdash.db.schema import upgrade
-from specdash.demo import DEMO_FILE_NAME, demo_bytes
+from specdash.db.calibration import apply_calibration, calibrate
+from specdash.db.engine import make_engine, transaction
+from specdash.db.refresh import refresh
 from specdash.ingest.load import ingest_bytes
-from tests.conftest import FIXTURES, sqlite_url
+from tests.conftest import FIXTURES, fold_wal, sqlite_url
 
 APP = str(Path(specdash.app.__file__).resolve().parent / "main.py")
 SPECBUNDLE = FIXTURES / "real" / "specbundle-data.json"
@@ -63,23 +63,15 @@ def chain_accept_lengths(drafter: str) -> dict[int, float]:
     return {k: sum(v) / len(v) for k, v in sorted(taus.items())}
 
 
-def _load(url: str, with_specbundle: bool) -> None:
-    engine = make_engine(url)
-    upgrade(engine)
-    result = ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes())
-    assert result.ok, result.problems
-    if with_specbundle:
-        result = ingest_bytes(engine, SPECBUNDLE.name, SPECBUNDLE.read_bytes())
-        assert result.ok, result.problems
-    with engine.connect() as connection:  # fold the WAL into the file so a plain copy is complete
-        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    engine.dispose()
-
-
 @pytest.fixture(scope="session")
-def _real_template(tmp_path_factory) -> Path:
+def _real_template(tmp_path_factory, _demo_template) -> Path:
+    """The demo's template with the SpecBundle results ingested into it."""
     path = tmp_path_factory.mktemp("real") / "real.db"
-    _load(sqlite_url(path), with_specbundle=True)
+    shutil.copy(_demo_template, path)
+    engine = make_engine(sqlite_url(path))
+    result = ingest_bytes(engine, SPECBUNDLE.name, SPECBUNDLE.read_bytes())
+    assert result.ok, result.problems
+    fold_wal(engine)
     return path
 
 
@@ -88,6 +80,28 @@ def real_url(tmp_path, _real_template) -> str:
     """A fresh copy of a database holding the demo and the SpecBundle results."""
     path = tmp_path / "real.db"
     shutil.copy(_real_template, path)
+    return sqlite_url(path)
+
+
+@pytest.fixture(scope="session")
+def _calibrated_template(tmp_path_factory, _real_template) -> Path:
+    """The real template with every deployment that can be calibrated calibrated, the calibrations applied."""
+    path = tmp_path_factory.mktemp("calibrated") / "calibrated.db"
+    shutil.copy(_real_template, path)
+    engine = make_engine(sqlite_url(path))
+    with transaction(engine) as session:
+        for report in calibrate(session):
+            apply_calibration(session, report)
+        refresh(session)
+    fold_wal(engine)
+    return path
+
+
+@pytest.fixture
+def calibrated_url(tmp_path, _calibrated_template) -> str:
+    """A fresh copy of a database holding the demo and the SpecBundle results, calibrated."""
+    path = tmp_path / "calibrated.db"
+    shutil.copy(_calibrated_template, path)
     return sqlite_url(path)
 
 

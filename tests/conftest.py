@@ -1,9 +1,15 @@
 """Shared fixtures: temporary SQLite databases, empty or loaded with the demo data set, and PostgreSQL
-databases on the server SPECDASH_TEST_PG_URL names (`.ci/run` starts one)."""
+databases on the server SPECDASH_TEST_PG_URL names (`.ci/run` starts one).
 
+Every test database is a copy of a template built once per test process (empty at the head, the demo, the
+demo with the real SpecBundle results): the migrations run once a session, not once a test, except in the
+tests that exist to test them (tests/migrations/)."""
+
+import contextlib
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,16 +27,46 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL_FIXTURES = FIXTURES / "real"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The browser tests first, then the other slow ones, then the rest, each in its order (a stable sort):
+    on two workers, a long test started last runs alone at the end. `make test` keeps this order when it
+    hands out the tests (--no-loadscope-reorder)."""
+    items.sort(key=start_order)
+
+
+def start_order(item: pytest.Item) -> int:
+    if item.get_closest_marker("browser"):
+        return 0
+    return 1 if item.get_closest_marker("slow") else 2
+
+
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+def fold_wal(engine) -> None:
+    """Fold the write-ahead log into the database file, so that a plain copy of the file is complete."""
+    with engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def empty_template(tmp_path_factory) -> Path:
+    """A database file at the head of the migrations, built once a session."""
+    path = tmp_path_factory.mktemp("empty") / "empty.db"
+    engine = make_engine(sqlite_url(path))
+    upgrade(engine)
+    fold_wal(engine)
+    return path
+
+
 @pytest.fixture
-def db_url(tmp_path) -> str:
-    """An initialised, empty database."""
-    url = sqlite_url(tmp_path / "specdash.db")
-    upgrade(make_engine(url))
-    return url
+def db_url(tmp_path, empty_template) -> str:
+    """An initialised, empty database: a copy of the session's template."""
+    path = tmp_path / "specdash.db"
+    shutil.copy(empty_template, path)
+    return sqlite_url(path)
 
 
 @pytest.fixture
@@ -41,15 +77,13 @@ def engine(db_url):
 
 
 @pytest.fixture(scope="session")
-def _demo_template(tmp_path_factory) -> Path:
+def _demo_template(tmp_path_factory, empty_template) -> Path:
     path = tmp_path_factory.mktemp("demo") / "demo.db"
+    shutil.copy(empty_template, path)
     eng = make_engine(sqlite_url(path))
-    upgrade(eng)
     result = ingest_bytes(eng, DEMO_FILE_NAME, demo_bytes())
     assert result.ok, result.problems
-    with eng.connect() as connection:  # fold the WAL into the file so a plain copy is complete
-        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    eng.dispose()
+    fold_wal(eng)
     return path
 
 
@@ -74,30 +108,54 @@ def invoke():
 
 
 ADMIN_URL = os.environ.get("SPECDASH_TEST_PG_URL")
-# `pytestmark = needs_postgres` skips a module without a server; each test gets a database of its own.
-needs_postgres = pytest.mark.skipif(not ADMIN_URL, reason="SPECDASH_TEST_PG_URL not set (.ci/run sets it)")
+# `pytestmark = needs_postgres` marks a module `postgres` and skips it without a server; each test gets a
+# database of its own.
+needs_postgres = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(not ADMIN_URL, reason="SPECDASH_TEST_PG_URL not set (.ci/run sets it)"),
+]
+
+
+@contextlib.contextmanager
+def pg_database(template: str | None = None) -> Iterator[str]:
+    """The URL of a new PostgreSQL database (a copy of `template` when given), dropped afterwards."""
+    name = f"specdash_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
+    copy = f' TEMPLATE "{template}"' if template else ""
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"{copy}'))
+    try:
+        yield make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 @pytest.fixture
 def pg_url():
-    name = f"specdash_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    yield url
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with pg_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_template():
+    """A PostgreSQL database at the head of the migrations, built once a session, to copy from."""
+    with pg_database() as url:
+        engine = make_engine(url)
+        upgrade(engine)
+        engine.dispose()
+        yield make_url(url).database
 
 
 @pytest.fixture
-def pg_engine(pg_url):
-    engine = make_engine(pg_url)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
+def pg_engine(pg_template):
+    with pg_database(pg_template) as url:
+        engine = make_engine(url)
+        yield engine
+        engine.dispose()
 
 
-# The demo together with the real SpecBundle results, for the dashboard's tests (built once a session).
-from tests.app_support import _real_template, real_url  # noqa: E402, F401
+# The demo together with the real SpecBundle results, as ingested and calibrated, for the dashboard's tests
+# (each built once a session).
+from tests.app_support import _calibrated_template, _real_template, calibrated_url, real_url  # noqa: E402, F401

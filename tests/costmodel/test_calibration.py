@@ -304,6 +304,7 @@ def test_untrusted_benchmarks_are_counted_by_reason(engine):
     assert report.baseline_tps is None  # the profile has none: only measured baselines were used
 
 
+@pytest.mark.slow
 def test_specbundle_ingested_then_calibrated_in_the_store(engine, specbundle_fits):
     result = ingest_path(engine, SPECBUNDLE)
     assert result.ok and result.format == "specbundle"

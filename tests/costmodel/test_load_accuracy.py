@@ -1,6 +1,8 @@
 """The load model's figures on published sweeps (bench/load_accuracy.py) and the honest held-out figures of
-the priors (bench/heldout.py). Each assertion holds the measured figure with the margin stated; where a
-goal of the issue is missed the test says so and holds today's value, so a regression still shows."""
+the priors (bench/heldout.py). The whole corpus's figures are the benchmark's (`python -m bench.load_accuracy`,
+docs/cost-model.md); the tests hold the same thresholds on a fixed sample of it, chosen once and kept: every
+multi-load sweep (the load and cross-load splits need them) and every fourth single-load sweep from the
+fourth. Where the sample's figure differs from the corpus's, each docstring gives both."""
 
 import json
 
@@ -9,19 +11,30 @@ import pytest
 from bench import heldout, load_accuracy
 from bench.costmodel_accuracy import CORPUS
 
+pytestmark = pytest.mark.slow
+
 ROWS = json.loads(CORPUS.read_text())["rows"]
+
+
+def sample_sweeps() -> list:
+    sweeps = load_accuracy.all_sweeps()
+    multi = [s for s in sweeps if len({o.concurrency for o in s.observations}) > 1]
+    single = [s for s in sweeps if len({o.concurrency for o in s.observations}) == 1]
+    assert (len(multi), len(single)) == (9, 113)  # the corpus changed: choose the sample again
+    return multi + single[3::4]
 
 
 @pytest.fixture(scope="module")
 def figures():
-    return load_accuracy.report()
+    return load_accuracy.report(sample_sweeps())
 
 
 def test_held_out_cells_beat_the_linear_round_model(figures):
-    """Each (load, setting) of 122 sweeps predicted by a fit to the rest: measured 4.7 % against the linear
-    round model's 6.8 % on the same splits (goal: <= 5 % and no worse than the linear model)."""
+    """Each (load, setting) of a sweep predicted by a fit to the rest: on the sample 4.7 % against the
+    linear round model's 7.2 % on the same splits (the corpus's 122 sweeps: 4.7 % against 6.8 %; goal:
+    <= 5 % and no worse than the linear model)."""
     cells = figures["cell_split"]
-    assert cells["load_model"]["n"] == cells["linear"]["n"] >= 600
+    assert cells["load_model"]["n"] == cells["linear"]["n"] >= 190
     assert cells["load_model"]["median"] <= 0.05  # measured 4.7 %: a 0.3-point margin
     assert cells["load_model"]["median"] < 0.8 * cells["linear"]["median"]
 
@@ -29,8 +42,10 @@ def test_held_out_cells_beat_the_linear_round_model(figures):
 def test_held_out_loads(figures):
     """A whole load (its no-speculation run too) predicted from the other loads: 6.0 % against 13.1 % (5.6 %
     without the per-request floor: the pooled median of 49 rows sits in a gap between 5.6 % and 6.1 %, and
-    rows just under it moved up while SGLang's rows went from 16.0 % to 13.2 %)."""
+    rows just under it moved up while SGLang's rows went from 16.0 % to 13.2 %). Every multi-load sweep is
+    in the sample: the corpus's figure."""
     loads = figures["load_split"]
+    assert loads["load_model"]["n"] == 49
     assert loads["load_model"]["median"] <= 0.07  # measured 6.0 %
     assert loads["load_model"]["median"] < 0.6 * loads["linear"]["median"]
 
@@ -39,20 +54,21 @@ def test_cross_load_pairs(figures):
     """Fit at the lowest load, predict the others (each load's own no-speculation run known, as in
     bench.costmodel_accuracy load_transfer, today 19.2 %): 9.9 %, the 10 % goal met by 0.1 point (10.8 %
     before the per-request floor, which lets the other loads' plain steps grow without every verify paying
-    that growth N-fold); 15.3 % when the other loads' no-speculation runs are unknown too."""
+    that growth N-fold); 15.3 % when the other loads' no-speculation runs are unknown too. The corpus's
+    figures: every multi-load sweep is in the sample."""
     assert figures["cross_load"]["load_model"]["median"] <= 0.10
     assert figures["cross_load"]["load_model"]["median"] < 0.6 * 0.195
     assert figures["cross_load_no_other_baselines"]["load_model"]["median"] <= 0.17
 
 
 def test_the_schedule_picks(figures):
-    """At 150 measured loads with two or more candidates, the depth the schedule picks (from predictions
-    that did not see it) reaches >= 97 % of the best measured at 121 (goal: all). Of the 29 misses, 3 are
-    SpecBundle's Llama-4-Scout at batch 8 whose no-speculation runs are slower than a speculative round
-    allows, 8 pick or miss no speculation predicted from the speculative runs alone (MoE targets), and 18
-    rank two speculative settings the wrong way, 13 of them within 5 %."""
+    """At the sample's 65 measured loads with two or more candidates, the depth the schedule picks (from
+    predictions that did not see it) reaches >= 97 % of the best measured at 55 (the corpus: 121 of 150;
+    goal: all). Of the 10 misses, 2 are SpecBundle's Llama-4-Scout at batch 8 whose no-speculation runs are
+    slower than a speculative round allows, 4 pick or miss no speculation predicted from the speculative
+    runs alone (MoE targets), and 4 rank two speculative settings the wrong way."""
     sched = figures["schedule"]
-    assert sched["loads"] >= 150 and sched["meeting_goal"] >= 120
+    assert sched["loads"] >= 65 and sched["meeting_goal"] >= 0.8 * sched["loads"]
     assert sched["median"] >= 0.99
     causes = sched["misses_by_cause"]
     assert sum(causes.values()) == sched["loads"] - sched["meeting_goal"]

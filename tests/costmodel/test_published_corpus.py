@@ -220,18 +220,34 @@ def test_calibration_with_a_dataset_factor_recovers_a_biased_baseline():
     assert fit.loo_median_abs_rel_error < 0.005
 
 
+# A fixed sample of the corpus's groups for the leave-one-dataset-out fit (the whole corpus is the
+# benchmark's: `python -m bench.costmodel_accuracy`, 217 rows, median 2.0 %): both AngelSlim groups the test
+# names, the hardest EAGLE-2 group (LLaMA2-Chat-13B, 6.1 %) and four others from both papers.
+LOO_SAMPLE = {
+    "angelslim H20 Qwen/Qwen3-VL-4B-Instruct",
+    "angelslim H20 Qwen/Qwen3-VL-30B-A3B-Instruct",
+    "eagle3-paper LLaMA-Instruct-3.1-8B T=0",
+    "eagle3-paper LLaMA-Instruct-3.3-70B T=1",
+    "eagle3-paper DeepSeek-R1-Distill-LLaMA-8B T=1",
+    "eagle2-paper LLaMA2-Chat-13B T=0",
+    "eagle2-paper LLaMA2-Chat-7B T=0",
+}
+
+
 def test_calibrated_leave_one_dataset_out_on_the_corpus():
     """Each dataset of a deployment predicted by a fit to its other datasets (bench/costmodel_accuracy.py).
     AngelSlim's Qwen3-VL-4B rounds last 1.29-1.33 measured rounds of baseline steps (tau / speedup) on its
     7 datasets, so a fit to 6 of them must land within a few % of the 7th; a drafter's own draft cost
-    must not be shadowed by its prior (it was: every prediction 14 % low)."""
+    must not be shadowed by its prior (it was: every prediction 14 % low). Over the sample's 68 rows the
+    median is 1.4 % (the corpus's 217: 2.0 %, the goal)."""
     rounds = [
         r["accept_length"] / r["speedup"]
         for r in ROWS
         if r["group"] == "angelslim H20 Qwen/Qwen3-VL-4B-Instruct"
     ]
     assert len(rounds) == 7 and max(rounds) / min(rounds) < 1.04
-    report = corpus_calibrated(ROWS)
+    report = corpus_calibrated([r for r in ROWS if r["group"] in LOO_SAMPLE])
+    assert set(report["groups"]) == LOO_SAMPLE and report["n"] == 68
     assert report["groups"]["angelslim H20 Qwen/Qwen3-VL-4B-Instruct"] < 0.02
     # AngelSlim's Qwen3-VL-30B runs MATH-500, MMMU and MMStar at a baseline of 30.9-31.5 tok/s against
     # 168.7-184.6 on its text sets: with costs in ms, those rounds last 1.14-1.16 baseline steps, not
@@ -240,7 +256,8 @@ def test_calibrated_leave_one_dataset_out_on_the_corpus():
     slow = [r["accept_length"] / r["speedup"] for r in vl30 if r["baseline_tps"] < 40]
     assert len(slow) == 3 and max(slow) < 1.17
     assert report["groups"]["angelslim H20 Qwen/Qwen3-VL-30B-A3B-Instruct"] < 0.12
-    assert report["median"] <= 0.02  # the goal (measured 2.0 %)
+    assert report["groups"]["eagle2-paper LLaMA2-Chat-13B T=0"] < 0.08  # measured 6.1 %
+    assert report["median"] <= 0.02  # the goal
 
 
 def test_a_fit_at_one_request_predicts_eight_by_the_load_rule():

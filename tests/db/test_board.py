@@ -22,6 +22,8 @@ from tests.db.leaderboard_reference import pandas_deploy_table, pandas_leaderboa
 from tests.db.test_leaderboard_sql import assert_same, build_store, filters
 from tests.ingest_support import native
 
+pytestmark = pytest.mark.slow
+
 LLAMA8B = "Llama-3.1-8B-Instruct"
 
 

@@ -99,6 +99,7 @@ def test_an_unreachable_postgresql_server():
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+@pytest.mark.slow
 def test_paths_that_never_end_are_refused_without_opening(db_url, tmp_path, kind):
     if kind == "fifo":
         path = tmp_path / "results.jsonl"

@@ -16,6 +16,8 @@ from specdash.db.leaderboard import LeaderboardFilter, leaderboard
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from tests.db.leaderboard_reference import pandas_deploy_table, pandas_leaderboard
 
+pytestmark = pytest.mark.slow
+
 DATASETS = ["gsm8k", "mtbench", None, ""]
 LOADS = [1, 4, 8]
 SETTINGS = [("EAGLE3", 3, 1, 4), ("EAGLE3", 5, 1, 6), ("EAGLE3", 7, 4, 16), ("EAGLE", 3, 1, None)]

@@ -12,6 +12,8 @@ from specdash.db.models import Alert, AlertEvent, Benchmark
 from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.conftest import REAL_FIXTURES
 
+pytestmark = pytest.mark.slow
+
 SPECBUNDLE = REAL_FIXTURES / "specbundle-data.json"
 BASELINE_NAMES = ("wihtout", "without")  # SpecBundle's baseline rows ("Wihtout EAGLE3" [sic])
 MAX_WARNED_SHARE = 0.05  # the goal: at most 5 % of clean drafter benchmarks carry a warning or worse

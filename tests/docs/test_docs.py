@@ -18,6 +18,8 @@ from tests.docs.sessions import (
     unmatched,
 )
 
+pytestmark = pytest.mark.slow
+
 PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 SESSION_PAGES = [page for page in PAGES if commands(page)]
 FOREVER_COMMANDS = {"serve", "watch", "scrape"}

@@ -19,6 +19,7 @@ def _run(engine, count: int, seed: int):
     return outcomes, wrong
 
 
+@pytest.mark.slow
 def test_every_category_of_a_small_seeded_batch_is_handled(used):
     outcomes, wrong = _run(used, len(hostile.CATEGORIES) * len(hostile.SOURCES), seed=15)
     assert {o.case.category for o in outcomes} == set(hostile.CATEGORIES)

@@ -147,6 +147,7 @@ def test_what_is_not_a_store_is_refused_whole(engine, tmp_path):
     assert forced.status == "failed" and "does not fit" in forced.problems[0].message
 
 
+@pytest.mark.slow
 def test_a_long_history_streams_in_bounded_memory(engine, tmp_path):
     """200,000 points (20,000 steps x 10 tags): read a batch of BATCH_STEPS steps at a time into the spool,
     whose memory does not grow with the history; all of them stored once."""

@@ -27,6 +27,8 @@ from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.conftest import FIXTURES, REAL_FIXTURES, sqlite_url
 from tests.migration_support import as_before_0007, fill_at, table_rows
 
+pytestmark = pytest.mark.slow
+
 PRERELEASE_0001 = FIXTURES / "migrations" / "prerelease-0001-schema.sql"
 
 

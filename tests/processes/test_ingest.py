@@ -9,12 +9,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select, text
 
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import IngestedFile, MetricPoint, Run
 from specdash.db.schema import upgrade
 from tests.conftest import sqlite_url
+
+pytestmark = pytest.mark.slow
 
 KEYS = (
     [f"train/acc_{i}" for i in range(7)]

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from sqlalchemy import func, select
 
 from specdash.db.engine import make_engine, reading
@@ -18,6 +19,8 @@ from specdash.ingest.load import ingest_bytes
 from tests.app_support import run_page
 from tests.live_support import ARGS, DEPLOYMENT, KEYS, step_line, wait_for
 from tests.webhook_support import Receiver
+
+pytestmark = pytest.mark.slow
 
 FIRST, SECOND = range(10, 210, 10), range(210, 410, 10)  # steps before and after the follower is killed
 WRITER = """

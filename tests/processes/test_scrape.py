@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 
+import pytest
 from sqlalchemy import func, select
 
 from specdash.costmodel.collapse import COLLAPSE_CODE
@@ -16,6 +17,8 @@ from specdash.db.models import Alert, AlertEvent, Benchmark
 from tests.live_support import wait_for
 from tests.scrape_support import MetricsServer
 from tests.webhook_support import Receiver
+
+pytestmark = pytest.mark.slow
 
 # A window closes at the first scrape at least 0.95 x WINDOW after its start: with WINDOW half the scrape
 # interval each scrape closes one (a scrape answered late does not merge two), so the collapse scenario's

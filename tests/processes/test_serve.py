@@ -9,6 +9,8 @@ from click.testing import CliRunner
 from specdash.cli.main import cli
 from tests.serving import free_port, start_serve, wait_until_served
 
+pytestmark = pytest.mark.slow
+
 
 def port_open(port: int) -> bool:
     with socket.socket() as sock:

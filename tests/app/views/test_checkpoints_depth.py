@@ -6,9 +6,6 @@ import json
 
 import pytest
 
-from specdash.db.calibration import apply_calibration, calibrate
-from specdash.db.engine import make_engine, transaction
-from specdash.db.refresh import refresh
 from tests.app_support import chain_accept_lengths, run_page, specbundle_rows
 
 LLAMA = "lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge"  # the issue's drafter: one checkpoint
@@ -101,15 +98,11 @@ def test_several_checkpoints_pick_the_one_drawn_by_depth(monkeypatch, demo_url):
     assert not at.exception and at.selectbox(key="checkpoints_depth_checkpoint").value == ids[0]
 
 
-def test_the_curve_passes_by_what_was_measured_once_calibrated(monkeypatch, real_url):
+def test_the_curve_passes_by_what_was_measured_once_calibrated(monkeypatch, calibrated_url):
     """The curve comes from the deployment's load model with the drafter's own draft cost (what its stored
     predictions use): after calibration it lies within 5 % of every published depth. The profile with its
     priors (the first try) drew 181 tok/s at K = 5 against 222 measured."""
-    with transaction(make_engine(real_url)) as session:
-        for report in calibrate(session):
-            apply_calibration(session, report)
-        refresh(session)
-    at = run_page(monkeypatch, real_url, "views/checkpoints.py", query={"run": QWEN})
+    at = run_page(monkeypatch, calibrated_url, "views/checkpoints.py", query={"run": QWEN})
     setting = at.selectbox(key="checkpoints_setting").value
     assert (setting.concurrency, setting.topk, at.selectbox(key="checkpoints_dataset").value) == (
         8,

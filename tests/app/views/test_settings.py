@@ -4,26 +4,12 @@ table shows what each deployment states (a dash with its legend where it states 
 
 import json
 
-import pytest
-
 from specdash.app import tables
-from specdash.db.calibration import apply_calibration, calibrate
-from specdash.db.engine import make_engine, transaction
-from specdash.db.refresh import refresh
 from tests.app_support import run_page
 
 PAGE = "views/settings.py"
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 SB = "SpecBundle: Llama-3.1-8B-Instruct"
-
-
-@pytest.fixture
-def calibrated_url(real_url):
-    with transaction(make_engine(real_url)) as session:
-        for report in calibrate(session):
-            apply_calibration(session, report)
-        refresh(session)
-    return real_url
 
 
 def table(at, column: str):

@@ -10,9 +10,7 @@ import pandas as pd
 import pytest
 
 from specdash.app import tables
-from specdash.db.calibration import apply_calibration, calibrate
-from specdash.db.engine import make_engine, transaction
-from specdash.db.refresh import refresh
+from specdash.db.engine import make_engine
 from specdash.ingest.live.scrape import Scraper
 from specdash.ingest.live.sources import fetch_scrape
 from specdash.ingest.live.windows import WindowOptions
@@ -37,19 +35,15 @@ UPLOAD = FIXTURES / "dashboard" / "sglang_bench_serving_deep.jsonl"
 
 
 @pytest.fixture
-def full_url(real_url):
+def full_url(calibrated_url):
     """The demo and SpecBundle, every deployment that can be calibrated calibrated, one scraped drafter."""
-    engine = make_engine(real_url)
-    with transaction(engine) as session:
-        for report in calibrate(session):
-            apply_calibration(session, report)
-        refresh(session)
+    engine = make_engine(calibrated_url)
     with MetricsServer("vllm_collapse.prom") as server:
         clock = RecordedClock(server)
         scraper = Scraper(engine, WindowOptions("pcie-box", "r7", "epoch_2", window_seconds=15))
         for _ in server.scrapes:
             scraper.add(fetch_scrape(server.url, now=clock))
-    return real_url
+    return calibrated_url
 
 
 def problems(at, page: str) -> list[str]:
