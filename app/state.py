@@ -8,9 +8,11 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine
 
+from specdash.answers import depth as depth_answers
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
+from specdash.costmodel.domain import TauSource
 from specdash.db import (
     acceptance,
     alerts,
@@ -20,7 +22,6 @@ from specdash.db import (
     depth_points,
     profiles,
     queries,
-    schedules,
 )
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import parity as parity_queries
@@ -264,12 +265,26 @@ def depth_curve(
     deployment_id: int,
     concurrency: int,
     topk: int,
-    max_steps: int,
+    max_steps: int | None,
     dataset: str | None,
+    acceptance: str | None = None,
 ):
     return read(
-        url, schedules.depth_curve, checkpoint_id, deployment_id, concurrency, topk, max_steps, dataset
+        url,
+        depth_answers.depth_curve,
+        checkpoint_id,
+        deployment_id,
+        concurrency,
+        topk,
+        max_steps,
+        dataset,
+        TauSource(acceptance) if acceptance else None,
     )
+
+
+@st.cache_data(show_spinner=False)
+def default_max_steps(url: str, checkpoint_id: int, deployment_id: int) -> int:
+    return read(url, depth_answers.checkpoint_max_steps, checkpoint_id, deployment_id)
 
 
 @st.cache_data(show_spinner=False)

@@ -69,3 +69,9 @@ def error_band(
 def within_band(measured_tps: float, predicted_tps: float, band: float) -> bool:
     """Whether a measurement lies inside a prediction's band."""
     return abs(measured_tps / predicted_tps - 1.0) <= band
+
+
+def extrapolated_band(band: float) -> float:
+    """The band of a prediction at a load the deployment was never measured at: how its round grows with
+    the batch there is the priors' guess, so the round-time priors' spread is added in quadrature."""
+    return math.hypot(band, PRIOR_ROUND_BAND)
