@@ -12,7 +12,7 @@ from specdash.answers import depth as depth_answers
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
-from specdash.costmodel.domain import TauSource
+from specdash.costmodel.domain import SettingAtLoad, TauSource
 from specdash.db import (
     acceptance,
     alerts,
@@ -29,7 +29,6 @@ from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
 from specdash.db.calibration import calibrate_all
 from specdash.db.changes import acting_as, recent_changes
-from specdash.db.checkpoint_queries import SpeculationSetting
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.faults import explain
 from specdash.db.leaderboard import LeaderboardFilter
@@ -300,7 +299,7 @@ def benchmarked_deployments(url: str, checkpoint_ids: tuple[int, ...]) -> pd.Dat
 @st.cache_data(show_spinner=False)
 def speculation_settings(
     url: str, checkpoint_ids: tuple[int, ...], deployment_id: int
-) -> list[SpeculationSetting]:
+) -> list[SettingAtLoad]:
     return read(url, checkpoint_queries.speculation_settings, list(checkpoint_ids), deployment_id)
 
 
@@ -314,7 +313,7 @@ def checkpoint_comparison(
     url: str,
     checkpoint_ids: tuple[int, ...],
     deployment_id: int,
-    setting: SpeculationSetting,
+    setting: SettingAtLoad,
     dataset: str | None,
 ) -> pd.DataFrame:
     return read(

@@ -7,10 +7,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from specdash.costmodel.domain import Severity, TauSource
 from specdash.costmodel.gaps import GapDecomposition
 
 # A diagnosis's severity, most severe first: critical means the benchmark itself is likely invalid.
-SEVERITIES = ("critical", "warning", "info")
+SEVERITIES = tuple(severity.value for severity in Severity)
 SEVERITY_ORDER = {severity: rank for rank, severity in enumerate(SEVERITIES)}
 # An alert's severity is its worst diagnosis's; "none" for an alert no rule explains.
 ALERT_SEVERITIES = (*SEVERITIES, "none")
@@ -150,7 +151,7 @@ def acceptance_shortfall(ctx: GapContext) -> Diagnosis | None:
     if d is None or d.acceptance_factor is None or d.acceptance_factor >= 1.0 - ACCEPTANCE_TOLERANCE:
         return None
     expected = "predicted"
-    if ctx.accept_length_source == "history":
+    if ctx.accept_length_source == TauSource.HISTORY:
         expected = "expected"
         against = (
             f"the drafter accepts less here than {ctx.acceptance_reference or 'in its earlier benchmarks'}"
@@ -305,7 +306,7 @@ def judge(
         severity = gap_severity
         parts.append(f"gap {gap:+.1%} exceeds the threshold {threshold:.0%}{band_text} ({excess:.1f}x)")
     shortfall = 1.0 - acceptance_factor if acceptance_factor is not None else 0.0
-    if accept_length_source == "history" and shortfall > HISTORY_SHORTFALL:
+    if accept_length_source == TauSource.HISTORY and shortfall > HISTORY_SHORTFALL:
         severity = _worst(severity, "warning" if shortfall >= EXCESS_WARNING * HISTORY_SHORTFALL else "info")
         parts.append(f"accept length {shortfall:.0%} below the drafter's history")
     configuration = [d for d in diagnoses if d.code in CONFIGURATION_CODES]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
 from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
@@ -102,7 +103,7 @@ def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
         select(ParameterSet)
         .where(
             ParameterSet.deployment_id == deployment.id,
-            ParameterSet.source == "calibrated",
+            ParameterSet.source == PredictionSource.CALIBRATED,
             ParameterSet.is_active.is_(True),
         )
         .order_by(ParameterSet.version.desc())

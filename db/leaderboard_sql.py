@@ -23,6 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
+from specdash.costmodel.domain import PredictionSource
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 
 SETTING = ["speculative_algorithm", "num_steps", "topk", "num_draft_tokens"]
@@ -49,7 +50,7 @@ class Competing:
     deployment_id: int | None = None
     concurrency: int | None = None
     dataset: str | None = None
-    source: str = "theory"
+    source: str = PredictionSource.THEORY
 
 
 def _median(keys: list, name: str):

@@ -22,6 +22,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from specdash.costmodel.domain import GapStatus, PredictionSource
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_N_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -30,11 +32,10 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-# An alert's investigation, from raised to closed; the first two are still being looked at.
-GAP_STATUSES = ("open", "investigating", "explained", "resolved", "dismissed")
-ACTIVE_STATUSES = GAP_STATUSES[:2]
-# specdash's own prediction sources, in the order they are listed; any other source name is external.
-BUILTIN_SOURCES = ("theory", "calibrated")
+# An alert's investigation, from raised to closed; the first two are still being looked at (GapStatus).
+GAP_STATUSES = tuple(status.value for status in GapStatus)
+ACTIVE_STATUSES = (GapStatus.OPEN.value, GapStatus.INVESTIGATING.value)
+BUILTIN_SOURCES = tuple(source.value for source in PredictionSource)  # in order; any other is external
 
 
 def utcnow() -> datetime:

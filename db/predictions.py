@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel import CostParams, Throughput, predict_accept_length, throughput, verified_tokens
+from specdash.costmodel import CostParams, Throughput, predict_accept_length, throughput
 from specdash.costmodel.acceptance import AcceptLength
+from specdash.costmodel.domain import Setting
 from specdash.costmodel.loadcosts import cost_params_at
 from specdash.costmodel.priors import drafter_family
 from specdash.costmodel.sources import AcceptLengthChoice, choose_accept_length, choose_baseline
@@ -135,13 +136,13 @@ _KEY_COLUMNS = attrgetter(*(column.key for column in PREDICTION_KEY))
 
 def prediction_key(bench: BenchmarkRow, steps: int) -> PredictionKey:
     """The key of a benchmark row's prediction (K already resolved)."""
-    draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
+    setting = Setting.of(bench.speculative_algorithm, steps, bench.topk, bench.num_draft_tokens)
     return PredictionKey(
         bench.checkpoint_id,
         bench.deployment_id,
         steps,
-        bench.topk or 1,
-        draft_tokens,
+        setting.width,
+        setting.verified_tokens,  # type: ignore[arg-type]  # K is resolved: never None
         bench.concurrency,
         bench.dataset or "",
     )

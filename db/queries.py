@@ -6,6 +6,7 @@ import pandas as pd
 from sqlalchemy import Select, and_, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import PredictionSource
 from specdash.db.models import (
     BENCHMARK_SETTING,
     BUILTIN_SOURCES,
@@ -232,7 +233,7 @@ def _theory_baseline():
     return (
         select(Prediction.baseline_tps)
         .join(Gap, Gap.prediction_id == Prediction.id)
-        .where(Gap.benchmark_id == Benchmark.id, Prediction.source == "theory")
+        .where(Gap.benchmark_id == Benchmark.id, Prediction.source == PredictionSource.THEORY)
         .limit(1)
         .scalar_subquery()
     )
