@@ -5,6 +5,7 @@ adjustable with sliders. Nothing is saved."""
 import streamlit as st
 
 from specdash.app import depth_overlay, schedule_panel, state, tables, urlstate, widgets
+from specdash.app.text import md
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
 from specdash.costmodel.domain import TauSource
@@ -237,10 +238,11 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
                 TauSource.TRAINING if source == TRAINING else TauSource.MEASURED
             )
             st.caption("Edited profile: a what-if of its own, not the deployment's prediction.")
-        sweeps.append((side, column, name, int(row["id"]), band, baseline_tps, points, best))
+        outside = curve is not None and curve.extrapolated_load  # a load the deployment was never measured at
+        sweeps.append((side, column, name, int(row["id"]), band, baseline_tps, points, best, outside))
 
-top_tps = max(max(p.tps for p in points) for *_, points, _ in sweeps)
-for side, column, name, deployment_id, band, baseline_tps, points, best in sweeps:
+top_tps = max(max(p.tps for p in sweep[6]) for sweep in sweeps)
+for side, column, name, deployment_id, band, baseline_tps, points, best, outside in sweeps:
     with column:
         figure = depth_figure(
             points,
@@ -270,7 +272,12 @@ for side, column, name, deployment_id, band, baseline_tps, points, best in sweep
                 if source == TRAINING
                 else f"; deeper than any benchmark measured ({trained}): benchmark it there before relying on it"
             )
-        (st.warning if best.extrapolated else st.success)(verdict + ".")
+        if outside:
+            verdict += (
+                f"; extrapolated: {md(name)} was never measured at concurrency {load}, so no depth is predicted to "
+                f"gain more than at its nearest measured load, and the band is widened (±{band:.0%})"
+            )
+        (st.warning if best.extrapolated or outside else st.success)(verdict + ".")
         tables.show(
             depth_table(points),
             hide_index=True,

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from specdash.app.text import unmd
 from tests.app_support import run_page
 from tests.conftest import FIXTURES
 
@@ -135,3 +136,15 @@ def test_a_schedule_past_the_measured_loads_is_marked_extrapolated(invoke, real_
     assert table.exit_code == 0
     [line] = [line for line in table.output.splitlines() if "extrapolated" in line and "measured" in line]
     assert "8, 32, 128" in line and "1" in line
+
+
+def test_the_whatif_says_when_its_load_was_never_measured(monkeypatch, real_url):
+    """SpecBundle measured Qwen3-235B at batch 8 only; the What-if also offers batch 1."""
+    at = run_page(
+        monkeypatch, real_url, "views/whatif.py", query={"run": QWEN, "left": QWEN_DEPLOYMENT, "load": "1"}
+    )
+    assert not at.exception and at.selectbox(key="whatif_load").value == 1
+    [left] = [unmd(w.value) for w in at.warning if "Best at" in w.value and QWEN_DEPLOYMENT in unmd(w.value)]
+    assert f"extrapolated: {QWEN_DEPLOYMENT} was never measured at concurrency 1" in left
+    at.selectbox(key="whatif_load").set_value(8).run()
+    assert not any(f"{QWEN_DEPLOYMENT} was never measured" in unmd(w.value) for w in at.warning)
