@@ -173,7 +173,7 @@ def point_model(
     """The model of a checkpoint's points on a deployment (acceptance from `dataset`'s benchmarks, or all,
     when the checkpoint has no training rates or `acceptance` asks for MEASURED); None without an active set or an acceptance to predict
     with."""
-    context = read_context(session, [checkpoint_id], [deployment_id])
+    context = read_context(session, [checkpoint_id], [deployment_id], add_theory_sets=False)  # writes nothing
     plans: Sequence[SetPlan] = context.plans.get(deployment_id, ())
     drafter = context.drafters.get(checkpoint_id)
     if not plans or drafter is None:
