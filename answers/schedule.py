@@ -66,15 +66,18 @@ def resolve(
 def schedule_entry(curve: DepthAnswer) -> ScheduleEntry:
     """The best depth of a load's curve, or K = 0 (no speculation) when none beats the baseline."""
     best, base = curve.best, curve.baseline_tps
-    if round(best.tps, 9) <= round(base, 9):
-        return ScheduleEntry(
-            curve.concurrency, 0, 1.0, base, base * curve.concurrency, 1.0, best.baseline_estimated,
-            curve.extrapolated_load,
-        )  # fmt: skip
+    speculate = round(best.tps, 9) > round(base, 9)
+    tps = best.tps if speculate else base
     return ScheduleEntry(
-        curve.concurrency, best.steps, best.accept_length, best.tps, best.tps * curve.concurrency,
-        best.speedup, best.baseline_estimated, curve.extrapolated_load,
-    )  # fmt: skip
+        concurrency=curve.concurrency,
+        num_steps=best.steps if speculate else 0,
+        accept_length=best.accept_length if speculate else 1.0,
+        tok_s=tps,
+        aggregate_tok_s=tps * curve.concurrency,
+        speedup=best.speedup if speculate else 1.0,
+        baseline_estimated=best.baseline_estimated,
+        extrapolated=curve.extrapolated_load,
+    )
 
 
 def model_for(session: Session, deployment: Deployment, run: Run, checkpoint: Checkpoint) -> PointModel:

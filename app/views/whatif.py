@@ -62,7 +62,7 @@ own_id = int(own["id"].iloc[0]) if own_name else int(deployments["id"].iloc[0])
 deepest_default = min(24, state.default_max_steps(url, checkpoint_id, own_id))
 widgets.follow("whatif_max_steps", range(1, 25), reset_by=checkpoint_id, default=deepest_default)
 url_state.restore("whatif_max_steps", "depth", range(1, 25), parse=int)
-max_steps = pick[2].slider("Deepest draft K", 1, 24, deepest_default, key="whatif_max_steps")
+max_steps = pick[2].slider("Deepest draft K", 1, 24, key="whatif_max_steps")  # its value: follow()
 url_state.publish("depth", max_steps, deepest_default)
 url_state.restore("whatif_topk", "topk", (1, 2, 4), parse=int)
 topk = pick[3].selectbox(
