@@ -1,6 +1,7 @@
 """SQLAlchemy 2.0 models of specdash's store: deployments, runs, checkpoints, metrics, benchmarks,
 predictions, gaps (alerts) and the bookkeeping around them."""
 
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from specdash.costmodel import domain
 from specdash.costmodel.domain import GapStatus, PredictionSource
 
 NAMING_CONVENTION = {
@@ -273,11 +275,9 @@ class Benchmark(Base):
 
 
 # What a benchmark ran (specdash.labels.setting_label's fields), selected wherever one is shown or judged.
+# a benchmark's Setting (its columns are the value object's fields), the load and the dataset it ran
 BENCHMARK_SETTING = (
-    Benchmark.speculative_algorithm,
-    Benchmark.num_steps,
-    Benchmark.topk,
-    Benchmark.num_draft_tokens,
+    *(getattr(Benchmark, field.name) for field in fields(domain.Setting)),
     Benchmark.concurrency,
     Benchmark.dataset,
 )
