@@ -8,7 +8,7 @@ import pandas as pd
 from sqlalchemy import Select, func, literal, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.domain import PredictionSource
+from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.bulk import index_ends
 from specdash.db.models import BENCHMARK_SETTING, SOURCE_KEY, Alert, Benchmark, Gap, Prediction
 from specdash.db.queries import frame_of, plain
@@ -27,7 +27,7 @@ def _parity_select(source: str, by=None) -> Select:
             Gap.measured_tps,
             Gap.predicted_tps,
             Gap.gap,
-            func.coalesce(Alert.status, "open").label("status"),
+            func.coalesce(Alert.status, GapStatus.OPEN).label("status"),
             Gap.severity,
         )
     ).where(Prediction.source == source if by is None else by, Benchmark.superseded_by_id.is_(None))

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel import Diagnosis, Verdict, judge
 from specdash.costmodel.collapse import COLLAPSE_CODE, COLLAPSE_SEVERITY
-from specdash.costmodel.domain import PredictionSource
+from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.models import ACTIVE_STATUSES, Alert, AlertEvent, Benchmark
 
@@ -97,7 +97,7 @@ def write_verdicts(
                 dict(
                     benchmark_id=benchmark_id,
                     **dict(zip(VERDICT_COLUMNS, values, strict=True)),
-                    status="open",
+                    status=GapStatus.OPEN,
                     note=None,
                     updated_at=now,
                 )
@@ -141,12 +141,12 @@ def _change(
             if old_source and old_source != best.source
             else "its prediction changed"
         )
-        status, note = "resolved", f"no longer an alert: {why}; {reason}"
+        status, note = GapStatus.RESOLVED, f"no longer an alert: {why}; {reason}"
     elif not old.is_alert and verdict.is_alert:
         writes.raised += 1
         bench = session.get(Benchmark, old.benchmark_id)
-        if status == "resolved" and bench is not None and bench.superseded_by_id is None:
-            status, note = "open", f"raised again: {reason}"
+        if status == GapStatus.RESOLVED and bench is not None and bench.superseded_by_id is None:
+            status, note = GapStatus.OPEN, f"raised again: {reason}"
     if status != old.status:
         writes.events.append(
             dict(
