@@ -1,5 +1,5 @@
 """The What-if page's depth x load heat map with the depth schedule drawn on it: plain functions over a
-schedule's grid (db.schedules.depth_load_grid), testable without Streamlit."""
+schedule's grid (answers.schedule.depth_load_grid), testable without Streamlit."""
 
 from collections.abc import Sequence
 
@@ -81,6 +81,7 @@ def schedule_frame(entries) -> pd.DataFrame:
                 "aggregate tok/s": e.aggregate_tok_s,
                 "speedup": e.speedup,
                 "baseline": "estimated" if e.baseline_estimated else "measured or stated",
+                "extrapolated": e.extrapolated,
             }
             for e in entries
         ]

@@ -1,11 +1,12 @@
-"""The What-if page's depth x load section: a checkpoint's depth schedule on one deployment under its load
-model (db/schedules.py), drawn as a heat map with the schedule on it; cached reads, no writes."""
+"""The What-if page's depth x load section: a checkpoint's depth schedule on one deployment
+(answers/schedule.py), drawn as a heat map with the schedule on it; cached reads, no writes."""
 
 import streamlit as st
 
+from specdash.answers.schedule import ScheduleError, checkpoint_schedule, depth_load_grid
 from specdash.app import state, tables
 from specdash.app.schedule_charts import schedule_frame, schedule_heatmap
-from specdash.db.schedules import ScheduleError, checkpoint_schedule, depth_load_grid
+from specdash.costmodel.domain import PredictionSource
 
 DEFAULT_LOADS = "1,2,4,8,16,32,64,128"
 
@@ -18,12 +19,14 @@ def _schedule(url: str, deployment: str, run: str, checkpoint: str, loads: tuple
     except ScheduleError as exc:
         return None, None, str(exc)
     basis = {
-        "source": made.load.source,
+        "source": made.source,
         "version": made.version,
         "estimated": made.baseline_estimated,
         "tau": made.tau_source,
+        "extrapolated": made.extrapolated_loads,
+        "measured": made.measured_loads,
     }
-    return made.entries, depth_load_grid(made, loads), basis
+    return made.entries, depth_load_grid(made), basis
 
 
 def _loads(text: str) -> tuple[float, ...] | None:
@@ -32,6 +35,24 @@ def _loads(text: str) -> tuple[float, ...] | None:
     except ValueError:
         return None
     return loads if loads and all(load >= 1 for load in loads) else None
+
+
+def _caveats(basis: dict) -> None:
+    if basis["estimated"]:
+        st.warning(
+            "No benchmark without speculation on this deployment: its baseline is **estimated** from the depth "
+            "sweep, and the speedups are against that estimate.",
+            icon=":material/info:",
+        )
+    if basis["extrapolated"]:
+        outside = ", ".join(f"{load:g}" for load in basis["extrapolated"])
+        measured = ", ".join(f"{load:g}" for load in basis["measured"]) or "no load"
+        st.warning(
+            f"**Extrapolated** at batch size {outside}: the deployment was measured at {measured} only, and "
+            "nothing measured says how its round grows there; no depth is predicted to gain more than at the "
+            "nearest measured load.",
+            icon=":material/warning:",
+        )
 
 
 def show(url: str, run: str, checkpoint: str, deployments: list[str], default: str, max_steps: int) -> None:
@@ -55,18 +76,17 @@ def show(url: str, run: str, checkpoint: str, deployments: list[str], default: s
     if entries is None:
         st.info(basis)
         return
-    source = f"calibrated set v{basis['version']}" if basis["source"] == "calibrated" else "the priors"
+    source = (
+        f"calibrated set v{basis['version']}"
+        if basis["source"] == PredictionSource.CALIBRATED
+        else "the priors"
+    )
     st.plotly_chart(
         schedule_heatmap(grid, entries, f"{run}/{checkpoint} on {deployment} ({source})"),
         width="stretch",
         key="whatif_schedule_chart",
     )
-    if basis["estimated"]:
-        st.warning(
-            "No benchmark without speculation on this deployment: its baseline is **estimated** from the depth "
-            "sweep, and the speedups are against that estimate.",
-            icon=":material/info:",
-        )
+    _caveats(basis)
     tables.show(
         schedule_frame(entries),
         hide_index=True,
@@ -76,6 +96,7 @@ def show(url: str, run: str, checkpoint: str, deployments: list[str], default: s
             "tok/s per request": st.column_config.NumberColumn(format="%.1f"),
             "aggregate tok/s": st.column_config.NumberColumn(format="%.1f"),
             "speedup": st.column_config.NumberColumn(format="%.2f×"),
+            "extrapolated": st.column_config.CheckboxColumn(width=80),
         },
         key="whatif_schedule_table",
     )

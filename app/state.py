@@ -8,9 +8,11 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine
 
+from specdash.answers import depth as depth_answers
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
+from specdash.costmodel.domain import SettingAtLoad, TauSource
 from specdash.db import (
     acceptance,
     alerts,
@@ -20,7 +22,6 @@ from specdash.db import (
     depth_points,
     profiles,
     queries,
-    schedules,
 )
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import parity as parity_queries
@@ -28,7 +29,6 @@ from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
 from specdash.db.calibration import calibrate_all
 from specdash.db.changes import acting_as, recent_changes
-from specdash.db.checkpoint_queries import SpeculationSetting
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.faults import explain
 from specdash.db.leaderboard import LeaderboardFilter
@@ -264,12 +264,26 @@ def depth_curve(
     deployment_id: int,
     concurrency: int,
     topk: int,
-    max_steps: int,
+    max_steps: int | None,
     dataset: str | None,
+    acceptance: str | None = None,
 ):
     return read(
-        url, schedules.depth_curve, checkpoint_id, deployment_id, concurrency, topk, max_steps, dataset
+        url,
+        depth_answers.depth_curve,
+        checkpoint_id,
+        deployment_id,
+        concurrency,
+        topk,
+        max_steps,
+        dataset,
+        TauSource(acceptance) if acceptance else None,
     )
+
+
+@st.cache_data(show_spinner=False)
+def default_max_steps(url: str, checkpoint_id: int, deployment_id: int) -> int:
+    return read(url, depth_answers.checkpoint_max_steps, checkpoint_id, deployment_id)
 
 
 @st.cache_data(show_spinner=False)
@@ -285,7 +299,7 @@ def benchmarked_deployments(url: str, checkpoint_ids: tuple[int, ...]) -> pd.Dat
 @st.cache_data(show_spinner=False)
 def speculation_settings(
     url: str, checkpoint_ids: tuple[int, ...], deployment_id: int
-) -> list[SpeculationSetting]:
+) -> list[SettingAtLoad]:
     return read(url, checkpoint_queries.speculation_settings, list(checkpoint_ids), deployment_id)
 
 
@@ -299,7 +313,7 @@ def checkpoint_comparison(
     url: str,
     checkpoint_ids: tuple[int, ...],
     deployment_id: int,
-    setting: SpeculationSetting,
+    setting: SettingAtLoad,
     dataset: str | None,
 ) -> pd.DataFrame:
     return read(

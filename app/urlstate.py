@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 
 import streamlit as st
 
-from specdash.db.checkpoint_queries import SpeculationSetting
+from specdash.costmodel.domain import Setting, SettingAtLoad
 
 _WRITTEN = "_urlstate_written"
 
@@ -90,11 +90,12 @@ def setting_param(row) -> str:
     return ":".join("" if p is None or p != p else str(p) for p in parts)
 
 
-def setting_from_param(text: str) -> SpeculationSetting:
+def setting_from_param(text: str) -> SettingAtLoad:
     """The setting a URL names, as setting_param writes it."""
     algorithm, steps, topk, draft_tokens, concurrency = text.split(":")
     number = lambda v: int(v) if v else None  # noqa: E731
-    return SpeculationSetting(algorithm, number(steps), number(topk), number(draft_tokens), int(concurrency))
+    setting = Setting.of(algorithm, number(steps), number(topk), number(draft_tokens))
+    return SettingAtLoad(**vars(setting), concurrency=int(concurrency))
 
 
 def checkpoint_link(row, dataset: str | None) -> dict[str, str]:

@@ -13,10 +13,11 @@ import json
 
 import click
 
+from specdash.answers.schedule import CheckpointSchedule, ScheduleError, checkpoint_schedule
 from specdash.cli.common import db_option, open_db
+from specdash.costmodel.domain import PredictionSource, TauSource
 from specdash.costmodel.schedule import trtllm_config, vllm_config
 from specdash.db.engine import reading
-from specdash.db.schedules import CheckpointSchedule, ScheduleError, checkpoint_schedule
 
 # vLLM's `method` and TensorRT-LLM's `decoding_type` for a run's speculative algorithm
 VLLM_METHODS = {"EAGLE3": "eagle3", "EAGLE": "eagle", "MTP": "mtp", "NEXTN": "mtp", "MEDUSA": "medusa"}
@@ -39,22 +40,37 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+def extrapolation_line(schedule: CheckpointSchedule) -> str | None:
+    """Which batch sizes of the schedule lie outside the loads the deployment was measured at, in a line."""
+    outside = schedule.extrapolated_loads
+    if not outside:
+        return None
+    measured = ", ".join(_number(load) for load in schedule.measured_loads) or "no load"
+    return (
+        f"extrapolated: batch size {', '.join(_number(load) for load in outside)} (measured at {measured}): "
+        "nothing measured says how the round grows there; no depth is predicted to gain more than at the "
+        "nearest measured load"
+    )
+
+
 def schedule_table(schedule: CheckpointSchedule) -> str:
     """The schedule as the terminal shows it, with what it rests on."""
     source = (
         f"calibrated parameter set v{schedule.version}"
-        if schedule.load.source == "calibrated"
+        if schedule.source == PredictionSource.CALIBRATED
         else "the priors (uncalibrated: run `specdash calibrate --apply` to fit this deployment)"
     )
+    tau = "its training rates" if schedule.tau_source == TauSource.TRAINING else "its measured accept lengths"
     lines = [
         f"{schedule.run}/{schedule.checkpoint} on {schedule.deployment}: best depth per batch size, "
-        f"from {source}; tau from {'its training rates' if schedule.tau_source == 'training' else 'its measured accept lengths'}",
+        f"from {source}; tau from {tau}",
     ]
     if schedule.baseline_estimated:
         lines.append(
             "no benchmark without speculation: the baseline is estimated from the depth sweep, speedups are "
             "against that estimate (estimated)"
         )
+    lines += filter(None, [extrapolation_line(schedule)])
     header = ("concurrency", "num_steps", "tau", "tok/s", "aggregate tok/s", "speedup")
     rows = [
         (
@@ -63,7 +79,9 @@ def schedule_table(schedule: CheckpointSchedule) -> str:
             f"{e.accept_length:.2f}",
             f"{e.tok_s:.1f}",
             f"{e.aggregate_tok_s:.1f}",
-            f"{e.speedup:.2f}x" + (" (estimated)" if e.baseline_estimated else ""),
+            f"{e.speedup:.2f}x"
+            + (" (estimated)" if e.baseline_estimated else "")
+            + (" (extrapolated)" if e.extrapolated else ""),
         )
         for e in schedule.entries
     ]
@@ -87,7 +105,7 @@ def schedule_table(schedule: CheckpointSchedule) -> str:
 @click.option(
     "--max-steps",
     type=click.IntRange(1, 64),
-    help="Deepest draft to consider (default: the run's TTT depth).",
+    help="Deepest draft to consider (default: the run's TTT depth, or its deepest measured one; at least 8).",
 )
 @click.option(
     "--format",
@@ -102,7 +120,8 @@ def schedule_table(schedule: CheckpointSchedule) -> str:
 def schedule(ctx, deployment, run_name, checkpoint, concurrency, max_steps, fmt) -> None:
     """The best draft depth K at each batch size for one checkpoint on one deployment, with its predicted
     per-request tok/s, aggregate tok/s and speedup (against an estimated baseline when the deployment ran
-    only with speculation, marked so). Depth 0 means: do not speculate at that batch size.
+    only with speculation, marked so). Depth 0 means: do not speculate at that batch size. A batch size
+    outside the loads the deployment was measured at is marked extrapolated.
 
     \b
     Example:

@@ -7,10 +7,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from specdash.costmodel.domain import Severity, TauSource
 from specdash.costmodel.gaps import GapDecomposition
 
 # A diagnosis's severity, most severe first: critical means the benchmark itself is likely invalid.
-SEVERITIES = ("critical", "warning", "info")
+SEVERITIES = tuple(severity.value for severity in Severity)
 SEVERITY_ORDER = {severity: rank for rank, severity in enumerate(SEVERITIES)}
 # An alert's severity is its worst diagnosis's; "none" for an alert no rule explains.
 ALERT_SEVERITIES = (*SEVERITIES, "none")
@@ -78,7 +79,7 @@ def algorithm_mismatch(ctx: GapContext) -> Diagnosis | None:
         return None
     return Diagnosis(
         "algorithm_mismatch",
-        "critical",
+        Severity.CRITICAL,
         f"the server ran {served} but the drafter is {trained}: benchmark likely invalid; "
         f"rerun with --speculative-algorithm {trained}",
     )
@@ -90,7 +91,7 @@ def hidden_size_mismatch(ctx: GapContext) -> Diagnosis | None:
         return None
     return Diagnosis(
         "hidden_size_mismatch",
-        "critical",
+        Severity.CRITICAL,
         f"the drafter was fed {fed}-dim hidden states but was trained on {expected}: benchmark likely invalid",
     )
 
@@ -104,7 +105,7 @@ def beyond_trained_depth(ctx: GapContext) -> Diagnosis | None:
         return None
     return Diagnosis(
         "beyond_trained_depth",
-        "warning",
+        Severity.WARNING,
         f"{depth} draft steps but the drafter was trained {ctx.ttt_length} deep (TTT): "
         f"positions {ctx.ttt_length + 1}..{depth} are extrapolated; train deeper for this depth",
     )
@@ -117,7 +118,7 @@ def slower_than_baseline(ctx: GapContext) -> Diagnosis | None:
     kind = "measured" if ctx.baseline_measured else "estimated" if ctx.baseline_estimated else "profile"
     return Diagnosis(
         "slower_than_baseline",
-        "warning",
+        Severity.WARNING,
         f"{d.measured_tps:.1f} tok/s is slower than no speculation ({ctx.baseline_tps:.1f} tok/s, {kind} "
         f"baseline): speculation costs {d.measured_tps / ctx.baseline_tps:.2f}x",
     )
@@ -138,7 +139,7 @@ def round_overhead(ctx: GapContext) -> Diagnosis | None:
     )
     return Diagnosis(
         "round_overhead",
-        "warning",
+        Severity.WARNING,
         f"the round takes {d.measured_round_ms:.1f} ms instead of {d.predicted_round_ms:.1f} ms: "
         f"{d.unexplained_ms:.1f} ms per round unexplained by the cost model; {acceptance} "
         f"({d.measured_accept_length:.2f} vs {d.predicted_accept_length:.2f})",
@@ -150,7 +151,7 @@ def acceptance_shortfall(ctx: GapContext) -> Diagnosis | None:
     if d is None or d.acceptance_factor is None or d.acceptance_factor >= 1.0 - ACCEPTANCE_TOLERANCE:
         return None
     expected = "predicted"
-    if ctx.accept_length_source == "history":
+    if ctx.accept_length_source == TauSource.HISTORY:
         expected = "expected"
         against = (
             f"the drafter accepts less here than {ctx.acceptance_reference or 'in its earlier benchmarks'}"
@@ -161,7 +162,7 @@ def acceptance_shortfall(ctx: GapContext) -> Diagnosis | None:
         )
     return Diagnosis(
         "acceptance_shortfall",
-        "warning",
+        Severity.WARNING,
         f"accept length {d.measured_accept_length:.2f} measured vs {d.predicted_accept_length:.2f} "
         f"{expected} ({d.acceptance_factor:.2f}x): {against}",
     )
@@ -173,7 +174,7 @@ def acceptance_unknown(ctx: GapContext) -> Diagnosis | None:
         return None
     return Diagnosis(
         "acceptance_unknown",
-        "warning",
+        Severity.WARNING,
         f"nothing predicts this drafter's accept length here (no training metrics, no other benchmark of it "
         f"on this dataset and setting), so a drop in acceptance cannot be told from a slower round: at the "
         f"measured accept length {d.measured_accept_length:.2f} the round takes {d.measured_round_ms:.1f} ms "
@@ -187,7 +188,7 @@ def faster_than_predicted(ctx: GapContext) -> Diagnosis | None:
         return None
     return Diagnosis(
         "faster_than_predicted",
-        "info",
+        Severity.INFO,
         f"{d.measured_tps:.1f} tok/s is {-d.gap:.0%} above the predicted {d.predicted_tps:.1f}: "
         "the model is too pessimistic for this deployment; calibrate it",
     )
@@ -204,7 +205,7 @@ def no_baseline(ctx: GapContext) -> Diagnosis | None:
         profile = "no baseline at all"
     return Diagnosis(
         "no_baseline",
-        "info",
+        Severity.INFO,
         f"no no-speculation benchmark on {ctx.deployment or 'this deployment'} at concurrency "
         f"{ctx.concurrency}; the prediction uses {profile}",
     )
@@ -276,8 +277,8 @@ class Verdict:
 
 def _excess_severity(excess: float) -> str:
     if excess >= EXCESS_CRITICAL:
-        return "critical"
-    return "warning" if excess >= EXCESS_WARNING else "info"
+        return Severity.CRITICAL
+    return Severity.WARNING if excess >= EXCESS_WARNING else Severity.INFO
 
 
 def judge(
@@ -301,12 +302,14 @@ def judge(
     gap_alert = size >= threshold and (band is None or size > band)
     parts, severity = [], None
     if gap_alert:
-        gap_severity = "info" if gap < 0 else _excess_severity(excess)
+        gap_severity = Severity.INFO if gap < 0 else _excess_severity(excess)
         severity = gap_severity
         parts.append(f"gap {gap:+.1%} exceeds the threshold {threshold:.0%}{band_text} ({excess:.1f}x)")
     shortfall = 1.0 - acceptance_factor if acceptance_factor is not None else 0.0
-    if accept_length_source == "history" and shortfall > HISTORY_SHORTFALL:
-        severity = _worst(severity, "warning" if shortfall >= EXCESS_WARNING * HISTORY_SHORTFALL else "info")
+    if accept_length_source == TauSource.HISTORY and shortfall > HISTORY_SHORTFALL:
+        severity = _worst(
+            severity, Severity.WARNING if shortfall >= EXCESS_WARNING * HISTORY_SHORTFALL else Severity.INFO
+        )
         parts.append(f"accept length {shortfall:.0%} below the drafter's history")
     configuration = [d for d in diagnoses if d.code in CONFIGURATION_CODES]
     if configuration:
@@ -327,4 +330,4 @@ def judge(
 
 def has_critical(diagnoses: list[Diagnosis]) -> bool:
     """A critical diagnosis says the benchmark itself is likely invalid (calibration leaves it out)."""
-    return any(d.severity == "critical" for d in diagnoses)
+    return any(d.severity == Severity.CRITICAL for d in diagnoses)

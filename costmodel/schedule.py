@@ -24,6 +24,7 @@ class ScheduleEntry:
     aggregate_tok_s: float  # tok_s x concurrency
     speedup: float  # against the no-speculation step at this batch size
     baseline_estimated: bool  # the speedup is against an estimated baseline
+    extrapolated: bool = False  # a load the deployment was never measured at
 
     def as_json(self) -> dict[str, float | int | bool]:
         return {
@@ -36,6 +37,7 @@ class ScheduleEntry:
             "aggregate_tok_s": round(self.aggregate_tok_s, 3),
             "speedup": round(self.speedup, 4),
             "baseline_estimated": self.baseline_estimated,
+            "extrapolated": self.extrapolated,
         }
 
 

@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
+from specdash.costmodel.domain import TauSource
 from specdash.costmodel.load import baseline_at_load
 from specdash.costmodel.priors import DeploymentFacts
 
@@ -72,7 +73,7 @@ class AcceptLengthChoice(NamedTuple):
     @property
     def reference(self) -> str:
         """Where the accept length came from, as a diagnosis cites it ("" for a measured one)."""
-        if self.source == "training":
+        if self.source == TauSource.TRAINING:
             return f"tau {self.accept_length:.2f} from its training acc_i"
         return self.history
 
@@ -85,10 +86,10 @@ def choose_accept_length(
     when there is none of them."""
     if trained is not None:
         return AcceptLengthChoice(
-            trained.accept_length, "training", trained.extrapolated, trained.approximation
+            trained.accept_length, TauSource.TRAINING, trained.extrapolated, trained.approximation
         )
     if history is not None:
-        return AcceptLengthChoice(history.accept_length, "history", history=history.text)
+        return AcceptLengthChoice(history.accept_length, TauSource.HISTORY, history=history.text)
     if measured:
-        return AcceptLengthChoice(statistics.fmean(measured), "measured")
+        return AcceptLengthChoice(statistics.fmean(measured), TauSource.MEASURED)
     return None

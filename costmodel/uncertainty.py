@@ -10,6 +10,8 @@ measurement."""
 import math
 from collections.abc import Sequence
 
+from specdash.costmodel.domain import TauSource
+
 BAND_COVERAGE = 0.9
 # The round-time priors against published measurements (bench/costmodel_accuracy.py): 90 % of the
 # uncalibrated |measured / predicted - 1| lie within this, accept length measured. The 90th percentile over
@@ -42,7 +44,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 def prior_error_band(accept_length_source: str | None = "measured") -> float:
     """The band of an uncalibrated prediction: the round-time priors' published spread, combined in
     quadrature with the acceptance spread when tau comes from training accuracies."""
-    if accept_length_source == "training":
+    if accept_length_source == TauSource.TRAINING:
         return math.hypot(PRIOR_ROUND_BAND, PRIOR_ACCEPTANCE_BAND)
     return PRIOR_ROUND_BAND
 
@@ -69,3 +71,9 @@ def error_band(
 def within_band(measured_tps: float, predicted_tps: float, band: float) -> bool:
     """Whether a measurement lies inside a prediction's band."""
     return abs(measured_tps / predicted_tps - 1.0) <= band
+
+
+def extrapolated_band(band: float) -> float:
+    """The band of a prediction at a load the deployment was never measured at: how its round grows with
+    the batch there is the priors' guess, so the round-time priors' spread is added in quadrature."""
+    return math.hypot(band, PRIOR_ROUND_BAND)

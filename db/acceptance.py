@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.accuracies import ACCURACY_PREFIX, accuracy_position, rates_from_accuracies
+from specdash.costmodel.domain import Setting
 from specdash.costmodel.measured import conditional_from_measured
 from specdash.db.bulk import select_in
 from specdash.db.models import Benchmark, Checkpoint, MetricKey, MetricPoint, PositionAcceptance
@@ -168,7 +169,7 @@ def measured_acceptance(
             for i, value in enumerate(positions):
                 survival.setdefault(i, []).append(float(value))
             counted = True
-        if steps and (topk or 1) == 1 and tau is not None and tau >= 1:
+        if steps and Setting(None, steps, topk).is_chain and tau is not None and tau >= 1:
             taus.setdefault(int(steps), []).append(float(tau))
             counted = True
         if counted:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
 from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
@@ -102,7 +103,7 @@ def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
         select(ParameterSet)
         .where(
             ParameterSet.deployment_id == deployment.id,
-            ParameterSet.source == "calibrated",
+            ParameterSet.source == PredictionSource.CALIBRATED,
             ParameterSet.is_active.is_(True),
         )
         .order_by(ParameterSet.version.desc())
@@ -267,7 +268,7 @@ def _quiet(
         f"({advice.gain:+.0%} against the trained {advice.trained_depth})"
     )
     if row.status in OPEN_STATUSES:
-        _event(session, row, "resolved", note)
+        _event(session, row, GapStatus.RESOLVED, note)
         summary.resolved += 1
 
 
@@ -303,8 +304,8 @@ def _hold(
         setattr(row, k, v)
     if not row.active:
         row.active = True
-        if row.status == "resolved":  # resolved by specdash when it was fine; a person's status stays
-            _event(session, row, "open", f"advice holds again: {message}")
+        if row.status == GapStatus.RESOLVED:  # resolved by specdash when it was fine; a person's status stays
+            _event(session, row, GapStatus.OPEN, f"advice holds again: {message}")
             summary.new.append(row.id)
     elif changed:
         row.updated_at = utcnow()
@@ -316,7 +317,7 @@ def _raise(session: Session, summary: AdvisorySummary, target: _Target, values: 
         deployment_id=target.deployment.id,
         concurrency=target.concurrency,
         kind="depth",
-        status="open",
+        status=GapStatus.OPEN,
         active=True,
         **values,
     )
@@ -327,7 +328,7 @@ def _raise(session: Session, summary: AdvisorySummary, target: _Target, values: 
             advisory_id=row.id,
             who=ADVISOR,
             from_status=None,
-            to_status="open",
+            to_status=GapStatus.OPEN,
             note=values["message"],
             at=row.created_at,
         )

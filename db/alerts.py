@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
+from specdash.costmodel.domain import GapStatus
 from specdash.db import investigation
 from specdash.db.alert_paging import alert_choices, page_ids
 from specdash.db.bulk import chunks
@@ -403,7 +404,7 @@ def link_superseding(
     superseding_id: int,
     who: str,
     note: str | None = None,
-    status: str = "resolved",
+    status: str = GapStatus.RESOLVED,
 ) -> list[AlertEvent]:
     """Mark `benchmark_id` as superseded by `superseding_id` (a valid rerun of an invalid benchmark); its
     alert moves to `status` with a history entry naming the rerun."""

@@ -9,6 +9,7 @@ from functools import lru_cache
 from sqlalchemy import BindParameter, Insert, Table, bindparam, delete, func, insert, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import PredictionSource
 from specdash.db.board_models import LeaderboardEntry
 from specdash.db.bulk import chunks
 from specdash.db.leaderboard_sql import STORED, stored_rows
@@ -22,7 +23,7 @@ CHECKPOINTS = 1000
 def sources(session: Session) -> list[str]:
     """The sources a Leaderboard is shown for: those with gaps, and theory always (the page's default)."""
     names = prediction_sources(session)
-    return names if "theory" in names else ["theory", *names]
+    return names if PredictionSource.THEORY in names else [PredictionSource.THEORY, *names]
 
 
 def holds(session: Session, source: str) -> bool:

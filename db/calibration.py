@@ -21,6 +21,7 @@ from specdash.costmodel import (
     verified_tokens,
 )
 from specdash.costmodel.calibrated import CalibratedSet, CostSet
+from specdash.costmodel.domain import PredictionSource, Setting
 from specdash.costmodel.estimated import BaselineEstimate
 from specdash.costmodel.loadmodel import LoadParams
 from specdash.costmodel.priors import (
@@ -149,7 +150,7 @@ def _theory_set(session: Session, deployment: Deployment) -> ParameterSet | None
         select(ParameterSet)
         .where(
             ParameterSet.deployment_id == deployment.id,
-            ParameterSet.source == "theory",
+            ParameterSet.source == PredictionSource.THEORY,
             ParameterSet.is_active.is_(True),
         )
         .order_by(ParameterSet.version.desc())
@@ -241,7 +242,7 @@ def _trained_rates(
 ) -> tuple[float, ...] | None:
     """The drafter's training rates for a fit, unless the setting drafts past them: rates past the trained
     depth are extrapolated, and would bias the acc-to-acceptance factor."""
-    topk = bench.topk or 1
+    topk = Setting(None, steps, bench.topk).width
     if (
         trained
         and steps
@@ -286,7 +287,7 @@ def _observe(
     facts: DeploymentFacts,
 ) -> None:
     """A trusted benchmark as one observation of the fit."""
-    topk = bench.topk or 1
+    topk = Setting(None, steps, bench.topk).width
     draft_tokens = verified_tokens(steps, topk, bench.num_draft_tokens)
     drafter = str(bench.run_id or "")
     out.families[drafter] = drafter_family(bench.drafter_algorithm, bench.speculative_algorithm)
@@ -399,14 +400,14 @@ def apply_calibration(session: Session, report: CalibrationReport) -> ParameterS
     """Save the fit as the deployment's next parameter-set version (source `calibrated`, active); older
     calibrated sets of the deployment become inactive. Run refresh() afterwards for new predictions."""
     replaced = []
-    for older in active_sets(session, report.deployment_id, "calibrated"):
+    for older in active_sets(session, report.deployment_id, PredictionSource.CALIBRATED):
         older.is_active = False
         replaced.append(older.version)
     params = report.params
     pset = ParameterSet(
         deployment_id=report.deployment_id,
         version=next_version(session, report.deployment_id),
-        source="calibrated",
+        source=PredictionSource.CALIBRATED,
         baseline_tps=report.baseline_tps,
         comm_fraction=report.comm_fraction,
         draft_step_ms=params.draft_step_ms,

@@ -1,13 +1,13 @@
 """Read queries behind the Checkpoints page: checkpoints of runs, their speculation settings, measured and
 predicted throughput per checkpoint, training curves downsampled in SQL, per-position acceptance."""
 
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import Integer, cast, func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import Setting, SettingAtLoad
 from specdash.db.acceptance import checkpoint_acceptance, measured_acceptance
 from specdash.db.models import (
     BUILTIN_SOURCES,
@@ -20,24 +20,6 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
-
-
-@dataclass(frozen=True)
-class SpeculationSetting:
-    """What a benchmark ran: algorithm, draft steps K, tree top-k, draft tokens N, concurrent requests."""
-
-    speculative_algorithm: str
-    num_steps: int | None
-    topk: int | None
-    num_draft_tokens: int | None
-    concurrency: int
-
-    @property
-    def label(self) -> str:
-        shape = "/".join(
-            "-" if v is None else str(v) for v in (self.num_steps, self.topk, self.num_draft_tokens)
-        )
-        return f"{self.speculative_algorithm} {shape}, concurrency {self.concurrency}"
 
 
 def checkpoints_frame(session: Session, run_ids: list[int]) -> pd.DataFrame:
@@ -79,7 +61,7 @@ def benchmarked_deployments(session: Session, checkpoint_ids: list[int]) -> pd.D
 
 def speculation_settings(
     session: Session, checkpoint_ids: list[int], deployment_id: int
-) -> list[SpeculationSetting]:
+) -> list[SettingAtLoad]:
     """Settings the checkpoints were benchmarked at on the deployment, the one covering most checkpoints
     first."""
     if not checkpoint_ids:
@@ -113,14 +95,14 @@ def speculation_settings(
             Benchmark.concurrency,
         )
     )
-    return [
-        SpeculationSetting(algorithm, steps, topk, tokens, concurrency)
-        for algorithm, steps, topk, tokens, concurrency in session.execute(query)
-        if algorithm is not None  # always, by the query's filter: this narrows the type
-    ]
+    settings = []
+    for algorithm, steps, topk, tokens, concurrency in session.execute(query):
+        setting = Setting.of(algorithm, steps, topk, tokens)
+        settings.append(SettingAtLoad(**vars(setting), concurrency=concurrency))
+    return settings
 
 
-def _matches(setting: SpeculationSetting):
+def _matches(setting: SettingAtLoad):
     """The setting's benchmarks among a few checkpoints' (the caller scopes by checkpoint). The algorithm
     and the load are compared as expressions, so that SQLite, without statistics, reads them through the
     checkpoint index rather than an index on (algorithm, deployment, load) or (deployment, load): those
@@ -192,7 +174,7 @@ def checkpoint_comparison(
     session: Session,
     checkpoint_ids: list[int],
     deployment_id: int,
-    setting: SpeculationSetting,
+    setting: SettingAtLoad,
     dataset: str | None = None,
 ) -> pd.DataFrame:
     """Per checkpoint: measured tok/s and accept length (mean, standard deviation, number of benchmarks,

@@ -21,6 +21,7 @@ from specdash.costmodel import (
     throughput,
 )
 from specdash.costmodel.diagnoses import worst_severity
+from specdash.costmodel.domain import TauSource
 from specdash.costmodel.sources import Trained, choose_accept_length
 from specdash.db.bulk import chunks, insert_rows, select_in, update_rows
 from specdash.db.history import Reference
@@ -233,7 +234,7 @@ def _as_judged(prediction: Predicted, reference: Reference | None, key: Predicti
         return _AsJudged(None, pred.accept_length is not None, pred.accept_length_source, "")
     # the prediction has its key's accept length; this benchmark may have a reference of its own
     # a prediction from training rates stores its tau, whether extrapolated, and the tree rule
-    trained = cast(Trained, pred) if pred.accept_length_source == "training" else None
+    trained = cast(Trained, pred) if pred.accept_length_source == TauSource.TRAINING else None
     tau = choose_accept_length(trained, reference, (pred.accept_length,) if pred.accept_length else ())
     if tau is None:
         return _AsJudged(result, True, pred.accept_length_source, "")

@@ -11,6 +11,7 @@ from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import normalised_algorithm
+from specdash.costmodel.domain import Setting
 from specdash.costmodel.throughput import draft_steps
 from specdash.db.bulk import select_in
 from specdash.db.models import Benchmark, Checkpoint, Run
@@ -81,7 +82,8 @@ def _series(session: Session, checkpoint_ids: Sequence[int]) -> dict[tuple[Any, 
     for row in select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids):
         steps = draft_steps(row.num_steps, row.topk, row.num_draft_tokens)
         if steps is not None:
-            key = (row.checkpoint_id, row.dataset or "", steps, row.topk or 1, row.num_draft_tokens)
+            width = Setting(None, steps, row.topk).width
+            key = (row.checkpoint_id, row.dataset or "", steps, width, row.num_draft_tokens)
             series[key].append(row)
     return series
 

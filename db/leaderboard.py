@@ -7,6 +7,7 @@ import pandas as pd
 from sqlalchemy import Select, and_, case, func, over, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import PredictionSource
 from specdash.db import board
 from specdash.db.leaderboard_sql import (
     ENTRY,
@@ -65,7 +66,7 @@ class LeaderboardFilter(Competing):
 def leaderboard_choices(session: Session) -> dict:
     """Deployments with checkpoint benchmarks (most benchmarks first), their loads, and the datasets: from
     the stored entries (db/board.py) when the store holds them, else from the benchmarks."""
-    if board.holds(session, "theory"):
+    if board.holds(session, PredictionSource.THEORY):
         return _stored_choices(session)
     benched = (
         Benchmark.checkpoint_id.is_not(None),
@@ -101,7 +102,7 @@ def _stored_choices(session: Session) -> dict:
     """The choices among the stored entries: one row per entry across datasets (theory's, by measured
     speedup), the datasets named by an entry's rows (one stored per dataset, or across naming its only one)."""
     stored = board.TABLE
-    view = (stored.c.source == "theory", stored.c.rank_by == "measured")
+    view = (stored.c.source == PredictionSource.THEORY, stored.c.rank_by == "measured")
     across = (*view, stored.c.across.is_(True))
     benchmarks = func.sum(stored.c.benchmarks)
     deployments = session.execute(

@@ -23,6 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
+from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 
 SETTING = ["speculative_algorithm", "num_steps", "topk", "num_draft_tokens"]
@@ -49,7 +50,7 @@ class Competing:
     deployment_id: int | None = None
     concurrency: int | None = None
     dataset: str | None = None
-    source: str = "theory"
+    source: str = PredictionSource.THEORY
 
 
 def _median(keys: list, name: str):
@@ -116,7 +117,7 @@ def benchmark_rows(flt, checkpoint_ids: Sequence[int] | BindParameter | None = N
             Prediction.error_band,
             baseline.label("baseline_tps"),
             # the benchmark's verdict is a raised, open alert (whichever source judges it)
-            case((and_(Alert.status == "open", Alert.is_alert), 1), else_=0).label("open_alert"),
+            case((and_(Alert.status == GapStatus.OPEN, Alert.is_alert), 1), else_=0).label("open_alert"),
         )
         .select_from(Benchmark)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)

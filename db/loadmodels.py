@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.calibrated import CalibratedSet
+from specdash.costmodel.domain import PredictionSource, Setting
 from specdash.costmodel.estimated import BaselineEstimate, estimate_baselines
 from specdash.costmodel.loadmodel import (
     LoadObservation,
@@ -23,7 +24,7 @@ from specdash.costmodel.loadmodel import (
 )
 from specdash.costmodel.observations import CalibrationObservation, NotEnoughObservations
 from specdash.costmodel.priors import DeploymentFacts, drafter_family
-from specdash.costmodel.throughput import draft_steps, verified_tokens
+from specdash.costmodel.throughput import verified_tokens
 from specdash.db.acceptance import checkpoint_rates
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run
 from specdash.db.parameters import deployment_facts, load_baselines
@@ -71,8 +72,9 @@ def _median_observations(rows: Iterable[tuple[tuple, float, float]]) -> list[Loa
 
 def _setting(k: int | None, topk: int | None, n: int | None) -> tuple[int, int, int] | None:
     """(draft steps, top-k, verified tokens) of a benchmark's stated setting; None without a depth."""
-    steps = draft_steps(k, topk, n)
-    return (steps, topk or 1, verified_tokens(steps, topk or 1, n)) if steps else None
+    setting = Setting(None, k, topk, n)
+    steps = setting.depth
+    return (steps, setting.width, verified_tokens(steps, setting.width, n)) if steps else None
 
 
 def _observed_tau(
@@ -245,14 +247,16 @@ def _prior_model(session: Session, deployment: Deployment, facts: DeploymentFact
     if levels or stated:
         prior = prior_load_params(facts, UNKNOWN_STEP_MS, drafter_families(session, deployment.id))
         step = step_ms_from_observations(baseline_observations(levels), prior) if levels else 1000.0 / stated
-        return DeploymentLoad(rescale_prior(prior, step), "theory", False)
+        return DeploymentLoad(rescale_prior(prior, step), PredictionSource.THEORY, False)
     observations, families = speculative_observations(session, [deployment.id])
     drafters = families.get(deployment.id, {})
     prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(drafters))
     estimate = estimate_for(observations.get(deployment.id, []), facts, drafters)
     if estimate is None:
         return None
-    return DeploymentLoad(rescale_prior(prior, estimate.params.step_ms), "theory", True, by_load=True)
+    return DeploymentLoad(
+        rescale_prior(prior, estimate.params.step_ms), PredictionSource.THEORY, True, by_load=True
+    )
 
 
 def fitted_observations(
@@ -310,7 +314,7 @@ def deployment_load(session: Session, deployment_id: int) -> DeploymentLoad | No
         select(ParameterSet)
         .where(
             ParameterSet.deployment_id == deployment_id,
-            ParameterSet.source == "calibrated",
+            ParameterSet.source == PredictionSource.CALIBRATED,
             ParameterSet.is_active.is_(True),
         )
         .order_by(ParameterSet.version.desc())
@@ -320,7 +324,7 @@ def deployment_load(session: Session, deployment_id: int) -> DeploymentLoad | No
     if params is not None and calibrated is not None and fit is not None:
         return DeploymentLoad(
             params,
-            "calibrated",
+            PredictionSource.CALIBRATED,
             fit.baseline_estimated,
             calibrated.id,
             calibrated.acc_to_acceptance or 1.0,

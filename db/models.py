@@ -1,6 +1,7 @@
 """SQLAlchemy 2.0 models of specdash's store: deployments, runs, checkpoints, metrics, benchmarks,
 predictions, gaps (alerts) and the bookkeeping around them."""
 
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from specdash.costmodel import domain
+from specdash.costmodel.domain import GapStatus, PredictionSource
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_N_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -30,11 +34,10 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-# An alert's investigation, from raised to closed; the first two are still being looked at.
-GAP_STATUSES = ("open", "investigating", "explained", "resolved", "dismissed")
-ACTIVE_STATUSES = GAP_STATUSES[:2]
-# specdash's own prediction sources, in the order they are listed; any other source name is external.
-BUILTIN_SOURCES = ("theory", "calibrated")
+# An alert's investigation, from raised to closed; the first two are still being looked at (GapStatus).
+GAP_STATUSES = tuple(status.value for status in GapStatus)
+ACTIVE_STATUSES = (GapStatus.OPEN.value, GapStatus.INVESTIGATING.value)
+BUILTIN_SOURCES = tuple(source.value for source in PredictionSource)  # in order; any other is external
 
 
 def utcnow() -> datetime:
@@ -272,11 +275,9 @@ class Benchmark(Base):
 
 
 # What a benchmark ran (specdash.labels.setting_label's fields), selected wherever one is shown or judged.
+# a benchmark's Setting (its columns are the value object's fields), the load and the dataset it ran
 BENCHMARK_SETTING = (
-    Benchmark.speculative_algorithm,
-    Benchmark.num_steps,
-    Benchmark.topk,
-    Benchmark.num_draft_tokens,
+    *(getattr(Benchmark, field.name) for field in fields(domain.Setting)),
     Benchmark.concurrency,
     Benchmark.dataset,
 )

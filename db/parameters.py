@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.calibrated import CalibratedSet, CostSet
+from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.priors import DeploymentFacts, TargetArchitecture, architecture_for
 from specdash.costmodel.sources import choose_baseline
 from specdash.db.models import Benchmark, Deployment, ParameterSet
@@ -51,7 +52,7 @@ def active_sets(session: Session, deployment_id: int, source: str) -> list[Param
 
 def ensure_theory_set(session: Session, deployment: Deployment) -> ParameterSet:
     """The active theory set for the deployment's current profile; a changed profile adds a version."""
-    sets = active_sets(session, deployment.id, "theory")
+    sets = active_sets(session, deployment.id, PredictionSource.THEORY)
     for pset in sets:
         if _same_profile(pset, deployment):
             return pset
@@ -59,7 +60,7 @@ def ensure_theory_set(session: Session, deployment: Deployment) -> ParameterSet:
     pset = ParameterSet(
         deployment_id=deployment.id,
         version=next_version(session, deployment.id),
-        source="theory",
+        source=PredictionSource.THEORY,
         acc_to_acceptance=1.0,
         draft_branch_ms=0.0,
         is_active=True,

@@ -8,6 +8,7 @@ import pandas as pd
 from sqlalchemy import Select, func, literal, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.bulk import index_ends
 from specdash.db.models import BENCHMARK_SETTING, SOURCE_KEY, Alert, Benchmark, Gap, Prediction
 from specdash.db.queries import frame_of, plain
@@ -26,13 +27,13 @@ def _parity_select(source: str, by=None) -> Select:
             Gap.measured_tps,
             Gap.predicted_tps,
             Gap.gap,
-            func.coalesce(Alert.status, "open").label("status"),
+            func.coalesce(Alert.status, GapStatus.OPEN).label("status"),
             Gap.severity,
         )
     ).where(Prediction.source == source if by is None else by, Benchmark.superseded_by_id.is_(None))
 
 
-def parity_total(session: Session, source: str = "theory") -> int:
+def parity_total(session: Session, source: str = PredictionSource.THEORY) -> int:
     """How many benchmarks have a prediction from `source` (superseded ones left out)."""
     query = (
         select(func.count())
@@ -80,7 +81,7 @@ def parity_points(session: Session, source: str, max_points: int) -> ParityPoint
     return ParityPoints(frame, max(len(frame), hits * stride), False)
 
 
-def parity_frame(session: Session, source: str = "theory") -> pd.DataFrame:
+def parity_frame(session: Session, source: str = PredictionSource.THEORY) -> pd.DataFrame:
     """One row per benchmark with its prediction from `source`, by benchmark id: the parity plot's data
     unthinned (parity_points bounds it for a browser)."""
     return frame_of(session, _parity_select(source).order_by(Benchmark.id))

@@ -15,11 +15,12 @@ from typing import Any, NamedTuple
 from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel import CostParams, Throughput, predict_accept_length, throughput, verified_tokens
+from specdash.costmodel import CostParams, Throughput, predict_accept_length, throughput
 from specdash.costmodel.acceptance import AcceptLength
+from specdash.costmodel.domain import Setting
 from specdash.costmodel.loadcosts import cost_params_at
 from specdash.costmodel.priors import drafter_family
-from specdash.costmodel.sources import choose_accept_length, choose_baseline
+from specdash.costmodel.sources import AcceptLengthChoice, choose_accept_length, choose_baseline
 from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.models import BENCHMARK_SETTING, BUILTIN_SOURCES, Benchmark, Prediction
@@ -135,13 +136,13 @@ _KEY_COLUMNS = attrgetter(*(column.key for column in PREDICTION_KEY))
 
 def prediction_key(bench: BenchmarkRow, steps: int) -> PredictionKey:
     """The key of a benchmark row's prediction (K already resolved)."""
-    draft_tokens = verified_tokens(steps, bench.topk or 1, bench.num_draft_tokens)
+    setting = Setting.of(bench.speculative_algorithm, steps, bench.topk, bench.num_draft_tokens)
     return PredictionKey(
         bench.checkpoint_id,
         bench.deployment_id,
         steps,
-        bench.topk or 1,
-        draft_tokens,
+        setting.width,
+        setting.verified_tokens,  # type: ignore[arg-type]  # K is resolved: never None
         bench.concurrency,
         bench.dataset or "",
     )
@@ -153,7 +154,7 @@ def _key_of(row: Row) -> PredictionKey:
 
 
 @dataclass
-class _Made:
+class PredictionCache:
     """What predicting a batch made, before it is written: per key its (source, values, result, params)."""
 
     computed: dict[PredictionKey, list[tuple[str, PredictionValues, Throughput, CostParams]]] = field(
@@ -171,9 +172,9 @@ def refresh_predictions(
     """Each group's predictions (written where changed), with how many were made and how many of the
     groups' benchmarks have none (no baseline, no accept length, no active set)."""
     existing = _stored(session, groups, checkpoint_ids)
-    made = _Made()
+    made = PredictionCache()
     for key, group in groups.items():
-        made.computed[key] = _predict_group(key, group, context, made)
+        made.computed[key] = predict_group(key, group, context, made)
     _write(session, made, existing, context.now)
     out, skipped = {}, 0
     for key, group in groups.items():
@@ -220,8 +221,8 @@ def _stored(
     return existing
 
 
-def _predict_group(
-    key: PredictionKey, group: list[BenchmarkRow], context: RefreshContext, made: _Made
+def predict_group(
+    key: PredictionKey, group: list[BenchmarkRow], context: RefreshContext, made: PredictionCache
 ) -> list[tuple[str, PredictionValues, Throughput, CostParams]]:
     """The group's prediction under each active set of its deployment that has a baseline and an accept
     length to predict with."""
@@ -233,41 +234,58 @@ def _predict_group(
     history = references.get(max(b.id for b in group)) if references and not drafter.rates else None
     results = []
     for plan in context.plans.get(key.deployment_id, ()):
-        baseline = _baseline(key, plan, context)
-        if baseline is None:
-            continue
-        baseline_tps, estimated = baseline
-        trained = _trained(key, drafter, plan, made) if drafter.rates else None
+        trained = trained_accept_length(key, drafter, plan, made) if drafter.rates else None
         tau = choose_accept_length(trained, history, measured_taus)
         if tau is None:
             continue
-        if plan.load is not None:  # the round of batch and depth fitted to every load
-            params = cost_params_at(
-                plan.load, key.concurrency, key.steps, key.draft_tokens, key.topk, str(drafter.run_id)
-            )
-        else:
-            params = _params(key, drafter, family, plan, baseline_tps, context, made)
-        result = throughput(params, tau.accept_length, key.steps, key.draft_tokens, key.topk)
-        round_ = result.round
-        values = PredictionValues(
-            parameter_set_id=plan.id,
-            predicted_tps=result.tps,
-            accept_length=tau.accept_length,
-            accept_length_source=tau.source,
-            round_ms=result.round_ms,
-            compute_ms=round_.compute_ms,
-            comm_ms=round_.comm_ms,
-            draft_ms=round_.draft_ms,
-            overhead_ms=round_.overhead_ms,
-            baseline_tps=baseline_tps,
-            baseline_estimated=estimated,
-            extrapolated=tau.extrapolated,
-            approximation=tau.approximation,
-            error_band=plan.band if plan.band is not None else prior_error_band(tau.source),
-        )
-        results.append((plan.source, values, result, params))
-        made.count += 1
+        predicted = predict_under(plan, key, tau, family, context, made)
+        if predicted is not None:
+            results.append((plan.source, *predicted))
     return results
+
+
+def predict_under(
+    plan: SetPlan,
+    key: PredictionKey,
+    tau: AcceptLengthChoice,
+    family: str,
+    context: RefreshContext,
+    made: PredictionCache,
+) -> tuple[PredictionValues, Throughput, CostParams] | None:
+    """The prediction of one point under one parameter set, with the accept length chosen for it: the
+    stored predictions of benchmarks and the answers at points never measured (specdash/answers) both
+    come from here. None without a baseline to predict against."""
+    baseline = _baseline(key, plan, context)
+    if baseline is None:
+        return None
+    baseline_tps, estimated = baseline
+    drafter = context.drafters[key.checkpoint_id]
+    if plan.load is not None:  # the round of batch and depth fitted to every load
+        params = cost_params_at(
+            plan.load, key.concurrency, key.steps, key.draft_tokens, key.topk, str(drafter.run_id)
+        )
+    else:
+        params = _params(key, drafter, family, plan, baseline_tps, context, made)
+    result = throughput(params, tau.accept_length, key.steps, key.draft_tokens, key.topk)
+    round_ = result.round
+    values = PredictionValues(
+        parameter_set_id=plan.id,
+        predicted_tps=result.tps,
+        accept_length=tau.accept_length,
+        accept_length_source=tau.source,
+        round_ms=result.round_ms,
+        compute_ms=round_.compute_ms,
+        comm_ms=round_.comm_ms,
+        draft_ms=round_.draft_ms,
+        overhead_ms=round_.overhead_ms,
+        baseline_tps=baseline_tps,
+        baseline_estimated=estimated,
+        extrapolated=tau.extrapolated,
+        approximation=tau.approximation,
+        error_band=plan.band if plan.band is not None else prior_error_band(tau.source),
+    )
+    made.count += 1
+    return values, result, params
 
 
 def _baseline(key: PredictionKey, plan: SetPlan, context: RefreshContext) -> tuple[float, bool] | None:
@@ -295,7 +313,9 @@ def _baseline(key: PredictionKey, plan: SetPlan, context: RefreshContext) -> tup
     return estimate.at(key.concurrency).baseline_tps, True
 
 
-def _trained(key: PredictionKey, drafter: Drafter, plan: SetPlan, made: _Made) -> AcceptLength:
+def trained_accept_length(
+    key: PredictionKey, drafter: Drafter, plan: SetPlan, made: PredictionCache
+) -> AcceptLength:
     """tau from the drafter's trained rates under the set's acc-to-acceptance factor (cached)."""
     acc_to_acceptance = plan.costs.acc_to_acceptance
     tau_key = (key.checkpoint_id, key.steps, key.topk, key.draft_tokens, acc_to_acceptance)
@@ -314,7 +334,7 @@ def _params(
     plan: SetPlan,
     baseline_tps: float,
     context: RefreshContext,
-    made: _Made,
+    made: PredictionCache,
 ) -> CostParams:
     """The set's costs for this group (cached: a set's costs differ by drafter and dataset only when its
     fit has per-drafter or per-dataset values)."""
@@ -350,7 +370,7 @@ def _params(
 
 def _write(
     session: Session,
-    made: _Made,
+    made: PredictionCache,
     existing: dict[PredictionKey, dict[str, Stored]],
     now: datetime,
 ) -> None:

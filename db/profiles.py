@@ -6,6 +6,7 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.priors import DEFAULT_FAMILY, prior_comm_fraction
 from specdash.db.calibration import CalibrationReport, apply_calibration
 from specdash.db.changes import record_change
@@ -160,7 +161,7 @@ def restore_parameter_set(session: Session, parameter_set_id: int) -> tuple[Para
     if old is None:
         raise ProfileError(f"parameter_set: no parameter set with id {parameter_set_id}")
     deployment = old.deployment
-    if old.source == "theory":
+    if old.source == PredictionSource.THEORY:
         for name in COST_FIELDS:
             setattr(deployment, name, getattr(old, name))
         session.flush()
@@ -243,7 +244,7 @@ def apply_calibration_and_refresh(
 def applied_version(session: Session, report: CalibrationReport) -> int | None:
     """The version of the deployment's active calibrated set when it already holds this fit (same
     benchmarks, same parameters), so the page does not offer it again."""
-    active = active_sets(session, report.deployment_id, "calibrated")
+    active = active_sets(session, report.deployment_id, PredictionSource.CALIBRATED)
     params = report.params
     wanted = (
         params.draft_step_ms,
@@ -348,7 +349,7 @@ def effective_profile(
             ParameterSet.deployment_id == deployment_id, ParameterSet.is_active.is_(True)
         )
     ).all()
-    calibrated = [s for s in sets if s.source == "calibrated"]
+    calibrated = [s for s in sets if s.source == PredictionSource.CALIBRATED]
     latest = max(calibrated, key=lambda s: s.version) if calibrated else None
     # the profile as it stands (an unsaved theory set: reading writes nothing)
     costs = cost_set(latest) if latest is not None else profile_costs(deployment)

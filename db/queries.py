@@ -6,6 +6,7 @@ import pandas as pd
 from sqlalchemy import Select, and_, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.models import (
     BENCHMARK_SETTING,
     BUILTIN_SOURCES,
@@ -86,7 +87,7 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
             Gap.benchmark_id,
             *GAP_DETAIL_COLUMNS,
             Gap.severity,
-            func.coalesce(Alert.status, "open").label("status"),
+            func.coalesce(Alert.status, GapStatus.OPEN).label("status"),
             Alert.note,
             Gap.diagnoses,
             threshold_sql(global_threshold).label("threshold"),
@@ -100,13 +101,13 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
 def gap_rows(
     session: Session,
     threshold: float | None = None,
-    status: str = "open",
+    status: str = GapStatus.OPEN,
     source: str | None = None,
 ) -> list[dict[str, Any]]:
     """Gaps at or above the threshold (each deployment's own, else the global one), largest first."""
     query = gap_select(threshold, get_gap_threshold(session))
     if status != "all":
-        query = query.where(func.coalesce(Alert.status, "open") == status)
+        query = query.where(func.coalesce(Alert.status, GapStatus.OPEN) == status)
     if source:
         query = query.where(Prediction.source == source)
     query = query.order_by(func.abs(Gap.gap).desc(), Gap.id)
@@ -119,7 +120,7 @@ def open_alert_counts(session: Session) -> dict[str, int]:
     Every open alert is counted from the index ix_alert_open_counts alone; the muted ones, found among
     those whose leading diagnosis (code) some active mute names, are then taken off: only they need
     their benchmark's deployment."""
-    raised = (Alert.status == "open", Alert.is_alert.is_(True))
+    raised = (Alert.status == GapStatus.OPEN, Alert.is_alert.is_(True))
     counts = dict(
         session.execute(select(Alert.severity, func.count()).where(*raised).group_by(Alert.severity)).all()
     )
@@ -232,7 +233,7 @@ def _theory_baseline():
     return (
         select(Prediction.baseline_tps)
         .join(Gap, Gap.prediction_id == Prediction.id)
-        .where(Gap.benchmark_id == Benchmark.id, Prediction.source == "theory")
+        .where(Gap.benchmark_id == Benchmark.id, Prediction.source == PredictionSource.THEORY)
         .limit(1)
         .scalar_subquery()
     )

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.throughput import draft_steps
 from specdash.db import board
 from specdash.db.bulk import chunks, expire_loaded, select_in
@@ -163,7 +164,7 @@ def _baseline_reach(
     calibrated = select(ParameterSet.id).where(
         ParameterSet.deployment_id == deployment_id,
         ParameterSet.is_active.is_(True),
-        ParameterSet.source != "theory",
+        ParameterSet.source != PredictionSource.THEORY,
     )
     if connection.execute(calibrated.limit(1)).first() is not None:
         return connection.execute(on_deployment)

@@ -62,13 +62,16 @@ class RefreshContext:
 
 
 def read_context(
-    session: Session, checkpoint_ids: Sequence[int] | None, deployment_ids: Sequence[int] | None = None
+    session: Session,
+    checkpoint_ids: Sequence[int] | None,
+    deployment_ids: Sequence[int] | None = None,
+    add_theory_sets: bool = True,
 ) -> RefreshContext:
     """The inputs of a refresh of these checkpoints' benchmarks (every checkpoint's when None) on these
     deployments (the baselines of those only; every deployment's when None); each deployment's current
-    profile gets its theory set first."""
+    profile gets its theory set first, unless a reader (`add_theory_sets` False) takes the sets stored."""
     deployments = {d.id: d for d in session.scalars(select(Deployment))}
-    for deployment in deployments.values():
+    for deployment in deployments.values() if add_theory_sets else ():
         ensure_theory_set(session, deployment)
     facts = {deployment_id: deployment_facts(d) for deployment_id, d in deployments.items()}
     plans: dict[int, list[SetPlan]] = defaultdict(list)

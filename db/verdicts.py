@@ -14,12 +14,13 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel import Diagnosis, Verdict, judge
 from specdash.costmodel.collapse import COLLAPSE_CODE, COLLAPSE_SEVERITY
+from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.models import ACTIVE_STATUSES, Alert, AlertEvent, Benchmark
 
 # Which prediction judges a benchmark, best first: the deployment's active calibration, else an external
 # prediction (by name), else first-principles theory. The others stay visible as analysis.
-VERDICT_ORDER = ("calibrated", "external", "theory")
+VERDICT_ORDER = (PredictionSource.CALIBRATED, "external", PredictionSource.THEORY)
 REFRESH_WHO = "specdash refresh"
 # The verdict's columns of an alert, compared before rewriting.
 VERDICT_COLUMNS = ("gap_id", "is_alert", "severity", "code", "reason")
@@ -29,7 +30,7 @@ _CODE_AT = 1 + VERDICT_COLUMNS.index("code")
 
 
 def verdict_rank(source: str) -> tuple[int, str]:
-    kind = source if source in ("calibrated", "theory") else "external"
+    kind = source if source in (PredictionSource.CALIBRATED, PredictionSource.THEORY) else "external"
     return VERDICT_ORDER.index(kind), source
 
 
@@ -96,7 +97,7 @@ def write_verdicts(
                 dict(
                     benchmark_id=benchmark_id,
                     **dict(zip(VERDICT_COLUMNS, values, strict=True)),
-                    status="open",
+                    status=GapStatus.OPEN,
                     note=None,
                     updated_at=now,
                 )
@@ -140,12 +141,12 @@ def _change(
             if old_source and old_source != best.source
             else "its prediction changed"
         )
-        status, note = "resolved", f"no longer an alert: {why}; {reason}"
+        status, note = GapStatus.RESOLVED, f"no longer an alert: {why}; {reason}"
     elif not old.is_alert and verdict.is_alert:
         writes.raised += 1
         bench = session.get(Benchmark, old.benchmark_id)
-        if status == "resolved" and bench is not None and bench.superseded_by_id is None:
-            status, note = "open", f"raised again: {reason}"
+        if status == GapStatus.RESOLVED and bench is not None and bench.superseded_by_id is None:
+            status, note = GapStatus.OPEN, f"raised again: {reason}"
     if status != old.status:
         writes.events.append(
             dict(
@@ -169,6 +170,6 @@ def _sources_of_gaps(candidates: dict[int, list[Candidate]], gap_ids: dict[tuple
 
 
 def _source_text(candidate: Candidate) -> str:
-    if candidate.source == "calibrated" and candidate.version is not None:
+    if candidate.source == PredictionSource.CALIBRATED and candidate.version is not None:
         return f"calibrated (parameter set v{candidate.version})"
     return candidate.source

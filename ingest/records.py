@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from specdash.costmodel.acceptance import drafts_a_block
+from specdash.costmodel.domain import Setting
 from specdash.costmodel.priors import drafter_family, is_block_family
 from specdash.db.models import BUILTIN_SOURCES
 from specdash.db.records import (
@@ -134,6 +135,10 @@ class SpeculationSetting(Record):
             raise ValueError(f"{value} draft tokens cannot hold {steps} draft steps (need >= num_steps)")
         return value
 
+    def setting(self) -> Setting:
+        """The domain's value of this setting."""
+        return Setting.of(self.speculative_algorithm, self.num_steps, self.topk, self.num_draft_tokens)
+
     def setting_fields(self) -> dict[str, Any]:
         """The setting's own fields by name, for a record built from it."""
         return {name: getattr(self, name) for name in SPECULATION_FIELDS}
@@ -145,8 +150,9 @@ class SpeculationSetting(Record):
             return False
         if is_block_family(drafter_family(self.speculative_algorithm)):
             return True
+        setting = self.setting()
         return self.speculative_algorithm == SPECULATION_UNKNOWN and drafts_a_block(
-            self.num_steps or 1, self.topk or 1, self.num_draft_tokens
+            self.num_steps or 1, setting.width, self.num_draft_tokens
         )
 
     def max_accept_length(self) -> float | None:

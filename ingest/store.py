@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.throughput import verified_tokens
 from specdash.db.acceptance import accuracies_at
 from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
 from specdash.db.changes import record_change
@@ -160,13 +159,13 @@ class Store:
         self.benchmarks.names.prediction(record)  # what it predicts must exist: nothing created for it
         checkpoint = self.rows.checkpoint(self.rows.run(record.run), record.checkpoint)
         deployment = self.rows.deployment(record.deployment)
-        num_draft_tokens = verified_tokens(record.num_steps, record.topk or 1, record.num_draft_tokens)
+        setting = record.setting().stored()
         key = dict(
             checkpoint_id=checkpoint.id,
             deployment_id=deployment.id,
             num_steps=record.num_steps,
-            topk=record.topk or 1,
-            num_draft_tokens=num_draft_tokens,
+            topk=setting.topk,
+            num_draft_tokens=setting.verified_tokens,
             concurrency=record.concurrency,
             dataset=record.dataset or "",
             source=record.source,

@@ -2,6 +2,8 @@
 
 import math
 
+from specdash.costmodel.domain import Setting
+
 
 def _missing(value) -> bool:
     """None, NaN, or pandas' NA (a nullable integer column's missing value, as in a table's row)."""
@@ -13,17 +15,10 @@ def _missing(value) -> bool:
         return True
 
 
-def _int(value) -> str:
-    return "-" if _missing(value) else str(int(value))
-
-
 def setting_label(row) -> str:
     """`EAGLE3 3/1/4`: algorithm, draft steps / top-k / draft tokens; `no speculation` for a baseline.
-    `row` is anything indexable by column name (a dict, a pandas row)."""
-    algorithm = row["speculative_algorithm"]
-    if _missing(algorithm):
-        return "no speculation"
-    return f"{algorithm} {_int(row['num_steps'])}/{_int(row['topk'])}/{_int(row['num_draft_tokens'])}"
+    `row` is anything indexable by column name (a dict, a pandas row); the label is the Setting's."""
+    return Setting.from_row(row).label
 
 
 def gap_text(gap: float | None) -> str:

@@ -1,5 +1,6 @@
 """The import contracts of the layout, read from the source with `ast` (function-level imports included):
-costmodel/ imports nothing of specdash's but itself; db/ never imports ingest/, app/ or cli/; app/ and
+costmodel/ imports nothing of specdash's but itself; db/ never imports ingest/, app/, cli/ or answers/ (the
+service layer, which imports costmodel/ and db/ and never ingest/, app/ or cli/); app/ and
 cli/ never import each other; no import cycle; no `_private` name of one module used by another. And the
 size of units: no function over 80 lines, no module over 450 (migrations and the demo document aside).
 
@@ -17,8 +18,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # Which top-level packages (the folder under specdash.) may not import which.
 FORBIDDEN = {
-    "costmodel": ("db", "ingest", "app", "cli", "migrations", "specdash"),
-    "db": ("ingest", "app", "cli"),
+    "costmodel": ("db", "ingest", "app", "cli", "migrations", "specdash", "answers"),
+    "db": ("ingest", "app", "cli", "answers"),
+    # the service layer answers from costmodel/ and db/; the pages and commands call it, never it them
+    "answers": ("ingest", "app", "cli"),
     "app": ("cli",),
     "cli": ("app",),
 }

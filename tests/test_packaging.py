@@ -5,7 +5,7 @@ import tomllib
 
 from tests.conftest import REPO
 
-LINKED = ("app", "cli", "costmodel", "db", "ingest", "migrations")
+LINKED = ("answers", "app", "cli", "costmodel", "db", "ingest", "migrations")
 
 
 def test_specdash_links_each_top_level_folder():

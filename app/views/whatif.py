@@ -5,8 +5,10 @@ adjustable with sliders. Nothing is saved."""
 import streamlit as st
 
 from specdash.app import depth_overlay, schedule_panel, state, tables, urlstate, widgets
+from specdash.app.text import md
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
+from specdash.costmodel.domain import TauSource
 from specdash.costmodel.uncertainty import prior_error_band
 
 SIDES = ("left", "right")
@@ -52,9 +54,16 @@ checkpoint_id = pick[1].selectbox(
 )
 assert checkpoint_id is not None  # a run listed here has checkpoints
 url_state.publish("ckpt", checkpoint_id)
+# the drafter's own deployment (the one it was benchmarked on most) and the load it was measured at
+own = state.benchmarked_deployments(url, (checkpoint_id,))
+own_name = own["name"].iloc[0] if not own.empty else None
+own_id = int(own["id"].iloc[0]) if own_name else int(deployments["id"].iloc[0])
+# as deep as the schedule and the Checkpoints page look unless told (answers.depth.default_max_steps)
+deepest_default = min(24, state.default_max_steps(url, checkpoint_id, own_id))
+widgets.follow("whatif_max_steps", range(1, 25), reset_by=checkpoint_id, default=deepest_default)
 url_state.restore("whatif_max_steps", "depth", range(1, 25), parse=int)
-max_steps = pick[2].slider("Deepest draft K", 1, 24, 16, key="whatif_max_steps")
-url_state.publish("depth", max_steps, 16)
+max_steps = pick[2].slider("Deepest draft K", 1, 24, key="whatif_max_steps")  # its value: follow()
+url_state.publish("depth", max_steps, deepest_default)
 url_state.restore("whatif_topk", "topk", (1, 2, 4), parse=int)
 topk = pick[3].selectbox(
     "Top-k",
@@ -63,10 +72,7 @@ topk = pick[3].selectbox(
     help="candidates per draft step; above 1 the draft is a tree (an approximation)",
 )
 url_state.publish("topk", topk, 1)
-# the drafter's own deployment (the one it was benchmarked on most) and the load it was measured at
-own = state.benchmarked_deployments(url, (checkpoint_id,))
-own_name = own["name"].iloc[0] if not own.empty else None
-own_measured = state.measured_by_depth(url, checkpoint_id, int(own["id"].iloc[0]), None) if own_name else None
+own_measured = state.measured_by_depth(url, checkpoint_id, own_id, None) if own_name else None
 measured_load = (
     int(str(own_measured.groupby("concurrency")["n"].sum().idxmax()))
     if own_measured is not None and not own_measured.empty
@@ -207,12 +213,36 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
             verify_growth_compute=growth,
             verify_growth_comm=float(profile["verify_growth_comm"]),
         )
-        points = depth_sweep(params, rates, max_steps, topk)
-        band = profile.get("error_band") or prior_error_band("training" if source == TRAINING else "measured")
-        sweeps.append((side, column, name, int(row["id"]), band, baseline_tps, points, optimal_depth(points)))
+        starting = (
+            float(profile["baseline_tps"]),
+            float(profile["comm_fraction"]),
+            float(profile["draft_step_ms"]),
+            min(0.2, float(profile["verify_growth_compute"])),
+        )
+        edited = (baseline_tps, comm_fraction, draft_step_ms, growth) != starting
+        # untouched, the chart is the prediction every page and command gives (answers/depth.py); moved,
+        # the sliders' profile is a what-if of its own
+        curve = None
+        if not edited:
+            acceptance = TauSource.TRAINING if source == TRAINING else TauSource.MEASURED
+            curve = state.depth_curve(
+                url, checkpoint_id, int(row["id"]), int(load), int(topk), max_steps, measured_on, acceptance
+            )
+        if curve is not None:
+            points, best, band = curve.points, curve.best.depth_point(), curve.band
+            baseline_tps = curve.baseline_tps
+        else:
+            points = depth_sweep(params, rates, max_steps, topk)
+            best = optimal_depth(points)
+            band = profile.get("error_band") or prior_error_band(
+                TauSource.TRAINING if source == TRAINING else TauSource.MEASURED
+            )
+            st.caption("Edited profile: a what-if of its own, not the deployment's prediction.")
+        outside = curve is not None and curve.extrapolated_load  # a load the deployment was never measured at
+        sweeps.append((side, column, name, int(row["id"]), band, baseline_tps, points, best, outside))
 
-top_tps = max(max(p.tps for p in points) for *_, points, _ in sweeps)
-for side, column, name, deployment_id, band, baseline_tps, points, best in sweeps:
+top_tps = max(max(p.tps for p in sweep[6]) for sweep in sweeps)
+for side, column, name, deployment_id, band, baseline_tps, points, best, outside in sweeps:
     with column:
         figure = depth_figure(
             points,
@@ -242,7 +272,12 @@ for side, column, name, deployment_id, band, baseline_tps, points, best in sweep
                 if source == TRAINING
                 else f"; deeper than any benchmark measured ({trained}): benchmark it there before relying on it"
             )
-        (st.warning if best.extrapolated else st.success)(verdict + ".")
+        if outside:
+            verdict += (
+                f"; extrapolated: {md(name)} was never measured at concurrency {load}, so no depth is predicted to "
+                f"gain more than at its nearest measured load, and the band is widened (±{band:.0%})"
+            )
+        (st.warning if best.extrapolated or outside else st.success)(verdict + ".")
         tables.show(
             depth_table(points),
             hide_index=True,

@@ -11,6 +11,7 @@ import json
 import pytest
 from sqlalchemy import select
 
+from specdash.answers.schedule import checkpoint_schedule
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.db.advisories import refresh_advisories
 from specdash.db.calibration import calibrate_all
@@ -19,7 +20,6 @@ from specdash.db.live_models import Advisory
 from specdash.db.loadmodels import deployment_load
 from specdash.db.models import Deployment, ParameterSet, Prediction
 from specdash.db.profiles import apply_calibration_and_refresh
-from specdash.db.schedules import checkpoint_schedule
 from tests.conftest import FIXTURES
 from tests.ingest_support import load
 

@@ -219,3 +219,26 @@ def test_a_rising_derived_curve_says_why():
     assert rises(rates) == [6]
     assert "rises at position 6" in rise_note(rates, {3: 2.9, 5: 3.3, 7: 4.0})
     assert rise_note([0.8, 0.7, 0.7], {3: 2.9}) == ""
+
+
+def test_untouched_the_chart_is_the_prediction_moved_a_what_if(monkeypatch, demo_url):
+    from specdash.answers.depth import depth_curve
+    from specdash.db.models import Deployment
+
+    at = run_page(monkeypatch, demo_url, "views/whatif.py")
+    with reading(make_engine(demo_url)) as session:
+        checkpoint = session.scalars(
+            select(Checkpoint.id)
+            .join(Run)
+            .where(Run.name == "k25-eagle3-100k-ttt5", Checkpoint.name == "epoch_5")
+        ).one()
+        pcie = session.scalars(select(Deployment.id).where(Deployment.name == PCIE)).one()
+        curve = depth_curve(session, checkpoint, pcie, 1, 1, at.slider(key="whatif_max_steps").value)
+    assert curve is not None
+    best = curve.best
+    assert verdicts(at)[0].startswith(
+        f"Best at K = {best.steps} ({best.draft_tokens} draft tokens): {best.tps:.0f}"
+    )
+    assert not any(c.value.startswith("Edited profile") for c in at.caption)
+    at.slider(key=f"whatif_comm_left_{PCIE}").set_value(0.8).run()
+    assert any(c.value.startswith("Edited profile") for c in at.caption)
