@@ -8,6 +8,7 @@ import click
 
 from specdash.cli.common import db_option, db_url, open_db
 from specdash.config import DB_URL_ENV
+from specdash.masking import masked_url
 
 READ_ONLY_ENV = "SPECDASH_READ_ONLY"  # read by specdash.app.identity
 USER_HEADER_ENV = "SPECDASH_USER_HEADER"
@@ -59,7 +60,7 @@ def serve(ctx: click.Context, port: int, host: str, read_only: bool, user_header
         "--client.showErrorDetails",
         "none",  # visitors get a sentence and an error id, the log the traceback
     ]
-    where = engine.url.render_as_string(hide_password=True)
+    where = masked_url(engine.url.render_as_string(hide_password=False))
     mode = ", read-only" if read_only else f", writers named by {user_header}" if user_header else ""
     click.echo(f"specdash dashboard on http://{host}:{port} (database {where}{mode})")
     sys.stdout.flush()

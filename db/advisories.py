@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
 from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
+from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
 from specdash.db.models import (
     ACTIVE_STATUSES,
@@ -55,7 +56,10 @@ def get_min_gain(session: Session) -> float:
 def set_min_gain(session: Session, gain: float) -> None:
     if not 0 <= gain < 10:
         raise ValueError("advisory minimum gain must be in [0, 10)")
+    before = get_min_gain(session)
     set_setting(session, MIN_GAIN_SETTING, repr(float(gain)))
+    if before != float(gain):
+        record_change(session, "advice", "setting", "global", MIN_GAIN_SETTING, before, float(gain))
 
 
 def _short(model: str | None) -> str:

@@ -17,10 +17,12 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.collapse import COLLAPSE_CODE
+from specdash.db.changes import record_change
 from specdash.db.engine import transaction
 from specdash.db.live_models import Notification
 from specdash.db.models import utcnow
 from specdash.db.settings import get_setting, set_setting
+from specdash.masking import masked_webhook
 
 WEBHOOK_SETTING = "webhook_url"  # read by name in cli/follow_commands.py too
 TIMEOUT_SECONDS = 5.0
@@ -39,10 +41,17 @@ def get_webhook_url(session: Session) -> str | None:
 
 
 def set_webhook_url(session: Session, url: str | None) -> None:
+    """Save (or, with nothing, remove) the webhook; the change history gets the URLs masked."""
     url = (url or "").strip()
     if url and not url.startswith(("http://", "https://")):
         raise ValueError("webhook URL must start with http:// or https://")
+    before = get_setting(session, WEBHOOK_SETTING) or ""
     set_setting(session, WEBHOOK_SETTING, url)
+    if before != url:
+        shown = [masked_webhook(u) if u else None for u in (before, url)]
+        if shown[0] == shown[1]:  # another token behind the same host: say it changed without showing it
+            shown[1] = f"{shown[1]} (another URL)"
+        record_change(session, "webhook", "setting", "global", WEBHOOK_SETTING, *shown)
 
 
 def alert_text(row: dict) -> str:
