@@ -129,14 +129,31 @@ def queue_notifications(session: Session, url: str, quiet: frozenset[int] = froz
     return _record(session, url, "pending", quiet)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A webhook's 3xx is not followed: urllib would turn the POST into a bodiless GET elsewhere."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def post_json(url: str, payload: dict, timeout: float = TIMEOUT_SECONDS) -> None:
-    """POST the payload; raises OSError (urllib's errors) unless the answer is 2xx."""
+    """POST the payload; raises OSError (urllib's errors) unless the answer is 2xx. A redirect is not
+    followed: an error naming where it pointed (masked), so the notification stays pending."""
     request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), method="POST", headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (http(s) checked on entry)
-        if not 200 <= response.status < 300:
-            raise urllib.error.HTTPError(url, response.status, "not a 2xx answer", response.headers, None)
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            if not 200 <= response.status < 300:
+                raise urllib.error.HTTPError(url, response.status, "not a 2xx answer", response.headers, None)
+    except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            where = masked_webhook(exc.headers.get("Location", "")) if exc.headers else "nowhere"
+            raise OSError(f"HTTP {exc.code} redirect to {where}: not followed") from None
+        raise
 
 
 @dataclass

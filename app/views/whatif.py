@@ -5,6 +5,7 @@ adjustable with sliders. Nothing is saved."""
 import streamlit as st
 
 from specdash.app import depth_overlay, schedule_panel, state, tables, urlstate, widgets
+from specdash.app.text import md
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
 from specdash.costmodel.uncertainty import prior_error_band
@@ -229,7 +230,8 @@ for side, column, name, deployment_id, band, baseline_tps, points, best in sweep
         st.plotly_chart(figure, width="stretch", key=f"whatif_chart_{side}")
         if drawn:
             st.caption(
-                f"Diamonds: this checkpoint measured on {name} at concurrency {load} ({measured_on or 'mean over datasets'}), "
+                f"Diamonds: this checkpoint measured on {md(name)} at concurrency {load} "
+                f"({md(measured_on or 'mean over datasets')}), "
                 f"against the predicted curve and its expected error (±{band:.0%})."
             )
         verdict = (
