@@ -10,10 +10,12 @@ from specdash.cli.common import db_option, open_db, shown
 from specdash.cli.follow_commands import start_sender, stop_sender, webhook_url
 from specdash.db.engine import reading
 from specdash.ingest.live.sources import scrape_deadline
+from specdash.masking import masked_url
 
 # How long one try to store a window waits for another writer's lock: the scraper answers Ctrl-C between
 # tries, and a window not stored is tried again at the next scrape.
 STORE_TRY_SECONDS = 0.5
+STOP_DRAIN_SECONDS = 0.2  # what a signalled scraper gives the webhook sender to finish
 
 
 def _options(deployment, run, checkpoint, setting, window_seconds):
@@ -116,7 +118,7 @@ def _follow(engine, options, url, every_seconds, deadline_seconds, in_window, se
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     click.echo(
-        f"scraping {url} every {every_seconds:g} s (each within {deadline_seconds:g} s), windows of "
+        f"scraping {masked_url(url)} every {every_seconds:g} s (each within {deadline_seconds:g} s), windows of "
         f"{options.window_seconds:g} s; Ctrl-C to stop",
         err=True,
     )
@@ -226,4 +228,7 @@ def scrape(
     finally:
         if sender is not None:
             sender.wake()
-        stop_sender(sender)
+        if once:
+            stop_sender(sender)
+        else:  # stopped by a signal: out within a second even while the webhook hangs (pending stays so)
+            stop_sender(sender, STOP_DRAIN_SECONDS, STOP_DRAIN_SECONDS)

@@ -194,12 +194,14 @@ class WebhookSender(threading.Thread):
         """Something was queued: look now rather than at the next poll."""
         self._wake.set()
 
-    def stop(self, drain_seconds: float = 5.0) -> None:
-        """Stop after at most `drain_seconds` more of sending what is pending."""
+    def stop(self, drain_seconds: float = 5.0, wait_seconds: float | None = None) -> None:
+        """Stop after at most `drain_seconds` more of sending what is pending; wait for the thread at most
+        `wait_seconds` (default: the drain and one post's timeout). A post still in flight then is left to
+        the daemon thread: its row stays pending, for the next start to send."""
         self._drain_until = time.monotonic() + drain_seconds
         self._stopping.set()
         self._wake.set()
-        self.join(drain_seconds + self.timeout + 1)
+        self.join(drain_seconds + self.timeout + 1 if wait_seconds is None else wait_seconds)
 
     def run(self) -> None:
         while True:

@@ -77,11 +77,11 @@ def http_get(
     Stopped once `stop` is set."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ScrapeFailed(f"not an http(s) URL: {url}", BROKEN)
+        raise ScrapeFailed("not an http(s) URL", BROKEN)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise ScrapeFailed(f"bad port in {url}", BROKEN) from None
+        raise ScrapeFailed("the port is not a number", BROKEN) from None
     budget = Budget(time.monotonic() + deadline_seconds, deadline_seconds, stop)
     sock = _connect(parts.hostname, port, budget)
     try:
@@ -99,7 +99,7 @@ def http_get(
         body = _body(reader, headers, max_body_bytes) if status == 200 else b""
         return Answer(status, reason, headers, body)
     except UnicodeEncodeError:
-        raise ScrapeFailed(f"not an ASCII URL: {url}", BROKEN) from None
+        raise ScrapeFailed("not an ASCII URL", BROKEN) from None
     finally:
         sock.close()
 

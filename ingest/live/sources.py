@@ -12,6 +12,7 @@ from specdash.ingest.live.exposition import MAX_SCRAPE_BYTES, ExpositionError, S
 from specdash.ingest.live.http import REDIRECTED, ScrapeFailed, http_get
 from specdash.ingest.live.windows import WindowOptions, WindowOutcome, window_outcome
 from specdash.ingest.problems import Problem
+from specdash.masking import masked_url
 
 TIMEOUT_SECONDS = 5.0
 # The deadline of one scrape as a share of the time between scrapes (a scrape never runs into the next).
@@ -37,17 +38,18 @@ def fetch_scrape(
 ) -> Scrape:
     """One read of an engine's Prometheus text endpoint, stamped when its answer arrived: `timeout` is the
     deadline of the whole GET, redirects are not followed, and a set `stop` ends it (raises Stopped)."""
+    shown = masked_url(url)  # the name the scrape, its messages and its windows' records go by
     try:
         answer = http_get(url, timeout, max_bytes, stop)
     except ScrapeFailed as exc:
-        raise ScrapeFailed(f"{url}: {exc}", exc.kind) from None
+        raise ScrapeFailed(f"{shown}: {exc}", exc.kind) from None
     at = now()
     if 300 <= answer.status < 400:
         where = answer.headers.get("location", "nowhere")[:200]
-        raise ScrapeFailed(f"{url}: HTTP {answer.status} redirect to {where}: not followed", REDIRECTED)
+        raise ScrapeFailed(f"{shown}: HTTP {answer.status} redirect to {where}: not followed", REDIRECTED)
     if answer.status != 200:
-        raise ScrapeFailed(f"{url}: HTTP {answer.status} {answer.reason[:80]}")
-    return parse_scrape(_decode(answer.body, url, _charset(answer.headers)), url, at)
+        raise ScrapeFailed(f"{shown}: HTTP {answer.status} {answer.reason[:80]}")
+    return parse_scrape(_decode(answer.body, shown, _charset(answer.headers)), shown, at)
 
 
 def _charset(headers: dict[str, str]) -> str:

@@ -122,3 +122,44 @@ def test_a_signal_stops_the_scraper_within_a_second_while_an_answer_hangs(db_url
     assert process.returncode == 0, err
     assert "stopped: 0 scrape(s); 0 window(s) stored" in err
     assert took <= STOP_TARGET_SECONDS + ALLOWANCE_SECONDS
+
+
+def test_a_signal_stops_the_scraper_within_a_second_while_the_webhook_hangs(db_url):
+    """A notification is pending and the webhook takes the POST without answering: the scraper leaves it
+    pending for its next start rather than wait out the post's timeout (5 s) and the drain (5 s)."""
+    from specdash.db.engine import transaction
+    from specdash.db.live_models import Notification
+    from specdash.db.models import utcnow
+    from specdash.notify import slack_payload, webhook_target
+
+    engine = make_engine(db_url)
+    with MetricsServer("vllm_steady.prom") as server, Receiver() as hook:
+        hook.hold.clear()
+        with transaction(engine) as session:
+            session.add(
+                Notification(
+                    kind="alert", ref_id=999, target=webhook_target(hook.url), status="pending",
+                    payload=slack_payload("an alert"), created_at=utcnow(),
+                )
+            )  # fmt: skip
+        command = [
+            sys.executable, "-m", "specdash", "--db", db_url, "scrape", server.url,
+            "--deployment", "pcie-box", "--every", "30", "--notify", hook.url,
+        ]  # fmt: skip
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert hook.entered.wait(30), "the sender's POST"
+            time.sleep(0.5)
+            sent = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+            took = time.monotonic() - sent
+        finally:
+            if process.poll() is None:
+                process.kill()
+            out, err = process.communicate(timeout=30)
+    print(f"SIGINT while the webhook hangs: stopped in {took:.3f} s")
+    assert process.returncode == 0, err
+    assert took <= STOP_TARGET_SECONDS + ALLOWANCE_SECONDS
+    with reading(engine) as session:
+        assert session.scalar(select(Notification.status)) == "pending"

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark
-from specdash.ingest.live.http import Stopped
+from specdash.ingest.live.http import ScrapeFailed, Stopped
 from specdash.ingest.live.scrape import Scraper
 from specdash.ingest.live.sources import fetch_scrape
 from specdash.ingest.live.windows import INCONSISTENT, WindowOptions
@@ -194,3 +194,14 @@ def test_a_busy_store_keeps_the_window_for_the_next_scrape(db_url):
     # both windows (t=0-15, kept a scrape; t=15-30) are stored, in order
     assert scraper.summary.stored == 2 and not scraper.summary.skipped
     assert sorted(b.raw["window"]["end"][11:19] for b in stored(store)) == ["09:00:15", "09:00:30"]
+
+
+def test_a_password_in_the_endpoint_url_is_in_no_message_or_record():
+    with MetricsServer("vllm_steady.prom") as server:
+        url = server.url.replace("http://", "http://ana:hunter2@")
+        scrape = fetch_scrape(url, 5.0)
+        server.misbehave(1, malformed_status_line)
+        with pytest.raises(ScrapeFailed) as failed:
+            fetch_scrape(url, 5.0)
+    assert scrape.source == server.url.replace("http://", "http://ana:***@")
+    assert str(failed.value).startswith("http://ana:***@127.0.0.1:") and "hunter2" not in str(failed.value)
