@@ -6,6 +6,7 @@ comment line (a comment, so every part is plain Prometheus text). The server ans
 with the scenario's next scrape and keeps answering the last one; `switch()` changes scenario mid-test."""
 
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from tests.conftest import FIXTURES
 
 LIVE = FIXTURES / "live"
+TLS = FIXTURES / "tls"
 EPOCH = datetime(2026, 11, 2, 9, 0, 0, tzinfo=UTC)
 SCRAPE_MARK = re.compile(r"^# scrape t=(\d+(?:\.\d+)?)$", re.MULTILINE)
 # Every test request is answered or refused well within this; a hung handler cannot hold a test.
@@ -48,7 +50,7 @@ def scenario(name: str) -> list[RecordedScrape]:
 class MetricsServer:
     """`with MetricsServer("vllm_steady.prom") as server:` then GET `server.url`."""
 
-    def __init__(self, name: str, status: int = 200):
+    def __init__(self, name: str, status: int = 200, tls: bool = False):
         self.lock = threading.Lock()
         self.scrapes = scenario(name)
         self.position = 0
@@ -87,7 +89,13 @@ class MetricsServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/metrics"
+        scheme = "http"
+        if tls:  # tests/fixtures/tls: a self-signed certificate for 127.0.0.1
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(TLS / "cert.pem", TLS / "key.pem")
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/metrics"
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -235,3 +243,8 @@ def drop_samples(prefix: str) -> Callable[[str], str]:
         return "\n".join(line for line in text.split("\n") if not line.startswith(prefix)) + "\n"
 
     return edit
+
+
+def close_delimited(handler: BaseHTTPRequestHandler, body: bytes) -> None:
+    """HTTP/1.0 style: no Content-Length, the body ends when the connection closes."""
+    _write(handler, HEAD + b"\r\n" + body)

@@ -132,16 +132,20 @@ def _connect(host: str, port: int, budget: Budget) -> socket.socket:
 def _tls(sock: socket.socket, host: str, budget: Budget) -> socket.socket:
     context = ssl.create_default_context()
     wrapped = context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
-    while True:
-        try:
-            wrapped.do_handshake()
-            return wrapped
-        except ssl.SSLWantReadError:
-            select.select([wrapped], [], [], budget.left("the TLS handshake"))
-        except ssl.SSLWantWriteError:
-            select.select([], [wrapped], [], budget.left("the TLS handshake"))
-        except (ssl.SSLError, OSError) as exc:
-            raise ScrapeFailed(f"TLS: {exc}") from None
+    try:
+        while True:
+            try:
+                wrapped.do_handshake()
+                return wrapped
+            except ssl.SSLWantReadError:
+                select.select([wrapped], [], [], budget.left("the TLS handshake"))
+            except ssl.SSLWantWriteError:
+                select.select([], [wrapped], [], budget.left("the TLS handshake"))
+            except (ssl.SSLError, OSError) as exc:
+                raise ScrapeFailed(f"TLS: {exc}") from None
+    except BaseException:
+        wrapped.close()  # it owns the connection now
+        raise
 
 
 def _send(sock: socket.socket, data: bytes, budget: Budget) -> None:

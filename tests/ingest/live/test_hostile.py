@@ -19,6 +19,7 @@ from specdash.ingest.live.windows import INCONSISTENT, WindowOptions
 from tests.scrape_support import (
     MetricsServer,
     RecordedClock,
+    close_delimited,
     cut_at_line,
     drop_samples,
     edited,
@@ -205,3 +206,35 @@ def test_a_password_in_the_endpoint_url_is_in_no_message_or_record():
             fetch_scrape(url, 5.0)
     assert scrape.source == server.url.replace("http://", "http://ana:***@")
     assert str(failed.value).startswith("http://ana:***@127.0.0.1:") and "hunter2" not in str(failed.value)
+
+
+def test_a_body_over_the_cap_is_refused_and_one_without_a_length_is_read_to_the_close():
+    with MetricsServer("vllm_steady.prom") as server:
+        size = len(server.scrapes[0].text.encode())
+        with pytest.raises(
+            ScrapeFailed, match=f"a body of {size} bytes, more than the 1000 a scrape may have"
+        ):
+            fetch_scrape(server.url, 5.0, max_bytes=1000)
+        server.misbehave(1, close_delimited)
+        assert fetch_scrape(server.url, 5.0).has("vllm:spec_decode_num_drafts_total")
+        server.misbehave(2, close_delimited)
+        with pytest.raises(ScrapeFailed, match="a body of more than the 1000 bytes a scrape may have"):
+            fetch_scrape(server.url, 5.0, max_bytes=1000)
+
+
+def test_https_is_scraped_under_the_same_deadline_and_a_certificate_is_checked(monkeypatch):
+    import ssl
+
+    from tests.scrape_support import TLS
+
+    with MetricsServer("vllm_steady.prom", tls=True) as server:
+        with pytest.raises(ScrapeFailed, match="TLS: .*certificate verify failed"):
+            fetch_scrape(server.url, 5.0)  # self-signed: not trusted by default
+        trusted = ssl.create_default_context(cafile=str(TLS / "cert.pem"))
+        monkeypatch.setattr(ssl, "create_default_context", lambda: trusted)
+        assert fetch_scrape(server.url, 5.0).has("vllm:spec_decode_num_drafts_total")
+        server.misbehave(len(server.served), trickled_body)
+        began = time.monotonic()
+        with pytest.raises(ScrapeFailed, match="no complete answer within 1 s"):
+            fetch_scrape(server.url, 1.0)
+        assert time.monotonic() - began < DEADLINE_SECONDS + ALLOWANCE_SECONDS
