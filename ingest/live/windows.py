@@ -134,6 +134,16 @@ def decode_of(engine: str, d: Deltas) -> Decode:
     return Decode(d["generation_tokens"], d["decode_seconds"], d["generation_tokens"], how)
 
 
+def metric_name(reading: Reading, quantity: str) -> str:
+    """The engine's own name of a quantity a Reading holds (for a message)."""
+    spec = reading.metrics
+    if quantity.startswith("accepted_pos:"):
+        return f"{spec.per_position}{{position={quantity.split(':', 1)[1]}}}"
+    if quantity in ("latency_sum", "latency_count"):
+        return f"{reading.latency}_{quantity.split('_', 1)[1]}"
+    return spec.counters.get(quantity, quantity)
+
+
 def inconsistency(before: Reading, after: Reading) -> str | None:
     """Why two consecutive scrapes cannot both be true of one engine, or None: a counter below zero, a
     series the earlier scrape had that the later one lacks (unless counters fell too: a restarted engine
@@ -142,7 +152,8 @@ def inconsistency(before: Reading, after: Reading) -> str | None:
     for quantity, series in after.counters.items():
         for value in series.values():
             if value < 0:
-                return f"{quantity} is {value:g} at {after.at:%H:%M:%S}: a counter is never negative"
+                name = metric_name(after, quantity)
+                return f"{name} is {value:g} at {after.at:%H:%M:%S}: a counter is never negative"
     restarted = any(
         value < before.counters.get(quantity, {}).get(labels, value)
         for quantity, series in after.counters.items()
@@ -153,15 +164,16 @@ def inconsistency(before: Reading, after: Reading) -> str | None:
             missing = [labels for labels in series if labels not in after.counters.get(quantity, {})]
             if missing:
                 shown = ",".join(f"{k}={v}" for k, v in missing[0])
-                return f"{quantity}{{{shown}}} was in the scrape before {after.at:%H:%M:%S} and is not in it"
+                name = metric_name(before, quantity)
+                return f"{name}{{{shown}}} was in the scrape before {after.at:%H:%M:%S} and is not in it"
     sums, counts = after.counters.get("latency_sum", {}), after.counters.get("latency_count", {})
     for labels, total in sums.items():
         sum_before = before.counters.get("latency_sum", {}).get(labels)
         count_before = before.counters.get("latency_count", {}).get(labels)
         count = counts.get(labels)
-        if None in (sum_before, count_before, count):
+        if sum_before is None or count_before is None or count is None:
             continue
-        if total < sum_before and count >= count_before:  # type: ignore[operator]
+        if total < sum_before and count >= count_before:
             return (
                 f"{after.latency} sum went back ({sum_before:g} -> {total:g}) while its count went on "
                 f"({count_before:g} -> {count:g}) at {after.at:%H:%M:%S}"

@@ -111,13 +111,13 @@ def test_the_loop_scrapes_until_a_signal_and_sums_up(invoke, db_url):
     [
         (
             lambda t: t.replace("vllm:spec_decode_num_drafts_total{", "vllm:spec_decode_num_draftz_total{"),
-            "drafts{engine=0,model_name=Qwen/Qwen3-8B} was in the scrape before",
+            "vllm:spec_decode_num_drafts_total{engine=0,model_name=Qwen/Qwen3-8B} was in the scrape before",
         ),
         (
             lambda t: re.sub(
                 r"^(vllm:spec_decode_num_drafts_total\{[^}]*\}) \S+$", r"\1 -3000", t, flags=re.M
             ),
-            "drafts is -3000",
+            "vllm:spec_decode_num_drafts_total is -3000",
         ),
     ],
     ids=["series gone", "negative counter"],

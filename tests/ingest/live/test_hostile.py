@@ -105,10 +105,13 @@ def test_an_answer_cut_short_makes_its_window_inconsistent(engine, trick, messag
     [
         (
             drop_samples("vllm:spec_decode"),
-            "drafts{engine=0,model_name=Qwen/Qwen3-8B} was in the scrape before",
+            "vllm:spec_decode_num_drafts_total{engine=0,model_name=Qwen/Qwen3-8B} was in the scrape before",
         ),
         (set_sample(ITL_SUM, "10.0"), f"{ITL_SUM[:-4]} sum went back (50 -> 10) while its count went on"),
-        (set_sample("vllm:spec_decode_num_drafts_total", "-3000"), "drafts is -3000 at 09:00:15"),
+        (
+            set_sample("vllm:spec_decode_num_drafts_total", "-3000"),
+            "vllm:spec_decode_num_drafts_total is -3000 at 09:00:15",
+        ),
     ],
     ids=["speculative series missing", "latency sum back, count on", "negative counter"],
 )
@@ -133,7 +136,10 @@ def test_the_window_detail_says_what_was_inconsistent(engine):
         outcomes = [windower.add(read_engine(fetch_scrape(server.url, 5.0, now=clock))) for _ in range(3)]
     assert outcomes[0] is None and outcomes[2] is None  # the t=30 scrape starts the next window
     assert outcomes[1].skipped == INCONSISTENT
-    assert outcomes[1].detail == "drafts is -3000 at 09:00:15: a counter is never negative"
+    assert (
+        outcomes[1].detail
+        == "vllm:spec_decode_num_drafts_total is -3000 at 09:00:15: a counter is never negative"
+    )
 
 
 @pytest.mark.parametrize("where", ["other server", "ftp"])
