@@ -88,7 +88,7 @@ def http_get(
         if parts.scheme == "https":
             sock = _tls(sock, parts.hostname, budget)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+        host = parts.netloc.rpartition("@")[2]  # as written, [::1]:8000 included, without any user info
         request = (
             f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain;version=0.0.4\r\n"
             "Accept-Encoding: identity\r\nConnection: close\r\nUser-Agent: specdash-scrape\r\n\r\n"

@@ -244,3 +244,29 @@ def test_https_is_scraped_under_the_same_deadline_and_a_certificate_is_checked(m
         with pytest.raises(ScrapeFailed, match="no complete answer within 1 s"):
             fetch_scrape(server.url, 1.0)
         assert time.monotonic() - began < DEADLINE_SECONDS + ALLOWANCE_SECONDS
+
+
+def test_an_ipv6_endpoint_is_scraped():
+    import socket
+    from http.server import ThreadingHTTPServer
+
+    class V6(ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    with MetricsServer("vllm_steady.prom") as server:
+        handler = server.server.RequestHandlerClass
+        v6 = V6(("::1", 0), handler)
+        thread = threading.Thread(target=v6.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        thread.start()
+        try:
+            scrape = fetch_scrape(f"http://[::1]:{v6.server_address[1]}/metrics", 5.0)
+        finally:
+            v6.shutdown()
+            v6.server_close()
+    assert scrape.has("vllm:spec_decode_num_drafts_total")
