@@ -18,7 +18,7 @@ SECRET_PARAMETERS = (
     "api_key",
     "apikey",
 )
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/@:?#\s]*):(?P<secret>[^@/?#\s]*)@")
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/@:?#\s]*):(?P<secret>[^/?#\s]*)@")
 _PARAMETER = re.compile(
     r"(?P<head>[?&;](?:" + "|".join(SECRET_PARAMETERS) + r")=)(?P<secret>[^&;#\s'\"]*)", re.IGNORECASE
 )

@@ -56,6 +56,15 @@ def test_a_database_url_is_shown_without_its_password(url, shown):
     assert error == f"failed for {shown}: FATAL " + ("***" if SECRET in url else SECRET)
 
 
+def test_a_password_holding_an_unencoded_at_sign_is_masked_whole():
+    url = f"postgresql://ana:p@{SECRET}@db/s"
+    assert masked_url(url) == "postgresql://ana:***@db/s"
+    assert (
+        scrubbed(f"{url}: password p@{SECRET} refused", url)
+        == "postgresql://ana:***@db/s: password *** refused"
+    )
+
+
 @pytest.mark.parametrize(
     "url,shown",
     [
