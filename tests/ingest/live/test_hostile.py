@@ -270,3 +270,21 @@ def test_an_ipv6_endpoint_is_scraped():
             v6.shutdown()
             v6.server_close()
     assert scrape.has("vllm:spec_decode_num_drafts_total")
+
+
+def test_a_window_the_store_stays_too_busy_for_is_counted_and_the_scraper_goes_on(db_url):
+    """Past its wait ($SPECDASH_LOCK_TIMEOUT; none here) a busy store costs the window, counted."""
+    store = make_engine(db_url, lock_timeout=0.1)
+    holder = sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with MetricsServer("vllm_steady.prom") as server:
+            scraper = Scraper(store, WindowOptions("pcie-box", window_seconds=15), busy_seconds=0)
+            clock = RecordedClock(server)
+            windows = [scraper.add_all(fetch_scrape(server.url, 5.0, now=clock)) for _ in range(3)]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert [len(w) for w in windows] == [0, 1, 1]
+    assert scraper.summary.skipped == {"store busy": 2} and stored(store) == []
+    assert "write lock" in windows[1][0].outcome.detail
