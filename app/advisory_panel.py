@@ -59,9 +59,12 @@ def history(url: str, advisory_id: int):
 
 @st.cache_data(show_spinner=False)
 def webhook(url: str) -> str:
+    """The saved webhook as it may be shown: masked (its token never reaches a page), "" when none."""
+    from specdash.masking import masked_webhook
     from specdash.notify import get_webhook_url
 
-    return state.read(url, get_webhook_url) or ""
+    saved = state.read(url, get_webhook_url)
+    return masked_webhook(saved) if saved else ""
 
 
 @st.cache_data(show_spinner=False)
@@ -132,14 +135,17 @@ def settings_section(url: str) -> None:
         "New alerts and advisories raised by `specdash ingest` (and `--follow`, `watch`) are posted to this "
         "incoming webhook as Slack-compatible JSON, each once; `--notify URL` overrides it for one command."
     )
+    saved = webhook(url)
     with st.form("settings_webhook"):
+        # write-only: the saved URL carries its token, so the field starts empty whatever is saved
         hook = st.text_input(
-            "Webhook URL",
-            value=webhook(url),
+            "Webhook URL" + (f" (saved: {md(saved)}; leave empty to keep it)" if saved else ""),
+            value="",
             type="password",
             key="settings_webhook_url",
             placeholder="https://hooks.slack.com/services/...",
         )
+        remove = st.checkbox("Remove the saved webhook", key="settings_webhook_remove") if saved else False
         gain = st.number_input(
             "Advise a deeper TTT when it gains at least (% tok/s)",
             min_value=0.0,
@@ -150,7 +156,8 @@ def settings_section(url: str) -> None:
         )
         if st.form_submit_button("Save", icon=":material/save:"):
             try:
-                state.write(set_webhook_url, hook)
+                if hook.strip() or remove:
+                    state.write(set_webhook_url, "" if remove else hook)
                 summary = state.write(advisories.save_advice_settings, gain / 100)
             except (ValueError, advisories.AdvisoryChangeError) as exc:
                 st.error(str(exc))

@@ -2,6 +2,7 @@
 log under that id, never to the page (server paths, SQL and internals stay on the server)."""
 
 import logging
+import traceback
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,8 +12,23 @@ import streamlit as st
 from specdash.app.text import md
 from specdash.config import resolve_db_url
 from specdash.db.faults import explain
+from specdash.masking import scrubbed
 
 LOG = logging.getLogger("specdash.app")
+
+
+class Scrubbed(logging.Filter):
+    """Takes the database's password out of a record and its traceback before any handler writes them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        url = resolve_db_url()
+        record.msg, record.args = scrubbed(record.getMessage(), url), None
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = scrubbed("".join(traceback.format_exception(record.exc_info[1])).rstrip(), url)
+        return True
+
+
+LOG.addFilter(Scrubbed())
 
 
 def show_failure(exc: BaseException, action: str) -> str:

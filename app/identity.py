@@ -1,8 +1,12 @@
 """Team mode: who is writing, and whether anyone may. `specdash serve --read-only` makes the dashboard
 read-only; `--user-header NAME` trusts a reverse proxy's header (e.g. X-Forwarded-User) for the writer's
-name; with Streamlit's OIDC login configured ([auth] in .streamlit/secrets.toml) the signed-in user is
-the writer. Either way the name is recorded in the history and cannot be typed in."""
+name, on a request from a trusted proxy's address (`--trusted-proxy`, loopback by default) or carrying
+the proxy's shared secret (`--proxy-secret-header`); with Streamlit's OIDC login configured ([auth] in
+.streamlit/secrets.toml) the signed-in user is the writer. Either way the name is recorded in the history
+and cannot be typed in."""
 
+import hmac
+import ipaddress
 import os
 
 import streamlit as st
@@ -11,6 +15,10 @@ from specdash.app.text import md
 
 READ_ONLY_ENV = "SPECDASH_READ_ONLY"
 USER_HEADER_ENV = "SPECDASH_USER_HEADER"
+TRUSTED_PROXIES_ENV = "SPECDASH_TRUSTED_PROXIES"  # addresses or networks, comma-separated
+PROXY_SECRET_HEADER_ENV = "SPECDASH_PROXY_SECRET_HEADER"
+PROXY_SECRET_ENV = "SPECDASH_PROXY_SECRET"
+LOOPBACK = ("127.0.0.0/8", "::1/128")
 UNNAMED_WRITER = "dashboard"  # the change history's name for writes when no one is signed in
 READ_ONLY_MESSAGE = "This dashboard is read-only (specdash serve --read-only): nothing can be changed here."
 
@@ -44,11 +52,46 @@ def login_configured() -> bool:
         return False
 
 
+def _peer() -> str:
+    """The TCP peer of this session's connection (Streamlit reports a loopback peer as None, and a test
+    runtime has none)."""
+    address = st.context.ip_address
+    return address if isinstance(address, str) and address else "127.0.0.1"
+
+
+def trusted_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """The proxies the user header is taken from: --trusted-proxy's, else loopback unless a shared secret
+    is the only guard."""
+    given = [part.strip() for part in os.environ.get(TRUSTED_PROXIES_ENV, "").split(",") if part.strip()]
+    if not given and not os.environ.get(PROXY_SECRET_HEADER_ENV):
+        given = list(LOOPBACK)
+    return [ipaddress.ip_network(part, strict=False) for part in given]
+
+
+def from_trusted_proxy(headers: dict[str, str]) -> bool:
+    """Whether this request came through the proxy that sets the user header: its peer address is one
+    of the trusted proxies', or it carries the proxy's shared secret."""
+    secret_header, secret = os.environ.get(PROXY_SECRET_HEADER_ENV), os.environ.get(PROXY_SECRET_ENV)
+    if secret_header and secret:
+        sent = headers.get(secret_header.lower(), "")
+        if sent and hmac.compare_digest(sent.encode(), secret.encode()):
+            return True
+    try:
+        peer = ipaddress.ip_address(_peer().split("%", 1)[0])
+    except ValueError:
+        return False
+    return any(peer in network for network in trusted_networks() if network.version == peer.version)
+
+
 def signed_in_user() -> str | None:
-    """The writer's name from the trusted header, else from st.login; None when neither says."""
+    """The writer's name from the trusted header (on a request from the trusted proxy), else from
+    st.login; None when neither says."""
     header = user_header()
     if header:
-        value = {k.lower(): v for k, v in _headers().items()}.get(header.lower(), "")
+        headers = {k.lower(): v for k, v in _headers().items()}
+        if not from_trusted_proxy(headers):
+            return None
+        value = headers.get(header.lower(), "")
         return value.strip()[:200] or None
     if login_configured():
         return _login_user()
@@ -68,10 +111,16 @@ def who_input(label: str, key: str, value: str = "") -> str:
     if user:
         st.caption(f"Signed in as **{md(user)}** (recorded in the history)")
         return user
+    sign_in_prompt(key)
+    return ""
+
+
+def sign_in_prompt(key: str) -> None:
+    """What a visitor who is not signed in is told (or offered: the login)."""
     if login_configured() and not user_header():
         st.button("Log in to make changes", on_click=st.login, key=f"{key}_login")
     else:
         st.warning(
-            "Your name did not come with the request (the reverse proxy sets it): changes are refused."
+            "Your name did not come with the request (the reverse proxy sets it, on requests that come "
+            "through it): changes are refused."
         )
-    return ""

@@ -6,6 +6,7 @@ import streamlit as st
 from specdash.answers.schedule import ScheduleError, checkpoint_schedule, depth_load_grid
 from specdash.app import state, tables
 from specdash.app.schedule_charts import schedule_frame, schedule_heatmap
+from specdash.app.text import md
 from specdash.costmodel.domain import PredictionSource
 
 DEFAULT_LOADS = "1,2,4,8,16,32,64,128"
@@ -70,7 +71,7 @@ def show(url: str, run: str, checkpoint: str, deployments: list[str], default: s
     text = cols[1].text_input("Batch sizes", DEFAULT_LOADS, key="whatif_schedule_loads")
     loads = _loads(text)
     if loads is None:
-        st.error(f"{text!r}: give batch sizes >= 1 separated by commas, e.g. 1,8,32")
+        st.error(f"{md(repr(text))}: give batch sizes >= 1 separated by commas, e.g. 1,8,32")
         return
     entries, grid, basis = _schedule(url, deployment, run, checkpoint, loads, max_steps)
     if entries is None:

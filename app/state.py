@@ -36,6 +36,7 @@ from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import Preview, preview_bytes
+from specdash.masking import masked_url
 
 PARITY_POINTS = 4000  # at most this many reach the parity plot; the largest gaps always among them
 LATEST_RUNS = 50  # the Overview's latest-checkpoint table: runs with the newest checkpoints
@@ -55,8 +56,8 @@ def engine() -> Engine:
 
 
 def db_label() -> str:
-    """The database URL as it may be shown: without its password."""
-    return engine().url.render_as_string(hide_password=True)
+    """The database URL as it may be shown: without its password, in whatever form it was given."""
+    return masked_url(db_url())
 
 
 def require_schema() -> None:

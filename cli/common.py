@@ -47,15 +47,15 @@ def _lock_notice(message: str) -> None:
     click.echo(message, err=True)
 
 
-def make_cli_engine(ctx: click.Context) -> Engine:
+def make_cli_engine(ctx: click.Context, lock_timeout: float | None = None) -> Engine:
     """The engine of a command: a write that waits for another writer's lock says so on stderr."""
-    engine = make_engine(db_url(ctx), on_lock_wait=_lock_notice)
+    engine = make_engine(db_url(ctx), on_lock_wait=_lock_notice, lock_timeout=lock_timeout)
     ctx.call_on_close(engine.dispose)  # the command's connections close with it (in-process runs too)
     return engine
 
 
-def open_db(ctx: click.Context, check: bool = True) -> Engine:
-    engine = make_cli_engine(ctx)
+def open_db(ctx: click.Context, check: bool = True, lock_timeout: float | None = None) -> Engine:
+    engine = make_cli_engine(ctx, lock_timeout)
     if check:
         try:
             check_schema(engine)

@@ -8,6 +8,7 @@ from specdash.db.schema import current_revision, revision_history, upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
 from specdash.ingest.describe import describe
 from specdash.ingest.load import ingest_bytes
+from specdash.masking import masked_url
 
 
 @click.command()
@@ -25,7 +26,7 @@ def init(ctx: click.Context) -> None:
     before = current_revision(engine)
     history = revision_history()
     head = history[-1]
-    where = engine.url.render_as_string(hide_password=True)
+    where = masked_url(engine.url.render_as_string(hide_password=False))
     if before is not None and before not in history:
         raise click.ClickException(
             f"{where} is at schema revision {before}, which this specdash (schema {head}) does not know: "

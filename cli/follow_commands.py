@@ -38,10 +38,10 @@ def start_sender(engine, url: str | None):
     return sender
 
 
-def stop_sender(sender) -> None:
+def stop_sender(sender, drain_seconds: float = 5.0, wait_seconds: float | None = None) -> None:
     if sender is None:
         return
-    sender.stop(drain_seconds=5.0)
+    sender.stop(drain_seconds=drain_seconds, wait_seconds=wait_seconds)
     stats = sender.stats
     if stats.sent or stats.failed or stats.retries:
         click.echo(

@@ -10,6 +10,7 @@ from specdash.cli.common import db_option, open_db, shown
 from specdash.db.engine import reading, transaction
 from specdash.db.models import GAP_STATUSES, SETTING_FIELDS
 from specdash.db.refresh import refresh
+from specdash.ingest.csvtext import spreadsheet_safe
 from specdash.labels import gap_text, setting_label
 
 JSON_FIELDS = (
@@ -122,7 +123,10 @@ def _csv(rows: list[dict]) -> str:
             f"{d['code']} ({d['severity']}): {d['message']}" for d in row["diagnoses"]
         )
         writer.writerow(
-            {key: shown(value) if isinstance(value, str) else value for key, value in row.items()}
+            {
+                key: spreadsheet_safe(shown(value)) if isinstance(value, str) else value
+                for key, value in row.items()
+            }
         )
     return out.getvalue()
 

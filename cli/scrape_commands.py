@@ -9,6 +9,13 @@ import click
 from specdash.cli.common import db_option, open_db, shown
 from specdash.cli.follow_commands import start_sender, stop_sender, webhook_url
 from specdash.db.engine import reading
+from specdash.ingest.live.sources import scrape_deadline
+from specdash.masking import masked_url
+
+# How long one try to store a window waits for another writer's lock: the scraper answers Ctrl-C between
+# tries, and a window not stored is tried again at the next scrape.
+STORE_TRY_SECONDS = 0.5
+STOP_DRAIN_SECONDS = 0.2  # what a signalled scraper gives the webhook sender to finish
 
 
 def _options(deployment, run, checkpoint, setting, window_seconds):
@@ -91,7 +98,7 @@ def _once(engine, options, files, seconds, in_window) -> None:
         raise click.ClickException("the window's benchmark is invalid: nothing stored")
 
 
-def _follow(engine, options, url, every_seconds, in_window, sender) -> None:
+def _follow(engine, options, url, every_seconds, deadline_seconds, in_window, sender) -> None:
     from specdash.ingest.live.scrape import Scraper
     from specdash.ingest.live.sources import fetch_scrape
 
@@ -111,11 +118,14 @@ def _follow(engine, options, url, every_seconds, in_window, sender) -> None:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     click.echo(
-        f"scraping {url} every {every_seconds:g} s, windows of {options.window_seconds:g} s; Ctrl-C to stop",
+        f"scraping {masked_url(url)} every {every_seconds:g} s (each within {deadline_seconds:g} s), windows of "
+        f"{options.window_seconds:g} s; Ctrl-C to stop",
         err=True,
     )
     try:
-        scraper.run(lambda: fetch_scrape(url), every_seconds, stop, on_window, on_lost)
+        scraper.run(
+            lambda: fetch_scrape(url, deadline_seconds, stop=stop), every_seconds, stop, on_window, on_lost
+        )
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -146,6 +156,12 @@ def _follow(engine, options, url, every_seconds, in_window, sender) -> None:
     show_default=True,
     help="Seconds of one window (one benchmark).",
 )
+@click.option(
+    "--timeout",
+    "timeout_seconds",
+    type=click.FloatRange(0.05, 300),
+    help="Seconds one scrape may take, connect to last byte (default: 0.8 x --every, at most 30).",
+)
 @click.option("--notify", metavar="URL", help="Post new alerts to this incoming webhook.")
 @click.option(
     "--once",
@@ -163,12 +179,25 @@ def _follow(engine, options, url, every_seconds, in_window, sender) -> None:
 @db_option
 @click.pass_context
 def scrape(
-    ctx, url, deployment, run, checkpoint, setting, every_seconds, window_seconds, notify, once, seconds
+    ctx,
+    url,
+    deployment,
+    run,
+    checkpoint,
+    setting,
+    every_seconds,
+    window_seconds,
+    timeout_seconds,
+    notify,
+    once,
+    seconds,
 ) -> None:
     """Watch a serving engine's Prometheus /metrics (vLLM, SGLang, llama-server) until Ctrl-C.
 
     Each window becomes a benchmark (format live), judged like any other; an acceptance collapse is a
-    critical alert on its first window, posted to --notify once.
+    critical alert on its first window, posted to --notify once. A scrape that fails (no answer within
+    --timeout, not 200, a redirect, a broken or oversized answer) is counted and scraping goes on; a
+    window with a scrape cut short or inconsistent with the one before is skipped, never stored.
 
     \b
     Example:
@@ -179,6 +208,8 @@ def scrape(
         raise click.UsageError("give a URL to scrape, or --once A B (two saved scrapes)")
     if checkpoint and not run:
         raise click.BadParameter("needs --run", param_hint="--checkpoint")
+    if timeout_seconds is not None and once:
+        raise click.BadParameter("only with a URL", param_hint="--timeout")
     if seconds is not None and not once:
         raise click.BadParameter("only with --once", param_hint="--seconds")
     if url and not url.startswith(("http://", "https://")):
@@ -191,8 +222,13 @@ def scrape(
         if once:
             _once(engine, options, once, seconds, _queue(hook))
         else:
-            _follow(engine, options, url, every_seconds, _queue(hook), sender)
+            deadline = timeout_seconds or scrape_deadline(every_seconds)
+            store = open_db(ctx, check=False, lock_timeout=STORE_TRY_SECONDS)
+            _follow(store, options, url, every_seconds, deadline, _queue(hook), sender)
     finally:
         if sender is not None:
             sender.wake()
-        stop_sender(sender)
+        if once:
+            stop_sender(sender)
+        else:  # stopped by a signal: out within a second even while the webhook hangs (pending stays so)
+            stop_sender(sender, STOP_DRAIN_SECONDS, STOP_DRAIN_SECONDS)

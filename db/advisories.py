@@ -12,6 +12,7 @@ from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
 from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
+from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
 from specdash.db.models import (
     ACTIVE_STATUSES,
@@ -56,7 +57,10 @@ def get_min_gain(session: Session) -> float:
 def set_min_gain(session: Session, gain: float) -> None:
     if not 0 <= gain < 10:
         raise ValueError("advisory minimum gain must be in [0, 10)")
+    before = get_min_gain(session)
     set_setting(session, MIN_GAIN_SETTING, repr(float(gain)))
+    if before != float(gain):
+        record_change(session, "advice", "setting", "global", MIN_GAIN_SETTING, before, float(gain))
 
 
 def _short(model: str | None) -> str:

@@ -8,10 +8,14 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session
+
+from specdash.masking import masked_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 LOCK_TIMEOUT_ENV = "SPECDASH_LOCK_TIMEOUT"
@@ -37,6 +41,28 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KB}")
     cursor.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
     cursor.close()
+
+
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+URL_HELP = "give --db (or $SPECDASH_DB_URL) as sqlite:///PATH or postgresql://USER@HOST[:PORT]/DATABASE"
+
+
+class BadDatabaseURL(ValueError):
+    """A database URL specdash cannot use; the message is one line and shows no password."""
+
+
+def check_db_url(url: str) -> None:
+    """Raise BadDatabaseURL unless `url` names a SQLite or PostgreSQL database with a numeric port."""
+    shown = masked_url(url)
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise BadDatabaseURL(f"{shown} is not a database URL: {URL_HELP}") from None
+    except ValueError:  # SQLAlchemy reads the port with int()
+        raise BadDatabaseURL(f"{shown}: the port is not a number: {URL_HELP}") from None
+    backend = parsed.get_backend_name()
+    if backend not in SUPPORTED_BACKENDS:
+        raise BadDatabaseURL(f"{shown}: {backend!r} databases are not supported: {URL_HELP}")
 
 
 class StoreBusy(Exception):
@@ -106,9 +132,11 @@ def make_engine(
     read_only: bool = False,
 ) -> Engine:
     """on_lock_wait(message) is told when a write has to wait for another writer's lock; a read-only engine
-    is refused every write by the database itself (SQLite's query_only, PostgreSQL's read-only transactions)."""
+    is refused every write by the database itself (SQLite's query_only, PostgreSQL's read-only transactions).
+    A URL it cannot use (another database, a bad port, not a URL) raises BadDatabaseURL."""
+    check_db_url(url)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        engine = _create(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_connect)
         if read_only:
             event.listen(engine, "connect", lambda dbapi, _: dbapi.execute("PRAGMA query_only=ON"))
@@ -126,7 +154,17 @@ def make_engine(
         if read_only:
             options.append("-c default_transaction_read_only=on")
         connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S, "options": " ".join(options)}
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    return _create(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def _create(url: str, **options: Any) -> Engine:
+    try:
+        return create_engine(url, **options)
+    except (NoSuchModuleError, ImportError) as exc:  # a driver that is not installed
+        raise BadDatabaseURL(f"{masked_url(url)}: no database driver for it ({exc}): {URL_HELP}") from None
+    except ArgumentError as exc:  # a URL its dialect refuses (SQLite's forms)
+        first = masked_url(str(exc).strip().splitlines()[0])
+        raise BadDatabaseURL(f"{first}: {URL_HELP}") from None
 
 
 @contextmanager

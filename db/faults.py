@@ -7,7 +7,8 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from specdash.db.engine import StoreBusy
+from specdash.db.engine import BadDatabaseURL, StoreBusy
+from specdash.masking import masked_url, scrubbed
 
 _SQLITE = (
     (
@@ -45,8 +46,14 @@ _OS = {
 
 
 def explain(exc: BaseException, url: str | None = None) -> str | None:
-    """What to tell the user about an environment fault, or None when it is not one."""
-    if isinstance(exc, StoreBusy):
+    """What to tell the user about an environment fault, or None when it is not one; never a password of
+    `url`, even where the driver's own message repeats it."""
+    message = _explain(exc, url)
+    return scrubbed(message, url) if message is not None else None
+
+
+def _explain(exc: BaseException, url: str | None = None) -> str | None:
+    if isinstance(exc, StoreBusy | BadDatabaseURL):
         return str(exc)
     where = _where(url)
     if isinstance(exc, OSError):
@@ -86,6 +93,7 @@ def _where(url: str | None) -> str:
     if not url:
         return "the database"
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse is shown as given, minus nothing secret
+        make_url(url)
+    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse is not shown
         return "the database URL given"
+    return masked_url(url)

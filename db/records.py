@@ -23,6 +23,9 @@ MAX_STEPS, MAX_TOPK, MAX_DRAFT_TOKENS = 64, 64, 1024
 # Rules relating fields (TPOT against decode tok/s, medians under p99s, ...) live in ingest/rules/.
 # C0 and C1 control characters and DEL: an escape sequence in a name would drive the terminal showing it.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Unicode's bidirectional controls (embeddings, overrides, isolates, marks): invisible, and they reorder the
+# text around them, so a name holding one reads as another on a page or a terminal.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 Name = Annotated[str, Field(min_length=1, max_length=NAME_CHARS)]
 PathText = Annotated[str, Field(max_length=PATH_CHARS)]
@@ -76,6 +79,11 @@ class Record(BaseModel):
             if info.field_name not in cls.MULTILINE and (bad := _CONTROL.search(value)):
                 raise ValueError(
                     f"must not contain control characters ({bad[0]!r}): names are one line of text"
+                )
+            if bad := _BIDI.search(value):
+                raise ValueError(
+                    f"must not contain bidirectional control characters (U+{ord(bad[0]):04X}): they reorder "
+                    "the text shown around them"
                 )
         return value
 

@@ -9,6 +9,8 @@ from importlib.resources import files
 from sqlalchemy import Engine, MetaData, create_engine, inspect, text
 from sqlalchemy.pool import NullPool
 
+from specdash.masking import masked_url
+
 _REVISION_LINE = re.compile(r"^(revision|down_revision)\b[^=]*=\s*(?:\"([^\"]*)\"|'([^']*)'|None)", re.M)
 
 
@@ -125,7 +127,7 @@ def check_schema(engine: Engine) -> None:
     current = current_revision(engine)
     history = revision_history()
     head = history[-1]
-    where = engine.url.render_as_string(hide_password=True)
+    where = masked_url(engine.url.render_as_string(hide_password=False))
     if current is None:
         raise SchemaOutOfDate(f"database {where} is not initialised: run 'specdash init' to create it")
     if current == head:

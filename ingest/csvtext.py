@@ -7,6 +7,17 @@ from typing import TextIO
 from specdash.ingest.lines import MAX_LINE_CHARS, TooLong, bounded_lines
 from specdash.ingest.problems import Problem
 
+# A cell a spreadsheet would read as a formula (or, after a tab or carriage return, as the start of one).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A value as a CSV cell that a spreadsheet shows as text: a text cell starting with = + - @, a tab or a
+    carriage return gets a leading ' (OWASP's advice for CSV injection); numbers stay numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
 
 def csv_rows(stream: TextIO, path: str) -> Iterator[tuple[int, dict[str, str]] | Problem]:
     """(line, {column: cell}) for each data row; blank cells are left out. Over-long lines and

@@ -28,6 +28,7 @@ from specdash.db.models import (
     Run,
 )
 from specdash.db.selects import NAMES, with_gap_joins
+from specdash.ingest.csvtext import spreadsheet_safe
 
 STREAM_ROWS = 10_000
 
@@ -255,6 +256,11 @@ def write_csv(columns: list[str], records: Iterator[dict[str, Any]], out: TextIO
     writer.writeheader()
     count = 0
     for record in records:
-        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in record.items()})
+        writer.writerow(
+            {
+                k: spreadsheet_safe(json.dumps(v) if isinstance(v, list | dict) else v)
+                for k, v in record.items()
+            }
+        )
         count += 1
     return count

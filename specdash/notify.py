@@ -17,10 +17,12 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.collapse import COLLAPSE_CODE
+from specdash.db.changes import record_change
 from specdash.db.engine import transaction
 from specdash.db.live_models import Notification
 from specdash.db.models import utcnow
 from specdash.db.settings import get_setting, set_setting
+from specdash.masking import masked_webhook
 
 WEBHOOK_SETTING = "webhook_url"  # read by name in cli/follow_commands.py too
 TIMEOUT_SECONDS = 5.0
@@ -39,10 +41,17 @@ def get_webhook_url(session: Session) -> str | None:
 
 
 def set_webhook_url(session: Session, url: str | None) -> None:
+    """Save (or, with nothing, remove) the webhook; the change history gets the URLs masked."""
     url = (url or "").strip()
     if url and not url.startswith(("http://", "https://")):
         raise ValueError("webhook URL must start with http:// or https://")
+    before = get_setting(session, WEBHOOK_SETTING) or ""
     set_setting(session, WEBHOOK_SETTING, url)
+    if before != url:
+        shown = [masked_webhook(u) if u else None for u in (before, url)]
+        if shown[0] == shown[1]:  # another token behind the same host: say it changed without showing it
+            shown[1] = f"{shown[1]} (another URL)"
+        record_change(session, "webhook", "setting", "global", WEBHOOK_SETTING, *shown)
 
 
 def alert_text(row: dict) -> str:
@@ -120,14 +129,31 @@ def queue_notifications(session: Session, url: str, quiet: frozenset[int] = froz
     return _record(session, url, "pending", quiet)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A webhook's 3xx is not followed: urllib would turn the POST into a bodiless GET elsewhere."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def post_json(url: str, payload: dict, timeout: float = TIMEOUT_SECONDS) -> None:
-    """POST the payload; raises OSError (urllib's errors) unless the answer is 2xx."""
+    """POST the payload; raises OSError (urllib's errors) unless the answer is 2xx. A redirect is not
+    followed: an error naming where it pointed (masked), so the notification stays pending."""
     request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), method="POST", headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (http(s) checked on entry)
-        if not 200 <= response.status < 300:
-            raise urllib.error.HTTPError(url, response.status, "not a 2xx answer", response.headers, None)
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            if not 200 <= response.status < 300:
+                raise urllib.error.HTTPError(url, response.status, "not a 2xx answer", response.headers, None)
+    except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            where = masked_webhook(exc.headers.get("Location", "")) if exc.headers else "nowhere"
+            raise OSError(f"HTTP {exc.code} redirect to {where}: not followed") from None
+        raise
 
 
 @dataclass
@@ -168,12 +194,14 @@ class WebhookSender(threading.Thread):
         """Something was queued: look now rather than at the next poll."""
         self._wake.set()
 
-    def stop(self, drain_seconds: float = 5.0) -> None:
-        """Stop after at most `drain_seconds` more of sending what is pending."""
+    def stop(self, drain_seconds: float = 5.0, wait_seconds: float | None = None) -> None:
+        """Stop after at most `drain_seconds` more of sending what is pending; wait for the thread at most
+        `wait_seconds` (default: the drain and one post's timeout). A post still in flight then is left to
+        the daemon thread: its row stays pending, for the next start to send."""
         self._drain_until = time.monotonic() + drain_seconds
         self._stopping.set()
         self._wake.set()
-        self.join(drain_seconds + self.timeout + 1)
+        self.join(drain_seconds + self.timeout + 1 if wait_seconds is None else wait_seconds)
 
     def run(self) -> None:
         while True:

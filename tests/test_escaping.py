@@ -121,3 +121,22 @@ def test_names_with_control_characters_are_refused_at_ingest(engine):
 
 def test_plotly_text_escapes_markup_and_templates():
     assert plotly_text("<b>x</b> %{y} & more") == "&lt;b&gt;x&lt;/b&gt; &#37;{y} &amp; more"
+
+
+@pytest.mark.parametrize(
+    "char",
+    ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2069", "\u200e", "\u200f", "\u061c"],
+)
+def test_names_with_bidirectional_controls_are_refused_at_ingest(engine, char):
+    """A right-to-left override makes 'run-\u202egnp.exe' read as 'run-exe.png': refused on its line."""
+    lines = [
+        json.dumps({"kind": "run", "name": "ok"}),
+        json.dumps({"kind": "benchmark", "deployment": f"box{char}8xH100", "decode_tps": 90.0}),
+    ]
+    result = ingest_bytes(engine, "mixed.jsonl", ("\n".join(lines) + "\n").encode())
+    assert [str(p) for p in result.problems] == [
+        f"mixed.jsonl:2: deployment: must not contain bidirectional control characters (U+{ord(char):04X}): "
+        "they reorder the text shown around them"
+    ]
+    with reading(engine) as session:
+        assert session.query(Run).count() == 0  # nothing of the file is stored

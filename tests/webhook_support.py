@@ -6,10 +6,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Receiver:
-    """Answers each POST with the next status in `statuses` (then 200); `hold` blocks answers until set."""
+    """Answers each POST with the next status in `statuses` (then 200); `hold` blocks answers until set.
+    A 3xx answer points to `location`; a GET (what a followed 302 turns a POST into) is answered 200 and
+    counted in `gets`."""
 
-    def __init__(self, statuses: tuple[int, ...] = ()):
+    def __init__(self, statuses: tuple[int, ...] = (), location: str = ""):
         self.bodies: list[dict] = []
+        self.location = location
+        self.gets: list[str] = []
         self.statuses = list(statuses)
         self.hold = threading.Event()
         self.hold.set()
@@ -25,6 +29,16 @@ class Receiver:
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
                 receiver.bodies.append({"status": status, "body": body})
                 self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", receiver.location)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def do_GET(self):
+                receiver.gets.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
 

@@ -347,7 +347,7 @@ with right:
     if alert["code"] and not alert["mute"]:
         with st.form(f"alerts_mute_form_{aid}"):
             why = st.text_input(
-                f"Mute {alert['code']} on this deployment because", key=f"alerts_mute_reason_{aid}"
+                f"Mute {md(alert['code'])} on this deployment because", key=f"alerts_mute_reason_{aid}"
             )
             if st.form_submit_button("Mute", icon=":material/notifications_off:"):
                 try:
@@ -355,7 +355,7 @@ with right:
                 except AlertChangeError as exc:
                     st.error(str(exc))
                 else:
-                    st.toast(f"{alert['code']} is muted on {alert['deployment']}.")
+                    st.toast(f"{md(alert['code'])} is muted on {md(alert['deployment'])}.")
                     st.rerun()
     if alert["note"]:
         st.caption(f"Current note: {md(alert['note'])}")

@@ -10,6 +10,7 @@ from specdash.app import advisory_panel, charts, depth_overlay, depth_panel, sta
 from specdash.app.text import md
 from specdash.costmodel.accuracies import accuracy_position
 from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX, comparison_table
+from specdash.ingest.csvtext import spreadsheet_safe
 
 # More checkpoints than this on one axis stop being readable; the latest ones are preselected.
 DEFAULT_CHECKPOINTS = 12
@@ -325,7 +326,7 @@ else:
     )
     st.download_button(
         "Download CSV",
-        table.to_csv(index=False).encode(),
+        table.map(spreadsheet_safe).to_csv(index=False).encode(),
         file_name="checkpoints.csv",
         mime="text/csv",
         key="checkpoints_csv",

@@ -24,6 +24,10 @@ st.title("Upload")
 if identity.read_only():  # a dry run writes (and rolls back): a read-only dashboard has no upload
     st.info(f"{identity.READ_ONLY_MESSAGE} Load files with `specdash ingest`.", icon=":material/lock:")
     st.stop()
+if identity.trusted() and not identity.signed_in_user():  # nothing is read, checked or locked before
+    st.info("Uploading needs a signed-in user.", icon=":material/lock:")
+    identity.sign_in_prompt("upload")
+    st.stop()
 limit_mb = st.get_option("server.maxUploadSize")
 st.caption(
     f"Any file `specdash ingest` reads, several at once, up to {limit_mb} MB each. Each file is ingested as a "

@@ -259,7 +259,8 @@ for side, column, name, deployment_id, band, baseline_tps, points, best, outside
         st.plotly_chart(figure, width="stretch", key=f"whatif_chart_{side}")
         if drawn:
             st.caption(
-                f"Diamonds: this checkpoint measured on {name} at concurrency {load} ({measured_on or 'mean over datasets'}), "
+                f"Diamonds: this checkpoint measured on {md(name)} at concurrency {load} "
+                f"({md(measured_on or 'mean over datasets')}), "
                 f"against the predicted curve and its expected error (±{band:.0%})."
             )
         verdict = (

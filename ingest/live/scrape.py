@@ -4,22 +4,24 @@ the same transaction; skipped windows and lost scrapes are counted with their re
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from specdash.db.acceptance_alerts import LIVE_FORMAT, WindowAcceptance, judge_window
+from specdash.db.engine import StoreBusy, lock_timeout_s
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.live.engines import read_engine
 from specdash.ingest.live.exposition import ExpositionError, Scrape
-from specdash.ingest.live.sources import ScrapeFailed
+from specdash.ingest.live.http import ScrapeFailed, Stopped
 from specdash.ingest.live.windows import Windower, WindowOptions, WindowOutcome
 from specdash.ingest.load import FileResult, load_records
 from specdash.ingest.problems import Problem
 
+STORE_BUSY = "store busy"  # a window the store could not take within $SPECDASH_LOCK_TIMEOUT
 # Called in each window's transaction with the alerts not to post (a collapse's later windows).
 InWindow = Callable[[Session, frozenset[int]], None]
 
@@ -104,23 +106,62 @@ def store_window(engine: Engine, outcome: WindowOutcome, in_window: InWindow | N
 
 
 class Scraper:
-    """Scrapes in, stored windows out; the summary counts everything."""
+    """Scrapes in, stored windows out; the summary counts everything. A window the store is too busy to
+    take (another writer holds the write lock) is kept and tried again at the next scrape, until it has
+    waited `busy_seconds`; windows closed meanwhile queue behind it, in order."""
 
-    def __init__(self, engine: Engine, options: WindowOptions, in_window: InWindow | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        options: WindowOptions,
+        in_window: InWindow | None = None,
+        busy_seconds: float | None = None,
+    ):
         self.engine, self.options, self.in_window = engine, options, in_window
         self.windower = Windower(options)
         self.summary = ScrapeSummary()
+        self.busy_seconds = lock_timeout_s() if busy_seconds is None else busy_seconds
+        self.waiting: deque[tuple[WindowOutcome, float]] = deque()  # (window, monotonic time it closed)
 
     def add(self, scrape: Scrape) -> StoredWindow | None:
         """One scrape; a malformed one (ExpositionError) is raised before anything of it is used."""
+        windows = self.add_all(scrape)
+        return windows[-1] if windows else None
+
+    def add_all(self, scrape: Scrape) -> list[StoredWindow]:
+        """One scrape, and every window stored on its account (windows the store was busy for first)."""
         reading = read_engine(scrape)
         self.summary.scrapes += 1
         outcome = self.windower.add(reading)
-        if outcome is None:
-            return None
-        window = store_window(self.engine, outcome, self.in_window)
-        self.summary.add(window)
-        return window
+        if outcome is not None:
+            self.waiting.append((outcome, time.monotonic()))
+        return self.store_waiting()
+
+    def lose(self, exc: ScrapeFailed | ExpositionError) -> None:
+        """A scrape that could not be used: counted by why, and a cut-short one taints its window."""
+        if isinstance(exc, ScrapeFailed):
+            self.summary.lost[exc.kind] += 1
+            if exc.inconsistent:
+                self.windower.taint(f"a scrape was cut short: {exc}")
+        else:
+            self.summary.lost["malformed"] += 1
+
+    def store_waiting(self) -> list[StoredWindow]:
+        stored: list[StoredWindow] = []
+        while self.waiting:
+            outcome, closed = self.waiting[0]
+            try:
+                window = store_window(self.engine, outcome, self.in_window)
+            except StoreBusy as exc:
+                if time.monotonic() - closed < self.busy_seconds:
+                    raise WindowWaiting(
+                        f"window to {outcome.end:%H:%M:%S} kept for the next try: {exc}"
+                    ) from None
+                window = StoredWindow(replace(outcome, record=None, skipped=STORE_BUSY, detail=str(exc)))
+            self.waiting.popleft()
+            self.summary.add(window)
+            stored.append(window)
+        return stored
 
     def run(
         self,
@@ -130,21 +171,34 @@ class Scraper:
         on_window: Callable[[StoredWindow], None],
         on_lost: Callable[[str], None],
     ) -> None:
-        """Scrape every `every_seconds` (on a fixed cadence) until `stop` is set."""
+        """Scrape every `every_seconds` (on a fixed cadence) until `stop` is set. Nothing a scrape or the
+        store does ends the loop: a lost scrape is counted, a busy store's window tried again."""
         start = time.monotonic()
         tick = 0
         while not stop.is_set():
-            try:
-                window = self.add(fetch())
-            except ScrapeFailed as exc:
-                self.summary.lost["no answer"] += 1
-                on_lost(str(exc))
-            except ExpositionError as exc:
-                self.summary.lost["malformed"] += 1
-                on_lost(str(exc))
-            else:
-                if window is not None:
-                    on_window(window)
+            for window in self._tick(fetch, on_lost):
+                on_window(window)
             # the next tick on the cadence; ticks already past (a slow store) are not made up in a burst
             tick = max(tick + 1, int((time.monotonic() - start) / every_seconds))
             stop.wait(max(0.0, start + tick * every_seconds - time.monotonic()))
+
+    def _tick(self, fetch: Callable[[], Scrape], on_lost: Callable[[str], None]) -> list[StoredWindow]:
+        try:
+            return self.add_all(fetch())
+        except Stopped:
+            return []
+        except (ScrapeFailed, ExpositionError) as exc:
+            self.lose(exc)
+            on_lost(str(exc))
+        except WindowWaiting as exc:
+            on_lost(str(exc))
+            return []
+        try:
+            return self.store_waiting()  # a lost scrape is no reason to keep a waiting window waiting
+        except WindowWaiting as exc:
+            on_lost(str(exc))
+            return []
+
+
+class WindowWaiting(Exception):
+    """The store was busy: the window is kept and tried again at the next scrape."""

@@ -2,42 +2,62 @@
 two saved scrapes made into one window."""
 
 import os
-import urllib.error
-import urllib.request
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from specdash.ingest.live.engines import read_engine
 from specdash.ingest.live.exposition import MAX_SCRAPE_BYTES, ExpositionError, Scrape, parse_scrape
+from specdash.ingest.live.http import REDIRECTED, ScrapeFailed, http_get
 from specdash.ingest.live.windows import WindowOptions, WindowOutcome, window_outcome
 from specdash.ingest.problems import Problem
+from specdash.masking import masked_url
 
 TIMEOUT_SECONDS = 5.0
+# The deadline of one scrape as a share of the time between scrapes (a scrape never runs into the next).
+DEADLINE_SHARE = 0.8
+MAX_DEADLINE_SECONDS = 30.0
 
 
-class ScrapeFailed(OSError):
-    """The endpoint did not answer with metrics (refused, timed out, not 200): one scrape lost."""
+def scrape_deadline(every_seconds: float) -> float:
+    """The default deadline of one scrape (connect, headers and body) for scrapes `every_seconds` apart."""
+    return min(MAX_DEADLINE_SECONDS, DEADLINE_SHARE * every_seconds)
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def fetch_scrape(url: str, timeout: float = TIMEOUT_SECONDS, now: Callable[[], datetime] = utcnow) -> Scrape:
-    """One read of an engine's Prometheus text endpoint, stamped when its answer arrived."""
-    request = urllib.request.Request(url, headers={"Accept": "text/plain;version=0.0.4"})
+def fetch_scrape(
+    url: str,
+    timeout: float = TIMEOUT_SECONDS,
+    now: Callable[[], datetime] = utcnow,
+    stop: threading.Event | None = None,
+    max_bytes: int = MAX_SCRAPE_BYTES,
+) -> Scrape:
+    """One read of an engine's Prometheus text endpoint, stamped when its answer arrived: `timeout` is the
+    deadline of the whole GET, redirects are not followed, and a set `stop` ends it (raises Stopped)."""
+    shown = masked_url(url)  # the name the scrape, its messages and its windows' records go by
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read(MAX_SCRAPE_BYTES + 1)
-            at = now()
-            charset = response.headers.get_content_charset() or "utf-8"
-    except urllib.error.HTTPError as exc:
-        raise ScrapeFailed(f"{url}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ScrapeFailed(f"{url}: {reason}") from None
-    return parse_scrape(_decode(body, url, charset), url, at)
+        answer = http_get(url, timeout, max_bytes, stop)
+    except ScrapeFailed as exc:
+        raise ScrapeFailed(f"{shown}: {exc}", exc.kind) from None
+    at = now()
+    if 300 <= answer.status < 400:
+        where = answer.headers.get("location", "nowhere")[:200]
+        raise ScrapeFailed(f"{shown}: HTTP {answer.status} redirect to {where}: not followed", REDIRECTED)
+    if answer.status != 200:
+        raise ScrapeFailed(f"{shown}: HTTP {answer.status} {answer.reason[:80]}")
+    return parse_scrape(_decode(answer.body, shown, _charset(answer.headers)), shown, at)
+
+
+def _charset(headers: dict[str, str]) -> str:
+    for part in headers.get("content-type", "").split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return "utf-8"
 
 
 def read_saved(path: str | Path, at: datetime | None = None) -> Scrape:

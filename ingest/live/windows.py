@@ -34,12 +34,13 @@ WINDOW_SLACK = 0.05
 CONCURRENCY_SOURCE: ConcurrencySource = LIVE_CONCURRENCY
 SOURCE_FORMAT = "live"  # the format every window's record is stored under
 # Why a window was skipped, as counted in a scrape's summary.
-IDLE, PREFILL_ONLY, TOO_LITTLE, NO_LATENCY, NOTHING_FINISHED = (
+IDLE, PREFILL_ONLY, TOO_LITTLE, NO_LATENCY, NOTHING_FINISHED, INCONSISTENT = (
     "idle",
     "prefill only",
     "too little decode",
     "no decode latency",
     "no request finished",
+    "inconsistent scrape",
 )
 
 
@@ -133,24 +134,89 @@ def decode_of(engine: str, d: Deltas) -> Decode:
     return Decode(d["generation_tokens"], d["decode_seconds"], d["generation_tokens"], how)
 
 
+def metric_name(reading: Reading, quantity: str) -> str:
+    """The engine's own name of a quantity a Reading holds (for a message)."""
+    spec = reading.metrics
+    if quantity.startswith("accepted_pos:"):
+        return f"{spec.per_position}{{position={quantity.split(':', 1)[1]}}}"
+    if quantity in ("latency_sum", "latency_count"):
+        return f"{reading.latency}_{quantity.split('_', 1)[1]}"
+    return spec.counters.get(quantity, quantity)
+
+
+def inconsistency(before: Reading, after: Reading) -> str | None:
+    """Why two consecutive scrapes cannot both be true of one engine, or None: a counter below zero, a
+    series the earlier scrape had that the later one lacks (unless counters fell too: a restarted engine
+    creates its labelled series again as it uses them), or a latency histogram whose sum went back while
+    its count went on (a reset takes both back)."""
+    for quantity, series in after.counters.items():
+        for value in series.values():
+            if value < 0:
+                name = metric_name(after, quantity)
+                return f"{name} is {value:g} at {after.at:%H:%M:%S}: a counter is never negative"
+    restarted = any(
+        value < before.counters.get(quantity, {}).get(labels, value)
+        for quantity, series in after.counters.items()
+        for labels, value in series.items()
+    )
+    if not restarted:
+        for quantity, series in before.counters.items():
+            missing = [labels for labels in series if labels not in after.counters.get(quantity, {})]
+            if missing:
+                shown = ",".join(f"{k}={v}" for k, v in missing[0])
+                name = metric_name(before, quantity)
+                return f"{name}{{{shown}}} was in the scrape before {after.at:%H:%M:%S} and is not in it"
+    sums, counts = after.counters.get("latency_sum", {}), after.counters.get("latency_count", {})
+    for labels, total in sums.items():
+        sum_before = before.counters.get("latency_sum", {}).get(labels)
+        count_before = before.counters.get("latency_count", {}).get(labels)
+        count = counts.get(labels)
+        if sum_before is None or count_before is None or count is None:
+            continue
+        if total < sum_before and count >= count_before:
+            return (
+                f"{after.latency} sum went back ({sum_before:g} -> {total:g}) while its count went on "
+                f"({count_before:g} -> {count:g}) at {after.at:%H:%M:%S}"
+            )
+    return None
+
+
 class Windower:
-    """Readings in, one WindowOutcome each time a window closes (its end reading starts the next)."""
+    """Readings in, one WindowOutcome each time a window closes (its end reading starts the next). A
+    window holding an inconsistent pair of scrapes, or a scrape that arrived cut short (`taint`), is
+    skipped as an inconsistent scrape, never stored."""
 
     def __init__(self, options: WindowOptions):
         self.options = options
         self.readings: list[Reading] = []
+        self.tainted: str | None = None
+
+    def taint(self, reason: str) -> None:
+        """A scrape of the window being gathered was lost in a way that casts doubt on the others."""
+        if self.readings and self.tainted is None:
+            self.tainted = reason
 
     def add(self, reading: Reading) -> WindowOutcome | None:
         if self.readings and (
             reading.engine != self.readings[0].engine or reading.at <= self.readings[-1].at
         ):
-            self.readings = []  # another server, or a clock gone back: the window starts afresh
+            self.readings, self.tainted = [], None  # another server, or a clock gone back: start afresh
+        if self.readings and self.tainted is None:
+            self.tainted = inconsistency(self.readings[-1], reading)
         self.readings.append(reading)
         elapsed = (reading.at - self.readings[0].at).total_seconds()
         if len(self.readings) < 2 or elapsed < self.options.window_seconds * (1 - WINDOW_SLACK):
             return None
-        outcome = window_outcome(self.readings, self.options)
-        self.readings = [reading]
+        if self.tainted is None:
+            outcome = window_outcome(self.readings, self.options)
+            self.readings = [reading]
+            return outcome
+        first = self.readings[0]
+        outcome = WindowOutcome(
+            first.at, reading.at, len(self.readings), skipped=INCONSISTENT, detail=self.tainted
+        )
+        # the scrape that closed a doubtful window may be the doubtful one: the next window starts after it
+        self.readings, self.tainted = [], None
         return outcome
 
 
@@ -173,6 +239,9 @@ def window_outcome(readings: Sequence[Reading], options: WindowOptions) -> Windo
     running = [r.running for r in readings[1:] if r.running is not None]
     mean_running = sum(running) / len(running) if running else None
     span = (first.at, last.at, len(readings))  # WindowOutcome's start, end and scrapes
+    for before, after in zip(readings, readings[1:], strict=False):
+        if (doubt := inconsistency(before, after)) is not None:
+            return WindowOutcome(*span, skipped=INCONSISTENT, detail=doubt)
     if (why := _skip_reason(last, d, decode, mean_running, options)) is not None:
         return WindowOutcome(*span, skipped=why[0], detail=why[1])
     fields: dict[str, Any] = dict(

@@ -148,8 +148,96 @@ def test_settings_and_uploads_record_the_signed_in_writer(monkeypatch, demo_url,
     ]
 
 
-def test_without_the_header_an_upload_is_refused(monkeypatch, demo_url, proxy):
+def test_without_the_header_an_upload_does_nothing(monkeypatch, demo_url, proxy):
+    """Not even the dry run (which takes the write lock): the page offers no file to choose."""
+    previews = []
+    monkeypatch.setattr("specdash.ingest.load.preview_bytes", lambda *a, **k: previews.append(a))
     before = content(make_engine(demo_url))
-    upload = save_upload(monkeypatch, demo_url)
-    assert any("need a signed-in user" in w.value for w in upload.warning)
-    assert content(make_engine(demo_url)) == before
+    upload = run_page(monkeypatch, demo_url, "views/upload.py")
+    assert not upload.exception and not upload.file_uploader
+    assert [i.value for i in upload.info] == ["Uploading needs a signed-in user."]
+    assert any("did not come with the request" in w.value for w in upload.warning)
+    assert previews == [] and content(make_engine(demo_url)) == before
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--host", "0.0.0.0", "--user-header", "X-Forwarded-User"],
+            "--user-header on --host 0.0.0.0 would trust a header any client reaching the port can send",
+        ),
+        (["--trusted-proxy", "10.0.0.5"], "--trusted-proxy and --proxy-secret-header guard --user-header"),
+        (
+            ["--user-header", "X-U", "--trusted-proxy", "proxy.lan"],
+            "'proxy.lan' is not an address or network",
+        ),
+        (
+            ["--user-header", "X-U", "--proxy-secret-header", "X-Proxy-Secret"],
+            "needs the secret in $SPECDASH_PROXY_SECRET",
+        ),
+    ],
+)
+def test_serve_refuses_a_user_header_anyone_could_send(monkeypatch, args, message):
+    monkeypatch.delenv("SPECDASH_PROXY_SECRET", raising=False)
+    monkeypatch.setattr(serve_command.os, "execve", lambda *a: pytest.fail("the server started"))
+    result = CliRunner().invoke(cli, ["--db", "sqlite:///x.db", "serve", *args])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_serve_passes_the_guard_to_the_dashboard(monkeypatch):
+    env, _, output = served(
+        monkeypatch, "--host", "0.0.0.0", "--user-header", "X-Forwarded-User", "--trusted-proxy", "10.0.0.5",
+        "--trusted-proxy", "10.1.0.0/16",
+    )  # fmt: skip
+    assert env["SPECDASH_TRUSTED_PROXIES"] == "10.0.0.5/32,10.1.0.0/16"
+    assert "writers named by X-Forwarded-User from 10.0.0.5/32, 10.1.0.0/16" in output
+    monkeypatch.setenv("SPECDASH_PROXY_SECRET", "s3cret")
+    env, command, output = served(
+        monkeypatch, "--host", "0.0.0.0", "--user-header", "X-U", "--proxy-secret-header", "X-Proxy-Secret"
+    )
+    assert env["SPECDASH_PROXY_SECRET_HEADER"] == "X-Proxy-Secret" and env["SPECDASH_TRUSTED_PROXIES"] == ""
+    assert "s3cret" not in " ".join(command) and "s3cret" not in output
+
+
+def save_threshold(monkeypatch, url, value):
+    at = run_page(monkeypatch, url, "views/settings.py")
+    at.number_input(key="settings_threshold").set_value(value)
+    next(b for b in at.button if b.label == "Save global threshold").click().run()
+    assert not at.exception
+    return at
+
+
+@pytest.mark.parametrize(
+    "peer,trusted,secret,saved",
+    [
+        ("203.0.113.9", "", "", False),  # a client reaching the port directly, loopback the only proxy
+        ("203.0.113.9", "10.0.0.5", "", False),
+        ("10.0.0.5", "10.0.0.5", "", True),
+        ("10.1.2.3", "10.0.0.5,10.1.0.0/16", "", True),
+        ("127.0.0.1", "", "", True),  # the default: a proxy on this host
+        ("127.0.0.1", "10.0.0.5", "", False),
+        ("203.0.113.9", "", "s3cret", True),
+        ("203.0.113.9", "", "wrong", False),
+    ],
+)
+def test_the_user_header_counts_only_through_the_trusted_proxy(
+    monkeypatch, demo_url, proxy, peer, trusted, secret, saved
+):
+    monkeypatch.setattr(identity, "_peer", lambda: peer)
+    monkeypatch.setenv("SPECDASH_TRUSTED_PROXIES", trusted)
+    if secret:
+        monkeypatch.setenv("SPECDASH_PROXY_SECRET_HEADER", "X-Proxy-Secret")
+        monkeypatch.setenv("SPECDASH_PROXY_SECRET", "s3cret")
+        proxy["x-proxy-secret"] = secret
+    proxy["x-forwarded-user"] = "mallory@example.com"
+    at = save_threshold(monkeypatch, demo_url, 50.0)
+    with reading(make_engine(demo_url)) as session:
+        changes = session.scalars(select(Change)).all()
+    if saved:
+        assert [(c.who, c.field, c.new_value) for c in changes] == [
+            ("mallory@example.com", "gap_threshold", 0.5)
+        ]
+    else:
+        assert changes == []
+        assert any("need a signed-in user" in w.value for w in at.warning)

@@ -1,6 +1,7 @@
 """`specdash scrape`: `--once A B` stores the window between two saved scrapes through the one load path;
 bad input names its line and stores nothing; the live loop ends on a signal with its summary."""
 
+import re
 import signal
 import threading
 
@@ -10,7 +11,7 @@ from sqlalchemy import func, select
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark
 from tests.live_support import wait_for
-from tests.scrape_support import LIVE, MetricsServer
+from tests.scrape_support import LIVE, MetricsServer, scenario
 
 ONCE = ["--once", str(LIVE / "llamacpp_a.prom"), str(LIVE / "llamacpp_b.prom"), "--seconds", "30"]
 
@@ -103,3 +104,31 @@ def test_the_loop_scrapes_until_a_signal_and_sums_up(invoke, db_url):
         "vllm_steady.prom#1",
         "vllm_steady.prom#2",
     ]
+
+
+@pytest.mark.parametrize(
+    "edit,detail",
+    [
+        (
+            lambda t: t.replace("vllm:spec_decode_num_drafts_total{", "vllm:spec_decode_num_draftz_total{"),
+            "vllm:spec_decode_num_drafts_total{engine=0,model_name=Qwen/Qwen3-8B} was in the scrape before",
+        ),
+        (
+            lambda t: re.sub(
+                r"^(vllm:spec_decode_num_drafts_total\{[^}]*\}) \S+$", r"\1 -3000", t, flags=re.M
+            ),
+            "vllm:spec_decode_num_drafts_total is -3000",
+        ),
+    ],
+    ids=["series gone", "negative counter"],
+)
+def test_once_skips_an_inconsistent_pair_and_stores_nothing(invoke, db_url, tmp_path, edit, detail):
+    first, second = scenario("vllm_steady.prom")[:2]
+    a, b = tmp_path / "a.prom", tmp_path / "b.prom"
+    a.write_text(first.text)
+    b.write_text(edit(second.text))
+    result = invoke(db_url, "scrape", "--once", str(a), str(b), "--seconds", "15", "--deployment", "box")
+    assert result.exit_code == 0, result.output
+    assert "skipped (inconsistent scrape): " in result.output and detail in result.output
+    assert "1 skipped: inconsistent scrape" in result.output
+    assert benchmarks(db_url) == []

