@@ -31,7 +31,13 @@ from specdash.ingest.formats.common import (
     prose_or_source,
     stated_in,
 )
-from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals, server_pieces
+from specdash.ingest.formats.logsummary import (
+    LOWER_BOUND_NOTE,
+    Interval,
+    Level,
+    ServerIntervals,
+    server_pieces,
+)
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
@@ -353,7 +359,7 @@ def _benchmark(
         decode_tps_p10=level.decode_tps_p10,
         decode_tps_p90=level.decode_tps_p90,
         interval_count=len(level.used),
-        label=f"server log, {start}{level.concurrency} running",
+        label=f"server log, {start}{level.concurrency} running{LOWER_BOUND_NOTE if level.lower_bound else ''}",
         raw=stated_in(
             {
                 "config": {k: v for k, v in config.items() if k != "v0"},
