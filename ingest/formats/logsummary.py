@@ -414,3 +414,12 @@ def _measure(level: Level) -> bool:
     accepts = [i.accept for i in used if i.accept is not None]
     level.accept_length = statistics.median(accepts) if accepts else None
     return True
+
+
+def nothing_running(starts: list[ServerIntervals]) -> tuple[int, int] | None:
+    """(first line, count) of a log's interval lines when every one says nothing was running: such a log
+    measures no decode speed, whatever tokens it counts. None when a line had requests running."""
+    lines = [i.line for start in starts for i in start.intervals]
+    if not lines or any(i.running > 0 for start in starts for i in start.intervals):
+        return None
+    return lines[0], len(lines)

@@ -25,6 +25,7 @@ from specdash.ingest.formats.logsummary import (
     Interval,
     Level,
     ServerIntervals,
+    nothing_running,
     server_pieces,
 )
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
@@ -160,7 +161,17 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 yield from _benchmark(
                     path, link, server, index, len(servers), level, server_left, skipped, speculating, first
                 )
-    if not produced:
+    if produced:
+        return
+    if (idle := nothing_running([server.intervals for server in servers])) is not None:
+        yield Problem(
+            path,
+            idle[0],
+            "running_requests",
+            f"#running-req: 0 on every 'Decode batch' line ({idle[1]}, the first here): nothing was decoding, "
+            "so the log measures no speed",
+        )
+    else:
         yield Problem(
             path, None, None, "no 'Decode batch' lines with running requests and a throughput", "parse"
         )

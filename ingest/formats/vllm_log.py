@@ -36,6 +36,7 @@ from specdash.ingest.formats.logsummary import (
     Interval,
     Level,
     ServerIntervals,
+    nothing_running,
     server_pieces,
 )
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
@@ -299,7 +300,17 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 yield from _benchmark(
                     path, link, server, index, len(servers), level, server_left, speculating, first
                 )
-    if not produced:
+    if produced:
+        return
+    if (idle := nothing_running([server.intervals for server in servers])) is not None:
+        yield Problem(
+            path,
+            idle[0],
+            "running_requests",
+            f"Running: 0 reqs on every 'Avg generation throughput' line ({idle[1]}, the first here): nothing "
+            "was decoding, so the log measures no speed",
+        )
+    else:
         yield Problem(path, None, None, "no 'Avg generation throughput' lines with running requests", "parse")
 
 
