@@ -48,6 +48,6 @@ class FileRules:
 
     @property
     def notes(self) -> list[str]:
-        """What the rules did that the summary says: where a training log resumed."""
-        note = self.resumes.note() if self.resumes is not None else None
-        return [note] if note else []
+        """What the rules did that the summary says: where a training log resumed, the repeats it kept."""
+        notes = [self.resumes.note() if self.resumes is not None else None, self.ledger.note()]
+        return [note for note in notes if note]
