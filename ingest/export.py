@@ -109,12 +109,30 @@ BENCHMARK_COLUMNS = (
 )
 
 
+# A repeat group: the stored measurements of one setting at one load and dataset, where, on which engine
+# and of which checkpoint (ingest/rules/within_file.py keeps each repeat of a file).
+REPEAT_COLUMNS = (
+    "deployment_id",
+    "checkpoint_id",
+    "engine",
+    "concurrency",
+    "dataset",
+    "speculative_algorithm",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+)
+
+
 def _benchmarks(run: str | None) -> Select:
+    group = [getattr(Benchmark, name) for name in REPEAT_COLUMNS]
     query = (
         select(
             Benchmark.id,
             *NAMES,
             *(getattr(Benchmark, name) for name in BENCHMARK_COLUMNS),
+            func.count().over(partition_by=group).label("repeats"),
+            func.avg(Benchmark.decode_tps).over(partition_by=group).label("repeat_mean_tps"),
             IngestedFile.path.label("source_file"),
             Benchmark.created_at,
             Benchmark.raw,

@@ -144,3 +144,24 @@ def test_native_csv_by_file_name_and_by_kind_column(engine):
         assert [p.rate for p in checkpoint.position_acceptance] == [0.8, 0.7, 0.65, 0.6]
         spec = session.scalar(select(Benchmark).where(Benchmark.speculative_algorithm == "EAGLE3"))
         assert (spec.decode_tps, spec.accept_length, spec.checkpoint_id) == (140.2, 2.9, checkpoint.id)
+
+
+def test_repeats_export_as_one_group_with_their_mean(invoke, db_url, tmp_path):
+    """Two no-speculation runs of one load and dataset (64.5 and 63.7 tok/s) are a repeat group of 2 with
+    a mean of 64.1; a run at another load is a group of its own."""
+    runs = tmp_path / "runs.jsonl"
+    run = {"kind": "benchmark", "deployment": "1x H100", "concurrency": 1, "dataset": "mtbench"}
+    runs.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in (
+                {**run, "decode_tps": 64.5},
+                {**run, "decode_tps": 63.7},
+                {**run, "concurrency": 8, "decode_tps": 51.0},
+            )
+        )
+    )
+    assert invoke(db_url, "ingest", str(runs)).exit_code == 0
+    rows = json.loads(export(invoke, db_url, "benchmarks"))
+    assert [(r["decode_tps"], r["repeats"]) for r in rows] == [(64.5, 2), (63.7, 2), (51.0, 1)]
+    assert [r["repeat_mean_tps"] for r in rows] == pytest.approx([64.1, 64.1, 51.0])
