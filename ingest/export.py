@@ -27,6 +27,7 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
+from specdash.db.repeats import repeat_columns
 from specdash.db.selects import NAMES, with_gap_joins
 
 STREAM_ROWS = 10_000
@@ -109,23 +110,8 @@ BENCHMARK_COLUMNS = (
 )
 
 
-# A repeat group: the stored measurements of one setting at one load and dataset, where, on which engine
-# and of which checkpoint (ingest/rules/within_file.py keeps each repeat of a file).
-REPEAT_COLUMNS = (
-    "deployment_id",
-    "checkpoint_id",
-    "engine",
-    "concurrency",
-    "dataset",
-    "speculative_algorithm",
-    "num_steps",
-    "topk",
-    "num_draft_tokens",
-)
-
-
 def _benchmarks(run: str | None) -> Select:
-    group = [getattr(Benchmark, name) for name in REPEAT_COLUMNS]
+    group = repeat_columns()  # db/repeats.py: one setting at one load and dataset
     query = (
         select(
             Benchmark.id,
