@@ -26,7 +26,8 @@ PRIOR_ROUND_BAND = 0.40
 PRIOR_ACCEPTANCE_BAND = 0.12
 # Held-out residuals of a fit with this many benchmarks weigh as much as the prior's band.
 PRIOR_PSEUDO_COUNT = 5
-# No band narrower than this: repeats of one benchmark differ by ~1-2 % run to run.
+# No band narrower than this: repeats of one benchmark differ by ~1-2 % run to run (a deployment's own
+# repeats replace it: repeat_noise).
 MIN_BAND = 0.02
 
 
@@ -66,6 +67,28 @@ def error_band(
     n = len(errors)
     observed = quantile(errors, coverage)
     return max(MIN_BAND, (n * observed + PRIOR_PSEUDO_COUNT * prior) / (n + PRIOR_PSEUDO_COUNT))
+
+
+def repeat_noise(groups: Sequence[Sequence[float]], coverage: float = BAND_COVERAGE) -> float | None:
+    """The measurement noise repeats show: the `coverage` quantile of |x / mean - 1| over every measurement
+    of every group of two or more (each group's own mean), shrunk toward MIN_BAND by PRIOR_PSEUDO_COUNT
+    pseudo-observations as error_band shrinks a fit's residuals. None without a repeat."""
+    deviations = [
+        abs(x / mean - 1.0)
+        for group in groups
+        if len(group) > 1 and (mean := sum(group) / len(group)) > 0
+        for x in group
+    ]
+    if not deviations:
+        return None
+    n = len(deviations)
+    return (n * quantile(deviations, coverage) + PRIOR_PSEUDO_COUNT * MIN_BAND) / (n + PRIOR_PSEUDO_COUNT)
+
+
+def with_noise(band: float, noise: float | None) -> float:
+    """A prediction's band is never narrower than the noise its deployment's repeats show: no prediction
+    can be trusted closer than two runs of one measurement agree."""
+    return band if noise is None else max(band, noise)
 
 
 def within_band(measured_tps: float, predicted_tps: float, band: float) -> bool:

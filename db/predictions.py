@@ -21,7 +21,7 @@ from specdash.costmodel.domain import Setting
 from specdash.costmodel.loadcosts import cost_params_at
 from specdash.costmodel.priors import drafter_family
 from specdash.costmodel.sources import AcceptLengthChoice, choose_accept_length, choose_baseline
-from specdash.costmodel.uncertainty import prior_error_band
+from specdash.costmodel.uncertainty import prior_error_band, with_noise
 from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.models import BENCHMARK_SETTING, BUILTIN_SOURCES, Benchmark, Prediction
 from specdash.db.refresh_context import Drafter, RefreshContext, SetPlan
@@ -282,7 +282,10 @@ def predict_under(
         baseline_estimated=estimated,
         extrapolated=tau.extrapolated,
         approximation=tau.approximation,
-        error_band=plan.band if plan.band is not None else prior_error_band(tau.source),
+        error_band=with_noise(
+            plan.band if plan.band is not None else prior_error_band(tau.source),
+            context.noise.get(key.deployment_id),
+        ),
     )
     made.count += 1
     return values, result, params

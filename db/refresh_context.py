@@ -21,6 +21,7 @@ from specdash.db.history import Reference
 from specdash.db.loadmodels import estimated_baselines
 from specdash.db.models import Checkpoint, Deployment, ParameterSet, Run, utcnow
 from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
+from specdash.db.repeats import noise_by_deployment
 from specdash.db.settings import get_gap_threshold
 
 
@@ -59,6 +60,8 @@ class RefreshContext:
     references: dict[int, Reference] = field(default_factory=dict)
     # deployment id -> baselines estimated from its speculative benchmarks (none ran without speculation)
     estimates: dict[int, BaselineEstimate] = field(default_factory=dict)
+    # deployment id -> the measurement noise its repeat groups show (db/repeats.py)
+    noise: dict[int, float] = field(default_factory=dict)
 
 
 def read_context(
@@ -93,6 +96,7 @@ def read_context(
         global_threshold=get_gap_threshold(session),
         now=utcnow(),
         estimates=estimated_baselines(session),
+        noise=noise_by_deployment(session),
     )
 
 

@@ -27,6 +27,7 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
+from specdash.db.repeats import repeat_columns
 from specdash.db.selects import NAMES, with_gap_joins
 from specdash.ingest.csvtext import spreadsheet_safe
 
@@ -111,11 +112,14 @@ BENCHMARK_COLUMNS = (
 
 
 def _benchmarks(run: str | None) -> Select:
+    group = repeat_columns()  # db/repeats.py: one setting at one load and dataset
     query = (
         select(
             Benchmark.id,
             *NAMES,
             *(getattr(Benchmark, name) for name in BENCHMARK_COLUMNS),
+            func.count().over(partition_by=group).label("repeats"),
+            func.avg(Benchmark.decode_tps).over(partition_by=group).label("repeat_mean_tps"),
             IngestedFile.path.label("source_file"),
             Benchmark.created_at,
             Benchmark.raw,

@@ -24,8 +24,8 @@ def python_literal(text: str, default=None):
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
             return ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return default
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, OverflowError):
+        return default  # OverflowError: a literal like 10**400 + 1j that literal_eval adds up
 
 
 class TooLong:

@@ -365,6 +365,7 @@ def _preview(engine: Engine, parsed: Parsed, link: LinkOptions | None) -> Previe
         seen = already_ingested(session, parsed.sha256) if parsed.sha256 else None
         preview.already_ingested = seen.path if seen is not None else None
         preview.store, preview.refresh = result.store, result.refresh
+        preview.notes = result.message or None
         if result.store is not None:
             preview.gaps = benchmark_gap_rows(session, result.store.benchmark_ids)
 

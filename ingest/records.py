@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from specdash.costmodel.acceptance import drafts_a_block
 from specdash.costmodel.domain import Setting
@@ -51,6 +51,21 @@ CONCURRENCY_SOURCES: tuple[str, ...] = get_args(ConcurrencySource)
 LIVE_CONCURRENCY: ConcurrencySource = "scrape: running-requests gauge"
 
 
+EPOCH_YEAR = 1970
+
+
+def _clock_time(moment: datetime) -> datetime:
+    """A moment a clock of a training or serving machine wrote: engines and trackers count time from the
+    Unix epoch, so a year before 1970 is no measurement (and years before 1000 are not even stored alike
+    on SQLite and PostgreSQL)."""
+    if moment.year < EPOCH_YEAR:
+        raise ValueError(f"{moment.isoformat()} is before {EPOCH_YEAR}: no clock of a run or server wrote it")
+    return moment
+
+
+ClockTime = Annotated[datetime, AfterValidator(_clock_time)]
+
+
 class RunRecord(Record):
     kind: Literal["run"] = "run"
     name: Name
@@ -62,8 +77,8 @@ class RunRecord(Record):
     data_size: Whole | None = None
     status: Literal["running", "finished", "killed"] = "finished"
     config: dict[str, Any] | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
+    started_at: ClockTime | None = None
+    ended_at: ClockTime | None = None
     notes: Note | None = None
     is_demo: bool = False
 
@@ -199,7 +214,7 @@ class BenchmarkRecord(SpeculationSetting):
     engine_version: Short | None = None
     draft_hidden_size: Count | None = None
     label: Text200 | None = None
-    measured_at: datetime | None = None
+    measured_at: ClockTime | None = None
     raw: dict[str, Any] | None = None
 
     @model_validator(mode="after")

@@ -45,6 +45,8 @@ class Preview:
     gaps: list[dict[str, Any]] = field(
         default_factory=list
     )  # benchmark line, prediction source, gap, severity
+    # what the rules did that the summary says: repeat groups kept, where a training log resumed
+    notes: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -87,6 +87,8 @@ if files:
                 f"**{md(file.name)}**, {file.size:,} bytes, format `{preview.format or 'not recognised'}`, "
                 f"{records} record(s); would add {md(uploads.would_create(preview))}"
             )
+            if preview.notes:
+                st.caption(md(preview.notes))
             if preview.already_ingested:
                 st.info(f"Already stored as {md(preview.already_ingested)}: saving would skip it.")
             elif uploads.can_save(preview):

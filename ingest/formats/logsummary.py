@@ -16,7 +16,11 @@ including any prefill and idle time in between). Rules, applied per server start
   of prefill (low load: the prefill belongs to a request's time to first token, not to its decode);
   otherwise (prefills in most intervals) the intervals with the least prefill, at or below the level's
   lower quartile of prefill tokens, are used: they come nearest to the decode-only speed a client's TPOT
-  measures, as every request of the level was decoding in them.
+  measures, as every request of the level was decoding in them;
+- the interval in which a load began (the first busy one after idle or the start-up) is left out where
+  another measures the level; a load that never filled an interval (a short run per server start) keeps
+  its intervals, marked as lower bounds of the speed (`lower_bound`): a log an engine wrote is never
+  refused for being short.
 
 The aggregate tok/s is the sum over ranks of each rank's median; per request it is aggregate / running
 count (varying levels: the median per interval of tok/s / running)."""
@@ -30,6 +34,8 @@ HOLD = 2  # intervals at one running count that make it a held level
 SAME_LEVEL = 0.25  # relative difference of running counts still the same level
 BRIEF = 0.15  # share of the largest level's request-intervals below which a level is brief
 CLEAN_SHARE = 1 / 3
+# A benchmark label's ending when the load began inside every interval it used (Level.lower_bound).
+LOWER_BOUND_NOTE = " (a lower bound: the load began inside its interval)"
 
 REASONS = {
     "idle": "idle (nothing running or generated)",
@@ -41,7 +47,7 @@ REASONS = {
     "prefill": "a prefill ran inside it",
     "more-prefill": "more prefill than the level's least-prefill quarter",
     "start": "the load began inside it (idle before): its tokens are spread over the whole interval",
-    "short": "a load that never filled a whole interval (it began and ended inside them): too short to measure",
+    "short": "no interval of the level at its running count with tokens generated",
     "cap": f"over {MAX_INTERVALS:,} intervals in one server start",
 }
 
@@ -56,7 +62,7 @@ SHORT = {
     "prefill": "with a prefill in them",
     "more-prefill": "with more prefill than the least-prefill quarter",
     "start": "in which the load began",
-    "short": "of a load too short to fill an interval",
+    "short": "of a level with no usable interval",
     "cap": "over the interval cap",
 }
 
@@ -118,6 +124,9 @@ class Level:
     accept_length: float | None = None
     running_low: int = 0
     running_high: int = 0
+    # every used interval began idle (a load shorter than an interval, e.g. one line per server start):
+    # its tokens are spread over the whole interval, so the rates are lower bounds of the decode speed
+    lower_bound: bool = False
 
     @property
     def first_line(self) -> int:
@@ -140,6 +149,8 @@ class Level:
             parts.append("left out " + _counts(left_out))
         if self.prefill_kept:
             parts.append(f"{self.prefill_kept} with a prefill kept (too few prefill-free intervals)")
+        if self.lower_bound:
+            parts.append("the load began inside every used interval: its tok/s are lower bounds")
         if server_left_out:
             parts.append("in no benchmark of this server start: " + _counts(server_left_out))
         return {
@@ -148,6 +159,7 @@ class Level:
             "server_left_out": dict(server_left_out),
             "prefill_kept": self.prefill_kept,
             "varying_load": self.varying,
+            "lower_bound": self.lower_bound,
             "reasons": {k: REASONS[k] for k in sorted({*left_out, *server_left_out})},
             "text": "; ".join(parts),
         }
@@ -376,12 +388,14 @@ def _measure(level: Level) -> bool:
             used = least
     partial = [i for i in used if i.starts_load]
     if partial:
-        # idle until the load began inside it: its tokens/s are spread over the whole interval. A load that
-        # never filled an interval cannot be measured from this log: no benchmark rather than a diluted one
+        # idle until the load began inside it: its tokens/s are spread over the whole interval, left out
+        # where a full interval measures the load; a load that never filled one (a short run per server
+        # start) is kept and marked: what the engine printed is a lower bound of its speed, not nothing
         if len(used) == len(partial):
-            return False
-        level.left_out["start"] += len(partial)
-        used = [i for i in used if i not in partial]
+            level.lower_bound = True
+        else:
+            level.left_out["start"] += len(partial)
+            used = [i for i in used if i not in partial]
     level.prefill_kept = sum(1 for i in used if i.prefill)
     level.used = used
     totals = [i.total for i in busy]
@@ -400,3 +414,12 @@ def _measure(level: Level) -> bool:
     accepts = [i.accept for i in used if i.accept is not None]
     level.accept_length = statistics.median(accepts) if accepts else None
     return True
+
+
+def nothing_running(starts: list[ServerIntervals]) -> tuple[int, int] | None:
+    """(first line, count) of a log's interval lines when every one says nothing was running: such a log
+    measures no decode speed, whatever tokens it counts. None when a line had requests running."""
+    lines = [i.line for start in starts for i in start.intervals]
+    if not lines or any(i.running > 0 for start in starts for i in start.intervals):
+        return None
+    return lines[0], len(lines)

@@ -8,6 +8,7 @@ specforge/training/tracking.py); a list-valued metric becomes `name/index` keys 
 rules apply to a console line, a TensorBoard tag, an MLflow metric key and a W&B history key. The
 accuracy's names are costmodel/accuracies.py's (`train/acc_i`, what the acceptance curve is read from)."""
 
+import math
 import re
 from collections.abc import Iterator
 
@@ -71,7 +72,10 @@ def flatten(name: str, value) -> Iterator[tuple[str, float]]:
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
-        yield name, float(value)
+        try:
+            yield name, float(value)
+        except OverflowError:  # an integer past a float's range: infinite, which the rules refuse by line
+            yield name, math.inf if value > 0 else -math.inf
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value[:1024]):
             yield from flatten(f"{name}/{index}", item)

@@ -47,6 +47,7 @@ class OneBatchOfflineResult(EngineModel):
     output_len: Annotated[int, Field(ge=1)] | None = None
     median_decode_latency: Annotated[float, Field(gt=0)] | None = None
     median_decode_throughput: Annotated[float, Field(gt=0)]
+    acc_length: float | None = None  # never written by bench_one_batch; read to refuse one that says so
 
 
 class OfflineResult(EngineModel):
@@ -109,8 +110,8 @@ def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
             continue
         line, data, result, deployment = item
         accept = result.acc_length if result.acc_length is not None and result.acc_length > 0 else None
-        if accept is not None and accept < 1:
-            yield Problem(path, line, "acc_length", f"{accept} is below 1 (it counts the bonus token)")
+        if (problem := _accept_problem(accept, result.output_len, path, line)) is not None:
+            yield problem
             continue
         dataset = f"random {result.input_len}/{result.output_len}" if result.input_len is not None else None
         yield from benchmark(
@@ -131,6 +132,23 @@ def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
         )
 
 
+def _accept_problem(accept: float | None, output_len: int | None, path: str, line: int) -> Problem | None:
+    """A batch's accept length below the bonus token, or above the tokens a request emits in all: a round
+    cannot emit more than the request asks for (`output_len`), whatever the unstated setting."""
+    if accept is None:
+        return None
+    if accept < 1:
+        return Problem(path, line, "acc_length", f"{accept} is below 1 (it counts the bonus token)")
+    if output_len is not None and accept > output_len:
+        return Problem(
+            path,
+            line,
+            "acc_length",
+            f"{accept:g} tokens a round is more than the {output_len} a request emits in all (output_len)",
+        )
+    return None
+
+
 def parse_one_batch_offline(stream: TextIO, path: str, link=None) -> Iterator:
     """`python -m sglang.bench_one_batch --result-filename`: the model runner alone, no server, no
     speculation; each decode step runs the whole batch, so per request = 1 / the median step latency."""
@@ -139,6 +157,15 @@ def parse_one_batch_offline(stream: TextIO, path: str, link=None) -> Iterator:
             yield item
             continue
         line, data, result, deployment = item
+        if result.acc_length is not None and result.acc_length not in (-1, 1):
+            yield Problem(
+                path,
+                line,
+                "acc_length",
+                f"{result.acc_length:g}, yet bench_one_batch runs the model without speculation: each "
+                "decode step emits exactly 1 token a request",
+            )
+            continue
         dataset = f"random {result.input_len}/{result.output_len}" if result.input_len is not None else None
         yield from benchmark(
             path,

@@ -31,7 +31,14 @@ from specdash.ingest.formats.common import (
     prose_or_source,
     stated_in,
 )
-from specdash.ingest.formats.logsummary import Interval, Level, ServerIntervals, server_pieces
+from specdash.ingest.formats.logsummary import (
+    LOWER_BOUND_NOTE,
+    Interval,
+    Level,
+    ServerIntervals,
+    nothing_running,
+    server_pieces,
+)
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
 from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
@@ -293,7 +300,17 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 yield from _benchmark(
                     path, link, server, index, len(servers), level, server_left, speculating, first
                 )
-    if not produced:
+    if produced:
+        return
+    if (idle := nothing_running([server.intervals for server in servers])) is not None:
+        yield Problem(
+            path,
+            idle[0],
+            "running_requests",
+            f"Running: 0 reqs on every 'Avg generation throughput' line ({idle[1]}, the first here): nothing "
+            "was decoding, so the log measures no speed",
+        )
+    else:
         yield Problem(path, None, None, "no 'Avg generation throughput' lines with running requests", "parse")
 
 
@@ -353,7 +370,7 @@ def _benchmark(
         decode_tps_p10=level.decode_tps_p10,
         decode_tps_p90=level.decode_tps_p90,
         interval_count=len(level.used),
-        label=f"server log, {start}{level.concurrency} running",
+        label=f"server log, {start}{level.concurrency} running{LOWER_BOUND_NOTE if level.lower_bound else ''}",
         raw=stated_in(
             {
                 "config": {k: v for k, v in config.items() if k != "v0"},

@@ -5,7 +5,9 @@ Names are the engines' own (tests/fixtures/live/README.md quotes the source of e
   `..._num_accepted_tokens_per_pos_total{position}` (rounds that kept at least position+1 drafts: survival
   counts), `vllm:generation_tokens_total`, `vllm:num_requests_running`, and the inter-token latency
   histogram, observed once per request per engine step (a round), under its current name
-  `vllm:inter_token_latency_seconds` or its name before 0.11, `vllm:time_per_output_token_seconds`. Series
+  `vllm:inter_token_latency_seconds` or its name before 0.11, `vllm:time_per_output_token_seconds`; where
+  neither is exposed, the per-request histogram `vllm:request_time_per_output_token_seconds` (one
+  observation per finished request: its decode time over its output tokens after the first). Series
   carry `engine` (the data-parallel engine index): summed. No TP-rank label.
 - SGLang: the gauges `sglang:spec_accept_length` (per decode log interval, bonus token included),
   `sglang:spec_num_steps`, `sglang:spec_num_draft_tokens`, `sglang:num_running_reqs`, with `tp_rank`,
@@ -41,6 +43,8 @@ class EngineMetrics:
     counters: dict[str, str]  # quantity -> sample name
     latency: tuple[str, ...] = ()  # histogram names timing decode, newest first
     latency_per: str = "token"  # what one observation of `latency` times: a token or a step (round)
+    # a histogram of each finished request's mean time per output token, read when no `latency` is exposed
+    request_latency: str | None = None
     per_position: str | None = None
     running: str = ""
     # labels of ranks that repeat one measurement (TP/PP ranks of one DP group): one series is kept
@@ -67,6 +71,7 @@ ENGINES = (
         },
         latency=("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
         latency_per="step",
+        request_latency="vllm:request_time_per_output_token_seconds",
         per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
         running="vllm:num_requests_running",
     ),
@@ -135,6 +140,13 @@ class Reading:
     def metrics(self) -> EngineMetrics:
         return BY_ENGINE[self.engine]
 
+    @property
+    def latency_per(self) -> str | None:
+        """What one observation of the latency histogram read times: a token, a step, or a request."""
+        if self.latency is None:
+            return None
+        return "request" if self.latency == self.metrics.request_latency else self.metrics.latency_per
+
 
 def detect_engine(scrape: Scrape) -> EngineMetrics:
     counts = {engine.engine: 0 for engine in ENGINES}
@@ -162,8 +174,14 @@ def read_engine(scrape: Scrape) -> Reading:
         for quantity, name in spec.counters.items()
         if scrape.has(name)
     }
+    fallback = (spec.request_latency,) if spec.request_latency else ()
     latency = next(
-        (base for base in spec.latency if scrape.has(f"{base}_sum") and scrape.has(f"{base}_count")), None
+        (
+            base
+            for base in (*spec.latency, *fallback)
+            if scrape.has(f"{base}_sum") and scrape.has(f"{base}_count")
+        ),
+        None,
     )
     if latency is not None:
         counters["latency_sum"] = _kept(scrape, scrape.series(f"{latency}_sum"), spec.replica_labels)

@@ -118,11 +118,17 @@ class Decode:
     how: str
 
 
-def decode_of(engine: str, d: Deltas) -> Decode:
+def decode_of(engine: str, d: Deltas, latency_per: str | None = None) -> Decode:
     """vLLM times each request's engine steps (a round emits several tokens), so its decoded tokens are
-    the generated ones less each request's first (from prefill, counted by the TTFT histogram). SGLang
-    observes its inter-token latency once per token. llama-server adds each finished request's decoded
-    tokens and generation time."""
+    the generated ones less each request's first (from prefill, counted by the TTFT histogram); without
+    that histogram, its per-request TPOT histogram gives the finished requests' mean time per token, over
+    which the decoded tokens took tokens x mean TPOT request-seconds. SGLang observes its inter-token
+    latency once per token. llama-server adds each finished request's decoded tokens and generation time."""
+    if engine == VLLM and latency_per == "request":
+        tokens = max(0.0, d["generation_tokens"] - d["first_tokens"])
+        mean_tpot = d["latency_sum"] / d["latency_count"] if d["latency_count"] > 0 else 0.0
+        how = "1 / mean per-request TPOT of the requests finished in the window (request TPOT histogram)"
+        return Decode(tokens, tokens * mean_tpot, d["generation_tokens"], how)
     if engine == VLLM:
         tokens = max(0.0, d["generation_tokens"] - d["first_tokens"])
         how = "(generation tokens - first tokens) / inter-token latency sum (one observation per step)"
@@ -235,7 +241,7 @@ def window_outcome(readings: Sequence[Reading], options: WindowOptions) -> Windo
     first, last = readings[0], readings[-1]
     seconds = (last.at - first.at).total_seconds()
     d = window_deltas(readings)
-    decode = decode_of(last.engine, d)
+    decode = decode_of(last.engine, d, last.latency_per)
     running = [r.running for r in readings[1:] if r.running is not None]
     mean_running = sum(running) / len(running) if running else None
     span = (first.at, last.at, len(readings))  # WindowOutcome's start, end and scrapes
@@ -357,7 +363,7 @@ def _raw(readings: Sequence[Reading], d: Deltas, decode: Decode, running: list, 
         "counter_resets": d.resets,
         "decode": {"tokens": decode.tokens, "seconds": round(decode.seconds, 6), "from": decode.how},
         "latency_metric": last.latency,
-        "latency_per": last.metrics.latency_per if last.latency else None,
+        "latency_per": last.latency_per,
         "mean_latency_ms": (
             round(1000 * d["latency_sum"] / d["latency_count"], 6) if d["latency_count"] > 0 else None
         ),

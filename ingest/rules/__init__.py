@@ -1,6 +1,6 @@
 """The plausibility and consistency rules every parsed record meets before the store takes it, whatever
 format produced it: load_file() runs each batch through FileRules.apply(). The rules of one record are in
-bounds.py, their tolerances (and the evidence for each) in tolerances.py, those of a file that disagrees
+bounds.py, the slack of each bound (and its derivation) in tolerances.py, those of a file that disagrees
 with itself in within_file.py, and names that must resolve in names.py (applied as records are linked)."""
 
 from collections.abc import Iterable, Iterator
@@ -48,6 +48,6 @@ class FileRules:
 
     @property
     def notes(self) -> list[str]:
-        """What the rules did that the summary says: where a training log resumed."""
-        note = self.resumes.note() if self.resumes is not None else None
-        return [note] if note else []
+        """What the rules did that the summary says: where a training log resumed, the repeats it kept."""
+        notes = [self.resumes.note() if self.resumes is not None else None, self.ledger.note()]
+        return [note for note in notes if note]

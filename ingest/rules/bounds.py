@@ -18,11 +18,11 @@ from specdash.ingest.records import (
     SpeculationSetting,
 )
 from specdash.ingest.rules.tolerances import (
-    AGGREGATE_ABOVE,
-    AGGREGATE_BELOW,
+    ACCEPT_DIGITS,
     EXACT,
-    SURVIVAL_SHARE,
-    TPOT_FACTOR,
+    FEWEST_OUTPUT_TOKENS,
+    RATE_DIGITS,
+    RATE_SPREAD,
 )
 
 Refusal = tuple[str, str]
@@ -72,15 +72,18 @@ def draft_tokens_refusal(setting: SpeculationSetting) -> Refusal | None:
 
 
 def tpot_refusal(record: BenchmarkRecord) -> Refusal | None:
+    """Per-request decode against 1000 / median TPOT: both are the typical rate of one request, one a
+    median over requests, the other possibly a mean, so they may differ by the spread of the rates."""
     if record.median_tpot_ms is None:
         return None
     from_tpot = 1000.0 / record.median_tpot_ms
-    if from_tpot / TPOT_FACTOR <= record.decode_tps <= from_tpot * TPOT_FACTOR:
+    if from_tpot / RATE_SPREAD <= record.decode_tps <= from_tpot * RATE_SPREAD:
         return None
     return (
         "decode_tps",
         f"{record.decode_tps:g} disagrees with median_tpot_ms {record.median_tpot_ms:g} "
-        f"(1000 / TPOT = {from_tpot:g} tok/s; allowed within a factor of {TPOT_FACTOR:g})",
+        f"(1000 / TPOT = {from_tpot:g} tok/s; a mean and a median of the rates differ by at most a "
+        f"factor of {RATE_SPREAD:g})",
     )
 
 
@@ -104,36 +107,70 @@ def order_refusal(record: BenchmarkRecord) -> Refusal | None:
     return None
 
 
+def output_tokens_per_request(record: BenchmarkRecord) -> float | None:
+    """Mean output tokens a request emitted, where the file says (bench_serving / bench serve totals)."""
+    raw = record.raw or {}
+    total, completed = raw.get("total_output_tokens"), raw.get("completed")
+    if isinstance(total, int | float) and isinstance(completed, int | float) and completed > 0:
+        return total / completed
+    return None
+
+
+def aggregate_ceiling(record: BenchmarkRecord) -> tuple[float, str]:
+    """The most aggregate output tok/s the per-request decode rate and the concurrency allow, and why.
+
+    At most `concurrency` requests are in flight, each decoding at its own rate, so the decoded tokens
+    come at most at concurrency x the sum's typical rate (RATE_SPREAD covers the rates' spread about the
+    stated median). The aggregate also counts each request's first token, which prefill emits: a request
+    of L output tokens spends its decode time on L - 1 of them, so the aggregate can be L / (L - 1) of the
+    decoded rate (2 at worst, when L is not stated). Idle time, queueing and prefill only lower the
+    aggregate: there is no lower bound."""
+    tokens = output_tokens_per_request(record)
+    length = tokens if tokens is not None and tokens > FEWEST_OUTPUT_TOKENS else FEWEST_OUTPUT_TOKENS
+    first_token = length / (length - 1)
+    ceiling = record.decode_tps * record.concurrency * RATE_SPREAD * first_token
+    why = (
+        f"per-request decode x concurrency x {RATE_SPREAD:g} for the spread of request rates x "
+        f"{first_token:.4g} for the first token prefill emits"
+        f"{f' ({length:.4g} output tokens a request)' if tokens is not None else ' (output length unknown)'}"
+    )
+    return ceiling, why
+
+
 def aggregate_refusal(record: BenchmarkRecord) -> Refusal | None:
-    """Per-request decode x concurrency against the aggregate output throughput, as a file states them. A
-    live window's three figures are specdash's own, derived from one engine's counters over one window
-    (concurrency from the running gauge), so there is no file to contradict itself."""
+    """An aggregate output throughput above what the requests in flight can decode (one-sided: a
+    saturated, queued or disaggregated server emits far less than per-request decode x concurrency). A
+    live window's figures are specdash's own, derived from one engine's counters over one window."""
     if record.output_throughput is None or record.concurrency_source == LIVE_CONCURRENCY:
         return None
-    product = record.decode_tps * record.concurrency
-    ratio = product / record.output_throughput
-    if 1 / AGGREGATE_BELOW <= ratio <= AGGREGATE_ABOVE:
+    ceiling, why = aggregate_ceiling(record)
+    if record.output_throughput <= ceiling * (1 + EXACT):
         return None
     return (
-        "decode_tps",
-        f"{record.decode_tps:g} x concurrency {record.concurrency} = {product:g} tok/s contradicts "
-        f"output_throughput {record.output_throughput:g} (a factor of {ratio:.3g}; allowed "
-        f"{1 / AGGREGATE_BELOW:g} to {AGGREGATE_ABOVE:g}: the aggregate also counts prefill and idle time)",
+        "output_throughput",
+        f"{record.output_throughput:g} tok/s is more than {record.concurrency} request(s) in flight at "
+        f"{record.decode_tps:g} tok/s each can emit (at most {ceiling:.4g}: {why})",
     )
 
 
 def survival_refusal(record: BenchmarkRecord) -> Refusal | None:
-    """Per-position survival against the stated accept length: a chain emits 1 + sum of survival."""
+    """Per-position survival against the stated accept length of a chain, where both come from one set
+    of counters (a result file or one window): 1 + sum of survival is the accept length, up to the
+    printed digits. A log's summary takes its median accept length and its survival over other intervals,
+    so it is not held to the identity (each log line's own values are bounded by stated_refusal)."""
     survival, stated = record.position_survival, record.accept_length
     if not survival or stated is None or (record.topk or 1) != 1 or record.drafts_a_block():
         return None
+    if record.interval_count is not None and record.concurrency_source != LIVE_CONCURRENCY:
+        return None
     implied = 1 + sum(survival)
-    if abs(implied - stated) <= SURVIVAL_SHARE * stated:
+    allowed = ACCEPT_DIGITS + RATE_DIGITS * len(survival)
+    if abs(implied - stated) <= allowed:
         return None
     return (
         "accept_length",
-        f"{stated:g} contradicts position_survival, which implies {implied:.4g} (1 + sum of survival; "
-        f"allowed within {SURVIVAL_SHARE:.0%})",
+        f"{stated:g} contradicts position_survival, which implies {implied:.4g} (1 + sum of survival, "
+        f"from the same counters; allowed {allowed:.3g} for the printed digits)",
     )
 
 

@@ -1,6 +1,10 @@
 """A file that disagrees with itself: the same checkpoint twice with different acceptance, the same metric
-key and step twice with different values (native records), two no-speculation baselines of one deployment
-and setting with different speeds. Each is a conflict naming both lines; the later record is refused.
+key and step twice with different values (native records), the same timestamped run of a benchmark twice
+with different speeds. Each is a conflict naming both lines; the later record is refused.
+
+Two measurements of one setting at one load and dataset that differ (64.5 and 63.7 tok/s, no speculation)
+are no contradiction but a repeat, what a careful user makes: both are kept, and the summary names the
+repeat group.
 
 Training logs are the exception: a resumed run re-logs the steps after its checkpoint, so a log's later
 values win (Resumes) and the summary says where it resumed and how many points were replaced."""
@@ -10,28 +14,60 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.ingest.formats.base import Located
-from specdash.ingest.records import BenchmarkRecord, CheckpointRecord, MetricRows, MetricsRecord
+from specdash.ingest.records import (
+    SPECULATION_FIELDS,
+    BenchmarkRecord,
+    CheckpointRecord,
+    MetricRows,
+    MetricsRecord,
+)
+from specdash.labels import setting_label
 
 Conflict = tuple[str, str]  # field, message
-BASELINE_KEY_FIELDS = ("deployment", "engine", "concurrency", "dataset", "num_prompts", "median_ttft_ms")
+# What makes two benchmarks measurements of one thing: the setting, the load and the dataset, where and
+# of which drafter (a repeat group when their speeds differ).
+REPEAT_KEY_FIELDS = (
+    "deployment",
+    "engine",
+    "concurrency",
+    "dataset",
+    *SPECULATION_FIELDS,
+    "run",
+    "checkpoint",
+    "drafter_path",
+)
+MAX_REPEATS_NAMED = 3
+
+
+@dataclass
+class Measured:
+    line: int | None
+    decode_tps: float
+    measured_at: Any
+
+
+def repeat_key(record: BenchmarkRecord) -> tuple[Any, ...]:
+    target = (record.raw or {}).get("target_model")  # SpecBundle: one deployment may serve several
+    return (str(target), *(getattr(record, name) for name in REPEAT_KEY_FIELDS))
 
 
 class Ledger:
     """What a file said so far, by identity, with the line that said it."""
 
     def __init__(self, is_log: bool):
-        self.is_log = is_log  # a server log's starts may measure one setting twice: no baseline conflict
+        self.is_log = is_log  # a server log's starts measure one setting again: levels, not repeats
         self.checkpoints: dict[tuple[str, str], tuple[int | None, list[float]]] = {}
         self.points: dict[tuple[str, str, int], tuple[int | None, float]] = {}
-        self.baselines: dict[tuple[Any, ...], tuple[int | None, float]] = {}
+        self.measured: dict[tuple[Any, ...], list[Measured]] = {}
+        self.repeats: dict[tuple[Any, ...], BenchmarkRecord] = {}  # key -> its first record, once they differ
 
     def conflict(self, record: Any, line: int | None) -> Conflict | None:
         if isinstance(record, CheckpointRecord) and record.acceptance is not None:
             return self._checkpoint(record, line)
         if isinstance(record, MetricsRecord):
             return self._metrics(record, line)
-        if isinstance(record, BenchmarkRecord) and record.speculative_algorithm is None and not self.is_log:
-            return self._baseline(record, line)
+        if isinstance(record, BenchmarkRecord) and not self.is_log:
+            return self._benchmark(record, line)
         return None
 
     def _checkpoint(self, record: CheckpointRecord, line: int | None) -> Conflict | None:
@@ -56,17 +92,45 @@ class Ledger:
                 )
         return None
 
-    def _baseline(self, record: BenchmarkRecord, line: int | None) -> Conflict | None:
-        target = (record.raw or {}).get("target_model")  # SpecBundle: one deployment may serve several
-        key = (str(target), *(getattr(record, name) for name in BASELINE_KEY_FIELDS))
-        earlier = self.baselines.setdefault(key, (line, record.decode_tps))
-        if earlier[1] == record.decode_tps:
+    def _benchmark(self, record: BenchmarkRecord, line: int | None) -> Conflict | None:
+        """A repeat of a setting, load and dataset is kept; the same timestamped run with another speed
+        contradicts itself."""
+        key = repeat_key(record)
+        earlier = self.measured.setdefault(key, [])
+        at = record.measured_at
+        for before in earlier:
+            if at is not None and before.measured_at == at and before.decode_tps != record.decode_tps:
+                return (
+                    "decode_tps",
+                    f"the run of '{record.deployment}' measured at {at.isoformat()} "
+                    f"({setting_label(record.model_dump())} at concurrency {record.concurrency}) is given twice "
+                    f"with different speeds: line {before.line} says {before.decode_tps:g} tok/s, line {line} "
+                    f"says {record.decode_tps:g}",
+                )
+        if earlier and all(before.decode_tps != record.decode_tps for before in earlier):
+            self.repeats.setdefault(key, record)
+        earlier.append(Measured(line, record.decode_tps, record.measured_at))
+        return None
+
+    def note(self) -> str | None:
+        """The repeat groups the file holds, the first few named with their speeds and lines."""
+        if not self.repeats:
             return None
+        named = []
+        for key, record in list(self.repeats.items())[:MAX_REPEATS_NAMED]:
+            runs = self.measured[key]
+            speeds = " and ".join(f"{m.decode_tps:g}" for m in runs)
+            lines = ", ".join(str(m.line) for m in runs)
+            dataset = f" on {record.dataset}" if record.dataset else ""
+            named.append(
+                f"'{record.deployment}' {setting_label(record.model_dump())} at concurrency "
+                f"{record.concurrency}{dataset}: {speeds} tok/s (lines {lines})"
+            )
+        more = len(self.repeats) - len(named)
         return (
-            "decode_tps",
-            f"two no-speculation baselines of '{record.deployment}' at concurrency {record.concurrency}"
-            f"{f' on {record.dataset}' if record.dataset else ''} with different speeds: line {earlier[0]} "
-            f"says {earlier[1]:g} tok/s, line {line} says {record.decode_tps:g}",
+            f"{len(self.repeats)} repeat group(s) kept, each measurement stored: "
+            + "; ".join(named)
+            + (f"; and {more} more" if more > 0 else "")
         )
 
 

@@ -125,3 +125,22 @@ def test_gaps_json_carries_each_predictions_band(invoke, demo_url):
     # the demo's theory predictions use training accuracies: the prior band with the acceptance spread
     assert theory and all(r["error_band"] == pytest.approx(prior_error_band("training")) for r in theory)
     assert all(r["error_band"] is None for r in rows if r["source"] not in ("theory", "calibrated"))
+
+
+def test_repeat_noise_is_the_spread_of_repeats_shrunk_toward_the_floor():
+    from specdash.costmodel.uncertainty import MIN_BAND, PRIOR_PSEUDO_COUNT, repeat_noise
+
+    # 64.5 and 63.7 tok/s: mean 64.1, each 0.4 / 64.1 off; two deviations and five pseudo ones at 2 %
+    off = 0.4 / 64.1
+    assert repeat_noise([[64.5, 63.7]]) == pytest.approx((2 * off + PRIOR_PSEUDO_COUNT * MIN_BAND) / 7)
+    # a lone measurement is no repeat; a group's own mean, not the pool's
+    assert repeat_noise([[50.0], [10.0]]) is None
+    assert repeat_noise([[10.0, 10.0], [100.0, 100.0]]) == pytest.approx(5 * MIN_BAND / 9)
+
+
+def test_a_band_is_never_narrower_than_the_noise_of_repeats():
+    from specdash.costmodel.uncertainty import with_noise
+
+    assert with_noise(0.05, 0.12) == 0.12
+    assert with_noise(0.40, 0.12) == 0.40
+    assert with_noise(0.05, None) == 0.05

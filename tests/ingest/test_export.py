@@ -190,3 +190,24 @@ def test_spreadsheet_safe_prefixes_only_text_a_spreadsheet_would_read_as_a_formu
     from specdash.ingest.csvtext import spreadsheet_safe
 
     assert spreadsheet_safe(value) == cell
+
+
+def test_repeats_export_as_one_group_with_their_mean(invoke, db_url, tmp_path):
+    """Two no-speculation runs of one load and dataset (64.5 and 63.7 tok/s) are a repeat group of 2 with
+    a mean of 64.1; a run at another load is a group of its own."""
+    runs = tmp_path / "runs.jsonl"
+    run = {"kind": "benchmark", "deployment": "1x H100", "concurrency": 1, "dataset": "mtbench"}
+    runs.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in (
+                {**run, "decode_tps": 64.5},
+                {**run, "decode_tps": 63.7},
+                {**run, "concurrency": 8, "decode_tps": 51.0},
+            )
+        )
+    )
+    assert invoke(db_url, "ingest", str(runs)).exit_code == 0
+    rows = json.loads(export(invoke, db_url, "benchmarks"))
+    assert [(r["decode_tps"], r["repeats"]) for r in rows] == [(64.5, 2), (63.7, 2), (51.0, 1)]
+    assert [r["repeat_mean_tps"] for r in rows] == pytest.approx([64.1, 64.1, 51.0])

@@ -79,3 +79,27 @@ def test_a_followed_log_with_a_five_thousand_digit_step_reports_it_and_moves_on(
     line = ARGS.count("\n") + 2
     assert problems == [f"{log}:{line}: step: a number of 5000 digits is no training step"]
     assert sum(event.lines for event in events) == line + 1  # the lines after it are read too
+
+
+@pytest.mark.parametrize(
+    "written,expected",
+    [
+        # 400 digits: under the int-string limit, past a float's range
+        ("9" * 400, ":1: train/acc_0: must be a finite number, not inf"),
+        ("(" + "9" * 400 + ")", ":1: train/acc_0: must be a finite number, not inf"),
+        ("-" + "9" * 400, ":1: train/acc_0: must be a finite number, not -inf"),
+        # literal_eval adds the parts of a complex literal: the sum overflows, the line is no metrics dict
+        ("9" * 400 + "+1j", ":1: metrics are not a dict of names to numbers"),
+    ],
+)
+def test_a_400_digit_literal_in_a_specforge_console_line_is_a_problem_on_its_line(used, written, expected):
+    data = (
+        (SPECFORGE / "train_console_2026.log")
+        .read_text()
+        .replace("'acc_0': 0.6125", f"'acc_0': {written}", 1)
+    )
+    before = content(used)
+    result = ingest_bytes(used, "train.log", data.encode())
+    assert result.status == "failed"
+    assert f"train.log{expected}" in [str(p) for p in result.problems], [str(p) for p in result.problems]
+    assert content(used) == before

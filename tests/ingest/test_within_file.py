@@ -8,7 +8,7 @@ import pytest
 from specdash.ingest.describe import describe
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_bytes
-from tests.ingest_support import SGLANG, SPECFORGE, content, load, native, points
+from tests.ingest_support import SGLANG, SPECFORGE, benchmarks, content, load, native, points
 
 
 @pytest.fixture
@@ -76,19 +76,59 @@ def _specbundle(baselines: list[float]) -> bytes:
     return json.dumps(doc, indent=4).encode()
 
 
-def test_two_baselines_of_one_target_and_setting_with_different_speeds(used):
-    # the real file repeats the baseline row per setting with the very same speed: that loads
-    assert ingest_bytes(used, "same.json", _specbundle([1071.294, 1071.294])).status == "loaded"
+def test_two_baselines_of_one_target_and_setting_with_different_speeds_are_a_repeat(used):
+    # the real file repeats the baseline row per setting with the very same speed: that loads, no repeat
+    same = ingest_bytes(used, "same.json", _specbundle([1071.294, 1071.294]))
+    assert same.status == "loaded" and "repeat" not in describe(same)
     data = _specbundle([1071.294, 980.5])
-    # a row's line is its object's opening brace, the line above its "Name"
+    result = ingest_bytes(used, "data.json", data)
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    # a row's line is its object's opening brace, the line above its "Name"; per request = aggregate / 8
     line_of = [n - 1 for n, text in enumerate(data.decode().splitlines(), 1) if '"Name": "Wihtout' in text]
+    assert (
+        "1 repeat group(s) kept, each measurement stored: 'SpecBundle: Qwen3-30B-A3B-Instruct-2507' no "
+        f"speculation at concurrency 8 on gsm8k: 133.912 and 122.562 tok/s (lines {line_of[0]}, {line_of[1]})"
+    ) in describe(result)
+    speeds = sorted(b.decode_tps for b in benchmarks(used, speculative_algorithm=None, concurrency=8))
+    assert 980.5 / 8 in speeds and 1071.294 / 8 in speeds
+
+
+NO_SPEC = {"kind": "benchmark", "deployment": "1x H100", "concurrency": 1, "dataset": "mtbench"}
+
+
+def test_two_no_speculation_runs_of_one_load_are_both_stored_as_a_repeat(used):
+    data = native({**NO_SPEC, "decode_tps": 64.5}, {**NO_SPEC, "decode_tps": 63.7})
+    result = ingest_bytes(used, "runs.jsonl", data)
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    assert "'1x H100' no speculation at concurrency 1 on mtbench: 64.5 and 63.7 tok/s (lines 1, 2)" in (
+        describe(result)
+    )
+    assert sorted(b.decode_tps for b in benchmarks(used, deployment_id=_deployment_id(used))) == [63.7, 64.5]
+
+
+def _deployment_id(engine) -> int:
+    from sqlalchemy import select
+
+    from specdash.db.engine import reading
+    from specdash.db.models import Deployment
+
+    with reading(engine) as session:
+        return session.scalar(select(Deployment.id).where(Deployment.name == "1x H100"))
+
+
+def test_the_same_timestamped_run_with_another_speed_is_a_contradiction(used):
+    at = "2026-11-02T09:00:00"
+    data = native(
+        {**NO_SPEC, "decode_tps": 64.5, "measured_at": at},
+        {**NO_SPEC, "decode_tps": 64.5, "measured_at": "2026-11-02T10:00:00"},
+        {**NO_SPEC, "decode_tps": 63.7, "measured_at": at},
+    )
     _conflict(
         used,
-        "data.json",
+        "runs.jsonl",
         data,
-        f"data.json:{line_of[1]}: decode_tps: two no-speculation baselines of 'SpecBundle: "
-        "Qwen3-30B-A3B-Instruct-2507' at concurrency 8 on gsm8k with different speeds: line "
-        f"{line_of[0]} says 133.912 tok/s, line {line_of[1]} says 122.562",
+        "runs.jsonl:3: decode_tps: the run of '1x H100' measured at 2026-11-02T09:00:00 (no speculation at "
+        "concurrency 1) is given twice with different speeds: line 1 says 64.5 tok/s, line 3 says 63.7",
     )
 
 

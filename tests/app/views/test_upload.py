@@ -170,3 +170,20 @@ def test_a_look_alike_name_is_refused_unless_the_box_says_new_as_the_cli_flag_do
         names = set(session.scalars(select(Deployment.name)))
     assert {PCIE, look_alike} <= names  # created as a new deployment, next to the stored one
     assert any(f"deployment '{look_alike}'" in unmd(c.value) for c in at.caption)  # the summary says so
+
+
+def test_a_file_with_repeats_is_valid_and_names_its_repeat_group(monkeypatch, demo_url, tmp_path):
+    """Two no-speculation runs of one load and dataset at 64.5 and 63.7 tok/s: both saved, the page says
+    they are a repeat group."""
+    run = '{"kind": "benchmark", "deployment": "1x H100", "concurrency": 1, "dataset": "mtbench", "decode_tps": %s}'
+    data = f"{run % 64.5}\n{run % 63.7}\n".encode()
+    preview = preview_bytes(make_engine(demo_url), "repeats.jsonl", data)
+    assert uploads.can_save(preview) and uploads.would_create(preview).startswith("2 benchmark")
+    assert preview.notes == (
+        "1 repeat group(s) kept, each measurement stored: '1x H100' no speculation at concurrency 1 on mtbench: "
+        "64.5 and 63.7 tok/s (lines 1, 2)"
+    )
+    at = run_page(monkeypatch, demo_url, "views/upload.py")
+    at.file_uploader[0].set_value([("repeats.jsonl", data, "application/octet-stream")]).run()
+    assert not at.exception
+    assert any("1 repeat group(s) kept" in unmd(caption.value) for caption in at.caption)

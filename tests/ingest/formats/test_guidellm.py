@@ -100,3 +100,15 @@ def iter_text(text):
     import io
 
     return io.StringIO(text)
+
+
+def test_a_sweep_into_saturation_is_stored_whole(engine):
+    """GuideLLM at 1, 32 and 128 streams of Qwen3-32B: at 128 streams 103 requests are in flight on average,
+    most of them queued, so the aggregate (441 tok/s) is a sixteenth of 71.5 tok/s x 103. Every load is
+    stored (and the deployment created), none refused; the numbers are the report's own."""
+    load(engine, GUIDELLM / "saturated_qwen3_32b_v0.7.json", link=LinkOptions(deployment="vLLM Qwen3-32B"))
+    found = benchmarks(engine)
+    assert [b.concurrency for b in found] == [1, 30, 103]  # round(0.99), round(30.5) (half to even), 103
+    assert [b.decode_tps for b in found] == pytest.approx([1000 / 9.5, 1000 / 11.8, 71.5])
+    assert [b.output_throughput for b in found] == pytest.approx([104.0, 2390.0, 441.0])
+    assert {(b.speculative_algorithm, b.num_steps, b.num_draft_tokens) for b in found} == {("EAGLE3", 3, 4)}

@@ -314,8 +314,9 @@ def test_speculation_switching_without_a_start_line_begins_a_new_benchmark(engin
 def test_short_client_runs_are_measured_from_their_full_intervals_only(engine):
     """Six starts of a pipeline, each a short closed-loop client run (vllm bench serve, 40-200 prompts) that
     fills a 10-s log interval once or twice. The interval in which a run began was idle until then, so its
-    tokens/s are spread over time nothing ran: it is left out, and a run that never filled an interval is no
-    benchmark at all. Figures from the log's lines; the client's from pipeline_short_runs_client.jsonl."""
+    tokens/s are spread over time nothing ran: it is left out where a full interval measures the run, and
+    kept as a lower bound where none does. Figures from the log's lines; the client's from
+    pipeline_short_runs_client.jsonl."""
     load(engine, VLLM / "pipeline_short_runs.log")
     load(engine, VLLM / "pipeline_short_runs_client.jsonl")
     logs = benchmarks(engine, source_format="vllm-log")
@@ -326,6 +327,7 @@ def test_short_client_runs_are_measured_from_their_full_intervals_only(engine):
         (None, 32),
         ("EAGLE3", 32),
         (None, 8),
+        ("EAGLE3", 8),
     ]
     # start 1: 16 running at 311.4 (the run began inside it) and 897.8 tok/s, then 2 running (the drain)
     # and the tail: 897.8 / 16. Start 3: 227.3 (began) and 1212.8 at 32: 1212.8 / 32. Start 5: 26.4 and
@@ -333,31 +335,41 @@ def test_short_client_runs_are_measured_from_their_full_intervals_only(engine):
     assert [b.decode_tps for b in logs if b.speculative_algorithm is None] == pytest.approx(
         [897.8 / 16, 1212.8 / 32, 605.9 / 8]
     )
-    assert [b.raw["intervals"]["left_out"] for b in logs] == [{"start": 1, "tail": 1}] * 5
+    assert [b.raw["intervals"]["left_out"] for b in logs] == [{"start": 1, "tail": 1}] * 5 + [{"tail": 1}]
     # EAGLE3 at 16: 1445.1 / 16; at 32: 1910.0 / 32 (the 2-running drain and the tail left out)
     assert [b.decode_tps for b in logs if b.speculative_algorithm] == pytest.approx(
-        [1445.1 / 16, 1910.0 / 32]
+        [1445.1 / 16, 1910.0 / 32, 483.9 / 8]
     )
     # accept length over the level's SpecDecoding lines, k = 3: 1 + accepted / (drafted / 3)
     assert logs[1].accept_length == pytest.approx(1 + (1642 + 8643 + 2025) / ((3216 + 17232 + 4137) / 3))
-    # start 6 (EAGLE3 at 8) began and ended inside its first interval (483.9 tok/s, then the tail): too short
-    # to measure from 10-s lines, so no benchmark (above); its client's record is the only measure of it
-    # each measured start lands within 10 % of the client's 1000 / median TPOT for the same run
+    # start 6 (EAGLE3 at 8) began and ended inside its first interval (483.9 tok/s at 8, then the tail): the
+    # only line that measures it, kept and marked as a lower bound; its accept length from the SpecDecoding
+    # lines of the level (its interval and the tail's): 1 + (2897 + 1604) / ((5736 + 3249) / 3)
+    short = logs[5]
+    assert short.raw["intervals"]["lower_bound"] is True
+    assert (
+        short.label
+        == "server log, start 6 of 6 (line 60), 8 running (a lower bound: the load began inside its interval)"
+    )
+    assert short.accept_length == pytest.approx(1 + (2897 + 1604) / ((5736 + 3249) / 3))
     by_client = {(c.speculative_algorithm, c.concurrency): c for c in clients}
-    for bench in logs:
+    assert short.decode_tps < by_client[("EAGLE3", 8)].decode_tps  # a lower bound indeed
+    # each start measured by a full interval lands within 10 % of the client's 1000 / median TPOT
+    for bench in logs[:5]:
         client = by_client[(bench.speculative_algorithm, bench.concurrency)]
         assert abs(bench.decode_tps / client.decode_tps - 1) < 0.10, (bench.label, client.decode_tps)
 
 
-def test_a_load_that_never_fills_an_interval_is_no_benchmark():
+def test_a_load_that_never_fills_an_interval_is_a_lower_bound():
     from specdash.ingest.formats.logsummary import Interval, ServerIntervals
 
     server = ServerIntervals()
     server.fresh = True  # the start-up was logged: the first interval began idle
     for number, (running, gen) in enumerate([(8, 483.9), (0, 269.7), (0, 0.0)], start=1):
         server.add(Interval(number, "0", running, gen))
-    levels, left = server.levels()
-    assert levels == [] and left == {"short": 2, "idle": 1}
+    (level,), left = server.levels()
+    assert left == {"idle": 1} and level.lower_bound
+    assert (level.output_throughput, level.concurrency) == (483.9, 8)
     # the same lines cut from the middle of a log (no start-up before them) are a measured level
     server.fresh = False
     (level,) = server.levels()[0]

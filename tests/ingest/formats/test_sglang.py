@@ -153,3 +153,29 @@ def test_server_log_0_5_9_adds_up_data_parallel_ranks(engine):
     with reading(engine) as session:
         assert session.scalar(select(Run.name)) == "k25-eagle3-100k-ttt5"
         assert session.scalar(select(Checkpoint.name)) == "epoch_5"
+
+
+def test_a_prefill_decode_disaggregated_run_is_stored_with_its_own_numbers(engine):
+    """SGLang bench_serving of a 1P1D deployment, 64 concurrent, 512 in / 128 out: the prefill server queues
+    (median TTFT 17.5 s), so the aggregate, 437.5 tok/s, is far below per-request decode x concurrency (1000 /
+    9.2 ms x 64 = 6,957 tok/s, a factor of 15.9). Nothing bounds an aggregate from below: it is stored."""
+    load(engine, SGLANG / "bench_serving_pd_64.jsonl", link=LinkOptions(deployment="1P1D H100"))
+    (bench,) = benchmarks(engine)
+    assert bench.decode_tps == pytest.approx(1000 / 9.2)
+    assert (bench.concurrency, bench.output_throughput, bench.accept_length) == (64, 437.5, 2.17)
+    assert (bench.num_steps, bench.topk, bench.num_draft_tokens, bench.num_prompts) == (3, 1, 4, 640)
+    assert bench.median_ttft_ms == 17532.0
+
+
+def test_the_disaggregated_run_pasted_in_sglang_issue_9585(engine):
+    """A real bench_serving line (1P1D over mooncake, 32 concurrent, 4000 in / 1000 out): per request 1000 /
+    49.4525 ms = 20.22 tok/s, aggregate 470.75 tok/s, TTFT 15.8 s."""
+    load(
+        engine,
+        SGLANG.parent / "real" / "sglang_bench_serving_pd_mooncake_9585.jsonl",
+        link=LinkOptions(deployment="1P1D"),
+    )
+    (bench,) = benchmarks(engine)
+    assert bench.decode_tps == pytest.approx(1000 / 49.45251944893692)
+    assert (bench.concurrency, bench.num_prompts, bench.speculative_algorithm) == (32, 300, None)
+    assert bench.output_throughput == pytest.approx(470.75469529455864)

@@ -6,6 +6,7 @@ from datetime import datetime
 import pytest
 
 from specdash.ingest.formats import detect_format
+from specdash.ingest.links import LinkOptions
 from tests.ingest_support import VLLM, benchmarks, load
 
 
@@ -128,3 +129,27 @@ def test_v0_speculative_metrics_are_cumulative(engine):
 def test_detected_without_being_told(name, expected):
     head = (VLLM / name).read_bytes()[:65536].decode()
     assert detect_format(head, name).name == expected
+
+
+def test_server_starts_of_one_throughput_line_each_are_one_benchmark_each(engine):
+    """Four `vllm serve` starts (one per benchmark arm), each killed after one 10-s interval: one `Avg
+    generation throughput` line with 7-8 running and prefill in the same window. Each is a benchmark whose
+    speed is a lower bound (the load began inside the interval); none is refused. Numbers from the lines."""
+    load(engine, VLLM / "server_starts_one_line_each.log", link=LinkOptions(deployment="1x H100"))
+    found = benchmarks(engine)
+    assert [(b.speculative_algorithm, b.num_steps, b.num_draft_tokens, b.concurrency) for b in found] == [
+        (None, None, None, 8),
+        ("EAGLE3", 2, 3, 7),
+        ("EAGLE3", 3, 4, 8),
+        ("EAGLE3", 4, 5, 7),
+    ]
+    assert [b.decode_tps for b in found] == pytest.approx([412.3 / 8, 702.8 / 7, 871.5 / 8, 889.4 / 7])
+    assert [b.output_throughput for b in found] == pytest.approx([412.3, 702.8, 871.5, 889.4])
+    # 1 + accepted / (drafted / k) of each start's one SpecDecoding line
+    assert [b.accept_length for b in found[1:]] == pytest.approx(
+        [1 + 1187 / (1702 / 2), 1 + 1563 / (2580 / 3), 1 + 1640 / (3212 / 4)]
+    )
+    assert all(b.raw["intervals"]["lower_bound"] for b in found)
+    assert found[0].label == (
+        "server log, start 1 of 4 (line 1), 8 running (a lower bound: the load began inside its interval)"
+    )

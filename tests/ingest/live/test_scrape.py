@@ -185,3 +185,21 @@ def test_scrapes_an_endpoint_refuses_are_lost_and_counted(engine):
     assert scraper.summary.lost == {"no answer": 3} and scraper.summary.scrapes == 0
     assert lost[0].endswith("/metrics: HTTP 503 Service Unavailable")
     assert stored(engine) == []
+
+
+@pytest.mark.parametrize("metrics_server", ["vllm_request_tpot_only.prom"], indirect=True)
+def test_a_vllm_without_inter_token_histograms_is_timed_by_its_per_request_tpot(
+    engine, metrics_server, recorded_clock
+):
+    """Neither vllm:inter_token_latency_seconds nor vllm:time_per_output_token_seconds is exposed: the
+    per-request histogram vllm:request_time_per_output_token_seconds times decode. t=0 -> 15: 16 requests
+    finished, their TPOT summing 1.5752 - 1.332 = 0.2432 s (15.2 ms each): 1 / 0.0152 tok/s per request."""
+    scraper, _ = scrape_all(engine, metrics_server, recorded_clock)
+    (window,) = stored(engine)
+    assert window.decode_tps == pytest.approx(1 / 0.0152)
+    assert window.output_throughput == pytest.approx((34916 - 30100) / 15)
+    assert window.raw["latency_metric"] == "vllm:request_time_per_output_token_seconds"
+    assert window.raw["latency_per"] == "request"
+    # decoded tokens: generation +4816 less 16 first tokens, over 4800 x 15.2 ms of request-seconds
+    assert window.raw["decode"]["tokens"] == 4800 and window.raw["decode"]["seconds"] == pytest.approx(72.96)
+    assert scraper.summary.stored == 1

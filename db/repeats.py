@@ -1,0 +1,48 @@
+"""Repeat groups: the measurements of one setting at one load and dataset, on one deployment and engine
+and of one checkpoint (none for a baseline), that one file holds (a user's repeats; a rerun in a later
+file is a rerun, judged on its own, maybe superseding), and the measurement noise their spread shows."""
+
+from collections import defaultdict
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from specdash.costmodel.uncertainty import repeat_noise
+from specdash.db.models import Benchmark
+
+# The columns that make two benchmarks repeats of one measurement.
+REPEAT_COLUMNS = (
+    "deployment_id",
+    "ingested_file_id",
+    "checkpoint_id",
+    "engine",
+    "concurrency",
+    "dataset",
+    "speculative_algorithm",
+    "num_steps",
+    "topk",
+    "num_draft_tokens",
+)
+
+
+def repeat_columns() -> list:
+    return [getattr(Benchmark, name) for name in REPEAT_COLUMNS]
+
+
+def noise_by_deployment(session: Session) -> dict[int, float]:
+    """Each deployment's measurement noise from its repeat groups without speculation
+    (costmodel.uncertainty.repeat_noise); deployments without such a repeat are left out. Only runs without
+    speculation measure the machine alone: two speculative runs also differ by what the drafter accepted
+    (the acceptance part of a band), and a rerun with something wrong is an anomaly, not noise."""
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    query = select(*repeat_columns(), Benchmark.decode_tps).where(
+        Benchmark.superseded_by_id.is_(None), Benchmark.speculative_algorithm.is_(None)
+    )
+    for row in session.execute(query):
+        groups[tuple(row[:-1])].append(row[-1])
+    by_deployment: dict[int, list[list[float]]] = defaultdict(list)
+    for key, speeds in groups.items():
+        if len(speeds) > 1:
+            by_deployment[key[0]].append(speeds)
+    noise = {deployment: repeat_noise(repeats) for deployment, repeats in by_deployment.items()}
+    return {deployment: value for deployment, value in noise.items() if value is not None}

@@ -1,0 +1,107 @@
+"""The real-file gate: files that engines, trainers and benchmark tools wrote and their users published,
+each loaded whole (no rule may refuse one) with the numbers worked out by hand from the file itself.
+tests/fixtures/real/README.md says where each comes from and under which licence."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from specdash.ingest.links import LinkOptions
+from tests.conftest import FIXTURES
+from tests.ingest_support import benchmarks, load
+
+REAL = FIXTURES / "real"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One stored benchmark: concurrency, per-request and aggregate tok/s, accept length (None: none)."""
+
+    concurrency: int
+    decode_tps: float
+    output_throughput: float | None
+    accept_length: float | None
+
+
+GATE = {
+    # sglang#9585: 1P1D over mooncake, 32 concurrent; 1000 / median TPOT 49.4525 ms, aggregate as printed
+    "real/sglang_bench_serving_pd_mooncake_9585.jsonl": [
+        Expected(32, 1000 / 49.45251944893692, 470.75469529455864, None)
+    ],
+    # club-3090#93: two 10-s intervals at 1 running (123.8 and 124.5 tok/s: median 124.15); accept length
+    # over both SpecDecoding lines, 5 positions: (768 + 2355/5 + 777 + 2345/5) / (2355/5 + 2345/5)
+    "real/vllm_log_club3090_issue93.log": [
+        Expected(1, 124.15, 124.15, (768 + 471 + 777 + 469) / (471 + 469))
+    ],
+    # sglang#11948: five Decode batch lines at 1 running; the first had the prefill: the other four,
+    # median of 178.86, 165.41, 188.68, 165.59 tok/s and of accept len 1.95, 1.80, 2.05, 1.80
+    "real/sglang_log_eagle3_issue11948.log": [
+        Expected(1, (165.59 + 178.86) / 2, (165.59 + 178.86) / 2, 1.875)
+    ],
+    # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
+    # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
+    "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
+    # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
+    # accepted over 3025 / 5 rounds
+    "real/vllm_log_glm52_mtp_issue46367.log": [
+        Expected(1, (63.8 + 63.1) / 2, (63.8 + 63.1) / 2, 1 + 33 / 605)
+    ],
+    # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
+    # 198.13 output tok/s (the YAML dumps of the same report)
+    "guidellm/benchmarks_stripped_v0.3.1.json": [
+        Expected(1, 1000 / 4.885653033852577, 198.13346751788123, None)
+    ],
+    "real/guidellm_benchmarks_stripped_v0.3.1.yaml": [
+        Expected(1, 1000 / 4.885653033852577, 198.13346751788123, None)
+    ],
+    "real/guidellm_benchmarks_stripped_a1fe883a.json": [
+        Expected(1, 1000 / 4.885653033852577, 198.13346751788123, None)
+    ],
+    "real/guidellm_benchmarks_stripped_a1fe883a.yaml": [
+        Expected(1, 1000 / 4.885653033852577, 198.13346751788123, None)
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATE))
+def test_a_real_file_loads_with_its_authors_numbers(engine, name):
+    load(engine, FIXTURES / name, link=LinkOptions(deployment="real"))
+    found = [
+        Expected(b.concurrency, b.decode_tps, b.output_throughput, b.accept_length)
+        for b in benchmarks(engine)
+    ]
+    expected = GATE[name]
+    assert len(found) == len(expected), found
+    for got, want in zip(found, expected, strict=True):
+        assert got.concurrency == want.concurrency
+        assert got.decode_tps == pytest.approx(want.decode_tps)
+        assert got.output_throughput == pytest.approx(want.output_throughput)
+        assert got.accept_length == pytest.approx(want.accept_length)
+
+
+def test_specbundle_loads_whole_with_its_published_rows(engine):
+    """SpecBundle's data.json: 440 drafter rows and 60 baselines (one per target, benchmark and batch size,
+    repeated per setting at one speed). Qwen3-30B-A3B on gsm8k at batch 8, 3/1/4: the baseline at
+    1071.294 tok/s and the SpecForge drafter at 1488.365 tok/s with accept length 2.640, per request / 8."""
+    load(engine, REAL / "specbundle-data.json")
+    stored = benchmarks(engine)
+    drafters = [b for b in stored if b.speculative_algorithm is not None]
+    assert len(drafters) == 440 and len(stored) - len(drafters) == 60
+    qwen = [b for b in stored if b.dataset == "gsm8k" and "Qwen3-30B-A3B-Instruct-2507" in b.deployment.name]
+    base = next(b for b in qwen if b.speculative_algorithm is None and b.concurrency == 8)
+    assert base.decode_tps == pytest.approx(1071.2940027174511 / 8)
+    (drafter,) = [
+        b
+        for b in qwen
+        if b.speculative_algorithm
+        and (b.num_steps, b.topk, b.num_draft_tokens, b.concurrency) == (3, 1, 4, 8)
+    ]
+    assert drafter.decode_tps == pytest.approx(1488.3645940190918 / 8)
+    assert drafter.accept_length == pytest.approx(2.6400593352844486)
+
+
+def test_the_gate_holds_every_real_file():
+    """Every file of tests/fixtures/real/ but the licences and notes is in the gate."""
+    held = {name.split("/", 1)[1] for name in GATE if name.startswith("real/")} | {"specbundle-data.json"}
+    files = {p.name for p in REAL.iterdir() if not p.name.startswith("LICENSE") and p.suffix != ".md"}
+    assert files == held
