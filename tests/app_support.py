@@ -108,12 +108,11 @@ def calibrated_url(tmp_path, _calibrated_template) -> str:
 def run_page(monkeypatch, url: str, page: str | None = None, query: dict | None = None) -> AppTest:
     monkeypatch.setenv("SPECDASH_DB_URL", url)
     at = AppTest.from_file(APP, default_timeout=30)
-    at.run()
-    if page:
+    if page:  # straight to the page: one run of the script, not the Overview's first
         at.switch_page(page)
         if query:
             at.query_params.update(query)
-        at.run()
+    at.run()
     return at
 
 
