@@ -28,16 +28,16 @@ REAL_FIXTURES = FIXTURES / "real"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The browser tests first, then the other slow ones, then the rest, each in its order (a stable sort):
-    on two workers, a long test started last runs alone at the end. `make test` keeps this order when it
-    hands out the tests (--no-loadscope-reorder)."""
+    """The browser tests first, then the other slow ones (PostgreSQL's among them), then the rest, each in
+    its order (a stable sort): on two workers, a long test started last runs alone at the end. `make test`
+    keeps this order when it hands out the test files (--dist loadfile --no-loadscope-reorder)."""
     items.sort(key=start_order)
 
 
 def start_order(item: pytest.Item) -> int:
     if item.get_closest_marker("browser"):
         return 0
-    return 1 if item.get_closest_marker("slow") else 2
+    return 1 if item.get_closest_marker("slow") or item.get_closest_marker("postgres") else 2
 
 
 def sqlite_url(path: Path) -> str:
