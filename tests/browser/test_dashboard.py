@@ -284,6 +284,7 @@ def profile_edit(page, base: str, shots: Path) -> None:
     """A profile edit keeps what was not edited (the blank form wiped it)."""
     open_page(page, base, "settings", "Deployment profiles")
     choose(page, "Edit", PCIE)
+    one_profile_form(page)
     gpu = page.get_by_label("GPU", exact=True)
     expect(gpu).to_have_value("RTX PRO 6000 Blackwell", timeout=PAGE_WAIT_MS)
     overhead = page.get_by_label("Overhead ms per round", exact=True)
@@ -292,9 +293,16 @@ def profile_edit(page, base: str, shots: Path) -> None:
     settle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     choose(page, "Edit", PCIE)
+    one_profile_form(page)
     expect(page.get_by_label("GPU", exact=True)).to_have_value("RTX PRO 6000 Blackwell", timeout=PAGE_WAIT_MS)
     expect(page.get_by_label("Overhead ms per round", exact=True)).to_have_value("1.50", timeout=PAGE_WAIT_MS)
     screenshot(page, shots / "settings-edited.png")
+
+
+def one_profile_form(page) -> None:
+    """The chosen profile's form alone: each profile's form has widgets of its own, and the one shown before
+    the choice can linger a moment on a busy machine."""
+    expect(page.get_by_label("GPU", exact=True)).to_have_count(1, timeout=PAGE_WAIT_MS)
 
 
 def copy_screenshots(shots: Path, theme: str) -> None:
