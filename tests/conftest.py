@@ -2,8 +2,8 @@
 databases on the server SPECDASH_TEST_PG_URL names (`.ci/run` starts one).
 
 Every test database is a copy of a template built once per test process (empty at the head, the demo, the
-demo with the real SpecBundle results): the migrations run once a session, not once a test, except in the
-tests that exist to test them (tests/migrations/)."""
+demo with the real SpecBundle results, that store calibrated; on PostgreSQL a migrated template database):
+the migrations run once a session, not once a test, except in the tests that exist to test them."""
 
 import contextlib
 import os
@@ -45,7 +45,8 @@ def sqlite_url(path: Path) -> str:
 
 
 def fold_wal(engine) -> None:
-    """Fold the write-ahead log into the database file, so that a plain copy of the file is complete."""
+    """Fold the write-ahead log into the database file, so that a plain copy of the file is complete, and
+    close the engine."""
     with engine.connect() as connection:
         connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     engine.dispose()
