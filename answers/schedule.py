@@ -51,15 +51,17 @@ def resolve(
     """The deployment, run and checkpoint these names name; ScheduleError saying how to list them."""
     found_deployment = session.scalars(select(Deployment).where(Deployment.name == deployment)).first()
     if found_deployment is None:
-        raise ScheduleError(f"no deployment {deployment!r}: `specdash export deployments` lists them")
+        raise ScheduleError(f"no deployment {deployment!r}: `specdash ls deployments` lists them")
     found_run = session.scalars(select(Run).where(Run.name == run)).first()
     if found_run is None:
-        raise ScheduleError(f"no run {run!r}: `specdash export runs` lists them")
+        raise ScheduleError(f"no run {run!r}: `specdash ls runs` lists them")
     found = session.scalars(
         select(Checkpoint).where(Checkpoint.run_id == found_run.id, Checkpoint.name == checkpoint)
     ).first()
     if found is None:
-        raise ScheduleError(f"run {run!r} has no checkpoint {checkpoint!r}: `specdash export checkpoints`")
+        raise ScheduleError(
+            f"run {run!r} has no checkpoint {checkpoint!r}: `specdash ls checkpoints --run {run}` lists them"
+        )
     return found_deployment, found_run, found
 
 

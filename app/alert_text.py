@@ -76,7 +76,11 @@ def cause_phrase(code: str | None, message: str) -> str | None:
     if code == "slower_than_baseline":
         return "it is slower than no speculation at all"
     if code == "faster_than_predicted":
-        return "the model is too pessimistic for this deployment: calibrate it"
+        if "calibrate it" in message or not message:
+            return "the model is too pessimistic for this deployment: calibrate it"
+        if "calibrated prediction" in message:
+            return "it runs faster than predicted even after calibration"
+        return "that prediction is too pessimistic here"
     if code == "no_baseline":
         return "no benchmark without speculation backs the baseline"
     return None

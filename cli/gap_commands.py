@@ -8,7 +8,7 @@ import click
 
 from specdash.cli.common import db_option, open_db, shown
 from specdash.db.engine import reading, transaction
-from specdash.db.models import GAP_STATUSES, SETTING_FIELDS
+from specdash.db.models import BUILTIN_SOURCES, GAP_STATUSES, SETTING_FIELDS
 from specdash.db.refresh import refresh
 from specdash.ingest.csvtext import spreadsheet_safe
 from specdash.labels import gap_text, setting_label
@@ -131,6 +131,19 @@ def _csv(rows: list[dict]) -> str:
     return out.getvalue()
 
 
+def check_source(session, source: str) -> None:
+    """A source no prediction has is a usage error naming those that exist (a typo is not "no gaps")."""
+    from specdash.db.queries import prediction_sources
+
+    known = list(BUILTIN_SOURCES) + [
+        name for name in prediction_sources(session) if name not in BUILTIN_SOURCES
+    ]
+    if source not in known:
+        raise click.BadParameter(
+            f"no prediction source {source!r}; valid sources: {', '.join(known)}", param_hint="'--source'"
+        )
+
+
 @click.command()
 @threshold_option
 @click.option("--status", type=click.Choice([*GAP_STATUSES, "all"]), default="open", show_default=True)
@@ -154,6 +167,8 @@ def gaps(ctx: click.Context, threshold, status, source, fmt) -> None:
     with reading(engine) as session:
         from specdash.db.queries import gap_rows  # imports pandas: only the commands that query load it
 
+        if source:
+            check_source(session, source)
         rows = gap_rows(session, threshold=threshold, status=status, source=source)
     if fmt == "json":
         click.echo(json.dumps(_json_rows(rows), indent=2))

@@ -15,6 +15,7 @@ COMMANDS = {
     "changes": "db_commands:changes",
     "ingest": "ingest_commands:ingest",
     "formats": "ingest_commands:formats",
+    "ls": "list_commands:ls",
     "export": "export_commands:export",
     "schema": "export_commands:schema",
     "predict": "gap_commands:predict",

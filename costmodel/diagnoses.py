@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from specdash.costmodel.domain import Severity, TauSource
+from specdash.costmodel.domain import PredictionSource, Severity, TauSource
 from specdash.costmodel.gaps import GapDecomposition
 
 # A diagnosis's severity, most severe first: critical means the benchmark itself is likely invalid.
@@ -54,6 +54,8 @@ class GapContext:
     # benchmarks), external, or measured (nothing predicts it: the benchmark's own tau stands in)
     accept_length_source: str | None = None
     acceptance_reference: str = ""  # what the predicted accept length is, in words
+    # what judges the benchmark: theory, calibrated (a fit to this deployment's benchmarks) or an external name
+    prediction_source: str = PredictionSource.THEORY
 
 
 # Names engines use for the same algorithm (SGLang runs NEXTN as EAGLE).
@@ -186,12 +188,23 @@ def faster_than_predicted(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
     if d is None or d.gap > -ctx.threshold:
         return None
-    return Diagnosis(
-        "faster_than_predicted",
-        Severity.INFO,
-        f"{d.measured_tps:.1f} tok/s is {-d.gap:.0%} above the predicted {d.predicted_tps:.1f}: "
-        "the model is too pessimistic for this deployment; calibrate it",
-    )
+    above = f"{d.measured_tps:.1f} tok/s is {-d.gap:.0%} above the"
+    if ctx.prediction_source == PredictionSource.CALIBRATED:
+        # calibrating again would not help: the fit already saw this deployment's benchmarks
+        message = (
+            f"{above} calibrated prediction {d.predicted_tps:.1f}: the calibration under-predicts this "
+            "setting; compare its load, depth and dataset with the benchmarks it was fitted to"
+        )
+    elif ctx.prediction_source == PredictionSource.THEORY:
+        message = (
+            f"{above} predicted {d.predicted_tps:.1f}: the model is too pessimistic for this deployment; "
+            "calibrate it"
+        )
+    else:
+        message = (
+            f"{above} prediction {d.predicted_tps:.1f} of {ctx.prediction_source}: it is too pessimistic here"
+        )
+    return Diagnosis("faster_than_predicted", Severity.INFO, message)
 
 
 def no_baseline(ctx: GapContext) -> Diagnosis | None:

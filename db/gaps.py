@@ -178,6 +178,7 @@ def _judgings(key: PredictionKey, predicted: list[Predicted], context: RefreshCo
             baseline_estimated=measured_baseline is None and bool(pred.baseline_estimated),
             deployment=deployment.name,
             concurrency=key.concurrency,
+            prediction_source=prediction.source,
         )
         version = context.versions.get(pred.parameter_set_id) if pred.parameter_set_id is not None else None
         out.append(_Judging(prediction, gap_context, threshold, version))

@@ -134,6 +134,35 @@ def test_gaps_threshold_filters(invoke, demo_url):
     assert all(abs(r["gap"]) >= 0.4 for r in high)
 
 
+def test_gaps_of_an_unknown_source_is_a_usage_error_naming_the_sources(invoke, demo_url):
+    result = invoke(demo_url, "gaps", "--source", "calib")
+    assert result.exit_code == 2
+    assert (
+        "Invalid value for '--source': no prediction source 'calib'; valid sources: theory, calibrated"
+        in (result.output)
+    )
+    # a built-in source without predictions yet is no typo: it has no gaps
+    assert invoke(demo_url, "gaps", "--source", "calibrated").output == "no gaps above the threshold\n"
+
+
+def test_ls_lists_the_names_other_commands_take(invoke, demo_url):
+    result = invoke(demo_url, "ls", "deployments")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["name", "gpu", "tp_size", "interconnect", "engine", "target_model"]
+    assert [line.split(",")[0] for line in lines[1:]] == ["8x H200", "8x RTX PRO 6000"]
+    runs = json.loads(invoke(demo_url, "ls", "runs", "--format", "json").output)
+    assert "k25-eagle3-10k" in [r["name"] for r in runs] and all(
+        isinstance(r["checkpoints"], int) for r in runs
+    )
+    checkpoints = json.loads(
+        invoke(demo_url, "ls", "checkpoints", "--run", "k25-eagle3-10k", "--format", "json").output
+    )
+    assert checkpoints and {c["run"] for c in checkpoints} == {"k25-eagle3-10k"}
+    assert invoke(demo_url, "ls", "checkpoints", "--run", "nope").output == "no checkpoints in run 'nope'\n"
+    assert invoke(demo_url, "ls", "nodes").exit_code == 2
+
+
 def test_check_passes_on_a_database_without_alerts(invoke, db_url):
     result = invoke(db_url, "check")
     assert result.exit_code == 0 and "ok: no open alerts" in result.output

@@ -185,3 +185,18 @@ def test_calibrate_unknown_deployment(invoke, demo_url):
     assert (
         "no deployment named 'nope'; known: 8x H200, TP8, NVLink, 8x RTX PRO 6000, TP8, PCIe" in result.output
     )
+
+
+def test_an_alert_judged_by_the_calibration_is_not_told_to_calibrate(invoke, calibrated_url):
+    gaps = json.loads(
+        invoke(calibrated_url, "gaps", "--status", "all", "--threshold", "0", "--format", "json").output
+    )
+    faster = [
+        (g["source"], d["message"])
+        for g in gaps
+        for d in g["diagnoses"]
+        if d["code"] == "faster_than_predicted"
+    ]
+    assert {source for source, _ in faster} == {"theory", "calibrated"}
+    for source, message in faster:
+        assert ("calibrate it" in message) == (source == "theory"), message

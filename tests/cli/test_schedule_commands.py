@@ -94,12 +94,13 @@ def test_uncalibrated_the_priors_schedule_and_the_table_says_estimated(sweep_url
         (
             ["--deployment", "nope", "--run", "llama31-eagle3", "--checkpoint", "epoch_3"],
             1,
-            "Error: no deployment 'nope': `specdash export deployments` lists them",
+            "Error: no deployment 'nope': `specdash ls deployments` lists them",
         ),
         (
             [*TARGET[:4], "--checkpoint", "epoch_9"],
             1,
-            "Error: run 'llama31-eagle3' has no checkpoint 'epoch_9': `specdash export checkpoints`",
+            "Error: run 'llama31-eagle3' has no checkpoint 'epoch_9': "
+            "`specdash ls checkpoints --run llama31-eagle3` lists them",
         ),
         ([*TARGET, "--concurrency", "0,8"], 2, "'0,8': every batch size must be >= 1"),
         ([*TARGET, "--concurrency", "a"], 2, "give batch sizes separated by commas"),

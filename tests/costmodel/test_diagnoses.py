@@ -178,6 +178,24 @@ def test_diagnoses_come_most_severe_first_and_rules_are_pluggable():
     assert [d.code for d in diagnose(context(), rules=[*RULES, always])] == ["custom"]
 
 
+@pytest.mark.parametrize(
+    "source,says",
+    [
+        ("theory", "the model is too pessimistic for this deployment; calibrate it"),
+        ("calibrated", "above the calibrated prediction 161.0: the calibration under-predicts this setting"),
+        ("vendor.json", "above the prediction 161.0 of vendor.json: it is too pessimistic here"),
+    ],
+)
+def test_faster_than_predicted_never_asks_to_calibrate_a_calibrated_prediction(source, says):
+    (found,) = [
+        d
+        for d in diagnose(context(measured_tps=200.0, prediction_source=source))
+        if d.code == "faster_than_predicted"
+    ]
+    assert says in found.message
+    assert ("calibrate it" in found.message) == (source == "theory")
+
+
 def test_every_rule_has_a_stable_code_named_after_it():
     assert [rule.__name__ for rule in RULES] == [
         "algorithm_mismatch",
