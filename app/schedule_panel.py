@@ -4,7 +4,7 @@
 import streamlit as st
 
 from specdash.answers.schedule import ScheduleError, checkpoint_schedule, depth_load_grid
-from specdash.app import state, tables
+from specdash.app import state, tables, widgets
 from specdash.app.schedule_charts import schedule_frame, schedule_heatmap
 from specdash.app.text import md
 from specdash.costmodel.domain import PredictionSource
@@ -65,8 +65,8 @@ def show(url: str, run: str, checkpoint: str, deployments: list[str], default: s
         "as a share of the best depth at that load; the stars are the schedule (`specdash schedule`)."
     )
     cols = st.columns([2, 3])
-    if st.session_state.get("whatif_schedule_deployment") not in deployments:
-        st.session_state["whatif_schedule_deployment"] = default
+    # another drafter starts on its own deployment (a menu kept on the last one asked it for a curve it lacks)
+    widgets.follow("whatif_schedule_deployment", deployments, reset_by=(run, checkpoint), default=default)
     deployment = cols[0].selectbox("Deployment", deployments, key="whatif_schedule_deployment")
     text = cols[1].text_input("Batch sizes", DEFAULT_LOADS, key="whatif_schedule_loads")
     loads = _loads(text)

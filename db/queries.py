@@ -211,6 +211,7 @@ def deployments_frame(session: Session) -> pd.DataFrame:
             Deployment.tp_size,
             Deployment.interconnect,
             Deployment.engine,
+            Deployment.target_model,
             Deployment.baseline_tps,
             Deployment.comm_fraction,
             Deployment.draft_step_ms,

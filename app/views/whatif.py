@@ -5,6 +5,7 @@ adjustable with sliders. Nothing is saved."""
 import streamlit as st
 
 from specdash.app import depth_overlay, schedule_panel, state, tables, urlstate, widgets
+from specdash.app.profile_choice import profile_defaults
 from specdash.app.text import md
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth
@@ -12,7 +13,6 @@ from specdash.costmodel.domain import TauSource
 from specdash.costmodel.uncertainty import prior_error_band
 
 SIDES = ("left", "right")
-PREFERRED = ("pcie", "nvlink")
 
 url = state.db_url()
 st.title("What-if")
@@ -146,16 +146,8 @@ else:
     )
 
 profile_names = deployments["name"].tolist()
-found: list[str | None] = []
-for kind in PREFERRED:
-    match = deployments[deployments["interconnect"].fillna("").str.lower() == kind]["name"].tolist()
-    found.append(str(match[0]) if match else None)
-defaults = [d or str(profile_names[min(i, len(profile_names) - 1)]) for i, d in enumerate(found)]
-if own_name in profile_names and own_name not in defaults:
-    # a benchmarked drafter starts on the deployment it was measured on, against the other interconnect
-    own_kind = str(deployments.loc[deployments["name"] == own_name, "interconnect"].iloc[0] or "").lower()
-    other = defaults[0] if own_kind == PREFERRED[1] else defaults[1]
-    defaults = [str(own_name), other]
+# a drafter starts on the deployments it was measured on, not on another model's box
+defaults = profile_defaults(deployments, own["name"].tolist() if not own.empty else [])
 
 columns = st.columns(2, gap="large")
 sweeps = []

@@ -153,7 +153,9 @@ def test_a_drafter_known_from_benchmarks_starts_on_its_own_deployment(monkeypatc
     at = run_page(monkeypatch, real_url, "views/whatif.py", query={"run": SB_DRAFTER})
     assert not at.exception
     assert at.selectbox(key="whatif_profile_left").value == "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
-    assert at.selectbox(key="whatif_profile_right").value == NVLINK
+    # measured on that deployment only, and no other serves its target: both sides start there (not on
+    # the demo's Kimi H200), one to edit against the other
+    assert at.selectbox(key="whatif_profile_right").value == "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
 
 
 def test_a_deployment_measured_at_batch_8_only_starts_from_its_own_baseline(real_url):
@@ -242,3 +244,20 @@ def test_untouched_the_chart_is_the_prediction_moved_a_what_if(monkeypatch, demo
     assert not any(c.value.startswith("Edited profile") for c in at.caption)
     at.slider(key=f"whatif_comm_left_{PCIE}").set_value(0.8).run()
     assert any(c.value.startswith("Edited profile") for c in at.caption)
+
+
+def test_menus_that_depend_on_the_drafter_follow_a_run_change(monkeypatch, real_url):
+    """Changed by hand from the demo's TTT-5 run to a SpecBundle drafter: the depth x load table's
+    deployment, the deepest draft and the right-hand profile follow it (they stayed on the demo's before)."""
+    at = run_page(monkeypatch, real_url, "views/whatif.py")
+    assert at.selectbox(key="whatif_run").value == "k25-eagle3-100k-ttt5"
+    at.slider(key="whatif_max_steps").set_value(16).run()
+    at.selectbox(key="whatif_run").select(SB_DRAFTER).run()
+    assert not at.exception
+    own = "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
+    assert at.selectbox(key="whatif_schedule_deployment").value == own
+    assert not any("no accept length to schedule with" in i.value for i in at.info)
+    assert any(d for d in at.dataframe if "tok/s per request" in d.value.columns)
+    # measured up to K = 7: the deepest draft goes back to its default (answers.depth.default_max_steps)
+    assert at.slider(key="whatif_max_steps").value == 8
+    assert [at.selectbox(key=f"whatif_profile_{side}").value for side in ("left", "right")] == [own, own]
