@@ -7,7 +7,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 MEASURED_COLOUR = "#2ca02c"
-BAND_COLOUR = "rgba(31, 119, 180, 0.15)"
+# light enough to read on the dark theme, dark enough on the light one (WCAG contrast >= 1.3 on both)
+BAND_COLOUR = "rgba(99, 160, 230, 0.35)"
 
 
 def add_band(fig: go.Figure, points: Sequence, band: float | None) -> None:

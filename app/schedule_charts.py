@@ -1,6 +1,7 @@
 """The What-if page's depth x load heat map with the depth schedule drawn on it: plain functions over a
 schedule's grid (answers.schedule.depth_load_grid), testable without Streamlit."""
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -8,9 +9,23 @@ import plotly.graph_objects as go
 
 from specdash.app.text import plotly_text
 
+# loads spanning this ratio or more are drawn on a log axis (batches 1-16 otherwise pile up at one edge)
+LOG_SPAN = 10
+
 
 def load_label(concurrency: float) -> str:
     return f"{concurrency:g}"
+
+
+def load_positions(loads: Sequence[float]) -> list[float]:
+    """Where each load sits on the heat map's axis: log10 of it when the loads span decades, else itself."""
+    if spans_decades(loads):
+        return [math.log10(load) for load in loads]
+    return [float(load) for load in loads]
+
+
+def spans_decades(loads: Sequence[float]) -> bool:
+    return bool(len(loads)) and max(loads) / min(loads) >= LOG_SPAN
 
 
 def grid_frame(grid: Sequence[tuple[float, int, float]]) -> pd.DataFrame:
@@ -31,9 +46,11 @@ def schedule_heatmap(grid: Sequence[tuple[float, int, float]], entries, title: s
     share = frame.pivot(index="K", columns="concurrency", values="share") if loads else pd.DataFrame()
     tps = frame.pivot(index="K", columns="concurrency", values="tok/s") if loads else pd.DataFrame()
     labels = [load_label(c) for c in loads]
+    positions = load_positions(loads)
+    at = dict(zip(loads, positions, strict=True))
     fig = go.Figure(
         go.Heatmap(
-            x=labels,
+            x=positions,
             y=depths,
             z=share.values if loads else [],
             customdata=tps.values if loads else [],
@@ -41,27 +58,38 @@ def schedule_heatmap(grid: Sequence[tuple[float, int, float]], entries, title: s
             zmax=1.0,
             colorscale="Viridis",
             colorbar={"title": "of best", "tickformat": ".0%"},
-            hovertemplate="B %{x}, K %{y}: %{customdata:.1f} tok/s per request (%{z:.1%} of the best)"
+            text=[labels] * len(depths),
+            hovertemplate="B %{text}, K %{y}: %{customdata:.1f} tok/s per request (%{z:.1%} of the best)"
             "<extra></extra>",
         )
     )
     ordered = sorted(entries, key=lambda e: e.concurrency)
     fig.add_trace(
         go.Scatter(
-            x=[load_label(e.concurrency) for e in ordered],
+            x=[at.get(e.concurrency, load_positions([e.concurrency])[0]) for e in ordered],
             y=[e.num_steps for e in ordered],
+            text=[load_label(e.concurrency) for e in ordered],
             mode="lines+markers",
             name="schedule",
             line={"color": "white", "width": 2},
             marker={"symbol": "star", "size": 12, "color": "white", "line": {"color": "black", "width": 1}},
-            hovertemplate="schedule at B %{x}: K %{y}<extra></extra>",
+            hovertemplate="schedule at B %{text}: K %{y}<extra></extra>",
         )
     )
     fig.update_layout(
         title=plotly_text(title),
-        xaxis_title="concurrent requests (batch size B)",
-        yaxis_title="draft depth K (0: no speculation)",
-        yaxis={"dtick": 1},
+        xaxis={
+            "title": "concurrent requests (batch size B" + (", log scale)" if spans_decades(loads) else ")"),
+            "tickvals": positions,
+            "ticktext": labels,
+        },
+        yaxis={
+            "title": "draft depth K (0: no speculation)",
+            "dtick": 1,
+            "tick0": 0,
+            # the cells' own extent: no tick below no speculation (autorange drew a depth -1)
+            "range": [min(depths) - 0.5, max(depths) + 0.5] if depths else None,
+        },
         height=420,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         showlegend=False,

@@ -6,6 +6,9 @@ import plotly.graph_objects as go
 
 from specdash.app.text import plotly_text
 
+# the depth axis's top: the highest curve times this, so the optimum's label fits above its star
+HEADROOM = 1.25
+
 
 def depth_table(points) -> pd.DataFrame:
     """The numbers behind the chart, one row per draft depth K (DepthPoint rows of a depth sweep)."""
@@ -67,16 +70,13 @@ def depth_figure(
         go.Scatter(
             x=[best.steps],
             y=[best.tps],
-            mode="markers+text",
+            mode="markers",
             name=f"optimum: K={best.steps}",
             marker=dict(symbol="star", size=18, color="#ff7f0e", line=dict(width=1, color="#333")),
-            text=[f"K={best.steps}: {best.tps:.0f} tok/s ({best.speedup:.2f}×)"],
-            # the label leans into the chart near either end of the depth axis, so it is never clipped
-            textposition=_label_side(best.steps, steps),
-            cliponaxis=False,
             hoverinfo="skip",
         )
     )
+    fig.add_annotation(optimum_label(best, steps))
     if trained_depth and trained_depth < steps[-1]:
         fig.add_vline(
             x=trained_depth + 0.5,
@@ -89,7 +89,9 @@ def depth_figure(
         height=420,
         xaxis=dict(title="draft steps K (chain: K + 1 draft tokens)", dtick=1 if len(steps) <= 16 else 2),
         yaxis=dict(
-            title="decode tok/s (per request)", range=[0, (top_tps or max(p.tps for p in points)) * 1.15]
+            # headroom above the highest curve for the optimum's label
+            title="decode tok/s (per request)",
+            range=[0, (top_tps or max(p.tps for p in points)) * HEADROOM],
         ),
         margin=dict(t=50, l=10, r=10, b=10),
         # right of the plot, where Plotly keeps it clear of the ticks and axis titles (under it, it covered them)
@@ -98,10 +100,24 @@ def depth_figure(
     return fig
 
 
-def _label_side(x, xs) -> str:
-    position = list(xs).index(x) if x in xs else len(xs) // 2
-    if position < max(2, len(xs) // 4):
-        return "top right"
-    if position >= len(xs) - max(2, len(xs) // 4):
-        return "top left"
-    return "top center"
+def optimum_label(best, steps: list[int]) -> go.layout.Annotation:
+    """The optimum's label, above its star and leaning into the plot (away from the nearer end of the depth
+    axis), so it is never cut by the plot's edge nor runs into the axis."""
+    leans_right = list(steps).index(best.steps) < len(steps) / 2 if best.steps in steps else True
+    return go.layout.Annotation(
+        x=best.steps,
+        y=best.tps,
+        xref="x",
+        yref="y",
+        text=f"K={best.steps}: {best.tps:.0f} tok/s ({best.speedup:.2f}×)",
+        showarrow=True,
+        arrowhead=0,
+        arrowwidth=1,
+        ax=24 if leans_right else -24,
+        ay=-26,
+        xanchor="left" if leans_right else "right",
+        yanchor="bottom",
+        font=dict(size=12),
+        bgcolor="rgba(255, 127, 14, 0.18)",
+        borderpad=2,
+    )

@@ -234,8 +234,9 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
         sweeps.append((side, column, name, int(row["id"]), band, baseline_tps, points, best, outside))
 
 top_tps = max(max(p.tps for p in sweep[6]) for sweep in sweeps)
-for side, column, name, deployment_id, band, baseline_tps, points, best, outside in sweeps:
-    with column:
+for side, _column, name, deployment_id, band, baseline_tps, points, best, outside in sweeps:
+    # one chart under the other, each the page's width: side by side each had ~120 px of plot at 1400 px
+    with st.container():
         figure = depth_figure(
             points,
             best,

@@ -3,7 +3,8 @@ One server a session (the demo with the real SpecBundle results, an applied cali
 live windows) and one browser: every page in the light and the dark theme (What-if on a drafter without
 training metrics, the Leaderboard's link to the Checkpoints overlay, a profile edit), then, last since it
 writes, a benchmark uploaded through the page's file input becomes an alert on the Alerts page. On every
-chart of every page, in both themes, the legend's box must not cross a tick label or an axis title.
+chart of every page, in both themes, the legend's box must not cross a tick label or an axis title, and on
+the What-if page every annotation (the optimum's label) lies inside its plot area.
 
 Screenshots are taken only when asked: with SPECDASH_SCREENSHOTS=DIR every page is saved, the Overview,
 Leaderboard, Checkpoints, Alerts and What-if (and the dark Leaderboard) are copied to DIR (the pictures of
@@ -152,6 +153,25 @@ LEGEND_CLASHES = """() => {
 }"""
 
 
+# Every annotation (the What-if's optimum label, a depth line's note) inside its chart's plot area: a label
+# cut by the plot's edge or running into an axis read "K=4: 204 tok/s (2." before.
+ANNOTATIONS_OUTSIDE = """() => {
+  const outside = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    const area = plot.querySelector('.nsewdrag');
+    if (!area) return;
+    const a = area.getBoundingClientRect();
+    plot.querySelectorAll('g.annotation-text-g').forEach(t => {
+      const r = t.getBoundingClientRect();
+      if (!r.width || !r.height) return;
+      if (r.left < a.left - 1 || r.right > a.right + 1 || r.top < a.top - 1 || r.bottom > a.bottom + 1)
+        outside.push(`chart ${i}: "${t.textContent}" outside the plot area`);
+    });
+  });
+  return outside;
+}"""
+
+
 def locate(page, text: str):
     """The elements reading `text`, or matching `css=...`."""
     return page.locator(text) if text.startswith("css=") else page.get_by_text(text, exact=False)
@@ -255,6 +275,8 @@ def test_real_data_pages_in_both_themes(served, browser, theme):
                     timeout=PAGE_WAIT_MS
                 )
             clashes[name] = legend_clashes(page)
+            if name == "whatif":
+                clashes[name] += page.evaluate(ANNOTATIONS_OUTSIDE)
             page.set_viewport_size({"width": WIDTH, "height": 900})
     print(f"\npage seconds ({theme}):", {f"{n} {v}": round(t, 2) for (n, v), t in seconds.items()})
     assert not any(clashes.values()), clashes

@@ -2,6 +2,8 @@
 ingest/load.py like any file, and the What-if page then shows its depth x load heat map with the schedule
 drawn on it, marked estimated (the sweep has no run without speculation)."""
 
+import math
+
 import pytest
 from sqlalchemy import func, select
 
@@ -35,10 +37,27 @@ def test_the_heat_map_shares_and_the_schedule_trace():
     ]
     figure = schedule_heatmap(grid, entries, "<b>x</b>")
     heat, schedule = figure.data
-    assert list(heat.x) == ["1", "8"] and list(heat.y) == [0, 1, 2]
+    assert list(figure.layout.xaxis.ticktext) == ["1", "8"] and list(heat.y) == [0, 1, 2]
+    assert list(heat.x) == [1.0, 8.0] == list(figure.layout.xaxis.tickvals)  # within a decade: linear
     assert heat.z[2][0] == pytest.approx(1.0) and heat.z[1][1] == pytest.approx(1.0)
-    assert list(schedule.x) == ["1", "8"] and list(schedule.y) == [2, 1]
+    assert list(schedule.x) == [1.0, 8.0] and list(schedule.y) == [2, 1]
     assert figure.layout.title.text == "&lt;b&gt;x&lt;/b&gt;"
+
+
+def test_loads_spanning_decades_are_drawn_on_a_log_axis_and_no_depth_below_zero():
+    loads = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+    grid = [(load, k, 100.0 + k * (10 - load / 16)) for load in loads for k in range(0, 8)]
+    entries = [ScheduleEntry(load, 3, 2.0, 120.0, 120.0 * load, 1.2, True) for load in loads]
+    figure = schedule_heatmap(grid, entries, "x")
+    heat, schedule = figure.data
+    # evenly spaced doublings: batches 1-16 no longer pile up at the left edge
+    steps = [b - a for a, b in zip(heat.x, heat.x[1:], strict=False)]
+    assert steps == pytest.approx([math.log10(2)] * 7)
+    assert list(figure.layout.xaxis.ticktext) == ["1", "2", "4", "8", "16", "32", "64", "128"]
+    assert "log scale" in figure.layout.xaxis.title.text
+    assert list(schedule.x) == pytest.approx(list(heat.x))
+    # the cells' own extent on the depth axis: ticks from 0 (no speculation) up, never -1
+    assert tuple(figure.layout.yaxis.range) == (-0.5, 7.5) and figure.layout.yaxis.tick0 == 0
 
 
 def test_a_guidellm_sweep_uploaded_is_scheduled_on_the_whatif_page(monkeypatch, db_url):

@@ -40,6 +40,44 @@ def test_depth_table_and_figure_from_a_sweep():
     assert figure.layout.title.text == "&lt;b&gt;PCIe&lt;/b&gt;"  # a name from a file is text, not markup
 
 
+def wcag_contrast(colour: tuple[float, float, float], background: tuple[float, float, float]) -> float:
+    def luminance(rgb):
+        linear = [c / 255 / 12.92 if c / 255 <= 0.03928 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(colour), luminance(background)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("background", [(255, 255, 255), (14, 17, 23)], ids=["light", "dark"])
+def test_the_error_band_stands_out_in_both_themes(background):
+    """The band's fill blended over Streamlit's light and dark backgrounds (0.15 alpha of the curve's blue
+    gave 1.15 on dark: invisible)."""
+    from specdash.app.depth_overlay import BAND_COLOUR
+
+    *rgb, alpha = (float(part) for part in BAND_COLOUR[BAND_COLOUR.index("(") + 1 : -1].split(","))
+    blended = tuple(alpha * c + (1 - alpha) * b for c, b in zip(rgb, background, strict=True))
+    assert wcag_contrast(blended, background) >= 1.3
+
+
+@pytest.mark.parametrize("best_at", [1, 4, 8])
+def test_the_optimums_label_leans_into_the_plot_below_its_top(best_at):
+    from dataclasses import replace
+
+    from specdash.app.whatif_charts import HEADROOM
+
+    params = CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.643)
+    points = depth_sweep(params, EPOCH_5, 8)
+    best = replace(optimal_depth(points), steps=best_at)  # the label of a best at either end or between
+    figure = depth_figure(points, best, 90.0, "PCIe")
+    [label] = [a for a in figure.layout.annotations if a.text.startswith(f"K={best_at}:")]
+    # anchored at the star and growing away from the nearer end of the depth axis (cut at K=4 before)
+    assert (label.x, label.y) == (best_at, best.tps)
+    assert label.xanchor == ("left" if best_at < 5 else "right") and (label.ax > 0) == (best_at < 5)
+    assert figure.layout.yaxis.range[1] == pytest.approx(max(p.tps for p in points) * HEADROOM)
+    assert not [t for t in figure.data if t.text]  # no text trace left to be clipped
+
+
 def test_whatif_compares_pcie_and_nvlink_on_the_latest_checkpoint(monkeypatch, demo_url):
     at = run_page(monkeypatch, demo_url, "views/whatif.py")
     assert not at.exception
@@ -261,3 +299,11 @@ def test_menus_that_depend_on_the_drafter_follow_a_run_change(monkeypatch, real_
     # measured up to K = 7: the deepest draft goes back to its default (answers.depth.default_max_steps)
     assert at.slider(key="whatif_max_steps").value == 8
     assert [at.selectbox(key=f"whatif_profile_{side}").value for side in ("left", "right")] == [own, own]
+
+
+def test_the_two_depth_charts_get_the_pages_width(monkeypatch, demo_url):
+    """Side by side in two columns, each chart had ~120 px of plot at 1400 px: they are stacked."""
+    at = run_page(monkeypatch, demo_url, "views/whatif.py")
+    charts = [c for c in at.get("plotly_chart") if "whatif_chart_" in c.proto.id]
+    assert len(charts) == 2
+    assert not any(c for column in at.columns for c in column.get("plotly_chart"))
