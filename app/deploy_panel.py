@@ -3,6 +3,7 @@ checkpoint to serve and its setting, measured against predicted speedup with the
 short unique names on screen, the full ones in their own column."""
 
 import re
+from collections import Counter
 
 import pandas as pd
 import streamlit as st
@@ -12,6 +13,9 @@ from specdash.app.alert_text import GAP_CONVENTION
 from specdash.app.text import abbreviate, number_text
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.labels import setting_label
+
+# the characters each name column shows (its width below fits them at 1400 px); longer names are shortened
+NAME_WIDTH = {"target": 24, "deployment": 20, "deploy": 32}
 
 
 def drafter_label(run: str, target: str | None) -> str:
@@ -35,30 +39,58 @@ def deployment_label(deployment: str, target: str | None) -> str:
     return shorter or deployment
 
 
-def verdict_text(row) -> str:
+def keep_tail(name: str, width: int) -> str:
+    """A long name cut in the middle, keeping more of its end, where names of one family differ
+    (`8x RTX PRO 6000, TP8, PCIe` reads `8x RTX…00, TP8, PCIe`)."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 3
+    return name[:head] + "…" + name[-(width - 1 - head) :]
+
+
+def target_labels(targets, width: int) -> dict[str, str]:
+    """Each target as its column shows it: a long name drops the words most targets repeat (`Instruct`),
+    then is cut in the middle keeping its tail; names that stay apart (`Qwen3-Coder-480B-A35B`)."""
+    names = list(dict.fromkeys(str(t) for t in targets))
+    counts = Counter(word for name in names for word in set(name.split("-")))
+    frequent = {word for word, n in counts.items() if n > len(names) / 2}
+    labels: dict[str, str] = {}
+    for name in names:
+        shorter = "-".join(w for w in name.split("-") if w not in frequent) if len(name) > width else name
+        labels[name] = keep_tail(shorter or name, width)
+    if len(set(labels.values())) < len(labels):  # two alike: cut the full names instead
+        return {name: keep_tail(name, width) for name in names}
+    return labels
+
+
+def verdict_text(row, source: str | None = None) -> str:
     """Whether the measured speedup is inside the prediction's band, in words."""
     if pd.isna(row["within_band"]):
         return "no prediction" if pd.isna(row["predicted_speedup"]) else "no band"
+    # a winner the chosen source does not predict is compared with the theory prediction, named
+    by = f" ({row['prediction_source']})" if row.get("prediction_source", source) != source else ""
     if row["within_band"]:
-        return "as predicted"
+        return "as predicted" + by
     return (
         "faster than predicted"
         if row["measured_speedup"] > row["predicted_speedup"]
         else "slower than predicted"
-    )
+    ) + by
 
 
-def deploy_frame(table: pd.DataFrame) -> pd.DataFrame:
+def deploy_frame(table: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
     """The table as shown: short names, rounded numbers as text (`-`, never `None`)."""
     drafters = [drafter_label(r, t) for r, t in zip(table["run"], table["target_model"], strict=True)]
-    short = abbreviate(drafters, 40)
+    short = abbreviate(drafters, NAME_WIDTH["deploy"])
+    targets = target_labels(table["target_model"], NAME_WIDTH["target"])
     deployments = [
-        deployment_label(d, t) for d, t in zip(table["deployment"], table["target_model"], strict=True)
+        keep_tail(deployment_label(d, t), NAME_WIDTH["deployment"])
+        for d, t in zip(table["deployment"], table["target_model"], strict=True)
     ]
     band = table["error_band"].map(lambda b: number_text(b * 100, 0, " %") if pd.notna(b) else "-")
     return pd.DataFrame(
         {
-            "target": table["target_model"],
+            "target": [targets[str(t)] for t in table["target_model"]],
             "deployment": deployments,
             "load": table["concurrency"],
             "deploy": [
@@ -69,10 +101,14 @@ def deploy_frame(table: pd.DataFrame) -> pd.DataFrame:
             "measured": table["measured_speedup"].map(lambda v: number_text(v, 2, "×")),
             "predicted": table["predicted_speedup"].map(lambda v: number_text(v, 2, "×")),
             "band": band.map(lambda b: f"± {b}" if b != "-" else b),
-            "verdict": table.apply(verdict_text, axis=1),
+            "verdict": table.apply(verdict_text, axis=1, source=source),
             "next best": table["runner_up_speedup"].map(lambda v: number_text(v, 2, "×")),
             "open alerts": table["open_alerts"].astype("Int64"),
-            "drafter (full name)": table["run"] + " / " + table["checkpoint"],
+            # a target shortened in its column is said in full here
+            "drafter (full name)": [
+                f"{r} / {c}" + (f", for {t}" if targets[str(t)] != str(t) else "")
+                for r, c, t in zip(table["run"], table["checkpoint"], table["target_model"], strict=True)
+            ],
         }
     )
 
@@ -86,17 +122,24 @@ def show(url: str, flt: LeaderboardFilter, key: str) -> pd.DataFrame:
         )
         return table
     tables.show(
-        deploy_frame(table),
+        deploy_frame(table, flt.source),
         hide_index=True,
         width="stretch",
         height=min(38 + 35 * len(table), 520),
         key=key,
         column_config={
-            "target": st.column_config.TextColumn(width=170, help="the model being served"),
-            "deployment": st.column_config.TextColumn(width=120),
+            "target": st.column_config.TextColumn(
+                width=190,
+                help="the model being served; a long name is cut in the middle, in full in the last column",
+            ),
+            "deployment": st.column_config.TextColumn(
+                width=145, help="the deployment without its target's name; a long one is cut in the middle"
+            ),
             "load": st.column_config.NumberColumn(width=40, help="concurrency: requests decoded together"),
             "deploy": st.column_config.TextColumn(
-                width=190, help="the checkpoint with the highest measured speedup here"
+                width=225,
+                help="the checkpoint with the highest measured speedup here (its name without the target's; "
+                "the full name is in the last column)",
             ),
             "setting": st.column_config.TextColumn(width=95, help="algorithm steps/top-k/draft tokens"),
             "measured": st.column_config.TextColumn("measured", width=70, help="speedup over no speculation"),

@@ -223,7 +223,7 @@ def leaderboard_choices(url: str) -> dict:
 
 @st.cache_data(show_spinner=False)
 def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
-    return read(url, deploy.deploy_table, flt)
+    return read(url, deploy.deploy_view, flt)
 
 
 @st.cache_data(show_spinner=False)

@@ -67,3 +67,37 @@ def test_the_overview_opens_on_the_deploy_view(monkeypatch, real_url):
     assert at.subheader[0].value.startswith("Deploy")
     shown = next(d.value for d in at.dataframe if "deploy" in d.value.columns)
     assert len(shown) == 12 and "SGLang-EAGLE3-…-SpecForge" in shown["deploy"].tolist()
+
+
+def test_no_prediction_only_when_none_exists(monkeypatch, calibrated_url):
+    """The calibration skipped the demo's H200 (too few benchmarks): its winner is compared with its theory
+    prediction, named, instead of reading "no prediction"."""
+    with reading(make_engine(calibrated_url)) as session:
+        theory = deploy_table(session, LeaderboardFilter(source="theory"))
+    at = run_page(monkeypatch, calibrated_url)
+    assert not at.exception
+    shown = next(d.value for d in at.dataframe if "deploy" in d.value.columns)
+    assert "no prediction" not in shown["verdict"].tolist()
+    [h200] = shown[shown["deployment"] == "8x H200, TP8, NVLink"].to_dict("records")
+    [expected] = theory[theory["deployment"] == "8x H200, TP8, NVLink"].to_dict("records")
+    assert h200["predicted"] == f"{expected['predicted_speedup']:.2f}×"
+    assert h200["verdict"] == "as predicted (theory)"
+    assert (shown["verdict"] == "as predicted").sum() == len(shown) - 1  # the others: the calibrated sets
+
+
+def test_long_names_keep_their_distinguishing_tail_and_fit_their_columns(real_url):
+    from specdash.app.deploy_panel import NAME_WIDTH, keep_tail
+
+    assert keep_tail("8x RTX PRO 6000, TP8, PCIe", 20) == "8x RTX…00, TP8, PCIe"
+    assert keep_tail("epoch_3", 20) == "epoch_3"
+    with reading(make_engine(real_url)) as session:
+        table = deploy_table(session, LeaderboardFilter(source="theory"))
+    shown = deploy_frame(table)
+    for column in ("target", "deployment", "deploy"):
+        assert shown[column].str.len().max() <= NAME_WIDTH[column], column
+    # every target reads apart from the others, and one cut is in full in the last column
+    assert shown["target"].nunique() == table["target_model"].nunique()
+    [coder] = shown[shown["target"].str.contains("480B")].to_dict("records")
+    assert coder["target"] == "Qwen3-Coder-480B-A35B"  # "Instruct", which most targets repeat, left out
+    assert coder["drafter (full name)"].endswith(", for Qwen3-Coder-480B-A35B-Instruct")
+    assert "Llama-3.1-8B-Instruct" in shown["target"].tolist()  # a name that fits stays whole
