@@ -81,6 +81,7 @@ def _band(x: list, low: list, high: list, colour: str, group: str) -> go.Scatter
         x=[*x, *x[::-1]],
         y=[*high, *low[::-1]],
         fill="toself",
+        mode="lines",  # its edges are not data: no markers (Plotly's default under 20 points)
         fillcolor=colour,
         opacity=0.18,
         line=dict(width=0),

@@ -23,6 +23,7 @@ def add_band(fig: go.Figure, points: Sequence, band: float | None) -> None:
             x=steps + steps[::-1],
             y=upper + lower[::-1],
             fill="toself",
+            mode="lines",  # its edges are not data: no markers (Plotly's default under 20 points)
             fillcolor=BAND_COLOUR,
             line=dict(width=0),
             name=f"expected error ±{band:.0%}",

@@ -38,7 +38,9 @@ def show(
         curve.points,
         curve.best.depth_point(),
         curve.baseline_tps,
-        f"{checkpoint_name} on {deployment_name}, concurrency {concurrency}",
+        # which load and dataset the curve answers for, on the chart itself
+        f"{checkpoint_name} on {deployment_name}: concurrency {concurrency}, "
+        + (f"dataset {dataset}" if dataset else "mean over datasets"),
         curve.depth,
         depth_label="trained depth" if trained else "deepest measured",
     )

@@ -12,6 +12,9 @@ from specdash.labels import setting_label
 OTHER_COLOUR = "#b0b0b0"
 # Past this many runs the parity legend would stop being readable: the rest share one grey colour.
 MAX_COLOURED_RUNS = 8
+# The characters of a legend entry: long names are abbreviated (full names on hover), so the legend never
+# takes the plot's width.
+LEGEND_WIDTH = 24
 # Past this many points, WebGL keeps the browser responsive.
 WEBGL_POINTS = 1500
 
@@ -93,7 +96,7 @@ def _add_parity_points(fig: go.Figure, frame: pd.DataFrame, colour_by: str) -> N
     by_size = groups_of.value_counts()
     coloured = sorted(by_size.index[:MAX_COLOURED_RUNS])
     colours = run_colours(coloured)
-    short = abbreviate(coloured, 34)
+    short = abbreviate(coloured, LEGEND_WIDTH)
     frame = frame.assign(colour_group=groups_of.where(groups_of.isin(coloured), None))
     scatter = go.Scattergl if len(frame) > WEBGL_POINTS else go.Scatter
     groups = [(name, frame[frame["colour_group"] == name]) for name in coloured]

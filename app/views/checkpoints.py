@@ -150,7 +150,8 @@ else:
             comparison = state.checkpoint_comparison(
                 url, checkpoint_ids, deployment_id, setting, None if dataset == ALL_DATASETS else dataset
             )
-            left, right = st.columns(2)
+            # one under the other at the page's width (side by side each plot was ~300 px at 1400 px)
+            left, right = st.container(), st.container()
             left.plotly_chart(
                 charts.overlay_figure(comparison, "tps"), width="stretch", key="checkpoints_tps"
             )

@@ -52,7 +52,8 @@ judging = next((s for s in ("calibrated", "theory") if s in sources), sources[0]
 st.subheader("Deploy: the checkpoint to serve on each deployment and load")
 deploy_panel.show(url, LeaderboardFilter(source=judging), "overview_deploy")
 
-left, right = st.columns([3, 2], gap="large")
+# one under the other: beside the alerts the parity plot had ~230 px, its legend as wide
+left, right = st.container(), st.container()
 with left:
     st.subheader("Predicted vs measured")
     if not sources:

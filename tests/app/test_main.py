@@ -113,3 +113,19 @@ def test_names_from_files_are_shown_as_text(monkeypatch, demo_url):
     story = next(e.value for e in at.error if "epoch" in e.value)
     assert r"\[click\]\(https\:\/\/example\.com\) \<b\>x\<\/b\> \*\*bold\*\*" in story
     assert f"**  \n{hostile} / epoch_3 on" in unmd(story)  # after the lead line, the name as written
+
+
+def test_the_parity_plot_gets_the_pages_width_and_a_narrow_legend(monkeypatch, real_url):
+    """Beside the alerts the parity plot had ~230 px, its legend as wide (34-character names)."""
+    import json
+
+    from specdash.app.parity_charts import LEGEND_WIDTH
+
+    at = run_page(monkeypatch, real_url)
+    assert not at.exception
+    [parity] = [c for c in at.get("plotly_chart") if c.proto.id.endswith("overview_parity")]
+    assert not [
+        c for column in at.columns for c in column.get("plotly_chart") if c.proto.id == parity.proto.id
+    ]
+    names = [t["name"] for t in json.loads(parity.proto.spec)["data"] if t.get("name")]
+    assert len(names) > 5 and max(len(name) for name in names) <= LEGEND_WIDTH

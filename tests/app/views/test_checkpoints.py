@@ -1,6 +1,8 @@
 """The Checkpoints page on the demo and the real SpecBundle results: what the URL says is what is shown, the
 defaults pick comparable data, runs without checkpoints are there, and the overlay tells sources apart."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -152,3 +154,32 @@ def test_training_curves_smooth_and_log_scale():
     # debiased EMA with weight 0.5: 4; (2 + .5*4)/(1.5) = 2.667; (1 + .5*2 + .25*4)/1.75 = 1.714
     assert list(line.y) == pytest.approx([4.0, 8 / 3, 3 / 1.75])
     assert list(figure.data[-2].y) == [4.0, 2.0, 1.0]  # the raw line stays, faint
+
+
+def test_band_edges_are_not_drawn_like_data():
+    """A band's outline had Plotly's default markers (under 20 points): dots that looked like measurements."""
+    from specdash.app.depth_overlay import add_band
+    from specdash.app.whatif_charts import depth_figure
+    from specdash.costmodel import CostParams, depth_sweep, optimal_depth
+
+    frame = comparison({"theory": [110.0, 112.0]}, {"theory": 0.2})
+    points = depth_sweep(CostParams(baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.643), [0.8] * 5, 8)
+    depth = depth_figure(points, optimal_depth(points), 90.0, "PCIe")
+    add_band(depth, points, 0.1)
+    bands = [t for f in (charts.overlay_figure(frame, "tps"), depth) for t in f.data if t.fill == "toself"]
+    assert len(bands) == 2 and all(band.mode == "lines" for band in bands)
+
+
+def test_the_top_charts_and_the_depth_chart_say_what_they_answer_for(monkeypatch, real_url):
+    at = run_page(monkeypatch, real_url, "views/checkpoints.py", query={"run": SB_DRAFTER})
+    assert not at.exception
+    # one under the other at the page's width: side by side each plot had ~300 px at 1400 px
+    charts_drawn = [c.proto.id for c in at.get("plotly_chart")]
+    assert any(i.endswith("checkpoints_tps") for i in charts_drawn)
+    assert not [
+        c for column in at.columns for c in column.get("plotly_chart") if "checkpoints_t" in c.proto.id
+    ]
+    dataset = at.selectbox(key="checkpoints_dataset").value
+    load = at.selectbox(key="checkpoints_setting").value.concurrency
+    depth = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("checkpoints_depth_chart"))
+    assert f"concurrency {load}, dataset {dataset}" in json.loads(depth.proto.spec)["layout"]["title"]["text"]
