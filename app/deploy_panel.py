@@ -15,7 +15,7 @@ from specdash.db.leaderboard import LeaderboardFilter
 from specdash.labels import setting_label
 
 # the characters each name column shows (its width below fits them at 1400 px); longer names are shortened
-NAME_WIDTH = {"target": 24, "deployment": 20, "deploy": 32}
+NAME_WIDTH = {"target": 22, "deployment": 20, "deploy": 28}
 
 
 def drafter_label(run: str, target: str | None) -> str:
@@ -99,8 +99,11 @@ def deploy_frame(table: pd.DataFrame, source: str | None = None) -> pd.DataFrame
             ],
             "setting": table.apply(setting_label, axis=1),
             "measured": table["measured_speedup"].map(lambda v: number_text(v, 2, "×")),
-            "predicted": table["predicted_speedup"].map(lambda v: number_text(v, 2, "×")),
-            "band": band.map(lambda b: f"± {b}" if b != "-" else b),
+            # with its band in one column, so the verdict is in view at 1400 px
+            "predicted": [
+                number_text(v, 2, "×") + (f" ± {b}" if b != "-" and pd.notna(v) else "")
+                for v, b in zip(table["predicted_speedup"], band, strict=True)
+            ],
             "verdict": table.apply(verdict_text, axis=1, source=source),
             "next best": table["runner_up_speedup"].map(lambda v: number_text(v, 2, "×")),
             "open alerts": table["open_alerts"].astype("Int64"),
@@ -129,24 +132,27 @@ def show(url: str, flt: LeaderboardFilter, key: str) -> pd.DataFrame:
         key=key,
         column_config={
             "target": st.column_config.TextColumn(
-                width=190,
-                help="the model being served; a long name is cut in the middle, in full in the last column",
+                width=160,
+                help="the model being served; a long name without the words most targets repeat (in full in "
+                "the last column)",
             ),
             "deployment": st.column_config.TextColumn(
-                width=145, help="the deployment without its target's name; a long one is cut in the middle"
+                width=140, help="the deployment without its target's name; a long one is cut in the middle"
             ),
             "load": st.column_config.NumberColumn(width=40, help="concurrency: requests decoded together"),
             "deploy": st.column_config.TextColumn(
-                width=225,
+                width=200,
                 help="the checkpoint with the highest measured speedup here (its name without the target's; "
                 "the full name is in the last column)",
             ),
             "setting": st.column_config.TextColumn(width=95, help="algorithm steps/top-k/draft tokens"),
             "measured": st.column_config.TextColumn("measured", width=70, help="speedup over no speculation"),
             "predicted": st.column_config.TextColumn(
-                "predicted", width=75, help=f"speedup the {flt.source} prediction gives"
+                "predicted",
+                width=105,
+                help=f"speedup the {flt.source} prediction gives, ± its expected error (theory where the "
+                f"{flt.source} one is missing: the verdict says so)",
             ),
-            "band": st.column_config.TextColumn(width=55, help="the prediction's expected error"),
             "verdict": st.column_config.TextColumn(width=125, help="measured inside predicted ± band?"),
             "next best": st.column_config.TextColumn(width=70, help="the runner-up's measured speedup"),
             "open alerts": st.column_config.NumberColumn(width=70),

@@ -77,7 +77,8 @@ def schedule_heatmap(grid: Sequence[tuple[float, int, float]], entries, title: s
         )
     )
     fig.update_layout(
-        title=plotly_text(title),
+        # a line each (a long drafter and deployment ran past the chart's edge on one)
+        title="<br>".join(plotly_text(line) for line in title.split("\n")),
         xaxis={
             "title": "concurrent requests (batch size B" + (", log scale)" if spans_decades(loads) else ")"),
             "tickvals": positions,
@@ -91,7 +92,7 @@ def schedule_heatmap(grid: Sequence[tuple[float, int, float]], entries, title: s
             "range": [min(depths) - 0.5, max(depths) + 0.5] if depths else None,
         },
         height=420,
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        margin={"l": 10, "r": 10, "t": 30 + 22 * (title.count("\n") + 1), "b": 10},
         showlegend=False,
     )
     return fig

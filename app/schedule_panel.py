@@ -83,7 +83,7 @@ def show(url: str, run: str, checkpoint: str, deployments: list[str], default: s
         else "the priors"
     )
     st.plotly_chart(
-        schedule_heatmap(grid, entries, f"{run}/{checkpoint} on {deployment} ({source})"),
+        schedule_heatmap(grid, entries, f"{run}/{checkpoint}\non {deployment} ({source})"),
         width="stretch",
         key="whatif_schedule_chart",
     )

@@ -75,7 +75,7 @@ with left:
         points = state.parity(url, source)
         frame = points.frame
         st.plotly_chart(
-            parity_charts.parity_figure(frame, threshold, colour_by=colour_by),
+            parity_charts.parity_figure(frame, threshold, height=620, colour_by=colour_by),
             width="stretch",
             key="overview_parity",
         )

@@ -58,6 +58,10 @@ def test_loads_spanning_decades_are_drawn_on_a_log_axis_and_no_depth_below_zero(
     assert list(schedule.x) == pytest.approx(list(heat.x))
     # the cells' own extent on the depth axis: ticks from 0 (no speculation) up, never -1
     assert tuple(figure.layout.yaxis.range) == (-0.5, 7.5) and figure.layout.yaxis.tick0 == 0
+    # a long title goes on two lines, each escaped (on one it ran past the chart's edge)
+    assert schedule_heatmap(grid, entries, "<i>run</i>/published\non box").layout.title.text == (
+        "&lt;i&gt;run&lt;/i&gt;/published<br>on box"
+    )
 
 
 def test_a_guidellm_sweep_uploaded_is_scheduled_on_the_whatif_page(monkeypatch, db_url):
