@@ -39,7 +39,7 @@ def show(
         curve.best.depth_point(),
         curve.baseline_tps,
         # which load and dataset the curve answers for, on the chart itself
-        f"{checkpoint_name} on {deployment_name}: concurrency {concurrency}, "
+        f"{checkpoint_name} on {deployment_name}\nconcurrency {concurrency}, "
         + (f"dataset {dataset}" if dataset else "mean over datasets"),
         curve.depth,
         depth_label="trained depth" if trained else "deepest measured",

@@ -85,7 +85,8 @@ def depth_figure(
             annotation_position="bottom right",
         )
     fig.update_layout(
-        title=dict(text=plotly_text(title), font=dict(size=15)),
+        # a line each: a long drafter, deployment and load ran past the chart's edge on one
+        title=dict(text="<br>".join(plotly_text(line) for line in title.split("\n")), font=dict(size=15)),
         height=420,
         xaxis=dict(title="draft steps K (chain: K + 1 draft tokens)", dtick=1 if len(steps) <= 16 else 2),
         yaxis=dict(
@@ -93,7 +94,7 @@ def depth_figure(
             title="decode tok/s (per request)",
             range=[0, (top_tps or max(p.tps for p in points)) * HEADROOM],
         ),
-        margin=dict(t=50, l=10, r=10, b=10),
+        margin=dict(t=30 + 20 * (title.count("\n") + 1), l=10, r=10, b=10),
         # right of the plot, where Plotly keeps it clear of the ticks and axis titles (under it, it covered them)
         legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
     )
