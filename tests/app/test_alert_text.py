@@ -99,3 +99,22 @@ def test_an_alert_no_rule_explains_says_only_how_far_off():
 
 def test_the_convention_is_spelled_out():
     assert "slower" in GAP_CONVENTION and "measured / predicted" in GAP_CONVENTION
+
+
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        ("theory", "the model is too pessimistic for this deployment: calibrate it"),
+        ("calibrated", "it runs faster than predicted even after calibration"),
+        ("vendor.json", "that prediction is too pessimistic here"),
+    ],
+)
+def test_a_faster_benchmark_is_told_to_calibrate_only_against_theory(source, expected):
+    from dataclasses import replace
+
+    from specdash.costmodel.diagnoses import faster_than_predicted
+
+    faster = replace(STORY, measured_tps=200.0, gap=1 - 200.0 / 161.0)
+    found = faster_than_predicted(GapContext(faster, prediction_source=source))
+    assert found is not None
+    assert cause_phrase(found.code, found.message) == expected
