@@ -33,12 +33,12 @@ test: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/mkdocs build --strict --quiet
-	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The inner loop: lint, then the suite without its slow, browser and PostgreSQL tests (CONTRIBUTING.md).
 test-fast: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder -m "not slow and not browser and not postgres and not hostile"
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder -m "not slow and not browser and not postgres and not hostile" $(PYTEST_ARGS)
 
 # The manual (docs/, mkdocs.yml) into build/site/; a broken link, anchor or image is an error.
 docs: install
