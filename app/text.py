@@ -98,6 +98,21 @@ def _stub(label: str) -> bool:
     return len(first) <= 2 and label != first
 
 
+def _kept_apart(
+    trial: dict[str, str], short: dict[str, str], long: list[str], words: set[str]
+) -> dict[str, str]:
+    """Labels that read alike once the frequent words are dropped (`LLaMA3.1-8B`, `Llama-3.1-8B`: two
+    drafters) keep the dropped words that tell their names apart (`Llama-3.1-8B-SpecForge`)."""
+    groups: dict[str, list[str]] = {}
+    for name in long:
+        groups.setdefault(re.sub(r"[^a-z0-9]", "", trial[name].lower()), []).append(name)
+    for alike in (names for names in groups.values() if len(names) > 1):
+        dropped = [set(_WORD_SEPARATORS.split(short[n].lower())[::2]) & words for n in alike]
+        telling = set.union(*dropped) - set.intersection(*dropped)
+        trial.update({n: _without(short[n], words - telling) for n in alike})
+    return trial
+
+
 def abbreviate(names, width: int = LABEL_WIDTH) -> dict[str, str]:
     """Short, distinct labels for names on an axis or legend; full names belong in the hover. In order,
     while the labels stay distinct: a prefix every name shares is dropped; a hub organisation (`lmsys/`); words
@@ -123,6 +138,7 @@ def abbreviate(names, width: int = LABEL_WIDTH) -> dict[str, str]:
         else:
             words = _frequent_words([short[n] for n in long])
             trial = {n: _without(v, words) if n in long else v for n, v in short.items()}
+            trial = _kept_apart(trial, short, long, words)
         if len(set(trial.values())) == len(trial) and not any(
             _stub(v) for n, v in trial.items() if v != short[n]
         ):

@@ -180,6 +180,22 @@ def test_two_drafters_for_one_target_lose_the_words_they_share():
     }
 
 
+def test_drafters_that_would_read_alike_keep_the_word_that_tells_them_apart():
+    """Among the published drafters, where `SpecForge` is a word most names repeat, two Llama drafters
+    read `LLaMA3.1-8B` and `Llama-3.1-8B` once it is dropped: two drafters with no hint. The one trained by
+    SpecForge keeps the word."""
+    llama = "lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge"
+    older = "lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B"
+    others = [
+        "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge",
+        "lmsys/SGLang-EAGLE3-Qwen3-Next-80B-A3B-Instruct-FP8-SpecForge",
+        "lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-Specforge",
+    ]
+    labels = abbreviate([llama, older, *others], 24)
+    assert (labels[llama], labels[older]) == ("Llama-3.1-8B-SpecForge", "LLaMA3.1-8B")
+    assert "SpecForge" not in labels[others[1]]  # no look-alike: the word still goes
+
+
 def test_one_targets_drafters_lose_the_shared_start_not_a_piece_of_the_target():
     """The bug: the two Llama-4-Scout drafters of the published file read `4-SpecForge` and `4-v1` (the
     prefix `lmsys/SGLang-` vs `lmsys/sglang-` differs only by case, so the words step cut `Llama-4` apart)."""
