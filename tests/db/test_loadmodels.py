@@ -13,12 +13,14 @@ from sqlalchemy import delete, select
 
 from specdash.answers.schedule import checkpoint_schedule
 from specdash.costmodel.acceptance import predict_accept_length
+from specdash.costmodel.loadmodel import LoadObservation
+from specdash.costmodel.priors import DeploymentFacts
 from specdash.db.advisories import refresh_advisories
 from specdash.db.calibration import calibrate_all
 from specdash.db.engine import reading, transaction
 from specdash.db.live_models import Advisory
 from specdash.db.load_fit_models import LoadFit
-from specdash.db.loadmodels import deployment_load
+from specdash.db.loadmodels import deployment_load, fit_key
 from specdash.db.models import Deployment, ParameterSet, Prediction
 from specdash.db.profiles import apply_calibration_and_refresh
 from specdash.ingest.describe import describe
@@ -290,3 +292,20 @@ def test_calibrate_says_which_load_models_it_refitted(engine, invoke, tmp_path):
     assert result.exit_code == 0, result.output
     assert "1x H100, TP1: load model refitted" in result.output
     assert "load model refitted" not in invoke(url, "calibrate").output
+
+
+def test_the_fit_key_changes_with_a_load_a_depth_a_drafter_or_the_deployment_not_with_counts():
+    def obs(load=1.0, steps=3, drafter="7", tps=100.0):
+        return LoadObservation(load, steps, tps, 2.0, 1, steps + 1, drafter)
+
+    facts, families = DeploymentFacts(gpu="H100", tp_size=1), {"7": "eagle3"}
+    base = fit_key([obs(), obs(load=8.0)], facts, families)
+    # more benchmarks of the same shape, other medians: the same key (REFIT_SHARE decides)
+    assert fit_key([obs(tps=90.0), obs(load=8.0), obs(load=8.0, tps=80.0)], facts, families) == base
+    for changed in (
+        fit_key([obs(), obs(load=4.0)], facts, families),
+        fit_key([obs(), obs(load=8.0, steps=5)], facts, families),
+        fit_key([obs(), obs(load=8.0, drafter="8")], facts, {**families, "8": "eagle3"}),
+        fit_key([obs(), obs(load=8.0)], DeploymentFacts(gpu="A100", tp_size=1), families),
+    ):
+        assert changed != base
