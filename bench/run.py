@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import dashboard, data, mlflow_cases, reference
+from bench import dashboard, data, ingest_scaling, mlflow_cases, reference
 from bench.data import REPO, fresh_db
 from bench.measure import cpu_model, median_of, run_process, run_process_cpu, timed
 
@@ -27,6 +27,7 @@ TARGETS = {
     "refresh_one_ms": ("<=", 50),
     "page_render_s": ("<=", 1),
     "page_render_first_s": ("<=", 2),
+    "small_full_vs_empty": ("<=", 1.5),
 }
 SCALED = {"gap_refresh_s"}  # targets that grow with --scale (the others hold at every size)
 
@@ -340,7 +341,7 @@ def print_table(result: dict) -> None:
     )
     print(f"{'case':<24} {'value':>14}  target")
     for key, value in result.items():
-        if key in ("scale", "repeat", "cpu", "targets", "page_render_by_page_s"):
+        if key in ("scale", "repeat", "cpu", "targets", "page_render_by_page_s", "scaling_samples"):
             continue
         target = result["targets"].get(key)
         mark = "" if target is None else f"{target['target']:<8} {'ok' if target['ok'] else 'MISSED'}"
@@ -366,7 +367,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--no-mlflow", action="store_true", help="skip the MLflow comparisons")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--cases", default="ingest,query,specbundle", help="comma-separated subset to run")
+    parser.add_argument(
+        "--cases",
+        default="ingest,query,specbundle",
+        help="comma-separated subset to run (scaling: bench/ingest_scaling.py, not by default)",
+    )
     args = parser.parse_args(argv)
     # MLflow runs last, and is not even imported before: its modules would make every later measurement in
     # this process pay for a larger heap (the garbage collector walks it).
@@ -384,6 +389,9 @@ def main(argv: list[str] | None = None) -> None:
             result.update(query_cases(tmp, args.scale, args.repeat, deferred))
         if "specbundle" in cases:
             result.update(specbundle_case(tmp, args.repeat))
+        if "scaling" in cases:  # not by default: minutes of ingests (bench/ingest_scaling.py)
+            benchmarks = max(100, int(ingest_scaling.DEFAULT_BENCHMARKS * args.scale))
+            result.update(ingest_scaling.cases(tmp, benchmarks, args.repeat))
         for mlflow_case in deferred or ():
             result.update(mlflow_case())
     result["targets"] = verdicts(result)

@@ -63,6 +63,7 @@ def predict(ctx: click.Context) -> None:
         f"{summary.predictions} prediction(s) for {summary.benchmarks} benchmark(s); "
         f"{summary.gaps} gap(s) refreshed, {summary.new_alerts} new alert(s)"
         + (f"; {summary.skipped} benchmark(s) could not be predicted" if summary.skipped else "")
+        + (f"; load model refitted for {', '.join(summary.refitted)}" if summary.refitted else "")
     )
 
 

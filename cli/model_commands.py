@@ -10,6 +10,7 @@ from specdash.costmodel import CostParams
 from specdash.costmodel.calculator import DEFAULT_STEPS, Acceptance, calculate
 from specdash.db.calibration import apply_calibration, calibrate_all
 from specdash.db.engine import transaction
+from specdash.db.loadmodels import fitted_estimates
 from specdash.db.models import Deployment
 from specdash.db.refresh import refresh
 
@@ -278,6 +279,11 @@ def calibrate(ctx: click.Context, deployment_name, apply_fit, fmt) -> None:
                     ", ".join(session.scalars(select(Deployment.name).order_by(Deployment.name))) or "none"
                 )
                 raise click.ClickException(f"no deployment named {deployment_name!r}; known: {known}")
+        # the load models behind estimated baselines first, fitted again only where their data changed
+        # materially (and stored), so that the calibration below reads them as a refresh does
+        fitted = fitted_estimates(session, None if deployment_id is None else [deployment_id], keep=True)
+        names = {i: name for i, name in session.execute(select(Deployment.id, Deployment.name))}
+        refitted = [names[d] for d in fitted.refitted]
         reports, skipped = calibrate_all(session, deployment_id)
         saved = {r.deployment_id: apply_calibration(session, r) for r in reports} if apply_fit else {}
         summary = refresh(session) if saved else None
@@ -289,8 +295,11 @@ def calibrate(ctx: click.Context, deployment_name, apply_fit, fmt) -> None:
         skipped_rows = [
             {"deployment": s.deployment_name, "reason": s.reason, "exclusions": s.exclusions} for s in skipped
         ]
-        click.echo(json.dumps({"calibrated": rows, "skipped": skipped_rows}, indent=2))
+        out = {"calibrated": rows, "skipped": skipped_rows, "load_model_refitted": refitted}
+        click.echo(json.dumps(out, indent=2))
         return
+    for name in refitted:
+        click.echo(f"{name}: load model refitted (baselines estimated from its speculative benchmarks)")
     for report in reports:
         click.echo("\n".join(_report_lines(report)))
         if report.deployment_id in saved:

@@ -2,10 +2,13 @@
 benchmarks and marked estimated: from the depth sweep extrapolated to no drafting (a round of K = 0 that
 verifies one token), or, with one depth only, each measured round divided by the priors' round factor."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from specdash.costmodel.loadcosts import load_params_from_json, load_params_json
 from specdash.costmodel.loadmodel import LoadObservation, LoadParams
+from specdash.costmodel.priors import TargetArchitecture
 
 DEPTH_SWEEP = "depth sweep"
 PRIOR_ROUND_FACTOR = "prior round factor"
@@ -36,6 +39,24 @@ class BaselineEstimate:
             if abs(level.concurrency - concurrency) < 1e-9:
                 return level
         return EstimatedBaseline(concurrency, 1000.0 / self.params.base_step_ms(concurrency), self.rule)
+
+    def to_json(self) -> dict[str, Any]:
+        """What a stored load fit keeps (db/load_fit_models.py): the levels, the rule, the fitted model."""
+        return {
+            "rule": self.rule,
+            "levels": [[level.concurrency, level.baseline_tps, level.rule] for level in self.levels],
+            "params": load_params_json(self.params),
+        }
+
+    @classmethod
+    def from_json(
+        cls, stored: Mapping[str, Any], architecture: TargetArchitecture | None = None
+    ) -> "BaselineEstimate":
+        """The estimate to_json() stored, on the deployment's target `architecture`."""
+        levels = tuple(
+            EstimatedBaseline(float(c), float(tps), str(rule)) for c, tps, rule in stored["levels"]
+        )
+        return cls(levels, load_params_from_json(stored["params"], architecture), str(stored["rule"]))
 
 
 def prior_round_factor(prior: LoadParams, observation: LoadObservation) -> float:

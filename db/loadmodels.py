@@ -3,6 +3,8 @@ the observations its benchmarks make, the no-speculation baselines estimated for
 with speculation, and the model predictions at any concurrency use (the calibrated set's fit, else the
 priors on the measured, stated or estimated step)."""
 
+import hashlib
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,11 +28,18 @@ from specdash.costmodel.observations import CalibrationObservation, NotEnoughObs
 from specdash.costmodel.priors import DeploymentFacts, drafter_family
 from specdash.costmodel.throughput import verified_tokens
 from specdash.db.acceptance import checkpoint_rates
-from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run
+from specdash.db.load_fit_models import LoadFit
+from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run, utcnow
 from specdash.db.parameters import deployment_facts, load_baselines
 
 # what the priors assume for T1 when nothing measured or stated one (only its shape matters to a fit)
 UNKNOWN_STEP_MS = 10.0
+# A deployment's stored load fit (table load_fit) is made again when its loads, settings, drafters or
+# what the priors know of it change, or when more than this share of the benchmarks it rests on are new
+# (or gone); else every refresh reuses it. A small file changes the medians it was fitted to by little.
+REFIT_SHARE = 0.1
+# part of every fit's key: a change to the fit or to what it stores makes every stored fit again
+FIT_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -87,11 +96,23 @@ def _observed_tau(
     return tau if tau and tau >= 1 else None
 
 
+Keyed = dict[int, list[tuple[tuple, float, float]]]
+
+
 def speculative_observations(
     session: Session, deployment_ids: Sequence[int] | None = None
 ) -> tuple[dict[int, list[LoadObservation]], dict[int, dict[str, str]]]:
     """Per deployment, its speculative benchmarks with an accept length (measured, else the drafter's
     training rates chained) as load observations, and each drafter's (run id's) family."""
+    keyed, families = _speculative_benchmarks(session, deployment_ids)
+    return {d: _median_observations(v) for d, v in keyed.items()}, families
+
+
+def _speculative_benchmarks(
+    session: Session, deployment_ids: Sequence[int] | None
+) -> tuple[Keyed, dict[int, dict[str, str]]]:
+    """speculative_observations' benchmarks before their medians: per deployment, one ((drafter, steps,
+    topk, verified tokens, load), tok/s, tau) per benchmark."""
     query = (
         select(
             Benchmark.deployment_id,
@@ -118,7 +139,7 @@ def speculative_observations(
     untrained = sorted({row[1] for row in rows if row[1] and not row[8]})
     rates = checkpoint_rates(session, untrained) if untrained else {}
     settings: dict[tuple, tuple[int, int, int] | None] = {}
-    keyed: dict[int, list[tuple[tuple, float, float]]] = defaultdict(list)
+    keyed: Keyed = defaultdict(list)
     families: dict[int, dict[str, str]] = defaultdict(dict)
     for (
         deployment_id,
@@ -144,7 +165,7 @@ def speculative_observations(
         drafter = str(run_id or "")
         families[deployment_id][drafter] = drafter_family(drafter_algorithm, algorithm)
         keyed[deployment_id].append(((drafter, *setting, concurrency), tps, tau))
-    return {d: _median_observations(v) for d, v in keyed.items()}, dict(families)
+    return dict(keyed), dict(families)
 
 
 def drafter_families(session: Session, deployment_id: int) -> dict[str, str]:
@@ -214,11 +235,82 @@ def estimate_for(
         return None
 
 
-def estimated_baselines(
-    session: Session, deployment_ids: Sequence[int] | None = None
-) -> dict[int, BaselineEstimate]:
-    """Deployment id -> its estimated no-speculation baselines, for every deployment (of those given)
-    with speculative benchmarks and no benchmark without speculation."""
+@dataclass(frozen=True)
+class FittedEstimates:
+    estimates: dict[int, BaselineEstimate]  # deployment id -> its estimated no-speculation baselines
+    refitted: tuple[int, ...] = ()  # the deployments whose load model was fitted now, not reused
+
+
+def fit_key(
+    observations: Sequence[LoadObservation], facts: DeploymentFacts, families: Mapping[str, str]
+) -> str:
+    """What a stored fit must share with the data now to be reused, but for how many benchmarks there are:
+    the loads, settings and drafters (with their families) of the observations and what the priors know of
+    the deployment."""
+    payload = [
+        FIT_VERSION,
+        sorted({o.concurrency for o in observations}),
+        sorted({(o.steps, o.topk, o.draft_tokens or 0) for o in observations}),
+        sorted({o.drafter for o in observations}),
+        sorted(families.items()),
+        repr(facts),
+    ]
+    return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+
+def refit_needed(stored: LoadFit | None, key: str, benchmarks: int) -> bool:
+    """Whether a deployment's load model must be fitted again: nothing stored, its data changed in shape,
+    or more than REFIT_SHARE of its benchmarks are new or gone since the stored fit."""
+    if stored is None or stored.data_key != key:
+        return True
+    return abs(benchmarks - stored.benchmarks) > REFIT_SHARE * stored.benchmarks
+
+
+def _estimates(
+    session: Session,
+    keyed: Keyed,
+    families: Mapping[int, Mapping[str, str]],
+    facts: Mapping[int, DeploymentFacts],
+    keep: bool,
+) -> FittedEstimates:
+    """Each deployment's estimate: its stored fit while refit_needed() says no, else fitted now (and
+    stored when `keep`; a reader's session writes nothing)."""
+    stored = {
+        f.deployment_id: f
+        for f in session.scalars(select(LoadFit).where(LoadFit.deployment_id.in_(list(keyed))))
+    }
+    out: dict[int, BaselineEstimate] = {}
+    refitted: list[int] = []
+    for deployment_id, rows in keyed.items():
+        observations = _median_observations(rows)
+        drafters = families.get(deployment_id, {})
+        key = fit_key(observations, facts[deployment_id], drafters)
+        kept = stored.get(deployment_id)
+        if not refit_needed(kept, key, len(rows)):
+            assert kept is not None  # refit_needed says so
+            out[deployment_id] = BaselineEstimate.from_json(kept.estimate, facts[deployment_id].architecture)
+            continue
+        estimate = estimate_for(observations, facts[deployment_id], drafters)
+        if estimate is None:
+            continue
+        out[deployment_id] = estimate
+        refitted.append(deployment_id)
+        if not keep:
+            continue
+        if kept is None:
+            kept = LoadFit(deployment_id=deployment_id)
+            session.add(kept)
+        kept.data_key, kept.benchmarks = key, len(rows)
+        kept.estimate, kept.fitted_at = estimate.to_json(), utcnow()
+    return FittedEstimates(out, tuple(refitted))
+
+
+def fitted_estimates(
+    session: Session, deployment_ids: Sequence[int] | None = None, keep: bool = False
+) -> FittedEstimates:
+    """The estimated no-speculation baselines of every deployment (of those given) with speculative
+    benchmarks and no benchmark without speculation, from its stored load fit unless its data changed
+    materially since (refit_needed); fits made now are stored when `keep` and named in `refitted`."""
     measured = load_baselines(session)
     without = [
         d.id
@@ -226,17 +318,19 @@ def estimated_baselines(
         if not measured.measured_loads(d.id) and (deployment_ids is None or d.id in deployment_ids)
     ]
     if not without:
-        return {}
-    observations, families = speculative_observations(session, without)
-    deployments = {d.id: d for d in session.scalars(select(Deployment).where(Deployment.id.in_(without)))}
-    out = {}
-    for deployment_id, obs in observations.items():
-        estimate = estimate_for(
-            obs, deployment_facts(deployments[deployment_id]), families.get(deployment_id, {})
-        )
-        if estimate is not None:
-            out[deployment_id] = estimate
-    return out
+        return FittedEstimates({})
+    keyed, families = _speculative_benchmarks(session, without)
+    deployments = session.scalars(select(Deployment).where(Deployment.id.in_(without)))
+    facts = {d.id: deployment_facts(d) for d in deployments}
+    return _estimates(session, keyed, families, facts, keep)
+
+
+def estimated_baselines(
+    session: Session, deployment_ids: Sequence[int] | None = None
+) -> dict[int, BaselineEstimate]:
+    """Deployment id -> its estimated no-speculation baselines, for every deployment (of those given)
+    with speculative benchmarks and no benchmark without speculation (fitted_estimates; stores nothing)."""
+    return fitted_estimates(session, deployment_ids).estimates
 
 
 def _prior_model(session: Session, deployment: Deployment, facts: DeploymentFacts) -> DeploymentLoad | None:
@@ -248,10 +342,13 @@ def _prior_model(session: Session, deployment: Deployment, facts: DeploymentFact
         prior = prior_load_params(facts, UNKNOWN_STEP_MS, drafter_families(session, deployment.id))
         step = step_ms_from_observations(baseline_observations(levels), prior) if levels else 1000.0 / stated
         return DeploymentLoad(rescale_prior(prior, step), PredictionSource.THEORY, False)
-    observations, families = speculative_observations(session, [deployment.id])
+    keyed, families = _speculative_benchmarks(session, [deployment.id])
     drafters = families.get(deployment.id, {})
     prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(drafters))
-    estimate = estimate_for(observations.get(deployment.id, []), facts, drafters)
+    # the stored fit while the data holds, as the refresh's predictions use it
+    estimate = _estimates(session, keyed, families, {deployment.id: facts}, False).estimates.get(
+        deployment.id
+    )
     if estimate is None:
         return None
     return DeploymentLoad(

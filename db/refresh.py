@@ -69,6 +69,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     context = read_context(
         session, None if everything else sorted(scope), None if everything else sorted(deployment_ids)
     )
+    summary.refitted = [context.deployments[d].name for d in context.refitted]
     # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
     # drafter's benchmarks, however many a file brings.
     for checkpoint_ids in _checkpoint_batches(scope):

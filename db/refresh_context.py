@@ -18,7 +18,7 @@ from specdash.costmodel.priors import DeploymentFacts
 from specdash.db.acceptance import checkpoint_rates
 from specdash.db.bulk import select_in
 from specdash.db.history import Reference
-from specdash.db.loadmodels import estimated_baselines
+from specdash.db.loadmodels import fitted_estimates
 from specdash.db.models import Checkpoint, Deployment, ParameterSet, Run, utcnow
 from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.repeats import noise_by_deployment
@@ -62,6 +62,8 @@ class RefreshContext:
     estimates: dict[int, BaselineEstimate] = field(default_factory=dict)
     # deployment id -> the measurement noise its repeat groups show (db/repeats.py)
     noise: dict[int, float] = field(default_factory=dict)
+    # the deployments whose load model (behind `estimates`) was fitted for this refresh, not reused
+    refitted: tuple[int, ...] = ()
 
 
 def read_context(
@@ -72,7 +74,8 @@ def read_context(
 ) -> RefreshContext:
     """The inputs of a refresh of these checkpoints' benchmarks (every checkpoint's when None) on these
     deployments (the baselines of those only; every deployment's when None); each deployment's current
-    profile gets its theory set first, unless a reader (`add_theory_sets` False) takes the sets stored."""
+    profile gets its theory set first, unless a reader (`add_theory_sets` False) takes the sets stored;
+    load models fitted for the estimates are stored too, unless a reader's."""
     deployments = {d.id: d for d in session.scalars(select(Deployment))}
     for deployment in deployments.values() if add_theory_sets else ():
         ensure_theory_set(session, deployment)
@@ -86,6 +89,7 @@ def read_context(
         load = fit.load_params(facts[pset.deployment_id].architecture) if fit and by_load else None
         plans[pset.deployment_id].append(SetPlan(pset.id, pset.source, costs, costs.error_band(), load))
         versions[pset.id] = pset.version
+    fitted = fitted_estimates(session, keep=add_theory_sets)
     return RefreshContext(
         deployments=deployments,
         facts=facts,
@@ -95,8 +99,9 @@ def read_context(
         baselines=load_baselines(session, deployment_ids=deployment_ids),
         global_threshold=get_gap_threshold(session),
         now=utcnow(),
-        estimates=estimated_baselines(session),
+        estimates=fitted.estimates,
         noise=noise_by_deployment(session),
+        refitted=fitted.refitted,
     )
 
 

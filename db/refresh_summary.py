@@ -1,7 +1,7 @@
 """What a refresh did, apart from the refresh (db/refresh.py) so that a load with nothing to refresh
 (an ingest of training metrics) need not import the predictions, gaps and verdicts."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -11,3 +11,5 @@ class RefreshSummary:
     gaps: int = 0
     new_alerts: int = 0
     skipped: int = 0
+    # the deployments (names) whose load model was fitted again for this refresh (db/loadmodels.py)
+    refitted: list[str] = field(default_factory=list)

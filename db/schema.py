@@ -20,9 +20,9 @@ class SchemaOutOfDate(Exception):
 
 def store_metadata() -> MetaData:
     """Every table of the store in one MetaData, as Alembic compares it: the core tables (db/models.py),
-    the live-training ones (db/live_models.py) and the Leaderboard's (db/board_models.py), which build on
-    the core's."""
-    from specdash.db import board_models  # noqa: F401  (registers its table)
+    the live-training ones (db/live_models.py), the Leaderboard's (db/board_models.py) and the load fits
+    (db/load_fit_models.py), which build on the core's."""
+    from specdash.db import board_models, load_fit_models  # noqa: F401  (register their tables)
     from specdash.db.live_models import Base
 
     return Base.metadata

@@ -63,6 +63,8 @@ def describe(result: FileResult) -> str:
         parts.append(f"{len(result.problems)} invalid record(s) skipped")
     if r is not None:
         parts.append(f"{r.predictions} prediction(s) refreshed, {r.new_alerts} new alert(s)")
+        if r.refitted:
+            parts.append(f"load model refitted for {', '.join(r.refitted)}")
     if result.advisories is not None and result.advisories.new:
         parts.append(f"{len(result.advisories.new)} new advisory(ies) (see 'specdash advisories')")
     return "; ".join(parts) + "."

@@ -9,17 +9,22 @@ tau(1) = 1.8, tau(3) = 1 + 0.8 + 0.576 + 0.38016 = 2.75616, tau(5) = 3.12938."""
 import json
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from specdash.answers.schedule import checkpoint_schedule
 from specdash.costmodel.acceptance import predict_accept_length
+from specdash.costmodel.loadmodel import LoadObservation
+from specdash.costmodel.priors import DeploymentFacts
 from specdash.db.advisories import refresh_advisories
 from specdash.db.calibration import calibrate_all
 from specdash.db.engine import reading, transaction
 from specdash.db.live_models import Advisory
-from specdash.db.loadmodels import deployment_load
+from specdash.db.load_fit_models import LoadFit
+from specdash.db.loadmodels import deployment_load, fit_key
 from specdash.db.models import Deployment, ParameterSet, Prediction
 from specdash.db.profiles import apply_calibration_and_refresh
+from specdash.ingest.describe import describe
+from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES
 from tests.ingest_support import load
 
@@ -216,3 +221,91 @@ def test_drafter_families_are_those_of_the_observations_kept(engine):
     assert families == observed
     assert set(families) == {ids["A"], ids["B"]}
     assert families[ids["B"]] != families[ids["A"]] == "eagle3"
+
+
+def _sweep_lines(loads, datasets, start: int = 0, depths=(1, 3, 5)) -> bytes:
+    """Native benchmark records of one drafter on a deployment never run without speculation: each of
+    `depths` at each load and dataset, tok/s from the fixture's ground truth."""
+    lines = []
+    for load_level in loads:
+        for steps in depths:
+            for d in datasets:
+                record = {
+                    "kind": "benchmark",
+                    "deployment": "1x H100, TP1",
+                    "concurrency": load_level,
+                    "dataset": f"set-{d + start}",
+                    "speculative_algorithm": "EAGLE3",
+                    "num_steps": steps,
+                    "topk": 1,
+                    "num_draft_tokens": steps + 1,
+                    "accept_length": TAU[steps],
+                    "decode_tps": round(truth_tps(steps, load_level) * (1 + 0.003 * (d % 5)), 3),
+                    "run": "cached",
+                    "checkpoint": "epoch_1",
+                }
+                lines.append(json.dumps(record))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _stored_fit(engine) -> tuple[int, str, dict]:
+    with reading(engine) as session:
+        fit = session.scalars(select(LoadFit)).one()
+        return fit.benchmarks, fit.data_key, fit.estimate
+
+
+def test_a_load_fit_is_kept_and_refitted_only_when_its_data_changes_materially(engine):
+    """Fitted on the first file and stored; a file adding 5 % to the benchmarks at known loads, settings
+    and drafters reuses it (predictions against the same estimate); a new load, or more than REFIT_SHARE
+    of new benchmarks in all, fits it again, and the ingest summary says so."""
+    first = ingest_bytes(engine, "a.jsonl", _sweep_lines((1, 8), range(4)))  # 24 benchmarks
+    assert first.refresh.refitted == ["1x H100, TP1"]
+    assert "load model refitted for 1x H100, TP1" in describe(first)
+    count, key, estimate = _stored_fit(engine)
+    assert count == 24
+
+    small = ingest_bytes(engine, "b.jsonl", _sweep_lines((8,), range(1), start=100, depths=(3,)))
+    assert small.ok and small.refresh.refitted == []
+    assert "refitted" not in describe(small)
+    assert _stored_fit(engine) == (count, key, estimate)
+    with reading(engine) as session:
+        new = session.scalars(select(Prediction).order_by(Prediction.id.desc())).first()
+        # the new benchmark is predicted against the stored fit's estimate at its load
+        level = dict((c, tps) for c, tps, _ in estimate["levels"])[8.0]
+        assert new.baseline_estimated and new.baseline_tps == pytest.approx(level)
+
+    more = ingest_bytes(engine, "c.jsonl", _sweep_lines((1,), range(1), start=200))  # 3 more: 4 of 24 new
+    assert more.refresh.refitted == ["1x H100, TP1"]
+    assert _stored_fit(engine)[0] == 28
+
+    other_load = ingest_bytes(engine, "d.jsonl", _sweep_lines((4,), range(1), start=300, depths=(3,)))
+    assert other_load.ok and other_load.refresh.refitted == ["1x H100, TP1"]
+
+
+def test_calibrate_says_which_load_models_it_refitted(engine, invoke, tmp_path):
+    assert ingest_bytes(engine, "a.jsonl", _sweep_lines((1, 8), range(2))).ok
+    url = engine.url.render_as_string(hide_password=False)
+    assert "load model refitted" not in invoke(url, "calibrate").output  # the ingest's fit still holds
+    with transaction(engine) as session:
+        session.execute(delete(LoadFit))
+    result = invoke(url, "calibrate")
+    assert result.exit_code == 0, result.output
+    assert "1x H100, TP1: load model refitted" in result.output
+    assert "load model refitted" not in invoke(url, "calibrate").output
+
+
+def test_the_fit_key_changes_with_a_load_a_depth_a_drafter_or_the_deployment_not_with_counts():
+    def obs(load=1.0, steps=3, drafter="7", tps=100.0):
+        return LoadObservation(load, steps, tps, 2.0, 1, steps + 1, drafter)
+
+    facts, families = DeploymentFacts(gpu="H100", tp_size=1), {"7": "eagle3"}
+    base = fit_key([obs(), obs(load=8.0)], facts, families)
+    # more benchmarks of the same shape, other medians: the same key (REFIT_SHARE decides)
+    assert fit_key([obs(tps=90.0), obs(load=8.0), obs(load=8.0, tps=80.0)], facts, families) == base
+    for changed in (
+        fit_key([obs(), obs(load=4.0)], facts, families),
+        fit_key([obs(), obs(load=8.0, steps=5)], facts, families),
+        fit_key([obs(), obs(load=8.0, drafter="8")], facts, {**families, "8": "eagle3"}),
+        fit_key([obs(), obs(load=8.0)], DeploymentFacts(gpu="A100", tp_size=1), families),
+    ):
+        assert changed != base

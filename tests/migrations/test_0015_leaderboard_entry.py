@@ -22,7 +22,7 @@ def tables(path) -> dict[str, list[tuple]]:
         return {
             name: sorted(map(repr, con.execute(f'SELECT * FROM "{name}"')))
             for name in names
-            if name not in ("alembic_version", "leaderboard_entry")
+            if name not in ("alembic_version", "leaderboard_entry", "load_fit")  # load_fit: 0016's, derived
         }
 
 
@@ -34,8 +34,8 @@ def test_the_upgrade_keeps_every_row_and_fills_in_the_entries(real_url, tmp_path
     downgrade(engine, "0014")
     before = tables(path)
     assert "leaderboard_entry" not in {r for r in before}
-    upgrade(engine)
-    assert current_revision(engine) == "0015"
+    upgrade(engine)  # to the head: 0015 and every revision after it
+    assert current_revision(engine) >= "0015"
     assert tables(path) == before
     with sqlite3.connect(path) as con:
         views = con.execute(
