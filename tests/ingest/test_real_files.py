@@ -46,6 +46,16 @@ GATE = {
     "real/vllm_log_glm52_mtp_issue46367.log": [
         Expected(1, (63.8 + 63.1) / 2, (63.8 + 63.1) / 2, 1 + 33 / 605)
     ],
+    # SpecForge's dev_result.jsonl (bench_model_speedup.py): six mtbench rows at batch 8 (three repeats each of
+    # 7/10/60 and 3/1/4), per request = "throughput" / batch_size, accept length = "acc_length"
+    "real/specforge_dev_result_ec800a01.jsonl": [
+        Expected(8, 1321.79 / 8, 1321.79, 4.14),
+        Expected(8, 1754.67 / 8, 1754.67, 2.46),
+        Expected(8, 1468.0 / 8, 1468.0, 4.6),
+        Expected(8, 1864.16 / 8, 1864.16, 2.61),
+        Expected(8, 1438.28 / 8, 1438.28, 4.51),
+        Expected(8, 1796.37 / 8, 1796.37, 2.6),
+    ],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
