@@ -33,6 +33,9 @@ GATE = {
     "real/vllm_log_club3090_issue93.log": [
         Expected(1, 124.15, 124.15, (768 + 471 + 777 + 469) / (471 + 469))
     ],
+    # club-3090#46: 89.6 and 90.1 tok/s at 1 running (median 89.85); the one SpecDecoding line after an
+    # interval: 561 accepted over 1685 / 5 = 337 rounds (its first line belongs to an earlier interval)
+    "real/vllm_log_club3090_issue46.log": [Expected(1, (89.6 + 90.1) / 2, (89.6 + 90.1) / 2, 1 + 561 / 337)],
     # sglang#11948: five Decode batch lines at 1 running; the first had the prefill: the other four,
     # median of 178.86, 165.41, 188.68, 165.59 tok/s and of accept len 1.95, 1.80, 2.05, 1.80
     "real/sglang_log_eagle3_issue11948.log": [
