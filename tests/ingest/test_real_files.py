@@ -41,6 +41,12 @@ GATE = {
     "real/sglang_log_eagle3_issue11948.log": [
         Expected(1, (165.59 + 178.86) / 2, (165.59 + 178.86) / 2, 1.875)
     ],
+    # joyagent-jdgenie#197: eight Decode batch lines at 1 running, no speculation, no prefill line; median of
+    # 69.55, 69.06, 68.75, 68.71, 68.73, 68.73, 68.71, 68.55 tok/s: the 4th and 5th sorted, both 68.73
+    "real/sglang_log_baseline_joyagent197.log": [Expected(1, 68.73, 68.73, None)],
+    # sglang-jax#564 (no TP prefix): nine Decode batch lines at 1 running, no speculation; median of 84.39,
+    # 84.23, 84.41, 84.92, 84.52, 84.40, 84.57, 84.50, 84.69 tok/s: the 5th sorted, 84.50
+    "real/sglang_jax_log_pr564.log": [Expected(1, 84.50, 84.50, None)],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
