@@ -36,6 +36,24 @@ GATE = {
     # club-3090#46: 89.6 and 90.1 tok/s at 1 running (median 89.85); the one SpecDecoding line after an
     # interval: 561 accepted over 1685 / 5 = 337 rounds (its first line belongs to an earlier interval)
     "real/vllm_log_club3090_issue46.log": [Expected(1, (89.6 + 90.1) / 2, (89.6 + 90.1) / 2, 1 + 561 / 337)],
+    # club-3090#34: 35.2, 34.8, 35.2 tok/s at 1 running (median 35.2); every draft accepted in both
+    # SpecDecoding lines, 3 positions: (264 + 264/3 + 261 + 261/3) / (264/3 + 261/3) = 4
+    "real/vllm_log_club3090_issue34.log": [Expected(1, 35.2, 35.2, (264 + 88 + 261 + 87) / (88 + 87))],
+    # club-3090#105: 74.7 and 72.0 tok/s at 1 running (median 73.35); 6 positions: 489 + 455 accepted over
+    # 1572/6 + 1590/6 = 262 + 265 rounds
+    "real/vllm_log_club3090_issue105.log": [
+        Expected(1, (74.7 + 72.0) / 2, (74.7 + 72.0) / 2, 1 + (489 + 455) / (262 + 265))
+    ],
+    # club-3090#986: 249.5 and 249.7 tok/s at 1 running; 3 positions: 1871 + 1872 accepted over
+    # 1872/3 + 1875/3 = 624 + 625 rounds
+    "real/vllm_log_club3090_issue986.log": [
+        Expected(1, (249.5 + 249.7) / 2, (249.5 + 249.7) / 2, 1 + (1871 + 1872) / (624 + 625))
+    ],
+    # vllm#41789: 93.9 and 44.7 tok/s at 3 running, heavy prefill in both (median 69.3, per request / 3);
+    # 4 positions: 25 + 15 accepted over 3652/4 + 1724/4 = 913 + 431 rounds
+    "real/vllm_log_gemma4_mtp_issue41789.log": [
+        Expected(3, (93.9 + 44.7) / 2 / 3, (93.9 + 44.7) / 2, 1 + (25 + 15) / (913 + 431))
+    ],
     # sglang#11948: five Decode batch lines at 1 running; the first had the prefill: the other four,
     # median of 178.86, 165.41, 188.68, 165.59 tok/s and of accept len 1.95, 1.80, 2.05, 1.80
     "real/sglang_log_eagle3_issue11948.log": [
