@@ -68,6 +68,9 @@ GATE = {
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
+    # vllm#6768 (V0, Medusa at 16 tokens): 127.4 and 110.4 tok/s at 2 running (median 118.9, per request
+    # / 2); no draft ever accepted (0 accepted tokens), so 1 token a round
+    "real/vllm_log_v0_medusa_issue6768.log": [Expected(2, (127.4 + 110.4) / 2 / 2, (127.4 + 110.4) / 2, 1.0)],
     # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
     # accepted over 3025 / 5 rounds
     "real/vllm_log_glm52_mtp_issue46367.log": [
