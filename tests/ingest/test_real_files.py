@@ -65,6 +65,9 @@ GATE = {
     # sglang-jax#564 (no TP prefix): nine Decode batch lines at 1 running, no speculation; median of 84.39,
     # 84.23, 84.41, 84.92, 84.52, 84.40, 84.57, 84.50, 84.69 tok/s: the 5th sorted, 84.50
     "real/sglang_jax_log_pr564.log": [Expected(1, 84.50, 84.50, None)],
+    # sglang#30047 (comma wording, NPU, tqdm bars between): 2499.67 tok/s at 68 running, accept len 2.99;
+    # the line at 45 running is the drain (a fall of more than a quarter), a ramp
+    "real/sglang_log_npu_mamba_pr30047.log": [Expected(68, 2499.67 / 68, 2499.67, 2.99)],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
