@@ -68,6 +68,16 @@ GATE = {
     # sglang#30047 (comma wording, NPU, tqdm bars between): 2499.67 tok/s at 68 running, accept len 2.99;
     # the line at 45 running is the drain (a fall of more than a quarter), a ramp
     "real/sglang_log_npu_mamba_pr30047.log": [Expected(68, 2499.67 / 68, 2499.67, 2.99)],
+    # sglang#3909: nine Decode batch lines at 8 running, no speculation; median of 183.54, 183.59, 183.58,
+    # 182.35, 183.12, 182.91, 183.26, 180.98, 182.11 tok/s: the 5th sorted, 183.12, per request / 8
+    "real/sglang_log_baseline_issue3909.log": [Expected(8, 183.12 / 8, 183.12, None)],
+    # sgl-kernel-npu#608 ("TP0 EP0" ranks, a request-rate load 24, 23, 22 running that never holds): the
+    # first Decode line shares its time with the Prefill line and is left out; the other two: median
+    # running 23, aggregate median of 631.96 and 648.87, per request median of 631.96/23 and 648.87/22,
+    # accept len median of 2.63 and 2.83
+    "real/sglang_log_npu_ep_kernel608.log": [
+        Expected(23, (631.96 / 23 + 648.87 / 22) / 2, (631.96 + 648.87) / 2, (2.63 + 2.83) / 2)
+    ],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
