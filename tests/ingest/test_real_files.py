@@ -54,6 +54,13 @@ GATE = {
     "real/vllm_log_gemma4_mtp_issue41789.log": [
         Expected(3, (93.9 + 44.7) / 2 / 3, (93.9 + 44.7) / 2, 1 + (25 + 15) / (913 + 431))
     ],
+    # vllm#43295 (a queue waiting, heavy prefill): 8 then 9 running never holds, one varying level at the
+    # median 8.5 (stored rounded half to even: 8); aggregate median of 1004.4 and 1024.8, per request
+    # median of 1004.4/8 and 1024.8/9; the one SpecDecoding line after an interval, 2 positions:
+    # 6418 accepted over 7254/2 = 3627 rounds
+    "real/vllm_log_mtp_queue_issue43295.log": [
+        Expected(8, (1004.4 / 8 + 1024.8 / 9) / 2, (1004.4 + 1024.8) / 2, 1 + 6418 / 3627)
+    ],
     # sglang#11948: five Decode batch lines at 1 running; the first had the prefill: the other four,
     # median of 178.86, 165.41, 188.68, 165.59 tok/s and of accept len 1.95, 1.80, 2.05, 1.80
     "real/sglang_log_eagle3_issue11948.log": [
