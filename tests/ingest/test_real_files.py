@@ -61,6 +61,22 @@ GATE = {
     "real/vllm_log_mtp_queue_issue43295.log": [
         Expected(8, (1004.4 / 8 + 1024.8 / 9) / 2, (1004.4 + 1024.8) / 2, 1 + 6418 / 3627)
     ],
+    # sglang comm_overlap results (bench_one_batch_server, 1024 in / 8 out, no speculation): batch sizes 1,
+    # 16 and 64, aggregate = "output_throughput", per request = output_throughput / batch_size
+    "real/sglang_one_batch_server_te_tp4_b805a815.jsonl": [
+        Expected(1, 122.37, 122.37, None),
+        Expected(16, 568.48 / 16, 568.48, None),
+        Expected(64, 612.36 / 64, 612.36, None),
+    ],
+    # the same benchmark twice over (two runs of batch sizes 1, 16, 64: repeats, both kept)
+    "real/sglang_one_batch_server_torch_tp4_b805a815.jsonl": [
+        Expected(1, 96.57, 96.57, None),
+        Expected(16, 276.36 / 16, 276.36, None),
+        Expected(64, 292.6 / 64, 292.6, None),
+        Expected(1, 130.12, 130.12, None),
+        Expected(16, 580.73 / 16, 580.73, None),
+        Expected(64, 516.61 / 64, 516.61, None),
+    ],
     # sglang#11948: five Decode batch lines at 1 running; the first had the prefill: the other four,
     # median of 178.86, 165.41, 188.68, 165.59 tok/s and of accept len 1.95, 1.80, 2.05, 1.80
     "real/sglang_log_eagle3_issue11948.log": [
