@@ -77,6 +77,12 @@ GATE = {
         Expected(16, 580.73 / 16, 580.73, None),
         Expected(64, 516.61 / 64, 516.61, None),
     ],
+    # vllm#19254 (ngram, hundreds queued, prefill in every interval): 337, 629, 610 running never holds,
+    # one varying level at the median 610; aggregate median of 267.6, 826.0, 3399.1; per request median of
+    # 267.6/337, 826.0/629, 3399.1/610; 3 positions: 150 + 725 accepted over 387/3 + 1488/3 rounds
+    "real/vllm_log_ngram_saturated_issue19254.log": [
+        Expected(610, 826.0 / 629, 826.0, 1 + (150 + 725) / (129 + 496))
+    ],
     # sglang#11948: five Decode batch lines at 1 running; the first had the prefill: the other four,
     # median of 178.86, 165.41, 188.68, 165.59 tok/s and of accept len 1.95, 1.80, 2.05, 1.80
     "real/sglang_log_eagle3_issue11948.log": [
