@@ -107,6 +107,17 @@ GATE = {
     "real/sglang_log_npu_ep_kernel608.log": [
         Expected(23, (631.96 / 23 + 648.87 / 22) / 2, (631.96 + 648.87) / 2, (2.63 + 2.83) / 2)
     ],
+    # sglang#6017 (PD decode server, DP attention ranks DP24-DP30, one line each at 43 running): running
+    # summed over the 7 ranks, 301; aggregate the sum of their tok/s, 385.00 + 384.94 + 384.89 + 384.89 +
+    # 384.95 + 384.91 + 384.85; per request that / 301
+    "real/sglang_log_pd_decode_dp_issue6017.log": [
+        Expected(
+            7 * 43,
+            (385.00 + 384.94 + 384.89 + 384.89 + 384.95 + 384.91 + 384.85) / (7 * 43),
+            385.00 + 384.94 + 384.89 + 384.89 + 384.95 + 384.91 + 384.85,
+            None,
+        )
+    ],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
