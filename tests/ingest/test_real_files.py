@@ -124,6 +124,12 @@ GATE = {
     # vllm#6768 (V0, Medusa at 16 tokens): 127.4 and 110.4 tok/s at 2 running (median 118.9, per request
     # / 2); no draft ever accepted (0 accepted tokens), so 1 token a round
     "real/vllm_log_v0_medusa_issue6768.log": [Expected(2, (127.4 + 110.4) / 2 / 2, (127.4 + 110.4) / 2, 1.0)],
+    # vllm#50219 (CPU, s390x): five intervals at 1 running, no speculation; median of 1.1, 1.1, 1.2, 1.1, 1.1
+    "real/vllm_log_cpu_s390x_pr50219.log": [Expected(1, 1.1, 1.1, None)],
+    # tt-inference-server#3359 (docker timestamps before each line): the first interval is where the load
+    # began, left out; the other at 9 running is no hold, off the level; 10 running holds for two
+    # intervals, one prefill-free (too few to leave the other out): median of 5.7 and 7.2, per request / 10
+    "real/vllm_log_docker_timestamps_tt3359.log": [Expected(10, (5.7 + 7.2) / 2 / 10, (5.7 + 7.2) / 2, None)],
     # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
     # accepted over 3025 / 5 rounds
     "real/vllm_log_glm52_mtp_issue46367.log": [
