@@ -130,6 +130,12 @@ GATE = {
     # began, left out; the other at 9 running is no hold, off the level; 10 running holds for two
     # intervals, one prefill-free (too few to leave the other out): median of 5.7 and 7.2, per request / 10
     "real/vllm_log_docker_timestamps_tt3359.log": [Expected(10, (5.7 + 7.2) / 2 / 10, (5.7 + 7.2) / 2, None)],
+    # qwen3.8-Flash-DGX#9: 34.1 (with prefill) and 38.6 tok/s at 3 running, one prefill-free interval
+    # being too few to leave the other out: median 36.35, per request / 3; the one SpecDecoding line
+    # after an interval, 2 positions: 156 accepted over 368/2 = 184 rounds
+    "real/vllm_log_mtp_dgx_blazux9.log": [
+        Expected(3, (34.1 + 38.6) / 2 / 3, (34.1 + 38.6) / 2, 1 + 156 / 184)
+    ],
     # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
     # accepted over 3025 / 5 rounds
     "real/vllm_log_glm52_mtp_issue46367.log": [
