@@ -136,6 +136,12 @@ GATE = {
     "real/vllm_log_mtp_dgx_blazux9.log": [
         Expected(3, (34.1 + 38.6) / 2 / 3, (34.1 + 38.6) / 2, 1 + 156 / 184)
     ],
+    # vllm#12314 (V0, no speculation): six intervals at 1 running, 41.7, 41.7, 41.5, 41.8, 41.8, 41.7 tok/s:
+    # the 3rd and 4th sorted, both 41.7
+    "real/vllm_log_v0_baseline_issue12314.log": [Expected(1, 41.7, 41.7, None)],
+    # tt-inference-server#350 (V0 on Tenstorrent, no speculation): five intervals at 32 running, 73.1, 73.4,
+    # 75.6, 74.5, 73.5 tok/s: the 3rd sorted, 73.5, per request / 32
+    "real/vllm_log_v0_tenstorrent_dp16_tt350.log": [Expected(32, 73.5 / 32, 73.5, None)],
     # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
     # accepted over 3025 / 5 rounds
     "real/vllm_log_glm52_mtp_issue46367.log": [
