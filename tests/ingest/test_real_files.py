@@ -118,6 +118,18 @@ GATE = {
             None,
         )
     ],
+    # sglang#22331 (comma wording, no speculation): eight Decode batch lines at 5 running; median of 144.95,
+    # 140.27, 136.39, 139.89, 144.10, 157.64, 153.78, 157.11: the 4th and 5th sorted, per request / 5
+    "real/sglang_log_baseline_pr22331.log": [
+        Expected(5, (144.10 + 144.95) / 2 / 5, (144.10 + 144.95) / 2, None)
+    ],
+    # sglang#13023 (no TP prefix, no speculation): a load winding down 46, 36, 28, 22, 20, 15, 12, 11
+    # running, no fall of more than a quarter, never held: one varying level at the median 21; aggregate
+    # median of the eight tok/s (768.87 and 895.36 in the middle); per request the median of tok/s /
+    # running, 1086.59/28 and 895.36/22 in the middle
+    "real/sglang_log_drain_pr13023.log": [
+        Expected(21, (1086.59 / 28 + 895.36 / 22) / 2, (768.87 + 895.36) / 2, None)
+    ],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
