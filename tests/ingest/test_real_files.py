@@ -154,6 +154,11 @@ GATE = {
     # tt-inference-server#350 (V0 on Tenstorrent, no speculation): five intervals at 32 running, 73.1, 73.4,
     # 75.6, 74.5, 73.5 tok/s: the 3rd sorted, 73.5, per request / 32
     "real/vllm_log_v0_tenstorrent_dp16_tt350.log": [Expected(32, 73.5 / 32, 73.5, None)],
+    # vllm-ascend#12521 (data parallel: Engine 002 and 004, one interval each at 1 running): running summed,
+    # 2; aggregate the sum 43.3 + 45.0, per request / 2; 3 positions: 282 + 299 accepted over 453/3 + 453/3
+    "real/vllm_log_ascend_dp_engines_issue12521.log": [
+        Expected(2, (43.3 + 45.0) / 2, 43.3 + 45.0, 1 + (282 + 299) / (151 + 151))
+    ],
     # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
     # accepted over 3025 / 5 rounds
     "real/vllm_log_glm52_mtp_issue46367.log": [
