@@ -83,6 +83,22 @@ GATE = {
     "real/vllm_log_ngram_saturated_issue19254.log": [
         Expected(610, 826.0 / 629, 826.0, 1 + (150 + 725) / (129 + 496))
     ],
+    # vllm#43295, a later excerpt: three intervals at 9 running (80 queued), two with prefill, too few
+    # prefill-free ones to leave them out: median of 1137.0, 972.4, 683.6, per request / 9; 2 positions:
+    # 6973 + 6077 accepted over 8802/2 + 7300/2 = 4401 + 3650 rounds
+    "real/vllm_log_mtp_queue_issue43295_b.log": [
+        Expected(9, 972.4 / 9, 972.4, 1 + (6973 + 6077) / (4401 + 3650))
+    ],
+    # club-3090#77: 81.2 and 92.5 tok/s at 1 running (median 86.85); 3 positions: 504 + 591 accepted over
+    # 921/3 + 999/3 = 307 + 333 rounds
+    "real/vllm_log_club3090_issue77.log": [
+        Expected(1, (81.2 + 92.5) / 2, (81.2 + 92.5) / 2, 1 + (504 + 591) / (307 + 333))
+    ],
+    # club-3090#613: 128.4 and 132.0 tok/s at 1 running (median 130.2); the one SpecDecoding line after an
+    # interval, 3 positions: 805 accepted over 1434/3 = 478 rounds
+    "real/vllm_log_club3090_issue613.log": [
+        Expected(1, (128.4 + 132.0) / 2, (128.4 + 132.0) / 2, 1 + 805 / 478)
+    ],
     # sglang#11948: five Decode batch lines at 1 running; the first had the prefill: the other four,
     # median of 178.86, 165.41, 188.68, 165.59 tok/s and of accept len 1.95, 1.80, 2.05, 1.80
     "real/sglang_log_eagle3_issue11948.log": [
