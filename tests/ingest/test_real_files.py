@@ -146,6 +146,11 @@ GATE = {
     "real/sglang_log_drain_pr13023.log": [
         Expected(21, (1086.59 / 28 + 895.36 / 22) / 2, (768.87 + 895.36) / 2, None)
     ],
+    # sglang#17392 (PD decode server, ranks DP0, DP2, DP3 with EP, one line each at 21, 20, 21 running):
+    # running summed, 62; aggregate the sum 1774.38 + 1392.52 + 1612.16, per request that / 62
+    "real/sglang_log_pd_decode_dp_ep_pr17392.log": [
+        Expected(62, (1774.38 + 1392.52 + 1612.16) / 62, 1774.38 + 1392.52 + 1612.16, None)
+    ],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
