@@ -151,6 +151,12 @@ GATE = {
     "real/sglang_log_pd_decode_dp_ep_pr17392.log": [
         Expected(62, (1774.38 + 1392.52 + 1612.16) / 62, 1774.38 + 1392.52 + 1612.16, None)
     ],
+    # fastrl#4 (a logging format of its own: `date time INFO pid [file:line] Decode batch.`): two lines at
+    # 48 running, accept len 1.00 in both (speculation switched off above a batch-size threshold): median
+    # of 5452.63 and 5399.46, per request / 48
+    "real/sglang_log_custom_format_fastrl4.log": [
+        Expected(48, (5452.63 + 5399.46) / 2 / 48, (5452.63 + 5399.46) / 2, 1.0)
+    ],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
