@@ -157,6 +157,9 @@ GATE = {
     "real/sglang_log_custom_format_fastrl4.log": [
         Expected(48, (5452.63 + 5399.46) / 2 / 48, (5452.63 + 5399.46) / 2, 1.0)
     ],
+    # sglang#22166 (no rank prefix, no speculation): the one Decode batch line, 1635.11 tok/s at 32
+    # running (the Prefill lines after it at 31 running print no decode speed), per request / 32
+    "real/sglang_log_one_decode_line_pr22166.log": [Expected(32, 1635.11 / 32, 1635.11, None)],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
@@ -186,6 +189,8 @@ GATE = {
     "real/vllm_log_ascend_dp_engines_issue12521.log": [
         Expected(2, (43.3 + 45.0) / 2, 43.3 + 45.0, 1 + (282 + 299) / (151 + 151))
     ],
+    # vllm#50219, an earlier excerpt: five intervals at 1 running, 1.2, 1.2, 1.3, 1.3, 1.3 tok/s: median 1.3
+    "real/vllm_log_cpu_s390x_pr50219_b.log": [Expected(1, 1.3, 1.3, None)],
     # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
     # accepted over 3025 / 5 rounds
     "real/vllm_log_glm52_mtp_issue46367.log": [
