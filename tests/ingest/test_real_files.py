@@ -191,6 +191,10 @@ GATE = {
     ],
     # vllm#50219, an earlier excerpt: five intervals at 1 running, 1.2, 1.2, 1.3, 1.3, 1.3 tok/s: median 1.3
     "real/vllm_log_cpu_s390x_pr50219_b.log": [Expected(1, 1.3, 1.3, None)],
+    # meta-agents-research-environments#32 (no speculation): 12 running holds for two intervals (251.9 with
+    # prefill, 296.4; one prefill-free is too few to leave the other out): median 274.15, per request / 12;
+    # the interval at 11 after it is no hold, a ramp
+    "real/vllm_log_baseline_are32.log": [Expected(12, (251.9 + 296.4) / 2 / 12, (251.9 + 296.4) / 2, None)],
     # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
     # accepted over 3025 / 5 rounds
     "real/vllm_log_glm52_mtp_issue46367.log": [
