@@ -33,18 +33,182 @@ GATE = {
     "real/vllm_log_club3090_issue93.log": [
         Expected(1, 124.15, 124.15, (768 + 471 + 777 + 469) / (471 + 469))
     ],
+    # club-3090#46: 89.6 and 90.1 tok/s at 1 running (median 89.85); the one SpecDecoding line after an
+    # interval: 561 accepted over 1685 / 5 = 337 rounds (its first line belongs to an earlier interval)
+    "real/vllm_log_club3090_issue46.log": [Expected(1, (89.6 + 90.1) / 2, (89.6 + 90.1) / 2, 1 + 561 / 337)],
+    # club-3090#34: 35.2, 34.8, 35.2 tok/s at 1 running (median 35.2); every draft accepted in both
+    # SpecDecoding lines, 3 positions: (264 + 264/3 + 261 + 261/3) / (264/3 + 261/3) = 4
+    "real/vllm_log_club3090_issue34.log": [Expected(1, 35.2, 35.2, (264 + 88 + 261 + 87) / (88 + 87))],
+    # club-3090#105: 74.7 and 72.0 tok/s at 1 running (median 73.35); 6 positions: 489 + 455 accepted over
+    # 1572/6 + 1590/6 = 262 + 265 rounds
+    "real/vllm_log_club3090_issue105.log": [
+        Expected(1, (74.7 + 72.0) / 2, (74.7 + 72.0) / 2, 1 + (489 + 455) / (262 + 265))
+    ],
+    # club-3090#986: 249.5 and 249.7 tok/s at 1 running; 3 positions: 1871 + 1872 accepted over
+    # 1872/3 + 1875/3 = 624 + 625 rounds
+    "real/vllm_log_club3090_issue986.log": [
+        Expected(1, (249.5 + 249.7) / 2, (249.5 + 249.7) / 2, 1 + (1871 + 1872) / (624 + 625))
+    ],
+    # vllm#41789: 93.9 and 44.7 tok/s at 3 running, heavy prefill in both (median 69.3, per request / 3);
+    # 4 positions: 25 + 15 accepted over 3652/4 + 1724/4 = 913 + 431 rounds
+    "real/vllm_log_gemma4_mtp_issue41789.log": [
+        Expected(3, (93.9 + 44.7) / 2 / 3, (93.9 + 44.7) / 2, 1 + (25 + 15) / (913 + 431))
+    ],
+    # vllm#43295 (a queue waiting, heavy prefill): 8 then 9 running never holds, one varying level at the
+    # median 8.5 (stored rounded half to even: 8); aggregate median of 1004.4 and 1024.8, per request
+    # median of 1004.4/8 and 1024.8/9; the one SpecDecoding line after an interval, 2 positions:
+    # 6418 accepted over 7254/2 = 3627 rounds
+    "real/vllm_log_mtp_queue_issue43295.log": [
+        Expected(8, (1004.4 / 8 + 1024.8 / 9) / 2, (1004.4 + 1024.8) / 2, 1 + 6418 / 3627)
+    ],
+    # sglang comm_overlap results (bench_one_batch_server, 1024 in / 8 out, no speculation): batch sizes 1,
+    # 16 and 64, aggregate = "output_throughput", per request = output_throughput / batch_size
+    "real/sglang_one_batch_server_te_tp4_b805a815.jsonl": [
+        Expected(1, 122.37, 122.37, None),
+        Expected(16, 568.48 / 16, 568.48, None),
+        Expected(64, 612.36 / 64, 612.36, None),
+    ],
+    # the same benchmark twice over (two runs of batch sizes 1, 16, 64: repeats, both kept)
+    "real/sglang_one_batch_server_torch_tp4_b805a815.jsonl": [
+        Expected(1, 96.57, 96.57, None),
+        Expected(16, 276.36 / 16, 276.36, None),
+        Expected(64, 292.6 / 64, 292.6, None),
+        Expected(1, 130.12, 130.12, None),
+        Expected(16, 580.73 / 16, 580.73, None),
+        Expected(64, 516.61 / 64, 516.61, None),
+    ],
+    # vllm#19254 (ngram, hundreds queued, prefill in every interval): 337, 629, 610 running never holds,
+    # one varying level at the median 610; aggregate median of 267.6, 826.0, 3399.1; per request median of
+    # 267.6/337, 826.0/629, 3399.1/610; 3 positions: 150 + 725 accepted over 387/3 + 1488/3 rounds
+    "real/vllm_log_ngram_saturated_issue19254.log": [
+        Expected(610, 826.0 / 629, 826.0, 1 + (150 + 725) / (129 + 496))
+    ],
+    # vllm#43295, a later excerpt: three intervals at 9 running (80 queued), two with prefill, too few
+    # prefill-free ones to leave them out: median of 1137.0, 972.4, 683.6, per request / 9; 2 positions:
+    # 6973 + 6077 accepted over 8802/2 + 7300/2 = 4401 + 3650 rounds
+    "real/vllm_log_mtp_queue_issue43295_b.log": [
+        Expected(9, 972.4 / 9, 972.4, 1 + (6973 + 6077) / (4401 + 3650))
+    ],
+    # club-3090#77: 81.2 and 92.5 tok/s at 1 running (median 86.85); 3 positions: 504 + 591 accepted over
+    # 921/3 + 999/3 = 307 + 333 rounds
+    "real/vllm_log_club3090_issue77.log": [
+        Expected(1, (81.2 + 92.5) / 2, (81.2 + 92.5) / 2, 1 + (504 + 591) / (307 + 333))
+    ],
+    # club-3090#613: 128.4 and 132.0 tok/s at 1 running (median 130.2); the one SpecDecoding line after an
+    # interval, 3 positions: 805 accepted over 1434/3 = 478 rounds
+    "real/vllm_log_club3090_issue613.log": [
+        Expected(1, (128.4 + 132.0) / 2, (128.4 + 132.0) / 2, 1 + 805 / 478)
+    ],
     # sglang#11948: five Decode batch lines at 1 running; the first had the prefill: the other four,
     # median of 178.86, 165.41, 188.68, 165.59 tok/s and of accept len 1.95, 1.80, 2.05, 1.80
     "real/sglang_log_eagle3_issue11948.log": [
         Expected(1, (165.59 + 178.86) / 2, (165.59 + 178.86) / 2, 1.875)
     ],
+    # joyagent-jdgenie#197: eight Decode batch lines at 1 running, no speculation, no prefill line; median of
+    # 69.55, 69.06, 68.75, 68.71, 68.73, 68.73, 68.71, 68.55 tok/s: the 4th and 5th sorted, both 68.73
+    "real/sglang_log_baseline_joyagent197.log": [Expected(1, 68.73, 68.73, None)],
+    # sglang-jax#564 (no TP prefix): nine Decode batch lines at 1 running, no speculation; median of 84.39,
+    # 84.23, 84.41, 84.92, 84.52, 84.40, 84.57, 84.50, 84.69 tok/s: the 5th sorted, 84.50
+    "real/sglang_jax_log_pr564.log": [Expected(1, 84.50, 84.50, None)],
+    # sglang#30047 (comma wording, NPU, tqdm bars between): 2499.67 tok/s at 68 running, accept len 2.99;
+    # the line at 45 running is the drain (a fall of more than a quarter), a ramp
+    "real/sglang_log_npu_mamba_pr30047.log": [Expected(68, 2499.67 / 68, 2499.67, 2.99)],
+    # sglang#3909: nine Decode batch lines at 8 running, no speculation; median of 183.54, 183.59, 183.58,
+    # 182.35, 183.12, 182.91, 183.26, 180.98, 182.11 tok/s: the 5th sorted, 183.12, per request / 8
+    "real/sglang_log_baseline_issue3909.log": [Expected(8, 183.12 / 8, 183.12, None)],
+    # sgl-kernel-npu#608 ("TP0 EP0" ranks, a request-rate load 24, 23, 22 running that never holds): the
+    # first Decode line shares its time with the Prefill line and is left out; the other two: median
+    # running 23, aggregate median of 631.96 and 648.87, per request median of 631.96/23 and 648.87/22,
+    # accept len median of 2.63 and 2.83
+    "real/sglang_log_npu_ep_kernel608.log": [
+        Expected(23, (631.96 / 23 + 648.87 / 22) / 2, (631.96 + 648.87) / 2, (2.63 + 2.83) / 2)
+    ],
+    # sglang#6017 (PD decode server, DP attention ranks DP24-DP30, one line each at 43 running): running
+    # summed over the 7 ranks, 301; aggregate the sum of their tok/s, 385.00 + 384.94 + 384.89 + 384.89 +
+    # 384.95 + 384.91 + 384.85; per request that / 301
+    "real/sglang_log_pd_decode_dp_issue6017.log": [
+        Expected(
+            7 * 43,
+            (385.00 + 384.94 + 384.89 + 384.89 + 384.95 + 384.91 + 384.85) / (7 * 43),
+            385.00 + 384.94 + 384.89 + 384.89 + 384.95 + 384.91 + 384.85,
+            None,
+        )
+    ],
+    # sglang#22331 (comma wording, no speculation): eight Decode batch lines at 5 running; median of 144.95,
+    # 140.27, 136.39, 139.89, 144.10, 157.64, 153.78, 157.11: the 4th and 5th sorted, per request / 5
+    "real/sglang_log_baseline_pr22331.log": [
+        Expected(5, (144.10 + 144.95) / 2 / 5, (144.10 + 144.95) / 2, None)
+    ],
+    # sglang#13023 (no TP prefix, no speculation): a load winding down 46, 36, 28, 22, 20, 15, 12, 11
+    # running, no fall of more than a quarter, never held: one varying level at the median 21; aggregate
+    # median of the eight tok/s (768.87 and 895.36 in the middle); per request the median of tok/s /
+    # running, 1086.59/28 and 895.36/22 in the middle
+    "real/sglang_log_drain_pr13023.log": [
+        Expected(21, (1086.59 / 28 + 895.36 / 22) / 2, (768.87 + 895.36) / 2, None)
+    ],
+    # sglang#17392 (PD decode server, ranks DP0, DP2, DP3 with EP, one line each at 21, 20, 21 running):
+    # running summed, 62; aggregate the sum 1774.38 + 1392.52 + 1612.16, per request that / 62
+    "real/sglang_log_pd_decode_dp_ep_pr17392.log": [
+        Expected(62, (1774.38 + 1392.52 + 1612.16) / 62, 1774.38 + 1392.52 + 1612.16, None)
+    ],
+    # fastrl#4 (a logging format of its own: `date time INFO pid [file:line] Decode batch.`): two lines at
+    # 48 running, accept len 1.00 in both (speculation switched off above a batch-size threshold): median
+    # of 5452.63 and 5399.46, per request / 48
+    "real/sglang_log_custom_format_fastrl4.log": [
+        Expected(48, (5452.63 + 5399.46) / 2 / 48, (5452.63 + 5399.46) / 2, 1.0)
+    ],
+    # sglang#22166 (no rank prefix, no speculation): the one Decode batch line, 1635.11 tok/s at 32
+    # running (the Prefill lines after it at 31 running print no decode speed), per request / 32
+    "real/sglang_log_one_decode_line_pr22166.log": [Expected(32, 1635.11 / 32, 1635.11, None)],
     # vllm#7540 (V0 wording): four intervals at 2 running, all with prefill: median of 85.3, 117.6, 114.5,
     # 116.4 tok/s over 2 requests; the one interval at 1 running is a ramp
     "real/vllm_log_v0_issue7540.log": [Expected(2, (114.5 + 116.4) / 2 / 2, (114.5 + 116.4) / 2, None)],
+    # vllm#6768 (V0, Medusa at 16 tokens): 127.4 and 110.4 tok/s at 2 running (median 118.9, per request
+    # / 2); no draft ever accepted (0 accepted tokens), so 1 token a round
+    "real/vllm_log_v0_medusa_issue6768.log": [Expected(2, (127.4 + 110.4) / 2 / 2, (127.4 + 110.4) / 2, 1.0)],
+    # vllm#50219 (CPU, s390x): five intervals at 1 running, no speculation; median of 1.1, 1.1, 1.2, 1.1, 1.1
+    "real/vllm_log_cpu_s390x_pr50219.log": [Expected(1, 1.1, 1.1, None)],
+    # tt-inference-server#3359 (docker timestamps before each line): the first interval is where the load
+    # began, left out; the other at 9 running is no hold, off the level; 10 running holds for two
+    # intervals, one prefill-free (too few to leave the other out): median of 5.7 and 7.2, per request / 10
+    "real/vllm_log_docker_timestamps_tt3359.log": [Expected(10, (5.7 + 7.2) / 2 / 10, (5.7 + 7.2) / 2, None)],
+    # qwen3.8-Flash-DGX#9: 34.1 (with prefill) and 38.6 tok/s at 3 running, one prefill-free interval
+    # being too few to leave the other out: median 36.35, per request / 3; the one SpecDecoding line
+    # after an interval, 2 positions: 156 accepted over 368/2 = 184 rounds
+    "real/vllm_log_mtp_dgx_blazux9.log": [
+        Expected(3, (34.1 + 38.6) / 2 / 3, (34.1 + 38.6) / 2, 1 + 156 / 184)
+    ],
+    # vllm#12314 (V0, no speculation): six intervals at 1 running, 41.7, 41.7, 41.5, 41.8, 41.8, 41.7 tok/s:
+    # the 3rd and 4th sorted, both 41.7
+    "real/vllm_log_v0_baseline_issue12314.log": [Expected(1, 41.7, 41.7, None)],
+    # tt-inference-server#350 (V0 on Tenstorrent, no speculation): five intervals at 32 running, 73.1, 73.4,
+    # 75.6, 74.5, 73.5 tok/s: the 3rd sorted, 73.5, per request / 32
+    "real/vllm_log_v0_tenstorrent_dp16_tt350.log": [Expected(32, 73.5 / 32, 73.5, None)],
+    # vllm-ascend#12521 (data parallel: Engine 002 and 004, one interval each at 1 running): running summed,
+    # 2; aggregate the sum 43.3 + 45.0, per request / 2; 3 positions: 282 + 299 accepted over 453/3 + 453/3
+    "real/vllm_log_ascend_dp_engines_issue12521.log": [
+        Expected(2, (43.3 + 45.0) / 2, 43.3 + 45.0, 1 + (282 + 299) / (151 + 151))
+    ],
+    # vllm#50219, an earlier excerpt: five intervals at 1 running, 1.2, 1.2, 1.3, 1.3, 1.3 tok/s: median 1.3
+    "real/vllm_log_cpu_s390x_pr50219_b.log": [Expected(1, 1.3, 1.3, None)],
+    # meta-agents-research-environments#32 (no speculation): 12 running holds for two intervals (251.9 with
+    # prefill, 296.4; one prefill-free is too few to leave the other out): median 274.15, per request / 12;
+    # the interval at 11 after it is no hold, a ramp
+    "real/vllm_log_baseline_are32.log": [Expected(12, (251.9 + 296.4) / 2 / 12, (251.9 + 296.4) / 2, None)],
     # vllm#46367: 63.8 and 63.1 tok/s at 1 running; the one SpecDecoding line after an interval: 33
     # accepted over 3025 / 5 rounds
     "real/vllm_log_glm52_mtp_issue46367.log": [
         Expected(1, (63.8 + 63.1) / 2, (63.8 + 63.1) / 2, 1 + 33 / 605)
+    ],
+    # SpecForge's dev_result.jsonl (bench_model_speedup.py): six mtbench rows at batch 8 (three repeats each of
+    # 7/10/60 and 3/1/4), per request = "throughput" / batch_size, accept length = "acc_length"
+    "real/specforge_dev_result_ec800a01.jsonl": [
+        Expected(8, 1321.79 / 8, 1321.79, 4.14),
+        Expected(8, 1754.67 / 8, 1754.67, 2.46),
+        Expected(8, 1468.0 / 8, 1468.0, 4.6),
+        Expected(8, 1864.16 / 8, 1864.16, 2.61),
+        Expected(8, 1438.28 / 8, 1438.28, 4.51),
+        Expected(8, 1796.37 / 8, 1796.37, 2.6),
     ],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
