@@ -13,6 +13,8 @@ from specdash.app.text import unmd
 from tests.app_support import run_page
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.slow
+
 LLAMA = "lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge"
 LLAMA_DEPLOYMENT = "SpecBundle: Llama-3.1-8B-Instruct"
 QWEN = "lmsys/SGLang-EAGLE3-Qwen3-235B-A22B-Instruct-2507-SpecForge"

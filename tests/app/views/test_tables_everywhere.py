@@ -18,6 +18,8 @@ from tests.app_support import run_page
 from tests.conftest import FIXTURES
 from tests.scrape_support import MetricsServer, RecordedClock
 
+pytestmark = pytest.mark.slow
+
 PAGES = [
     "views/overview.py",
     "views/leaderboard.py",

@@ -32,6 +32,8 @@ from tests.scrape_support import (
     truncated_chunked,
 )
 
+pytestmark = pytest.mark.slow
+
 DEADLINE_SECONDS = 1.0
 # What a loaded shared machine may add to a deadline before the scrape gives up.
 ALLOWANCE_SECONDS = 1.0
