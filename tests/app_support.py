@@ -2,7 +2,6 @@
 (tests/fixtures/real/specbundle-data.json), built once per test session and copied per test."""
 
 import json
-import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -11,10 +10,10 @@ from streamlit.testing.v1 import AppTest
 
 import specdash.app
 from specdash.db.calibration import apply_calibration, calibrate
-from specdash.db.engine import make_engine, transaction
+from specdash.db.engine import transaction
 from specdash.db.refresh import refresh
 from specdash.ingest.load import ingest_bytes
-from tests.conftest import FIXTURES, fold_wal, sqlite_url
+from tests.conftest import FIXTURES, built_template, copy_of
 
 APP = str(Path(specdash.app.__file__).resolve().parent / "main.py")
 SPECBUNDLE = FIXTURES / "real" / "specbundle-data.json"
@@ -63,46 +62,43 @@ def chain_accept_lengths(drafter: str) -> dict[int, float]:
     return {k: sum(v) / len(v) for k, v in sorted(taus.items())}
 
 
+def load_specbundle(engine) -> None:
+    result = ingest_bytes(engine, SPECBUNDLE.name, SPECBUNDLE.read_bytes())
+    assert result.ok, result.problems
+
+
+def calibrate_all(engine) -> None:
+    """Every deployment that can be calibrated calibrated, the calibrations applied."""
+    with transaction(engine) as session:
+        for report in calibrate(session):
+            apply_calibration(session, report)
+        refresh(session)
+
+
 @pytest.fixture(scope="session")
 def _real_template(tmp_path_factory, _demo_template) -> Path:
     """The demo's template with the SpecBundle results ingested into it."""
-    path = tmp_path_factory.mktemp("real") / "real.db"
-    shutil.copy(_demo_template, path)
-    engine = make_engine(sqlite_url(path))
-    result = ingest_bytes(engine, SPECBUNDLE.name, SPECBUNDLE.read_bytes())
-    assert result.ok, result.problems
-    fold_wal(engine)
-    return path
+    return built_template(tmp_path_factory.mktemp("real"), "real.db", _demo_template, load_specbundle)
 
 
 @pytest.fixture
 def real_url(tmp_path, _real_template) -> str:
     """A fresh copy of a database holding the demo and the SpecBundle results."""
-    path = tmp_path / "real.db"
-    shutil.copy(_real_template, path)
-    return sqlite_url(path)
+    return copy_of(_real_template, tmp_path)
 
 
 @pytest.fixture(scope="session")
 def _calibrated_template(tmp_path_factory, _real_template) -> Path:
-    """The real template with every deployment that can be calibrated calibrated, the calibrations applied."""
-    path = tmp_path_factory.mktemp("calibrated") / "calibrated.db"
-    shutil.copy(_real_template, path)
-    engine = make_engine(sqlite_url(path))
-    with transaction(engine) as session:
-        for report in calibrate(session):
-            apply_calibration(session, report)
-        refresh(session)
-    fold_wal(engine)
-    return path
+    """The real template, calibrated."""
+    return built_template(
+        tmp_path_factory.mktemp("calibrated"), "calibrated.db", _real_template, calibrate_all
+    )
 
 
 @pytest.fixture
 def calibrated_url(tmp_path, _calibrated_template) -> str:
     """A fresh copy of a database holding the demo and the SpecBundle results, calibrated."""
-    path = tmp_path / "calibrated.db"
-    shutil.copy(_calibrated_template, path)
-    return sqlite_url(path)
+    return copy_of(_calibrated_template, tmp_path)
 
 
 def run_page(monkeypatch, url: str, page: str | None = None, query: dict | None = None) -> AppTest:

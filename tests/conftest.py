@@ -52,22 +52,37 @@ def fold_wal(engine) -> None:
     engine.dispose()
 
 
+def built_template(folder: Path, name: str, source: Path | None, fill) -> Path:
+    """A template database `folder/name`: a copy of the template `source` (a new database at the head of
+    the migrations without one) that `fill(engine)` adds to, its log folded in."""
+    path = folder / name
+    if source is not None:
+        shutil.copy(source, path)
+    engine = make_engine(sqlite_url(path))
+    if source is None:
+        upgrade(engine)
+    fill(engine)
+    fold_wal(engine)
+    return path
+
+
+def copy_of(template: Path, folder: Path) -> str:
+    """The URL of a fresh copy of `template` in `folder`."""
+    path = folder / template.name
+    shutil.copy(template, path)
+    return sqlite_url(path)
+
+
 @pytest.fixture(scope="session")
 def empty_template(tmp_path_factory) -> Path:
     """A database file at the head of the migrations, built once a session."""
-    path = tmp_path_factory.mktemp("empty") / "empty.db"
-    engine = make_engine(sqlite_url(path))
-    upgrade(engine)
-    fold_wal(engine)
-    return path
+    return built_template(tmp_path_factory.mktemp("empty"), "specdash.db", None, lambda engine: None)
 
 
 @pytest.fixture
 def db_url(tmp_path, empty_template) -> str:
     """An initialised, empty database: a copy of the session's template."""
-    path = tmp_path / "specdash.db"
-    shutil.copy(empty_template, path)
-    return sqlite_url(path)
+    return copy_of(empty_template, tmp_path)
 
 
 @pytest.fixture
@@ -77,23 +92,20 @@ def engine(db_url):
     eng.dispose()
 
 
+def load_demo(engine) -> None:
+    result = ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes())
+    assert result.ok, result.problems
+
+
 @pytest.fixture(scope="session")
 def _demo_template(tmp_path_factory, empty_template) -> Path:
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
-    shutil.copy(empty_template, path)
-    eng = make_engine(sqlite_url(path))
-    result = ingest_bytes(eng, DEMO_FILE_NAME, demo_bytes())
-    assert result.ok, result.problems
-    fold_wal(eng)
-    return path
+    return built_template(tmp_path_factory.mktemp("demo"), "demo.db", empty_template, load_demo)
 
 
 @pytest.fixture
 def demo_url(tmp_path, _demo_template) -> str:
     """A fresh copy of a database holding the demo data set."""
-    path = tmp_path / "demo.db"
-    shutil.copy(_demo_template, path)
-    return sqlite_url(path)
+    return copy_of(_demo_template, tmp_path)
 
 
 @pytest.fixture
