@@ -27,7 +27,10 @@ count (varying levels: the median per interval of tok/s / running)."""
 
 import statistics
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+
+from specdash.ingest.problems import Problem
 
 MAX_INTERVALS = 200_000  # per server start (23 days of vLLM lines); the rest is counted and left out
 HOLD = 2  # intervals at one running count that make it a held level
@@ -423,3 +426,24 @@ def nothing_running(starts: list[ServerIntervals]) -> tuple[int, int] | None:
     if not lines or any(i.running > 0 for start in starts for i in start.intervals):
         return None
     return lines[0], len(lines)
+
+
+def starts_benchmarks(
+    path: str, servers: list, benchmark: Callable, idle_lines: str, no_lines: str
+) -> Iterator:
+    """Each server start's benchmarks, piece by piece and level by level (`benchmark(index, server, level,
+    left, speculating, first)`); a log with none is refused on its first line if none ran, else whole."""
+    produced = False
+    for index, server in enumerate(servers):
+        for piece, speculating, first in server_pieces(server.intervals):
+            levels, server_left = piece.levels()
+            for level in levels:
+                produced = True
+                yield from benchmark(index, server, level, server_left, speculating, first)
+    if produced:
+        return
+    if (idle := nothing_running([server.intervals for server in servers])) is not None:
+        why = f"{idle_lines} ({idle[1]}, the first here): nothing was decoding, so the log measures no speed"
+        yield Problem(path, idle[0], "running_requests", why)
+    else:
+        yield Problem(path, None, None, no_lines, "parse")

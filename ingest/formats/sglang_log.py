@@ -25,11 +25,9 @@ from specdash.ingest.formats.logsummary import (
     Interval,
     Level,
     ServerIntervals,
-    nothing_running,
-    server_pieces,
+    starts_benchmarks,
 )
 from specdash.ingest.lines import TooLong, bounded_lines, strip_ansi
-from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 from specdash.ingest.setting import algorithm_name
 
@@ -152,29 +150,15 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             server.intervals.fresh = True  # its first interval follows the start-up
             if match and not server.args:
                 server.args = server_args(match[1])
-    produced = False
-    for index, server in enumerate(servers):
-        for piece, speculating, first in server_pieces(server.intervals):
-            levels, server_left = piece.levels()
-            for level in levels:
-                produced = True
-                yield from _benchmark(
-                    path, link, server, index, len(servers), level, server_left, skipped, speculating, first
-                )
-    if produced:
-        return
-    if (idle := nothing_running([server.intervals for server in servers])) is not None:
-        yield Problem(
-            path,
-            idle[0],
-            "running_requests",
-            f"#running-req: 0 on every 'Decode batch' line ({idle[1]}, the first here): nothing was decoding, "
-            "so the log measures no speed",
-        )
-    else:
-        yield Problem(
-            path, None, None, "no 'Decode batch' lines with running requests and a throughput", "parse"
-        )
+    yield from starts_benchmarks(
+        path,
+        servers,
+        lambda index, server, level, left, speculating, first: _benchmark(
+            path, link, server, index, len(servers), level, left, skipped, speculating, first
+        ),
+        "#running-req: 0 on every 'Decode batch' line",
+        "no 'Decode batch' lines with running requests and a throughput",
+    )
 
 
 def _benchmark(

@@ -36,11 +36,9 @@ from specdash.ingest.formats.logsummary import (
     Interval,
     Level,
     ServerIntervals,
-    nothing_running,
-    server_pieces,
+    starts_benchmarks,
 )
 from specdash.ingest.lines import TooLong, bounded_lines, python_literal, strip_ansi
-from specdash.ingest.problems import Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN
 from specdash.ingest.setting import algorithm_name
 
@@ -291,27 +289,15 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
                 server.learn(_namespace(line))
             elif "with config:" in line:
                 server.learn(_config_line(line))
-    produced = False
-    for index, server in enumerate(servers):
-        for piece, speculating, first in server_pieces(server.intervals):
-            levels, server_left = piece.levels()
-            for level in levels:
-                produced = True
-                yield from _benchmark(
-                    path, link, server, index, len(servers), level, server_left, speculating, first
-                )
-    if produced:
-        return
-    if (idle := nothing_running([server.intervals for server in servers])) is not None:
-        yield Problem(
-            path,
-            idle[0],
-            "running_requests",
-            f"Running: 0 reqs on every 'Avg generation throughput' line ({idle[1]}, the first here): nothing "
-            "was decoding, so the log measures no speed",
-        )
-    else:
-        yield Problem(path, None, None, "no 'Avg generation throughput' lines with running requests", "parse")
+    yield from starts_benchmarks(
+        path,
+        servers,
+        lambda index, server, level, left, speculating, first: _benchmark(
+            path, link, server, index, len(servers), level, left, speculating, first
+        ),
+        "Running: 0 reqs on every 'Avg generation throughput' line",
+        "no 'Avg generation throughput' lines with running requests",
+    )
 
 
 def _benchmark(
