@@ -97,6 +97,24 @@ def test_a_collapse_reaches_the_webhook_once_within_a_window_and_a_scrape(db_url
 STOP_TARGET_SECONDS = 1.0
 
 
+def stop_time(command: list[str], sig: signal.Signals, started: threading.Event, wait_s: float):
+    """Start `command`, wait until `started` is set and `wait_s` more, send `sig`: the process, the seconds
+    from the signal to its exit, and what it wrote to stderr."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert started.wait(30), "the process never reached the state under test"
+        time.sleep(wait_s)
+        sent = time.monotonic()
+        process.send_signal(sig)
+        process.wait(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+        _, err = process.communicate(timeout=30)
+    return process, took, err
+
+
 @pytest.mark.parametrize("trick", [trickled_body, endless_headers], ids=["trickled body", "endless headers"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_the_scraper_within_a_second_while_an_answer_hangs(db_url, trick, sig):
@@ -108,18 +126,7 @@ def test_a_signal_stops_the_scraper_within_a_second_while_an_answer_hangs(db_url
             sys.executable, "-m", "specdash", "--db", db_url, "scrape", server.url,
             "--deployment", "pcie-box", "--every", "30",
         ]  # fmt: skip
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert server.tricked.wait(30), "the scraper's first GET"
-            time.sleep(1.0)  # well into the trickle
-            sent = time.monotonic()
-            process.send_signal(sig)
-            process.wait(timeout=30)
-            took = time.monotonic() - sent
-        finally:
-            if process.poll() is None:
-                process.kill()
-            out, err = process.communicate(timeout=30)
+        process, took, err = stop_time(command, sig, server.tricked, 1.0)  # 1 s: well into the trickle
     print(f"{sig.name} during a {trick.__name__.replace('_', ' ')}: stopped in {took:.3f} s")
     assert process.returncode == 0, err
     assert "stopped: 0 scrape(s); 0 window(s) stored" in err
@@ -148,18 +155,7 @@ def test_a_signal_stops_the_scraper_within_a_second_while_the_webhook_hangs(db_u
             sys.executable, "-m", "specdash", "--db", db_url, "scrape", server.url,
             "--deployment", "pcie-box", "--every", "30", "--notify", hook.url,
         ]  # fmt: skip
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert hook.entered.wait(30), "the sender's POST"
-            time.sleep(0.5)
-            sent = time.monotonic()
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
-            took = time.monotonic() - sent
-        finally:
-            if process.poll() is None:
-                process.kill()
-            out, err = process.communicate(timeout=30)
+        process, took, err = stop_time(command, signal.SIGINT, hook.entered, 0.5)
     print(f"SIGINT while the webhook hangs: stopped in {took:.3f} s")
     assert process.returncode == 0, err
     assert took <= STOP_TARGET_SECONDS + ALLOWANCE_SECONDS
