@@ -1,5 +1,4 @@
-"""SQLAlchemy 2.0 models of specdash's store: deployments, runs, checkpoints, metrics, benchmarks,
-predictions, gaps (alerts) and the bookkeeping around them."""
+"""SQLAlchemy 2.0 models of the store: deployments, runs, checkpoints, metrics, benchmarks, predictions, gaps."""
 
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -243,6 +242,8 @@ class Benchmark(Base):
     concurrency_source: Mapped[str | None] = mapped_column(String(40))
     dataset: Mapped[str | None] = mapped_column(String(200))
     num_prompts: Mapped[int | None]
+    input_tokens: Mapped[float | None] = mapped_column(Float)  # mean prompt tokens per request
+    output_tokens: Mapped[float | None] = mapped_column(Float)  # mean output tokens per request
     decode_tps: Mapped[float] = mapped_column(Float)  # per request, tokens/s
     output_throughput: Mapped[float | None] = mapped_column(Float)  # aggregate over the server, tokens/s
     accept_length: Mapped[float | None] = mapped_column(Float)  # tokens per round incl. the bonus token
@@ -274,7 +275,6 @@ class Benchmark(Base):
     deployment: Mapped[Deployment] = relationship()
 
 
-# What a benchmark ran (specdash.labels.setting_label's fields), selected wherever one is shown or judged.
 # a benchmark's Setting (its columns are the value object's fields), the load and the dataset it ran
 BENCHMARK_SETTING = (
     *(getattr(Benchmark, field.name) for field in fields(domain.Setting)),

@@ -18,6 +18,8 @@ NAME_CHARS, PATH_CHARS, SHORT_CHARS, TAG_CHARS, NOTE_CHARS = 200, 1000, 40, 20, 
 MIN_TPS, MAX_REQUEST_TPS, MAX_AGGREGATE_TPS = 0.01, 100_000.0, 10_000_000.0
 # Per-token and per-round times in ms (TPOT, ITL, a round, a draft step), and a request's TTFT.
 MIN_STEP_MS, MAX_STEP_MS, MAX_TTFT_MS = 0.001, 60_000.0, 3_600_000.0
+# Tokens per request, prompt or output: above any model's context window (the longest, 10M tokens) 10x over.
+MAX_CONTEXT_TOKENS = 100_000_000
 # Speculation settings: draft steps K, top-k, draft tokens N.
 MAX_STEPS, MAX_TOPK, MAX_DRAFT_TOKENS = 64, 64, 1024
 # Rules relating fields (TPOT against decode tok/s, medians under p99s, ...) live in ingest/rules/.
@@ -43,6 +45,7 @@ AggregateTps = Annotated[float, Field(ge=MIN_TPS, le=MAX_AGGREGATE_TPS)]
 StepMs = Annotated[float, Field(ge=MIN_STEP_MS, le=MAX_STEP_MS)]
 CostMs = Annotated[float, Field(ge=0, le=MAX_STEP_MS)]
 LatencyMs = Annotated[float, Field(ge=0, le=MAX_TTFT_MS)]
+ContextTokens = Annotated[float, Field(ge=0, le=MAX_CONTEXT_TOKENS)]
 # a round emits at most its draft steps plus the bonus token, whatever the settings a file leaves unsaid
 AcceptLength = Annotated[float, Field(ge=1, le=MAX_STEPS + 1)]
 

@@ -22,8 +22,12 @@ MAX_LINKS_KEPT = 10_000  # where each benchmark went, kept to be listed; the cou
 
 def benchmark_record_key(record: BenchmarkRecord) -> str:
     """Identity of a measurement, whatever file it arrives in: its fields, not its raw source."""
-    # how the concurrency was told is about the reading, not the measurement
-    identity = record.model_dump(mode="json", exclude={"raw", "label", "kind", "concurrency_source"})
+    # how the concurrency was told is about the reading, not the measurement; the lengths are read from
+    # the raw source (kept out too), so a file stored before they were read keeps its key
+    identity = record.model_dump(
+        mode="json",
+        exclude={"raw", "label", "kind", "concurrency_source", "input_tokens", "output_tokens"},
+    )
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 

@@ -21,6 +21,7 @@ from specdash.db.records import (
     MAX_TOPK,
     AcceptLength,
     AggregateTps,
+    ContextTokens,
     CostMs,
     Count,
     DeploymentRecord,
@@ -195,6 +196,9 @@ class BenchmarkRecord(SpeculationSetting):
     concurrency_source: ConcurrencySource | None = None
     dataset: Text200 | None = None
     num_prompts: Whole | None = None
+    # mean prompt and output tokens per request, where the file states them
+    input_tokens: ContextTokens | None = None
+    output_tokens: ContextTokens | None = None
     decode_tps: RequestTps  # per request
     output_throughput: AggregateTps | None = None  # aggregate
     accept_length: AcceptLength | None = None

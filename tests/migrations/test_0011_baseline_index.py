@@ -26,7 +26,7 @@ def test_benchmarks_survive_and_the_baselines_are_searched_by_index(demo_url, tm
         before = con.execute("SELECT * FROM benchmark ORDER BY id").fetchall()
         plan = " ".join(row[-1] for row in con.execute("EXPLAIN QUERY PLAN " + BASELINES))
     assert "ix_benchmark_baselines" not in plan
-    upgrade(engine)
+    upgrade(engine, "0011")
     indexes = {ix["name"]: ix["column_names"] for ix in inspect(engine).get_indexes("benchmark")}
     assert indexes["ix_benchmark_baselines"] == ["speculative_algorithm", "deployment_id", "concurrency"]
     engine.dispose()

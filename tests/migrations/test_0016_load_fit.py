@@ -33,7 +33,7 @@ def test_the_upgrade_keeps_every_row_and_the_next_refresh_stores_the_fits(real_u
     before = tables(path)
     with sqlite3.connect(path) as con:
         assert not con.execute("SELECT name FROM sqlite_master WHERE name = 'load_fit'").fetchall()
-    upgrade(engine)
+    upgrade(engine, "0016")
     assert current_revision(engine) == "0016"
     assert tables(path) == before
     with sqlite3.connect(path) as con:
@@ -51,6 +51,6 @@ def test_the_upgrade_keeps_every_row_and_the_next_refresh_stores_the_fits(real_u
     with sqlite3.connect(path) as con:
         assert not con.execute("SELECT name FROM sqlite_master WHERE name = 'load_fit'").fetchall()
     assert tables(path) == after_refresh
-    upgrade(engine)
+    upgrade(engine, "0016")
     assert current_revision(engine) == "0016"
     engine.dispose()
