@@ -26,6 +26,8 @@ class DepthAnswer:
     depth: int  # positions the acceptance holds for; deeper ones are extrapolated
     band: float  # expected relative error at this load
     extrapolated_load: bool  # the deployment was never measured at this load
+    context_tokens: float | None = None  # the mean decode context asked for (None: the benchmarks')
+    extrapolated_context: bool = False  # no benchmark of the deployment ran near that context
 
     @property
     def points(self) -> list[DepthPoint]:
@@ -54,11 +56,16 @@ def default_max_steps(model: PointModel) -> int:
 
 
 def curve_of(
-    model: PointModel, concurrency: float, topk: int = 1, max_steps: int | None = None
+    model: PointModel,
+    concurrency: float,
+    topk: int = 1,
+    max_steps: int | None = None,
+    context_tokens: float | None = None,
 ) -> DepthAnswer | None:
-    """The depth curve of a point model at one load; None without a baseline there."""
+    """The depth curve of a point model at one load and context (None: the benchmarks'); None without a
+    baseline there."""
     deepest = max_steps or default_max_steps(model)
-    answers = [model.predict(steps, topk, concurrency) for steps in range(1, deepest + 1)]
+    answers = [model.predict(steps, topk, concurrency, context_tokens) for steps in range(1, deepest + 1)]
     if not answers or any(a is None for a in answers):
         return None
     return DepthAnswer(
@@ -68,8 +75,10 @@ def curve_of(
         version=model.version,
         tau_source=model.tau_source,
         depth=model.depth,
-        band=model.band(concurrency),
+        band=answers[0].band if answers[0] is not None else model.band(concurrency),
         extrapolated_load=model.load_extrapolated(concurrency),
+        context_tokens=context_tokens,
+        extrapolated_context=any(a is not None and a.extrapolated_context for a in answers),
     )
 
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from specdash.answers.context import context_model_for
 from specdash.costmodel.acceptance import predict_accept_length
+from specdash.costmodel.context import ContextModel
 from specdash.costmodel.depth import DepthPoint
 from specdash.costmodel.domain import PredictionSource, TauSource
 from specdash.costmodel.priors import drafter_family
@@ -42,6 +44,8 @@ class PointAnswer:
     extrapolated_depth: bool  # acceptance past the positions the rates hold for
     extrapolated_load: bool  # outside the loads the deployment was measured at
     speedup_held: bool = False  # extrapolated: held at the nearest measured load's speedup (see predict)
+    context_tokens: float | None = None  # the mean decode context asked for (None: the benchmarks')
+    extrapolated_context: bool = False  # no benchmark of the deployment ran near that context
 
     @property
     def speedup(self) -> float:
@@ -49,7 +53,7 @@ class PointAnswer:
 
     @property
     def extrapolated(self) -> bool:
-        return self.extrapolated_depth or self.extrapolated_load
+        return self.extrapolated_depth or self.extrapolated_load or self.extrapolated_context
 
     def depth_point(self) -> DepthPoint:
         """The point as a depth curve draws it (its hollow marker: acceptance extrapolated)."""
@@ -80,6 +84,8 @@ class PointModel:
     measured_loads: tuple[int, ...]
     deepest_benchmarked: int  # the deepest draft the checkpoint was benchmarked at on the deployment
     cache: PredictionCache = field(default_factory=PredictionCache)
+    # how rounds move with context (answers/context.py); None: at the benchmarks' context only
+    lengths: ContextModel | None = None
 
     @property
     def source(self) -> PredictionSource:
@@ -116,11 +122,54 @@ class PointModel:
     def drafter(self) -> Drafter:
         return self.context.drafters[self.checkpoint_id]
 
-    def predict(self, steps: int, topk: int = 1, concurrency: float = 1) -> PointAnswer | None:
-        """The point at K = `steps` (a chain, or a tree of `topk`) and batch `concurrency`; None without a
-        baseline to predict against. Outside the loads the deployment was measured at nothing says how its
-        round grows with the batch, so no depth gains more there than at the nearest measured load: its
-        speedup is held at that one's when the model's would be higher."""
+    def predict(
+        self, steps: int, topk: int = 1, concurrency: float = 1, context_tokens: float | None = None
+    ) -> PointAnswer | None:
+        """The point at K = `steps` (a chain, or a tree of `topk`), batch `concurrency` and a mean decode
+        context of `context_tokens` (None: the context the deployment's benchmarks ran at); None without a
+        baseline to predict against."""
+        answer = self.at_reference(steps, topk, concurrency)
+        if answer is None or context_tokens is None or self.lengths is None:
+            return answer
+        return self._at_context(answer, context_tokens)
+
+    def round_at(self, steps: int, topk: int, concurrency: float) -> float | None:
+        """The round (steps 0: the step without speculation) in ms at the benchmarks' context."""
+        answer = self.at_reference(max(steps, 1), topk, concurrency)
+        if answer is None:
+            return None
+        return answer.round_ms if steps else 1000.0 / answer.baseline_tps
+
+    def step_ms(self) -> float | None:
+        """T1: the step without speculation of one request alone, at the benchmarks' context."""
+        one = self._predict(1, 1, 1)
+        return None if one is None or not one.baseline_tps else 1000.0 / one.baseline_tps
+
+    def _at_context(self, answer: PointAnswer, context: float) -> PointAnswer:
+        """The answer moved to another context: the KV read of every request in flight moves the round
+        and the step without speculation alike (costmodel/context.py)."""
+        lengths, step = self.lengths, self.step_ms()
+        assert lengths is not None
+        if step is None:
+            return answer
+        batch = answer.concurrency
+        round_ms = lengths.moved(answer.round_ms, step, batch, context)
+        base_ms = lengths.moved(1000.0 / answer.baseline_tps, step, batch, context)
+        outside = lengths.extrapolated(context)
+        return replace(
+            answer,
+            tps=1000.0 * answer.accept_length / round_ms,
+            round_ms=round_ms,
+            baseline_tps=1000.0 / base_ms,
+            band=extrapolated_band(answer.band) if outside and not answer.extrapolated_load else answer.band,
+            context_tokens=context,
+            extrapolated_context=outside,
+        )
+
+    def at_reference(self, steps: int, topk: int = 1, concurrency: float = 1) -> PointAnswer | None:
+        """The point at the benchmarks' context. Outside the loads the deployment was measured at nothing
+        says how its round grows with the batch, so no depth gains more there than at the nearest
+        measured load: its speedup is held at that one's when the model's would be higher."""
         answer = self._predict(steps, topk, concurrency)
         if answer is None or not answer.extrapolated_load or not self.measured_loads:
             return answer
@@ -195,6 +244,16 @@ def point_model(
             Benchmark.superseded_by_id.is_(None),
         )
     )
-    return PointModel(
+    model = PointModel(
         checkpoint_id, deployment_id, dataset or "", context, plan, rates, tau_source, loads, deepest or 0
     )
+    model.lengths = context_model_for(
+        session,
+        deployment_id,
+        checkpoint_id,
+        context.facts[deployment_id].architecture,
+        plan.costs.comm_fraction or 0.0,
+        model.round_at,
+        model.step_ms,
+    )
+    return model

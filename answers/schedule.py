@@ -9,7 +9,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.answers.depth import DepthAnswer, curve_of, default_max_steps
-from specdash.answers.points import PointModel, point_model
+from specdash.answers.evidence import Win, measured_wins
+from specdash.answers.points import PointAnswer, PointModel, point_model
+from specdash.costmodel.context import ContextModel
 from specdash.costmodel.domain import PredictionSource, TauSource
 from specdash.costmodel.schedule import ScheduleEntry
 from specdash.db.models import Checkpoint, Deployment, Run
@@ -35,6 +37,7 @@ class CheckpointSchedule:
     version: int  # the parameter set's version
     tau_source: TauSource
     measured_loads: tuple[int, ...]  # the loads the deployment was benchmarked at
+    lengths: ContextModel | None = None  # how its rounds move with context
 
     @property
     def baseline_estimated(self) -> bool:
@@ -42,7 +45,17 @@ class CheckpointSchedule:
 
     @property
     def extrapolated_loads(self) -> list[float]:
-        return [e.concurrency for e in self.entries if e.extrapolated]
+        return sorted(
+            {e.concurrency for e, c in zip(self.entries, self.curves, strict=True) if c.extrapolated_load}
+        )
+
+    @property
+    def extrapolated_contexts(self) -> list[float]:
+        return sorted({c.context_tokens for c in self.curves if c.extrapolated_context and c.context_tokens})
+
+    @property
+    def measured_contexts(self) -> tuple[float, ...]:
+        return self.lengths.measured if self.lengths is not None else ()
 
 
 def resolve(
@@ -65,10 +78,18 @@ def resolve(
     return found_deployment, found_run, found
 
 
-def schedule_entry(curve: DepthAnswer) -> ScheduleEntry:
-    """The best depth of a load's curve, or K = 0 (no speculation) when none beats the baseline."""
+def schedule_entry(
+    curve: DepthAnswer, wins: Sequence[Win] = (), reference: float | None = None
+) -> ScheduleEntry:
+    """The best depth of a load's curve, or K = 0 (no speculation) when none beats the baseline, unless
+    the checkpoint measured speculation beating the plain step at this load and context (`wins`) and the
+    prediction's margin for the plain step lies within its band: then the curve's best depth."""
     best, base = curve.best, curve.baseline_tps
     speculate = round(best.tps, 9) > round(base, 9)
+    evidence = None
+    if not speculate:
+        best, evidence = _evidence_pick(curve, wins, reference)
+        speculate = evidence is not None
     tps = best.tps if speculate else base
     return ScheduleEntry(
         concurrency=curve.concurrency,
@@ -78,8 +99,35 @@ def schedule_entry(curve: DepthAnswer) -> ScheduleEntry:
         aggregate_tok_s=tps * curve.concurrency,
         speedup=best.speedup if speculate else 1.0,
         baseline_estimated=best.baseline_estimated,
-        extrapolated=curve.extrapolated_load,
+        extrapolated=curve.extrapolated_load or curve.extrapolated_context,
+        context_tokens=curve.context_tokens,
+        by_depth=((0, base), *((a.steps, a.tps) for a in curve.answers)),
+        evidence=evidence,
     )
+
+
+def _evidence_pick(
+    curve: DepthAnswer, wins: Sequence[Win], reference: float | None
+) -> tuple[PointAnswer, str | None]:
+    """The depth to run where the curve says "no speculation" but the checkpoint measured speculation
+    beating the plain step at this load and context: the depth that measured the biggest win whose
+    predicted deficit lies within the band (else the curve's best, if its deficit does); no evidence, or
+    a deficit beyond the band, keeps the curve's answer."""
+    base, band = curve.baseline_tps, curve.band
+    measured = sorted(
+        (w for w in wins if w.matches(curve.concurrency, curve.context_tokens, reference)),
+        key=lambda w: -w.speedup,
+    )
+    depths = {a.steps: a for a in curve.answers}
+    for win in measured:
+        for candidate in (depths.get(win.steps), curve.best):
+            if candidate is not None and base <= candidate.tps * (1.0 + band):
+                return candidate, (
+                    f"measured {win.speedup:.2f}x with speculation at this load (K={win.steps}); the plain "
+                    f"step's predicted lead over K={candidate.steps} ({base / candidate.tps - 1.0:.1%}) is "
+                    f"within the band ({band:.0%})"
+                )
+    return curve.best, None
 
 
 def model_for(session: Session, deployment: Deployment, run: Run, checkpoint: Checkpoint) -> PointModel:
@@ -99,32 +147,43 @@ def checkpoint_schedule(
     checkpoint: str,
     concurrencies: Sequence[float] | None = None,
     max_steps: int | None = None,
+    contexts: Sequence[float] | None = None,
 ) -> CheckpointSchedule:
     """The checkpoint's best depth at each concurrency on the deployment (its benchmarked loads by default)
-    up to `max_steps` (answers.depth.default_max_steps by default)."""
+    and each mean decode context in `contexts` (default: the context its benchmarks ran at), up to
+    `max_steps` (answers.depth.default_max_steps by default)."""
     found_deployment, found_run, found = resolve(session, deployment, run, checkpoint)
     model = model_for(session, found_deployment, found_run, found)
     loads = sorted(concurrencies) if concurrencies else [float(c) for c in model.measured_loads]
     deepest = max_steps or default_max_steps(model)
-    curves = [curve_of(model, float(load), 1, deepest) for load in loads or DEFAULT_CONCURRENCIES]
+    asked: list[float | None] = list(contexts) if contexts else [None]
+    curves = [
+        curve_of(model, float(load), 1, deepest, context)
+        for context in asked
+        for load in loads or DEFAULT_CONCURRENCIES
+    ]
     if any(curve is None for curve in curves):
         raise ScheduleError(
             f"{deployment}: no step time to predict from: ingest a benchmark of it (with or without "
             "speculation) or set its baseline tok/s (`specdash ingest` a deployment record)"
         )
     made = [curve for curve in curves if curve is not None]
+    wins = measured_wins(session, model)
+    lengths = model.lengths
+    reference = lengths.reference_tokens if lengths is not None and lengths.stated else None
     return CheckpointSchedule(
         deployment=found_deployment.name,
         run=found_run.name,
         checkpoint=found.name,
         checkpoint_path=found.path,
         algorithm=found_run.speculative_algorithm,
-        entries=[schedule_entry(curve) for curve in made],
+        entries=[schedule_entry(curve, wins, reference) for curve in made],
         curves=made,
         source=model.source,
         version=model.version,
         tau_source=model.tau_source,
         measured_loads=model.measured_loads,
+        lengths=model.lengths,
     )
 
 

@@ -7,10 +7,11 @@ hardware; docs/cost-model.md's priors table gives each value with the measuremen
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+from specdash.costmodel.kvgeometry import KNOWN_KV_GEOMETRY, kv_bytes_per_layer_token
 from specdash.costmodel.throughput import CostParams
 
 # Fixed cost per round beyond drafting and verifying (scheduling, tree building, sampling, KV bookkeeping):
@@ -194,6 +195,8 @@ class TargetArchitecture:
     active_params_b: float | None = None
     num_experts: int | None = None  # routed experts per MoE layer
     experts_per_token: int | None = None
+    num_layers: int | None = None
+    kv_bytes_per_layer_token: float | None = None  # K and V (or MLA's latent) of one token in one layer
 
     @property
     def is_moe(self) -> bool:
@@ -204,13 +207,22 @@ class TargetArchitecture:
         cls, config: dict[str, Any], total_params_b: float | None = None, active_params_b: float | None = None
     ) -> "TargetArchitecture":
         """From a Hugging Face config.json: `num_experts` (Qwen), `num_local_experts` (Mixtral, Llama 4),
-        `n_routed_experts` (DeepSeek, Kimi) and `num_experts_per_tok`; nested `text_config` too."""
+        `n_routed_experts` (DeepSeek, Kimi) and `num_experts_per_tok`; the KV geometry from
+        `num_hidden_layers`, `num_key_value_heads` and `head_dim` (else hidden_size / num_attention_heads),
+        or MLA's `kv_lora_rank` + `qk_rope_head_dim`, in bf16; nested `text_config` too."""
         config = config.get("text_config", config)
         experts = next(
             (config[k] for k in ("num_experts", "num_local_experts", "n_routed_experts") if config.get(k)),
             None,
         )
-        return cls(total_params_b, active_params_b, experts, config.get("num_experts_per_tok"))
+        return cls(
+            total_params_b,
+            active_params_b,
+            experts,
+            config.get("num_experts_per_tok"),
+            config.get("num_hidden_layers"),
+            kv_bytes_per_layer_token(config),
+        )
 
 
 # From each model's config.json on Hugging Face (expert counts) and its model card (parameter counts).
@@ -244,6 +256,15 @@ def architecture_for(model: str | None) -> TargetArchitecture | None:
     if not model:
         return None
     name = model.lower().rsplit("/", 1)[-1]
+    arch = _architecture_by_name(name)
+    known = ((key, g) for key, g in KNOWN_KV_GEOMETRY.items() if "distill" not in name)
+    geometry = next((g for key, g in known if name.startswith(key)), None)
+    if arch is None or geometry is None:
+        return arch
+    return replace(arch, num_layers=geometry[0], kv_bytes_per_layer_token=geometry[1])
+
+
+def _architecture_by_name(name: str) -> TargetArchitecture | None:
     # a distilled model is its student (DeepSeek-R1-Distill-Llama-8B is a dense 8B Llama, not R1)
     if "distill" not in name:
         for key, arch in KNOWN_TARGETS.items():

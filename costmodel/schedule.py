@@ -24,14 +24,18 @@ class ScheduleEntry:
     aggregate_tok_s: float  # tok_s x concurrency
     speedup: float  # against the no-speculation step at this batch size
     baseline_estimated: bool  # the speedup is against an estimated baseline
-    extrapolated: bool = False  # a load the deployment was never measured at
+    extrapolated: bool = False  # a load (or context) the deployment was never measured at
+    context_tokens: float | None = None  # the mean decode context (None: the benchmarks')
+    # every depth considered (0: no speculation) with its predicted per-request tok/s: the picked depth
+    # is the best of these, or the evidence's (answers/schedule.py)
+    by_depth: tuple[tuple[int, float], ...] = ()
+    evidence: str | None = None  # why a depth other than the curve's best was picked
 
-    def as_json(self) -> dict[str, float | int | bool]:
-        return {
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             # a whole batch size reads as one (8, not 8.0): the engines' schedules key on integers
-            "concurrency": int(self.concurrency)
-            if float(self.concurrency).is_integer()
-            else self.concurrency,
+            "concurrency": _whole(self.concurrency),
+            "context_tokens": None if self.context_tokens is None else _whole(round(self.context_tokens, 1)),
             "num_steps": self.num_steps,
             "tok_s": round(self.tok_s, 3),
             "aggregate_tok_s": round(self.aggregate_tok_s, 3),
@@ -39,6 +43,18 @@ class ScheduleEntry:
             "baseline_estimated": self.baseline_estimated,
             "extrapolated": self.extrapolated,
         }
+        if self.by_depth:
+            out["by_depth"] = [
+                {"num_steps": k, "tok_s": round(tps, 3), "aggregate_tok_s": round(tps * self.concurrency, 3)}
+                for k, tps in self.by_depth
+            ]
+        if self.evidence:
+            out["evidence"] = self.evidence
+        return out
+
+
+def _whole(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
 
 
 def accept_lengths(
@@ -147,6 +163,83 @@ def vllm_config(entries: Sequence[ScheduleEntry], method: str, model: str | None
     config["num_speculative_tokens"] = deepest
     config["num_speculative_tokens_per_batch_size"] = [list(r) for r in ranges]
     return "--speculative-config '" + json.dumps(config) + "'"
+
+
+# The longest context a 2-D schedule's last range reaches: past any model's window (PR #48944's ranges
+# are inclusive and must cover every context a request may have).
+VLLM_MAX_CONTEXT = 10_000_000
+
+
+def context_ranges(contexts: Sequence[float]) -> list[tuple[int, int]]:
+    """(first, last) context tokens covering 0..VLLM_MAX_CONTEXT: each asked context holds up to the
+    geometric midpoint between it and the next one."""
+    ordered = sorted(set(contexts))
+    out, low = [], 0
+    for i, context in enumerate(ordered):
+        high = (
+            math.floor(math.sqrt(max(context, 1.0) * ordered[i + 1]))
+            if i + 1 < len(ordered)
+            else VLLM_MAX_CONTEXT
+        )
+        high = max(high, low)
+        out.append((low, high))
+        low = high + 1
+    return out
+
+
+def vllm_context_config(entries: Sequence[ScheduleEntry], method: str, model: str | None = None) -> str:
+    """`--speculative-config` JSON with a context axis, in the 5-item form `[bs_lo, bs_hi, ctx_lo, ctx_hi,
+    K]` that vLLM PR #48944 (RFC #48627; proposed, not merged as of this writing) adds to
+    `num_speculative_tokens_per_batch_size`: both ranges inclusive, each batch range's context ranges
+    covering every context. One context asked: vllm_config's batch-only form."""
+    contexts = sorted({e.context_tokens for e in entries if e.context_tokens is not None})
+    if len(contexts) < 2:
+        return vllm_config(entries, method, model)
+    rows = _context_rows(entries, contexts)
+    deepest = max(k for _, cells in rows for *_, k in cells)
+    if deepest == 0:
+        return "# no draft depth beats no speculation at any batch size and context: serve without it"
+    config: dict[str, object] = {"method": method}
+    if model:
+        config["model"] = model
+    config["num_speculative_tokens"] = deepest
+    config["num_speculative_tokens_per_batch_size"] = [
+        [bs_lo, bs_hi, ctx_lo, ctx_hi, k] for (bs_lo, bs_hi), cells in rows for ctx_lo, ctx_hi, k in cells
+    ]
+    return "--speculative-config '" + json.dumps(config) + "'"
+
+
+def _context_rows(
+    entries: Sequence[ScheduleEntry], contexts: Sequence[float]
+) -> list[tuple[tuple[int, int], list[tuple[int, int, int]]]]:
+    """One row per batch range (the same ranges at every context): its context ranges with their K,
+    neighbours with one K merged; neighbouring batch ranges whose rows are the same merged too."""
+    loads = sorted({e.concurrency for e in entries})
+    steps = {(e.concurrency, e.context_tokens): e.num_steps for e in entries}
+    bounds = [
+        (lo, hi)
+        for lo, hi, _ in schedule_ranges([_at(load, i) for i, load in enumerate(loads)], VLLM_MAX_BATCH)
+    ]
+    rows: list[tuple[tuple[int, int], list[tuple[int, int, int]]]] = []
+    for (bs_lo, bs_hi), load in zip(bounds, loads, strict=False):
+        cells: list[tuple[int, int, int]] = []
+        for (ctx_lo, ctx_hi), context in zip(context_ranges(contexts), contexts, strict=True):
+            k = steps.get((load, context), 0)
+            if cells and cells[-1][2] == k:
+                cells[-1] = (cells[-1][0], ctx_hi, k)
+            else:
+                cells.append((ctx_lo, ctx_hi, k))
+        if rows and rows[-1][1] == cells:
+            rows[-1] = ((rows[-1][0][0], bs_hi), cells)
+        else:
+            rows.append(((bs_lo, bs_hi), cells))
+    return rows
+
+
+def _at(load: float, index: int) -> ScheduleEntry:
+    """A stand-in entry whose depth differs from its neighbours': schedule_ranges then keeps every load's
+    own range."""
+    return ScheduleEntry(load, index + 1, 1.0, 1.0, load, 1.0, False)
 
 
 def trtllm_config(entries: Sequence[ScheduleEntry], decoding_type: str = "Eagle3") -> str:

@@ -2,6 +2,7 @@
 between and beyond measured loads, and the depth they advise. Every expected number is worked out here."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -87,8 +88,19 @@ def test_architecture_from_config_json_and_from_names():
     llama4 = {"text_config": {"num_local_experts": 16, "num_experts_per_tok": 1}}
     assert TargetArchitecture.from_config(llama4).num_experts == 16
     assert not TargetArchitecture.from_config({"hidden_size": 4096}).is_moe
-    assert architecture_for("Qwen3-235B-A22B-Instruct-2507") == QWEN3_235B
-    assert architecture_for("meta-llama/Llama-3.1-8B-Instruct") == TargetArchitecture(8.0, 8.0)
+    # Llama-3.1-8B's config.json: K and V of 8 heads of 128 in bf16 a layer; DeepSeek-V3's MLA latent
+    llama = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096}
+    assert TargetArchitecture.from_config(llama).num_layers == 32
+    assert TargetArchitecture.from_config(llama).kv_bytes_per_layer_token == 4096
+    mla = {**deepseek, "num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
+    assert TargetArchitecture.from_config(mla).kv_bytes_per_layer_token == (512 + 64) * 2
+    # the KV geometry from each config.json: Qwen3-235B 94 layers x 4 KV heads x 128, Llama-3.1-8B 32 x 8 x 128
+    assert architecture_for("Qwen3-235B-A22B-Instruct-2507") == replace(
+        QWEN3_235B, num_layers=94, kv_bytes_per_layer_token=2 * 4 * 128 * 2
+    )
+    assert architecture_for("meta-llama/Llama-3.1-8B-Instruct") == TargetArchitecture(
+        8.0, 8.0, num_layers=32, kv_bytes_per_layer_token=2 * 8 * 128 * 2
+    )
     assert architecture_for("Qwen/Qwen3.6-35B-A3B").num_experts == 128  # a MoE the table does not know
     assert architecture_for("my-model") is None
     # a distilled model is its dense student, not its MoE teacher; Mixtral is a MoE of 8 experts, 2 per token

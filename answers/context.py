@@ -1,0 +1,63 @@
+"""A deployment's context model (costmodel/context.py) from what its benchmarks stated: the reference
+context they ran at, and the KV share fitted to those of one checkpoint (and the runs without
+speculation) once they span two contexts, each compared with its prediction at the reference."""
+
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session
+
+from specdash.costmodel.context import (
+    ContextModel,
+    ContextPoint,
+    context_model,
+    decode_context,
+    kv_share_prior,
+    spans_contexts,
+)
+from specdash.costmodel.priors import TargetArchitecture
+from specdash.db.contexts import ContextRow, stated_contexts
+
+# the round (ms) of a setting (steps, topk, batch) at the reference context, steps 0: the plain step
+RoundAt = Callable[[int, int, float], float | None]
+
+
+def context_model_for(
+    session: Session,
+    deployment_id: int,
+    checkpoint_id: int,
+    architecture: TargetArchitecture | None,
+    comm_fraction: float,
+    round_at: RoundAt,
+    step_ms: Callable[[], float | None],
+) -> ContextModel:
+    """The context model of a checkpoint's points on a deployment."""
+    rows = stated_contexts(session, deployment_id)
+    contexts = [c for c in (decode_context(r.input_tokens, r.output_tokens) for r in rows) if c is not None]
+    prior = kv_share_prior(architecture, comm_fraction)
+    if not spans_contexts(contexts):
+        return context_model(contexts, prior)
+    step = step_ms()
+    if step is None:
+        return context_model(contexts, prior)
+    mine = [r for r in rows if r.checkpoint_id in (checkpoint_id, None)]
+    points = [p for p in (_point(r, step, round_at) for r in mine) if p is not None]
+    return context_model(contexts, prior, points)
+
+
+def _point(row: ContextRow, step_ms: float, round_at: RoundAt) -> ContextPoint | None:
+    context = decode_context(row.input_tokens, row.output_tokens)
+    if context is None or (row.speculative and not row.accept_length):
+        return None
+    predicted = round_at(row.num_steps if row.speculative else 0, row.topk, float(row.concurrency))
+    if predicted is None:
+        return None
+    tau = (row.accept_length or 1.0) if row.speculative else 1.0
+    steps = row.num_steps if row.speculative else 0
+    return ContextPoint(
+        float(row.concurrency),
+        context,
+        step_ms,
+        1000.0 * tau / row.decode_tps,
+        predicted,
+        (float(row.concurrency), steps, row.topk),
+    )
