@@ -107,11 +107,7 @@ def schedule_table(schedule: CheckpointSchedule) -> str:
             "against that estimate (estimated)"
         )
     lines += filter(None, [extrapolation_line(schedule), context_line(schedule)])
-    lines += [
-        f"{_where(e)}: K={e.num_steps}: {e.evidence}"
-        for e in schedule.entries
-        if e.evidence
-    ]
+    lines += [f"{_where(e)}: K={e.num_steps}: {e.evidence}" for e in schedule.entries if e.evidence]
     with_context = any(e.context_tokens is not None for e in schedule.entries)
     header = ("context", "concurrency", "num_steps", "tau", "tok/s", "aggregate tok/s", "speedup")
     rows = [

@@ -30,9 +30,7 @@ def test_the_prior_is_a_tokens_kv_bytes_over_the_weight_bytes_a_step_reads():
     # half of a TP step in all-reduce: the KV read is a share of the other half
     assert kv_share_prior(llama, comm_fraction=0.5) == pytest.approx(0.5 * 1000 * 131_072 / 16e9)
     # Qwen3-235B-A22B: 94 layers x 2,048 bytes against 22B active parameters
-    assert kv_share_prior(architecture_for("Qwen/Qwen3-235B-A22B")) == pytest.approx(
-        1000 * 94 * 2048 / 44e9
-    )
+    assert kv_share_prior(architecture_for("Qwen/Qwen3-235B-A22B")) == pytest.approx(1000 * 94 * 2048 / 44e9)
     # a dense model of known size alone: the generic share scaled by sqrt(8 / size)
     assert kv_share_prior(architecture_for("acme-32b")) == pytest.approx(GENERIC_KV_SHARE * 0.5)
     assert kv_share_prior(None) == GENERIC_KV_SHARE

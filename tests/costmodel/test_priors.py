@@ -89,7 +89,12 @@ def test_architecture_from_config_json_and_from_names():
     assert TargetArchitecture.from_config(llama4).num_experts == 16
     assert not TargetArchitecture.from_config({"hidden_size": 4096}).is_moe
     # Llama-3.1-8B's config.json: K and V of 8 heads of 128 in bf16 a layer; DeepSeek-V3's MLA latent
-    llama = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096}
+    llama = {
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "hidden_size": 4096,
+    }
     assert TargetArchitecture.from_config(llama).num_layers == 32
     assert TargetArchitecture.from_config(llama).kv_bytes_per_layer_token == 4096
     mla = {**deepseek, "num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
