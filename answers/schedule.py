@@ -187,11 +187,15 @@ def checkpoint_schedule(
     )
 
 
-def depth_load_grid(schedule: CheckpointSchedule) -> list[tuple[float, int, float]]:
+def depth_load_grid(
+    schedule: CheckpointSchedule, context_tokens: float | None = None
+) -> list[tuple[float, int, float]]:
     """(concurrency, depth, per-request tok/s) at every load and depth of a schedule (depth 0: no
-    speculation): the What-if page's heat map."""
+    speculation) at one context (the first asked, or the benchmarks'): the What-if page's heat map."""
+    contexts = [c.context_tokens for c in schedule.curves]
+    wanted = context_tokens if context_tokens is not None else (contexts[0] if contexts else None)
     out = []
-    for curve in schedule.curves:
+    for curve in (c for c in schedule.curves if c.context_tokens == wanted):
         out.append((curve.concurrency, 0, curve.baseline_tps))
         out += [(curve.concurrency, a.steps, a.tps) for a in curve.answers]
     return out

@@ -98,11 +98,55 @@ def schedule_heatmap(grid: Sequence[tuple[float, int, float]], entries, title: s
     return fig
 
 
+def context_heatmap(entries, title: str) -> go.Figure:
+    """Context (rows) x batch (columns): the schedule's depth in each cell (0: no speculation), coloured by
+    its predicted speedup over the plain step; extrapolated cells say so on hover."""
+    loads = sorted({e.concurrency for e in entries})
+    contexts = sorted({e.context_tokens for e in entries if e.context_tokens is not None})
+    cell = {(e.context_tokens, e.concurrency): e for e in entries}
+    rows = [[cell.get((c, b)) for b in loads] for c in contexts]
+    positions = load_positions(loads)
+    fig = go.Figure(
+        go.Heatmap(
+            x=positions,
+            y=[f"{c:,.0f}" for c in contexts],
+            z=[[e.speedup if e else None for e in row] for row in rows],
+            text=[[f"K={e.num_steps}" if e else "" for e in row] for row in rows],
+            texttemplate="%{text}",
+            customdata=[
+                [
+                    [load_label(e.concurrency), e.tok_s, "yes" if e.extrapolated else "no"] if e else None
+                    for e in row
+                ]
+                for row in rows
+            ],
+            colorscale="Viridis",
+            zmin=1.0,
+            colorbar={"title": "speedup", "ticksuffix": "×"},
+            hovertemplate="B %{customdata[0]}, context %{y}: %{text}, %{customdata[1]:.1f} tok/s per request, "
+            "%{z:.2f}× (extrapolated: %{customdata[2]})<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="<br>".join(plotly_text(line) for line in title.split("\n")),
+        xaxis={
+            "title": "concurrent requests (batch size B" + (", log scale)" if spans_decades(loads) else ")"),
+            "tickvals": positions,
+            "ticktext": [load_label(b) for b in loads],
+        },
+        yaxis={"title": "mean decode context (tokens)", "type": "category"},
+        height=120 + 40 * max(len(contexts), 3),
+        margin={"l": 10, "r": 10, "t": 30 + 22 * (title.count("\n") + 1), "b": 10},
+    )
+    return fig
+
+
 def schedule_frame(entries) -> pd.DataFrame:
-    """The schedule's rows as the page's table shows them."""
-    return pd.DataFrame(
+    """The schedule's rows as the page's table shows them (with their context when one was asked)."""
+    frame = pd.DataFrame(
         [
             {
+                "context": e.context_tokens,
                 "concurrency": e.concurrency,
                 "K": e.num_steps,
                 "τ": e.accept_length,
@@ -115,3 +159,6 @@ def schedule_frame(entries) -> pd.DataFrame:
             for e in entries
         ]
     )
+    if frame.empty or frame["context"].isna().all():
+        return frame.drop(columns=["context"], errors="ignore")
+    return frame

@@ -109,8 +109,16 @@ def schedule_table(schedule: CheckpointSchedule) -> str:
     lines += filter(None, [extrapolation_line(schedule), context_line(schedule)])
     lines += [f"{_where(e)}: K={e.num_steps}: {e.evidence}" for e in schedule.entries if e.evidence]
     with_context = any(e.context_tokens is not None for e in schedule.entries)
-    header = ("context", "concurrency", "num_steps", "tau", "tok/s", "aggregate tok/s", "speedup")
-    rows = [
+    header: tuple[str, ...] = (
+        "context",
+        "concurrency",
+        "num_steps",
+        "tau",
+        "tok/s",
+        "aggregate tok/s",
+        "speedup",
+    )
+    rows: list[tuple[str, ...]] = [
         (
             f"{e.context_tokens:,.0f}" if e.context_tokens is not None else "",
             _number(e.concurrency),

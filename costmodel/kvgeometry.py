@@ -34,9 +34,9 @@ KNOWN_KV_GEOMETRY = {
 
 def kv_bytes_per_layer_token(config: dict[str, Any]) -> float | None:
     if config.get("kv_lora_rank"):  # multi-head latent attention caches one compressed vector
-        return 2.0 * (config["kv_lora_rank"] + (config.get("qk_rope_head_dim") or 0))
+        return 2.0 * float(config["kv_lora_rank"] + (config.get("qk_rope_head_dim") or 0))
     heads = config.get("num_key_value_heads") or config.get("num_attention_heads")
     head_dim = config.get("head_dim")
     if not head_dim and config.get("hidden_size") and config.get("num_attention_heads"):
         head_dim = config["hidden_size"] / config["num_attention_heads"]
-    return 2.0 * 2.0 * heads * head_dim if heads and head_dim else None
+    return 4.0 * float(heads) * float(head_dim) if heads and head_dim else None
