@@ -3,7 +3,7 @@ a value that is not there (never `None`), names wide enough to read, and rows en
 home, so that no page shows a raw column name or four decimals."""
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -58,6 +58,7 @@ HEADERS = {
     "size_bytes": "bytes",
     "draft_branch_ms": "draft ms/branch",
     "verify_growth": "verify growth",
+    "context": "in/out tokens",
 }
 _WORDS = {"tps": "tok/s", "pct": "%", "id": "#", "tau": "τ", "num": "", "is": ""}
 # Name-like columns: wide, pinned to the left when first, so a long drafter name is not cut to its org.
@@ -73,6 +74,21 @@ def header(column: str) -> str:
         return column
     words = [_WORDS.get(w, w) for w in column.split("_")]
     return " ".join(w for w in words if w) or column
+
+
+def context_labels(pairs: Sequence[tuple[Any, Any]]) -> list[str] | None:
+    """Each row's context, mean input / output tokens per request (`8,192 / 512`, a dash for a side not
+    stated), for a table whose rows differ in it; None when every row has the same (nothing to tell)."""
+
+    def plain(
+        value: Any,
+    ) -> float | None:  # NaN (a frame's missing value) is None, so that all-missing is equal
+        return None if value is None or value != value else float(value)
+
+    told = [(plain(i), plain(o)) for i, o in pairs]
+    if len(set(told)) <= 1:
+        return None
+    return [" / ".join(MISSING if v is None else f"{v:,.0f}" for v in pair) for pair in told]
 
 
 def number_format(values: pd.Series) -> str | None:

@@ -80,6 +80,8 @@ def alert_select(global_threshold: float):
             Alert.benchmark_id,
             Alert.gap_id,
             *GAP_DETAIL_COLUMNS,
+            Benchmark.input_tokens,  # the context, shown where the rows differ in it
+            Benchmark.output_tokens,
             Alert.severity,
             Alert.status,
             Alert.note,

@@ -1,6 +1,7 @@
-"""Repeat groups: the measurements of one setting at one load and dataset, on one deployment and engine
-and of one checkpoint (none for a baseline), that one file holds (a user's repeats; a rerun in a later
-file is a rerun, judged on its own, maybe superseding), and the measurement noise their spread shows."""
+"""Repeat groups: the measurements of one setting at one load, dataset and context (mean input and output
+tokens per request), on one deployment and engine and of one checkpoint (none for a baseline), that one
+file holds (a user's repeats; a rerun in a later file is a rerun, judged on its own, maybe superseding),
+and the measurement noise their spread shows."""
 
 from collections import defaultdict
 
@@ -18,6 +19,8 @@ REPEAT_COLUMNS = (
     "engine",
     "concurrency",
     "dataset",
+    "input_tokens",
+    "output_tokens",
     "speculative_algorithm",
     "num_steps",
     "topk",

@@ -87,6 +87,8 @@ BENCHMARK_COLUMNS = (
     "concurrency_source",
     "dataset",
     "num_prompts",
+    "input_tokens",  # mean per request
+    "output_tokens",
     "decode_tps",
     "output_throughput",
     "accept_length",
@@ -112,7 +114,7 @@ BENCHMARK_COLUMNS = (
 
 
 def _benchmarks(run: str | None) -> Select:
-    group = repeat_columns()  # db/repeats.py: one setting at one load and dataset
+    group = repeat_columns()  # db/repeats.py: one setting at one load, dataset and context
     query = (
         select(
             Benchmark.id,

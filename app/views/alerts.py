@@ -116,6 +116,9 @@ if rows:
             for r in rows
         ]
     )
+    context = tables.context_labels([(r["input_tokens"], r["output_tokens"]) for r in rows])
+    if context is not None:  # another prompt length is another point: say which
+        table.insert(list(table.columns).index("setting") + 1, "context", context)
     event = tables.show(
         table,
         hide_index=True,
@@ -132,6 +135,9 @@ if rows:
             "run": st.column_config.TextColumn(),
             "checkpoint": st.column_config.TextColumn(width=80),
             "setting": st.column_config.TextColumn(width=100),
+            "context": st.column_config.TextColumn(
+                width=105, help="mean input / output tokens per request, where the file states them"
+            ),
             "measured": st.column_config.NumberColumn(
                 "measured tok/s", format="%.1f", width=75, help="tok/s per request"
             ),

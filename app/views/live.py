@@ -75,8 +75,12 @@ st.plotly_chart(accept_length_figure(frame), key="live_accept_length")
 st.plotly_chart(survival_figure(frame), key="live_survival")
 st.plotly_chart(tps_figure(frame), key="live_tps")
 with st.expander("Windows"):
+    windows = frame.drop(columns=["position_survival", "input_tokens", "output_tokens"])
+    context = tables.context_labels(list(zip(frame["input_tokens"], frame["output_tokens"], strict=True)))
+    if context is not None:  # the requests' lengths changed between windows: say how
+        windows.insert(list(windows.columns).index("concurrency") + 1, "context", context)
     tables.show(
-        frame.drop(columns=["position_survival"]),
+        windows,
         {
             "benchmark_id": st.column_config.NumberColumn("window #", help="each window is a benchmark"),
             "measured_at": st.column_config.DatetimeColumn("stored (UTC)", format="YYYY-MM-DD HH:mm:ss"),

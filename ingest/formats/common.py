@@ -155,6 +155,14 @@ def client_load(
     return Load(decode, decode_from, level, source, told)
 
 
+def per_request(total: float | None, requests: float | None) -> float | None:
+    """A total over a benchmark's requests (tokens) as the mean per request; None when either is unknown
+    or no request completed."""
+    if total is None or not requests or requests <= 0:
+        return None
+    return total / requests
+
+
 def draft_setting(
     algorithm: str | None, drafted: int | None, topk: int = 1, draft_tokens: int | None = None
 ) -> tuple[int | None, int | None]:

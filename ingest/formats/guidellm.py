@@ -10,8 +10,9 @@ Shapes (vllm-project/guidellm, tests/fixtures/guidellm/README.md cites the files
   from `--label k=v`) and the same benchmarks.
 Every version keeps `metrics.<name>.successful` distribution summaries (mean, median, percentiles) for
 `request_concurrency`, `time_per_output_token_ms`, `inter_token_latency_ms`, `time_to_first_token_ms` and
-`output_tokens_per_second`. specdash stores per benchmark: the measured mean concurrency, per-request
-decode 1000 / median TPOT, aggregate output tok/s, and TTFT/ITL/TPOT percentiles in the raw record.
+`output_tokens_per_second`, and `prompt_token_count` / `output_token_count` (tokens per request). specdash
+stores per benchmark: the measured mean concurrency, per-request decode 1000 / median TPOT, aggregate output
+tok/s, the mean prompt and output tokens per request, and TTFT/ITL/TPOT percentiles in the raw record.
 
 A report does not say how the server speculated: the setting comes from a `setting` label or extra
 (`EAGLE3/3/1/4`, ingest/setting.py), the link options' `setting` when the caller gives one, else it is
@@ -66,6 +67,8 @@ class Metrics(EngineModel):
     output_tokens_per_second: StatusSummary
     time_to_first_token_ms: StatusSummary | None = None
     inter_token_latency_ms: StatusSummary | None = None
+    prompt_token_count: StatusSummary | None = None  # tokens per request
+    output_token_count: StatusSummary | None = None
 
 
 def detect(head: str, filename: str) -> bool:
@@ -234,6 +237,8 @@ def _benchmark(
         concurrency_source="measured mean",
         dataset=labels.get("dataset"),
         num_prompts=_successful(bench),
+        input_tokens=_tokens(metrics.prompt_token_count),
+        output_tokens=_tokens(metrics.output_token_count),
         decode_tps=1000.0 / tpot.median,
         output_throughput=metrics.output_tokens_per_second.successful.mean,
         median_tpot_ms=tpot.median,
@@ -281,6 +286,14 @@ def _successful(bench: LinedDict) -> int | None:
         bench, "metrics", "request_totals", "successful"
     )
     return count if isinstance(count, int) and count >= 0 else None
+
+
+def _tokens(summary: StatusSummary | None) -> float | None:
+    """The mean tokens per successful request; a mean of 0 is a backend that reported no usage (GuideLLM
+    counts a missing count as 0), not a request of no tokens."""
+    if summary is None or not summary.successful.mean > 0:
+        return None
+    return summary.successful.mean
 
 
 def _median(latency: Mapping[str, Mapping[str, float]], name: str) -> float | None:

@@ -22,6 +22,7 @@ from specdash.ingest.formats.common import (
     choose_deployment,
     json_objects,
     missing_deployment,
+    per_request,
     safe_raw,
     validate,
 )
@@ -54,6 +55,7 @@ class OfflineResult(EngineModel):
     backend: str | None = None
     successful_requests: Annotated[int, Field(ge=1)]
     total_latency: Annotated[float, Field(gt=0)] | None = None
+    total_input_tokens: Annotated[int, Field(ge=0)] | None = None
     total_output_tokens: Annotated[int, Field(ge=0)] | None = None
     output_throughput: Annotated[float, Field(gt=0)]
     last_gen_throughput: float | None = None
@@ -124,6 +126,8 @@ def parse_one_batch(stream: TextIO, path: str, link=None) -> Iterator:
             concurrency_source="file",
             dataset=dataset,
             num_prompts=result.batch_size,
+            input_tokens=result.input_len,  # every request of the batch: input_len in, output_len out
+            output_tokens=result.output_len,
             decode_tps=result.output_throughput / result.batch_size,
             output_throughput=result.output_throughput,
             accept_length=accept,
@@ -176,6 +180,8 @@ def parse_one_batch_offline(stream: TextIO, path: str, link=None) -> Iterator:
             concurrency_source="file",
             dataset=dataset,
             num_prompts=result.batch_size,
+            input_tokens=result.input_len,
+            output_tokens=result.output_len,
             decode_tps=result.median_decode_throughput / result.batch_size,
             output_throughput=result.median_decode_throughput,
             label=result.run_name or None,
@@ -199,6 +205,8 @@ def parse_offline(stream: TextIO, path: str, link=None) -> Iterator:
             concurrency_source="derived: prompt count",
             dataset="offline",
             num_prompts=result.successful_requests,
+            input_tokens=per_request(result.total_input_tokens, result.successful_requests),
+            output_tokens=per_request(result.total_output_tokens, result.successful_requests),
             decode_tps=result.output_throughput / result.successful_requests,
             output_throughput=result.output_throughput,
             raw=safe_raw(data),

@@ -26,6 +26,7 @@ from specdash.ingest.formats.common import (
     json_objects,
     missing_deployment,
     no_per_request,
+    per_request,
     safe_raw,
     validate,
 )
@@ -58,6 +59,11 @@ class ServingResult(EngineModel):
     request_rate: Annotated[float, Field(gt=0, allow_inf_nan=True)] | str | None = None
     max_concurrency: Annotated[int, Field(ge=1)] | None = None
     completed: Annotated[int, Field(ge=0)] | None = None
+    total_input_tokens: NonNegFloat | None = None  # over the completed requests
+    total_output_tokens: NonNegFloat | None = None
+    random_input_len: NonNegFloat | None = None
+    random_output_len: NonNegFloat | None = None
+    random_range_ratio: NonNegFloat | None = None
     output_throughput: NonNegFloat
     median_tpot_ms: PositiveFloat | None = None
     p99_tpot_ms: PositiveFloat | None = None
@@ -93,6 +99,30 @@ def server_args_of(info: Any) -> dict:
     if isinstance(info.get("server_args"), dict):
         args.update(info["server_args"])
     return args
+
+
+# the datasets whose requests all have the stated random lengths when the range ratio is 1
+RANDOM_DATASETS = ("random", "random-ids")
+
+
+def context_of(result: ServingResult) -> tuple[float | None, float | None, str | None]:
+    """(mean input tokens, mean output tokens per request, where they came from): the totals over the
+    completed requests; else, for a random dataset at range ratio 1 (every request exactly as long as
+    asked), the lengths asked for; else unknown."""
+    stated = (
+        per_request(result.total_input_tokens, result.completed),
+        per_request(result.total_output_tokens, result.completed),
+    )
+    if stated != (None, None):
+        return *stated, "total_input_tokens / completed, total_output_tokens / completed"
+    if result.dataset_name in RANDOM_DATASETS and result.random_range_ratio == 1:
+        if result.random_input_len is not None or result.random_output_len is not None:
+            return (
+                result.random_input_len,
+                result.random_output_len,
+                "random_input_len, random_output_len (random dataset, range ratio 1)",
+            )
+    return None, None, None
 
 
 def detect(head: str, filename: str) -> bool:
@@ -146,6 +176,9 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
         yield no_per_request(path, line)
         return
     derived = load.raw()
+    input_tokens, output_tokens, context_from = context_of(result)
+    if context_from is not None and context_from.startswith("random"):
+        derived["context"] = context_from  # asked for, not counted: say so
     if (note := version_note(server.version)) is not None:
         derived["version"] = note
     speculative = algorithm is not None
@@ -166,6 +199,8 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
         concurrency_source=load.concurrency_source,
         dataset=result.dataset_name,
         num_prompts=result.completed,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         decode_tps=load.decode_tps,
         output_throughput=result.output_throughput,  # 0 beside a measured TPOT is refused, not dropped
         accept_length=result.accept_length,

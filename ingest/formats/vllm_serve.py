@@ -24,6 +24,7 @@ from specdash.ingest.formats.common import (
     draft_setting,
     missing_deployment,
     no_per_request,
+    per_request,
     safe_raw,
     validate,
 )
@@ -56,6 +57,8 @@ class ServeResult(EngineModel):
     max_concurrency: Annotated[int, Field(ge=1)] | None = None
     max_concurrent_requests: Annotated[int, Field(ge=1)] | None = None
     completed: Annotated[int, Field(ge=0)] | None = None
+    total_input_tokens: NonNegFloat | None = None  # over the completed requests
+    total_output_tokens: NonNegFloat | None = None
     output_throughput: NonNegFloat
     median_tpot_ms: PositiveFloat | None = None
     p99_tpot_ms: PositiveFloat | None = None
@@ -166,6 +169,9 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         concurrency_source=load.concurrency_source,
         dataset=result.dataset,
         num_prompts=result.completed if result.completed is not None else result.num_prompts,
+        # the totals count the completed requests only (failed ones add nothing)
+        input_tokens=per_request(result.total_input_tokens, result.completed),
+        output_tokens=per_request(result.total_output_tokens, result.completed),
         decode_tps=load.decode_tps,
         output_throughput=result.output_throughput,  # 0 beside a measured TPOT is refused, not dropped
         accept_length=result.spec_decode_acceptance_length if speculative else None,

@@ -7,14 +7,16 @@ Names are the engines' own (tests/fixtures/live/README.md quotes the source of e
   histogram, observed once per request per engine step (a round), under its current name
   `vllm:inter_token_latency_seconds` or its name before 0.11, `vllm:time_per_output_token_seconds`; where
   neither is exposed, the per-request histogram `vllm:request_time_per_output_token_seconds` (one
-  observation per finished request: its decode time over its output tokens after the first). Series
-  carry `engine` (the data-parallel engine index): summed. No TP-rank label.
+  observation per finished request: its decode time over its output tokens after the first), and the
+  histograms `vllm:request_prompt_tokens` and `vllm:request_generation_tokens` (one observation per
+  finished request). Series carry `engine` (the data-parallel engine index): summed. No TP-rank label.
 - SGLang: the gauges `sglang:spec_accept_length` (per decode log interval, bonus token included),
   `sglang:spec_num_steps`, `sglang:spec_num_draft_tokens`, `sglang:num_running_reqs`, with `tp_rank`,
   `pp_rank`, `moe_ep_rank` and `dp_rank` labels: every rank of one DP group reports the same batch (with
   --enable-metrics-for-all-schedulers), so one series per DP group is kept and DP groups are summed. The
-  counters `sglang:spec_verify_calls_total` and `sglang:generation_tokens_total` move when a request
-  finishes; `sglang:inter_token_latency_seconds` counts one observation per token as tokens stream.
+  counters `sglang:spec_verify_calls_total`, `sglang:prompt_tokens_total`, `sglang:generation_tokens_total`
+  and `sglang:num_requests_total` are increased when a request finishes;
+  `sglang:inter_token_latency_seconds` counts one observation per token as tokens stream.
 - llama.cpp `llama-server`: `llamacpp:spec_decode_num_drafts_total`, `..._num_draft_tokens_total`,
   `..._num_accepted_tokens_total`, `..._num_accepted_tokens_per_pos_total{position}` (vLLM's schema),
   `llamacpp:tokens_predicted_total` and `llamacpp:tokens_predicted_seconds_total` (slot generation time),
@@ -68,6 +70,11 @@ ENGINES = (
             "prompt_tokens": "vllm:prompt_tokens_total",
             "first_tokens": "vllm:time_to_first_token_seconds_count",
             "finished_requests": "vllm:request_success_total",
+            # observed once per finished request, so their sum over count is the finished requests' mean
+            "request_prompt_tokens": "vllm:request_prompt_tokens_sum",
+            "request_prompt_count": "vllm:request_prompt_tokens_count",
+            "request_output_tokens": "vllm:request_generation_tokens_sum",
+            "request_output_count": "vllm:request_generation_tokens_count",
         },
         latency=("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
         latency_per="step",
@@ -92,7 +99,7 @@ ENGINES = (
         accept_gauge="sglang:spec_accept_length",
         steps_gauge="sglang:spec_num_steps",
         draft_tokens_gauge="sglang:spec_num_draft_tokens",
-        at_finish=frozenset({"verify_calls", "generation_tokens", "finished_requests"}),
+        at_finish=frozenset({"verify_calls", "prompt_tokens", "generation_tokens", "finished_requests"}),
     ),
     EngineMetrics(
         LLAMA_CPP,

@@ -140,6 +140,44 @@ def decode_of(engine: str, d: Deltas, latency_per: str | None = None) -> Decode:
     return Decode(d["generation_tokens"], d["decode_seconds"], d["generation_tokens"], how)
 
 
+@dataclass(frozen=True)
+class Context:
+    """The mean prompt and output tokens per request finished in a window, and the counters they came from."""
+
+    input_tokens: float | None = None
+    output_tokens: float | None = None
+    how: str | None = None
+
+
+def context_of(engine: str, d: Deltas) -> Context:
+    """vLLM observes each finished request's prompt and generation tokens in two histograms: their sums
+    over their counts. SGLang adds a request's prompt and generation tokens and counts it in
+    `num_requests_total` all when it finishes: the same mean. Only counters that move together at a
+    request's finish give a per-request mean; vLLM's prompt and generation token counters move at each
+    step instead (a window would divide tokens of requests still running by requests that finished), and
+    llama-server counts no finished requests: neither is read."""
+
+    def mean(total: str, count: str) -> float | None:
+        told = total in d.values and count in d.values and d[count] > 0
+        return d[total] / d[count] if told else None
+
+    if engine == VLLM:
+        how = "request_prompt_tokens and request_generation_tokens histograms: sum / count"
+        told = Context(
+            mean("request_prompt_tokens", "request_prompt_count"),
+            mean("request_output_tokens", "request_output_count"),
+            how,
+        )
+    elif engine == SGLANG:
+        how = "prompt_tokens_total and generation_tokens_total / num_requests_total (all at finish)"
+        told = Context(
+            mean("prompt_tokens", "finished_requests"), mean("generation_tokens", "finished_requests"), how
+        )
+    else:
+        return Context()
+    return told if told.input_tokens is not None or told.output_tokens is not None else Context()
+
+
 def metric_name(reading: Reading, quantity: str) -> str:
     """The engine's own name of a quantity a Reading holds (for a message)."""
     spec = reading.metrics
@@ -264,12 +302,14 @@ def window_outcome(readings: Sequence[Reading], options: WindowOptions) -> Windo
     )
     if mean_running is not None:
         fields.update(concurrency=max(1, round(mean_running)), concurrency_source=CONCURRENCY_SOURCE)
+    context = context_of(last.engine, d)
+    fields.update(input_tokens=context.input_tokens, output_tokens=context.output_tokens)
     speculating = any(r.speculative for r in readings[1:]) or d["drafts"] > 0 or d["verify_calls"] > 0
     setting, setting_from = resolve_setting(options.setting, last, speculating)
     fields.update(setting)
     if setting["speculative_algorithm"] is not None:
         fields.update(accept_length=accept_length_of(readings, d), position_survival=survival_of(last, d))
-    fields["raw"] = _raw(readings, d, decode, running, setting_from)
+    fields["raw"] = _raw(readings, d, decode, running, setting_from) | {"context_from": context.how}
     try:
         record = BenchmarkRecord(**fields)
     except ValidationError as exc:

@@ -2,9 +2,10 @@
 key and step twice with different values (native records), the same timestamped run of a benchmark twice
 with different speeds. Each is a conflict naming both lines; the later record is refused.
 
-Two measurements of one setting at one load and dataset that differ (64.5 and 63.7 tok/s, no speculation)
-are no contradiction but a repeat, what a careful user makes: both are kept, and the summary names the
-repeat group.
+Two measurements of one setting at one load, dataset and context (mean input and output tokens per request)
+that differ (64.5 and 63.7 tok/s, no speculation) are no contradiction but a repeat, what a careful user
+makes: both are kept, and the summary names the repeat group. A sweep over prompt lengths measures other
+points, neither a repeat nor a conflict.
 
 Training logs are the exception: a resumed run re-logs the steps after its checkpoint, so a log's later
 values win (Resumes) and the summary says where it resumed and how many points were replaced."""
@@ -24,13 +25,15 @@ from specdash.ingest.records import (
 from specdash.labels import setting_label
 
 Conflict = tuple[str, str]  # field, message
-# What makes two benchmarks measurements of one thing: the setting, the load and the dataset, where and
-# of which drafter (a repeat group when their speeds differ).
+# What makes two benchmarks measurements of one thing: the setting, the load, the dataset and the context,
+# where and of which drafter (a repeat group when their speeds differ).
 REPEAT_KEY_FIELDS = (
     "deployment",
     "engine",
     "concurrency",
     "dataset",
+    "input_tokens",
+    "output_tokens",
     *SPECULATION_FIELDS,
     "run",
     "checkpoint",
@@ -49,6 +52,16 @@ class Measured:
 def repeat_key(record: BenchmarkRecord) -> tuple[Any, ...]:
     target = (record.raw or {}).get("target_model")  # SpecBundle: one deployment may serve several
     return (str(target), *(getattr(record, name) for name in REPEAT_KEY_FIELDS))
+
+
+def context_words(record: BenchmarkRecord) -> str:
+    """` with 1024 in / 512 out tokens` where the record states its context, else nothing."""
+    told = [
+        f"{value:g} {side}"
+        for side, value in (("in", record.input_tokens), ("out", record.output_tokens))
+        if value is not None
+    ]
+    return f" with {' / '.join(told)} tokens" if told else ""
 
 
 class Ledger:
@@ -103,7 +116,8 @@ class Ledger:
                 return (
                     "decode_tps",
                     f"the run of '{record.deployment}' measured at {at.isoformat()} "
-                    f"({setting_label(record.model_dump())} at concurrency {record.concurrency}) is given twice "
+                    f"({setting_label(record.model_dump())} at concurrency {record.concurrency}"
+                    f"{context_words(record)}) is given twice "
                     f"with different speeds: line {before.line} says {before.decode_tps:g} tok/s, line {line} "
                     f"says {record.decode_tps:g}",
                 )
@@ -124,7 +138,7 @@ class Ledger:
             dataset = f" on {record.dataset}" if record.dataset else ""
             named.append(
                 f"'{record.deployment}' {setting_label(record.model_dump())} at concurrency "
-                f"{record.concurrency}{dataset}: {speeds} tok/s (lines {lines})"
+                f"{record.concurrency}{dataset}{context_words(record)}: {speeds} tok/s (lines {lines})"
             )
         more = len(self.repeats) - len(named)
         return (

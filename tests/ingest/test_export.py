@@ -211,3 +211,40 @@ def test_repeats_export_as_one_group_with_their_mean(invoke, db_url, tmp_path):
     rows = json.loads(export(invoke, db_url, "benchmarks"))
     assert [(r["decode_tps"], r["repeats"]) for r in rows] == [(64.5, 2), (63.7, 2), (51.0, 1)]
     assert [r["repeat_mean_tps"] for r in rows] == pytest.approx([64.1, 64.1, 51.0])
+
+
+def test_the_context_survives_a_native_round_trip(invoke, db_url, tmp_path):
+    """Benchmarks at two prompt lengths go in as specdash's own records, come out of `export` with their
+    mean input and output tokens (two groups of one: another context is another point), and the exported
+    rows, read back as native records into a fresh store, keep them."""
+    run = {"kind": "benchmark", "deployment": "1x H100", "concurrency": 4, "dataset": "random"}
+    stated = [(1024.0, 512.0, 64.5), (8192.0, 512.0, 41.2), (None, 300.5, 70.0)]
+    first = tmp_path / "sweep.jsonl"
+    first.write_text(
+        "".join(
+            json.dumps({**run, "input_tokens": i, "output_tokens": o, "decode_tps": tps}) + "\n"
+            for i, o, tps in stated
+        )
+    )
+    assert invoke(db_url, "ingest", str(first)).exit_code == 0
+    rows = json.loads(export(invoke, db_url, "benchmarks"))
+    assert [(r["input_tokens"], r["output_tokens"], r["decode_tps"]) for r in rows] == stated
+    assert [r["repeats"] for r in rows] == [1, 1, 1]
+    native_fields = {"deployment", "concurrency", "dataset", "input_tokens", "output_tokens", "decode_tps"}
+    again = tmp_path / "again.jsonl"
+    again.write_text(
+        "".join(
+            json.dumps(
+                {"kind": "benchmark"} | {k: v for k, v in r.items() if k in native_fields and v is not None}
+            )
+            + "\n"
+            for r in rows
+        )
+    )
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    assert invoke(fresh, "init").exit_code == 0
+    assert invoke(fresh, "ingest", str(again)).exit_code == 0
+    back = json.loads(export(invoke, fresh, "benchmarks"))
+    assert [(r["input_tokens"], r["output_tokens"]) for r in back] == [(i, o) for i, o, _ in stated]
+    header = export(invoke, fresh, "benchmarks", "--format", "csv").splitlines()[0].split(",")
+    assert {"input_tokens", "output_tokens"} <= set(header)

@@ -146,3 +146,54 @@ def test_a_resumed_training_log_keeps_the_later_values_and_says_so(used):
     assert "resumed at step 10, " + f"{2 * keys} points replaced by the later values" in describe(result)
     stored = points(used, "r7")
     assert stored[("train/acc_0", 10)] == 0.625 and stored[("train/acc_0", 20)] == 0.7
+
+
+def test_a_sweep_of_two_prompt_lengths_is_two_points_not_a_repeat(used):
+    """One setting, load and dataset at 1024 and at 8192 prompt tokens: other points, so no repeat group;
+    the same prompt length twice is still one."""
+    short, long = {**NO_SPEC, "input_tokens": 1024, "output_tokens": 512}, {**NO_SPEC, "input_tokens": 8192}
+    data = native(
+        {**short, "decode_tps": 64.5},
+        {**long, "output_tokens": 512, "decode_tps": 41.2},
+        {**short, "decode_tps": 63.7},
+    )
+    result = ingest_bytes(used, "sweep.jsonl", data)
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    assert "1 repeat group(s) kept" in describe(result)
+    assert (
+        "'1x H100' no speculation at concurrency 1 on mtbench with 1024 in / 512 out tokens: 64.5 and 63.7 "
+        "tok/s (lines 1, 3)"
+    ) in describe(result)
+    stored = benchmarks(used, deployment_id=_deployment_id(used))
+    assert sorted((b.input_tokens, b.decode_tps) for b in stored) == [
+        (1024, 63.7),
+        (1024, 64.5),
+        (8192, 41.2),
+    ]
+
+
+def test_one_timestamped_run_at_two_prompt_lengths_is_no_contradiction(used):
+    """vLLM's `date` is to the second: a sweep's two lengths started together are two runs, not one run
+    given twice with different speeds."""
+    at = "2026-11-02T09:00:00"
+    data = native(
+        {**NO_SPEC, "decode_tps": 64.5, "measured_at": at, "input_tokens": 1024, "output_tokens": 256},
+        {**NO_SPEC, "decode_tps": 41.2, "measured_at": at, "input_tokens": 8192, "output_tokens": 256},
+    )
+    result = ingest_bytes(used, "sweep.jsonl", data)
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    assert "repeat group" not in describe(result)
+    assert len(benchmarks(used, deployment_id=_deployment_id(used))) == 2
+
+
+def test_an_engine_sweep_over_prompt_lengths_keeps_both_points(engine, tmp_path):
+    """An SGLang `bench_serving` sweep as the engine writes it: one setting and load, random 1024/512 then
+    8192/512 (the totals over 3 requests each), different speeds: two points, no repeat group."""
+    first = json.loads((SGLANG / "bench_serving_sweep.jsonl").read_text().splitlines()[0])
+    slower = {"median_tpot_ms": 9.1, "p99_tpot_ms": 10.2, "output_throughput": 105.0, "tag": "sweep-c1-8k"}
+    second = {**first, "random_input_len": 8192, "total_input_tokens": 24576, **slower}
+    path = tmp_path / "two_lengths.jsonl"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    result = load(engine, path, link=LinkOptions(deployment="1x H100"))
+    assert "repeat group" not in describe(result)
+    assert sorted((b.input_tokens, b.output_tokens) for b in benchmarks(engine)) == [(1024, 512), (8192, 512)]

@@ -38,6 +38,7 @@ def test_the_upgrade_keeps_every_row_and_the_next_refresh_stores_the_fits(real_u
     assert tables(path) == before
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT count(*) FROM load_fit").fetchone() == (0,)
+    upgrade(engine)  # to the head: the refresh reads with today's models
     with transaction(engine) as session:
         summary = refresh(session)
     assert summary.refitted == ["1x H100, TP1"]
@@ -46,6 +47,7 @@ def test_the_upgrade_keeps_every_row_and_the_next_refresh_stores_the_fits(real_u
             "SELECT d.name, f.benchmarks FROM load_fit f JOIN deployment d ON d.id = f.deployment_id"
         ).fetchall() == [("1x H100, TP1", 12)]
     # the refresh rewrote predictions; what the upgrade must keep is checked above. One step down and up:
+    downgrade(engine, "0016")
     after_refresh = tables(path)
     downgrade(engine, "0015")
     with sqlite3.connect(path) as con:

@@ -33,3 +33,46 @@ def test_one_gap_format_and_no_none_in_the_facts(monkeypatch, real_url):
     values = dict(zip(facts["what"], facts["value"], strict=True))
     assert "None" not in facts["value"].tolist() and "nan" not in facts["value"].tolist()
     assert re.fullmatch(r"\d+(,\d{3})*\.\d", values["baseline tok/s"]), values["baseline tok/s"]
+
+
+def _sweep(engine, lengths: list[tuple[int, int, float]]) -> None:
+    """The demo drafter k25-eagle3-10k/epoch_3 benchmarked at concurrency 1 at each (input, output, tok/s)."""
+    from specdash.ingest.load import ingest_bytes
+    from tests.ingest_support import native
+
+    record = {
+        "kind": "benchmark",
+        "deployment": "8x RTX PRO 6000, TP8, PCIe",
+        "run": "k25-eagle3-10k",
+        "checkpoint": "epoch_3",
+        "speculative_algorithm": "EAGLE3",
+        "num_steps": 3,
+        "topk": 1,
+        "num_draft_tokens": 4,
+        "accept_length": 2.6,
+        "dataset": "random",
+    }
+    rows = [{**record, "input_tokens": i, "output_tokens": o, "decode_tps": tps} for i, o, tps in lengths]
+    assert ingest_bytes(engine, "sweep.jsonl", native(*rows)).ok
+
+
+def test_a_context_column_where_the_rows_differ_in_it(monkeypatch, demo_url):
+    """A sweep over two prompt lengths lists each benchmark's in/out tokens; rows of one context (the
+    demo's, none stated) show no such column."""
+    from specdash.db.engine import make_engine
+
+    query = {"run": "k25-eagle3-10k", "deployment": "8x RTX PRO 6000, TP8, PCIe"}
+    before = run_page(monkeypatch, demo_url, "views/alerts.py", query=query)
+    before.selectbox(key="alerts_show").select("every benchmark").run()
+    assert not before.exception
+    assert "context" not in table_with(before, "diagnoses").columns
+    engine = make_engine(demo_url)
+    _sweep(engine, [(1024, 512, 150.0), (8192, 512, 118.0)])
+    engine.dispose()
+    at = run_page(monkeypatch, demo_url, "views/alerts.py", query=query)
+    at.selectbox(key="alerts_show").select("every benchmark").run()
+    assert not at.exception
+    table = table_with(at, "diagnoses")
+    assert {"1,024 / 512", "8,192 / 512"} <= set(table["context"])
+    assert set(table["context"]) - {"1,024 / 512", "8,192 / 512"} <= {"- / -"}  # the demo's own
+    assert list(table.columns).index("context") == list(table.columns).index("setting") + 1

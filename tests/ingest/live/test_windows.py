@@ -216,3 +216,27 @@ def test_windows_from_the_fixture_server_as_it_switches_scenario(metrics_server,
     # steady: 1 + 6720 / 4800 then 1 + 6240 / 4800; then t=30 -> 45 and 45 -> 60 idle, 60 -> 75 prefill
     assert [o.record.accept_length for o in closed[:2]] == pytest.approx([2.4, 2.3])
     assert [o.skipped for o in closed[2:]] == [IDLE, IDLE, PREFILL_ONLY]
+
+
+@pytest.mark.parametrize(
+    "name,seconds,expected",
+    [
+        # the per-request histograms: prompt 98112 -> 115520, generation 27900 -> 32612, count 90 -> 106
+        ("vllm_request_lengths.prom", 15, (1088.0, 294.5)),
+        # SGLang at finish: prompt 30000 -> 42000, generation 3800 -> 14800, num_requests 30 -> 41
+        ("sglang_steady.prom", 30, (12000 / 11, 1000.0)),
+        # vLLM without the histograms: its prompt and generation counters move each step, not at finish
+        ("vllm_steady.prom", 30, (None, None)),
+        ("vllm_baseline_v010.prom", 15, (None, None)),
+    ],
+)
+def test_a_window_states_the_mean_lengths_of_the_requests_finished_in_it(name, seconds, expected):
+    (window,) = windows(name, seconds)
+    assert (window.record.input_tokens, window.record.output_tokens) == pytest.approx(expected)
+    assert (window.record.raw["context_from"] is None) == (expected == (None, None))
+
+
+def test_llama_server_counts_no_finished_requests_so_no_lengths(tmp_path):
+    first, second = saved_scrapes(tmp_path, 1_800_000_000, 1_800_000_030)
+    outcome = window_from_files(first, second, WindowOptions("box"))
+    assert (outcome.record.input_tokens, outcome.record.output_tokens) == (None, None)
