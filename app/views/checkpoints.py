@@ -133,11 +133,13 @@ else:
             url_state.publish("setting", urlstate.setting_param(vars(setting)))
             datasets = state.benchmark_datasets(url, checkpoint_ids, deployment_id)
             options = [*datasets, ALL_DATASETS] if datasets else [ALL_DATASETS]
+            # across datasets by default: what the Deploy view, `specdash schedule` and the What-if answer for
             widgets.follow(
                 "checkpoints_dataset",
                 options,
                 reset_by=run_ids,
                 keep_by=(checkpoint_ids, deployment_id, setting),
+                default=ALL_DATASETS,
             )
             url_state.restore("checkpoints_dataset", "dataset", options)
             dataset = pick[2].selectbox(
