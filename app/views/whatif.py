@@ -234,6 +234,12 @@ for side, column, default in zip(SIDES, columns, defaults, strict=True):
         sweeps.append((side, column, name, int(row["id"]), band, baseline_tps, points, best, outside))
 
 top_tps = max(max(p.tps for p in sweep[6]) for sweep in sweeps)
+if sweeps[0][2:] == sweeps[1][2:]:  # one deployment with the same numbers on both sides: one chart
+    sweeps = sweeps[:1]
+    st.caption(
+        "Both profiles are the same deployment with the same numbers, so one chart is drawn: choose another "
+        "profile on the right, or move its sliders, to compare."
+    )
 for side, _column, name, deployment_id, band, baseline_tps, points, best, outside in sweeps:
     # one chart under the other, each the page's width: side by side each had ~120 px of plot at 1400 px
     with st.container():
