@@ -4,6 +4,8 @@ likely cause in everyday words); the cost model's own reasoning stays for an exp
 import re
 from collections.abc import Mapping, Sequence
 
+from specdash.app.text import number_text
+
 # The gap's sign, stated wherever a gap is shown.
 GAP_CONVENTION = (
     "gap = 1 − measured / predicted: +48 % means measured 48 % slower than predicted, −10 % faster."
@@ -100,3 +102,30 @@ def lead_line(alert: Mapping) -> str:
     else:
         text = gap_phrase(alert.get("gap"), alert.get("source")) + (f"; {cause}" if cause else "")
     return text[:1].upper() + text[1:] + "."
+
+
+def benchmark_facts(alert: Mapping) -> list[tuple[str, object]]:
+    """What an alert's benchmark and its prediction rest on, as (what, value) rows."""
+    return [
+        (
+            "benchmark",
+            f"#{alert['benchmark_id']}" + (f" ({alert['label']})" if alert["label"] else ""),
+        ),
+        ("drafter path", alert["drafter_path"] or "-"),
+        ("engine / format", f"{alert['engine'] or '-'} / {alert['source_format']}"),
+        ("hidden states fed to the drafter", number_text(alert["draft_hidden_size"], 0)),
+        (
+            "predicted round",
+            f"{alert['predicted_round_ms'] or 0:.2f} ms = verify compute {alert['compute_ms'] or 0:.2f} "
+            f"+ all-reduce {alert['comm_ms'] or 0:.2f} + draft {alert['draft_ms'] or 0:.2f} "
+            f"+ overhead {alert['overhead_ms'] or 0:.2f}",
+        ),
+        (
+            "baseline tok/s"
+            + (" (estimated: no run without speculation)" if alert.get("baseline_estimated") else ""),
+            number_text(alert["baseline_tps"], 1),
+        ),
+        ("predicted τ from", alert["accept_length_source"] or "-"),
+        ("extrapolated past trained depth", alert["extrapolated"]),
+        ("approximation", alert["approximation"] or "-"),
+    ]

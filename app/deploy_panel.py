@@ -16,6 +16,19 @@ from specdash.labels import setting_label
 
 # the characters each name column shows (its width below fits them at 1400 px); longer names are shortened
 NAME_WIDTH = {"target": 22, "deployment": 20, "deploy": 28}
+# each column's pixels: through the verdict they fit the view's ~940 px at 1400 px, the rest scroll into view
+COLUMN_PX = {
+    "target": 160,
+    "deployment": 140,
+    "load": 40,
+    "deploy": 200,
+    "setting": 95,
+    "measured": 70,
+    "predicted": 105,
+    "verdict": 125,
+    "next best": 70,
+    "open alerts": 70,
+}
 
 
 def drafter_label(run: str, target: str | None) -> str:
@@ -63,19 +76,20 @@ def target_labels(targets, width: int) -> dict[str, str]:
     return labels
 
 
+# marks a verdict against the theory prediction where the chosen source has none (the caption says so)
+THEORY_MARK = "*"
+
+
 def verdict_text(row, source: str | None = None) -> str:
-    """Whether the measured speedup is inside the prediction's band, in words."""
+    """Whether the measured speedup is inside the prediction's band, in a word or two that fit the column
+    at 1400 px ("as predicted (theory)" and "slower than predicted" were cut)."""
     if pd.isna(row["within_band"]):
         return "no prediction" if pd.isna(row["predicted_speedup"]) else "no band"
-    # a winner the chosen source does not predict is compared with the theory prediction, named
-    by = f" ({row['prediction_source']})" if row.get("prediction_source", source) != source else ""
+    # a winner the chosen source does not predict is compared with the theory prediction, marked
+    by = THEORY_MARK if row.get("prediction_source", source) != source else ""
     if row["within_band"]:
         return "as predicted" + by
-    return (
-        "faster than predicted"
-        if row["measured_speedup"] > row["predicted_speedup"]
-        else "slower than predicted"
-    ) + by
+    return ("faster" if row["measured_speedup"] > row["predicted_speedup"] else "slower") + by
 
 
 def deploy_frame(table: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
@@ -132,36 +146,56 @@ def show(url: str, flt: LeaderboardFilter, key: str) -> pd.DataFrame:
         key=key,
         column_config={
             "target": st.column_config.TextColumn(
-                width=160,
+                width=COLUMN_PX["target"],
                 help="the model being served; a long name without the words most targets repeat (in full in "
                 "the last column)",
             ),
             "deployment": st.column_config.TextColumn(
-                width=140, help="the deployment without its target's name; a long one is cut in the middle"
+                width=COLUMN_PX["deployment"],
+                help="the deployment without its target's name; a long one is cut in the middle",
             ),
-            "load": st.column_config.NumberColumn(width=40, help="concurrency: requests decoded together"),
+            "load": st.column_config.NumberColumn(
+                width=COLUMN_PX["load"], help="concurrency: requests decoded together"
+            ),
             "deploy": st.column_config.TextColumn(
-                width=200,
+                width=COLUMN_PX["deploy"],
                 help="the checkpoint with the highest measured speedup here (its name without the target's; "
                 "the full name is in the last column)",
             ),
-            "setting": st.column_config.TextColumn(width=95, help="algorithm steps/top-k/draft tokens"),
-            "measured": st.column_config.TextColumn("measured", width=70, help="speedup over no speculation"),
+            "setting": st.column_config.TextColumn(
+                width=COLUMN_PX["setting"], help="algorithm steps/top-k/draft tokens"
+            ),
+            "measured": st.column_config.TextColumn(
+                "measured", width=COLUMN_PX["measured"], help="speedup over no speculation"
+            ),
             "predicted": st.column_config.TextColumn(
                 "predicted",
-                width=105,
+                width=COLUMN_PX["predicted"],
                 help=f"speedup the {flt.source} prediction gives, ± its expected error (theory where the "
                 f"{flt.source} one is missing: the verdict says so)",
             ),
-            "verdict": st.column_config.TextColumn(width=125, help="measured inside predicted ± band?"),
-            "next best": st.column_config.TextColumn(width=70, help="the runner-up's measured speedup"),
-            "open alerts": st.column_config.NumberColumn(width=70),
+            "verdict": st.column_config.TextColumn(
+                width=COLUMN_PX["verdict"],
+                help="measured inside predicted ± band (as predicted), else faster or slower than predicted; "
+                f"{THEORY_MARK}: against the theory prediction",
+            ),
+            "next best": st.column_config.TextColumn(
+                width=COLUMN_PX["next best"], help="the runner-up's measured speedup"
+            ),
+            "open alerts": st.column_config.NumberColumn(width=COLUMN_PX["open alerts"]),
             "drafter (full name)": st.column_config.TextColumn(width="large"),
         },
     )
+    theory = (table["prediction_source"] != flt.source).any() if "prediction_source" in table else False
     st.caption(
         "Speedup = decode tok/s over no speculation on the same deployment, load and dataset"
         + (" (mean over datasets)" if flt.dataset is None else "")
         + f". {GAP_CONVENTION}"
+        + (
+            f" \\{THEORY_MARK} Compared with the theory prediction: the {flt.source} set does not cover that "
+            "deployment."
+            if theory
+            else ""
+        )
     )
     return table

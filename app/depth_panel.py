@@ -51,8 +51,14 @@ def show(
         f"calibrated set v{curve.version}" if curve.source == PredictionSource.CALIBRATED else "the priors"
     )
     depths = ", ".join(f"K = {int(k)}" for k in at_load["num_steps"])
+    answers_for = (
+        f"on dataset {md(dataset)} only (the Deploy view and `specdash schedule` answer across all datasets)"
+        if dataset
+        else "across all datasets, as the Deploy view and `specdash schedule` answer"
+    )
     st.caption(
-        f"Line: the predicted tok/s at every draft depth ({model}), the shaded band its expected error "
+        f"Line: the predicted tok/s at every draft depth at concurrency {concurrency} {answers_for} ({model}), "
+        "the shaded band its expected error "
         f"(±{curve.band:.0%}"
         + (", widened: never measured at this load" if curve.extrapolated_load else "")
         + "); the acceptance per position is from "

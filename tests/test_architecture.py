@@ -240,3 +240,62 @@ def test_the_checks_find_what_they_look_for(tmp_path):
         "db/store.py:4 uses specdash.db.other._hidden: a private name",
     ]
     assert long_units(tmp_path) == ["db/other.py: 461 lines (at most 450)"]
+
+
+# Pages still written as scripts (issue 40, part 6 converts them one by one); a converted page leaves the set.
+SCRIPT_PAGES = {"live", "overview", "runs", "settings", "upload"}
+
+
+def page_script_lines(path: Path) -> list[str]:
+    """What a page module does at its top level besides importing, defining functions, classes and
+    constants and calling `render()` once, last: each such statement with its line."""
+    body = ast.parse(path.read_text(), str(path)).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    last = body[-1] if body else None
+    calls_render = (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and isinstance(last.value.func, ast.Name)
+        and last.value.func.id == "render"
+        and not last.value.args
+    )
+    out = [] if calls_render else [f"{path.name}: does not end with render()"]
+    for node in body[:-1] if calls_render else body:
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
+            continue
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        names = [n for t in targets for n in ([*t.elts] if isinstance(t, ast.Tuple) else [t])]
+        if names and all(isinstance(n, ast.Name) and n.id.isupper() for n in names):
+            continue  # a constant
+        out.append(f"{path.name}:{node.lineno}: {ast.unparse(node).splitlines()[0]}")
+    return out
+
+
+def test_a_page_is_a_render_of_functions():
+    """A page's work is in functions (under the size rule above, which a script's top level escapes); its
+    top level imports, defines and calls render()."""
+    pages = {p.stem: p for p in (ROOT / "app" / "views").glob("*.py") if p.stem != "__init__"}
+    assert SCRIPT_PAGES <= set(pages)
+    found = {name: page_script_lines(path) for name, path in pages.items() if name not in SCRIPT_PAGES}
+    assert found and all(lines == [] for lines in found.values()), found
+    # the pages left as scripts still are (else they leave SCRIPT_PAGES)
+    assert all(page_script_lines(pages[name]) for name in SCRIPT_PAGES)
+
+
+def test_the_page_check_finds_a_script(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text(
+        '"""A page."""\nimport streamlit as st\nLIMIT = 3\nst.title("x")\n\ndef render():\n    pass\n'
+    )
+    assert page_script_lines(page) == ["page.py: does not end with render()", "page.py:4: st.title('x')"]
+    page.write_text(
+        '"""A page."""\nimport streamlit as st\n\n\ndef render():\n    st.title("x")\n\n\nrender()\n'
+    )
+    assert page_script_lines(page) == []

@@ -26,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 from playwright.sync_api import expect
 
+from specdash.app.deploy_panel import COLUMN_PX as DEPLOY_COLUMN_PX
 from specdash.cli.main import cli
 from specdash.db.alerts import change_status
 from specdash.db.engine import make_engine, transaction
@@ -172,6 +173,27 @@ ANNOTATIONS_OUTSIDE = """() => {
 }"""
 
 
+# Cells of a table's text columns wider than their column (the grid draws on a canvas and cuts a long value at
+# the column's edge): each visible cell's text measured in the grid's font, plus its 8 px padding each side,
+# against the width the page gives the column; the Deploy view's verdict read "as predicted (theory" before.
+CELLS_CUT = """([which, widths]) => {
+  const table = document.querySelectorAll('[data-testid=stDataFrame] table')[which];
+  const heads = [...table.querySelectorAll('thead th')].map(h => h.textContent);
+  const measure = document.createElement('canvas').getContext('2d');
+  measure.font = '14px "Source Sans", sans-serif';
+  const cut = [];
+  for (const [column, width] of Object.entries(widths)) {
+    const at = heads.indexOf(column);
+    if (at < 0) { cut.push(`no column ${column}`); continue; }
+    table.querySelectorAll('tbody tr').forEach(row => {
+      const text = row.children[at].textContent;
+      if (measure.measureText(text).width + 16 > width) cut.push(`${column}: "${text}" wider than ${width} px`);
+    });
+  }
+  return cut;
+}"""
+
+
 def locate(page, text: str):
     """The elements reading `text`, or matching `css=...`."""
     return page.locator(text) if text.startswith("css=") else page.get_by_text(text, exact=False)
@@ -228,6 +250,8 @@ LIVE_WINDOWS = [
     + ["--deployment", "pcie-box", "--run", "r7", "--checkpoint", "epoch_2"]
     for a, b in zip(SCRAPES, SCRAPES[1:], strict=False)
 ]
+# the Deploy view's columns whose values are never shortened (names are, keeping their tail)
+READ_WHOLE = ("measured", "predicted", "verdict", "next best")
 PICTURES = ("overview", "leaderboard", "checkpoints", "alerts", "whatif")
 PICTURES_DARK = ("leaderboard",)
 
@@ -275,6 +299,8 @@ def test_real_data_pages_in_both_themes(served, browser, theme):
                     timeout=PAGE_WAIT_MS
                 )
             clashes[name] = legend_clashes(page)
+            if name == "overview":  # the Deploy view, its first table: the columns read whole
+                clashes[name] += page.evaluate(CELLS_CUT, [0, {c: DEPLOY_COLUMN_PX[c] for c in READ_WHOLE}])
             if name == "whatif":
                 clashes[name] += page.evaluate(ANNOTATIONS_OUTSIDE)
             page.set_viewport_size({"width": WIDTH, "height": 900})

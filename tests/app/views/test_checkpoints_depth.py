@@ -10,6 +10,7 @@ from tests.app_support import chain_accept_lengths, run_page, specbundle_rows
 
 LLAMA = "lmsys/SGLang-EAGLE3-Llama-3.1-8B-Instruct-SpecForge"  # the issue's drafter: one checkpoint
 QWEN = "lmsys/SGLang-EAGLE3-Qwen3-30B-A3B-Instruct-2507-SpecForge"
+# the page starts across datasets (the Deploy view's basis); the per-depth measurements below are financeqa's
 
 
 def depth_chart(at) -> list[dict]:
@@ -18,7 +19,7 @@ def depth_chart(at) -> list[dict]:
 
 
 def test_a_single_checkpoint_is_a_curve_over_depth_with_its_measurements(monkeypatch, real_url):
-    at = run_page(monkeypatch, real_url, "views/checkpoints.py", query={"run": LLAMA})
+    at = run_page(monkeypatch, real_url, "views/checkpoints.py", query={"run": LLAMA, "dataset": "financeqa"})
     assert not at.exception
     setting = at.selectbox(key="checkpoints_setting").value
     assert (setting.concurrency, setting.topk, at.selectbox(key="checkpoints_dataset").value) == (
@@ -44,7 +45,7 @@ def test_a_single_checkpoint_is_a_curve_over_depth_with_its_measurements(monkeyp
 
 
 def test_another_setting_draws_the_measurements_at_its_load_and_top_k(monkeypatch, real_url):
-    at = run_page(monkeypatch, real_url, "views/checkpoints.py", query={"run": LLAMA})
+    at = run_page(monkeypatch, real_url, "views/checkpoints.py", query={"run": LLAMA, "dataset": "financeqa"})
     tree = next(s for s in at.selectbox(key="checkpoints_setting").options if "5/3/6" in s)
     at.selectbox(key="checkpoints_setting").select(tree).run()
     assert not at.exception
@@ -102,7 +103,9 @@ def test_the_curve_passes_by_what_was_measured_once_calibrated(monkeypatch, cali
     """The curve comes from the deployment's load model with the drafter's own draft cost (what its stored
     predictions use): after calibration it lies within 5 % of every published depth. The profile with its
     priors (the first try) drew 181 tok/s at K = 5 against 222 measured."""
-    at = run_page(monkeypatch, calibrated_url, "views/checkpoints.py", query={"run": QWEN})
+    at = run_page(
+        monkeypatch, calibrated_url, "views/checkpoints.py", query={"run": QWEN, "dataset": "financeqa"}
+    )
     setting = at.selectbox(key="checkpoints_setting").value
     assert (setting.concurrency, setting.topk, at.selectbox(key="checkpoints_dataset").value) == (
         8,

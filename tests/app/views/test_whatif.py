@@ -169,7 +169,7 @@ def test_whatif_on_a_drafter_without_training_metrics(monkeypatch, real_url):
     assert not at.exception
     notes = [unmd(i.value).replace("**", "") for i in at.info]
     assert any(n.startswith("Measured-derived acceptance") and "τ" in n for n in notes), notes
-    assert len(verdicts(at)) == 2
+    assert len(verdicts(at)) == 1  # both profiles on its one deployment: one chart
     assert any("deepest measured 7" in str(c.proto.spec) for c in at.get("plotly_chart"))
 
 
@@ -307,3 +307,22 @@ def test_the_two_depth_charts_get_the_pages_width(monkeypatch, demo_url):
     charts = [c for c in at.get("plotly_chart") if "whatif_chart_" in c.proto.id]
     assert len(charts) == 2
     assert not any(c for column in at.columns for c in column.get("plotly_chart"))
+
+
+def test_a_drafter_measured_on_one_deployment_gets_one_chart_until_the_sides_differ(monkeypatch, real_url):
+    """Both profiles start on the drafter's only deployment: two identical charts and verdicts were drawn one
+    under the other. One is drawn, and the right-hand side's settings stay to make it a comparison."""
+    own = "SpecBundle: Qwen3-30B-A3B-Instruct-2507"
+    at = run_page(monkeypatch, real_url, "views/whatif.py", query={"run": SB_DRAFTER})
+    assert not at.exception
+    assert [at.selectbox(key=f"whatif_profile_{side}").value for side in ("left", "right")] == [own, own]
+    charts = [c.proto.id for c in at.get("plotly_chart") if "whatif_chart_" in c.proto.id]
+    assert len(charts) == 1 and charts[0].endswith("whatif_chart_left") and len(verdicts(at)) == 1
+    assert any(c.value.startswith("Both profiles are the same deployment") for c in at.caption)
+    # an edit on the right is a what-if of its own: two charts to compare
+    at.slider(key=f"whatif_comm_right_{own}_at8").set_value(0.5).run()
+    assert len([c for c in at.get("plotly_chart") if "whatif_chart_" in c.proto.id]) == 2
+    assert len(verdicts(at)) == 2
+    # another deployment on the right: two charts
+    at = run_page(monkeypatch, real_url, "views/whatif.py", query={"run": SB_DRAFTER, "right": NVLINK})
+    assert len([c for c in at.get("plotly_chart") if "whatif_chart_" in c.proto.id]) == 2
