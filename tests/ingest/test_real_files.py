@@ -257,6 +257,12 @@ GATE = {
     # vLLM recipes: Seed-OSS-36B on an RTX 3090 at 2 requests/s, no cap: Little's law, 184.92 / (1000 /
     # 43.74) = 8.09, so 8
     "real/vllm_console_seed_oss_rate2_recipes.txt": [Expected(8, 1000 / 43.74, 184.92, None)],
+    # LMCache#2285: vLLM 1P1D disaggregated over Mooncake, 1 request/s, no cap (5 at most in flight): Little's
+    # law, 179.41 / (1000 / 15.36) = 2.76, so 3; the excerpt ends after the TPOT section
+    "real/vllm_console_pd_mooncake_1p1d_lmcache2285.txt": [Expected(3, 1000 / 15.36, 179.41, None)],
+    # sglang#8552: an SGLang block without a TPOT section (that version printed none), one at a time: per
+    # request 1000 / "Median ITL (ms):" 8.47, no accept length to multiply it by
+    "real/sglang_console_itl_only_pr8552.txt": [Expected(1, 1000 / 8.47, 113.12, None)],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
