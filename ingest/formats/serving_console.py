@@ -47,10 +47,17 @@ POSITION = re.compile(r"^\s*Position (?P<index>\d{1,3}):\s+(?P<value>\S+)\s*$")
 CLOSING = re.compile(r"^={20,}\s*$")
 NAMESPACE_MODEL = re.compile(r"Namespace\(.*?\bmodel='(?P<model>[^']{1,200})'")
 NAMESPACE_DATASET = re.compile(r"Namespace\(.*?\bdataset_name='(?P<dataset>[^']{1,200})'")
+# The load the tool was started with, for a block that prints neither (older SGLang versions).
+NAMESPACE_LOAD = {
+    "max_concurrency=": re.compile(r"Namespace\(.*?\bmax_concurrency=(\d{1,9})\b"),
+    "request_rate=": re.compile(r"Namespace\(.*?\brequest_rate=(inf|\d{1,9}(?:\.\d{1,9})?)\b"),
+}
 
 # Each printed label and the field it fills; every other label is kept in raw only.
 LABELS = {
     "Backend": "backend",
+    "max_concurrency=": "max_concurrency",
+    "request_rate=": "request_rate",
     "Traffic request rate": "request_rate",
     "Request rate configured (RPS)": "request_rate",
     "Max request concurrency": "max_concurrency",
@@ -166,11 +173,16 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
 
 
 def _remember(number: int, text: str, preamble: dict, context: dict) -> None:
-    """What the tool prints above a block: its arguments (model, dataset) and vLLM's load lines."""
-    if (model := NAMESPACE_MODEL.search(text)) is not None:
-        context["model"] = model["model"]
-    if (dataset := NAMESPACE_DATASET.search(text)) is not None:
-        context["dataset"] = dataset["dataset"]
+    """What the tool prints above a block: its arguments (model, dataset, load) and vLLM's load lines;
+    a figure the block prints itself wins."""
+    if "Namespace(" in text:
+        if (model := NAMESPACE_MODEL.search(text)) is not None:
+            context["model"] = model["model"]
+        if (dataset := NAMESPACE_DATASET.search(text)) is not None:
+            context["dataset"] = dataset["dataset"]
+        for label, pattern in NAMESPACE_LOAD.items():
+            if (value := pattern.search(text)) is not None:
+                preamble[label] = (number, value[1])
     figure = FIGURE.match(text)
     if figure is not None and figure["label"].strip() in PREAMBLE:
         preamble[figure["label"].strip()] = (number, figure["value"])

@@ -145,3 +145,23 @@ def test_a_block_naming_no_model_asks_for_the_deployment(engine):
     assert [str(p) for p in result.problems] == [
         "run.txt:1: deployment: the file does not say which deployment it measured; pass --deployment NAME"
     ]
+
+
+def test_the_arguments_line_gives_the_load_a_block_does_not_print(engine):
+    # older SGLang versions printed no cap in the block; the arguments line above it has the one it ran with
+    arguments = (
+        "benchmark_args=Namespace(backend='sglang', dataset_name='random', model='org/Tiny-8B', "
+        "request_rate=inf, max_concurrency=16, output_file=None)\n"
+    )
+    old = block(
+        "Backend:|sglang",
+        "Traffic request rate:|inf",
+        "Successful requests:|80",
+        "Output token throughput (tok/s):|640.00",
+        "Median TPOT (ms):|20.00",
+    )
+    result = ingest_bytes(engine, "old.log", (arguments + old).encode())
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    (bench,) = benchmarks(engine)
+    assert (bench.concurrency, bench.concurrency_source) == (16, "file")
+    assert bench.deployment.name == "Tiny-8B, sglang" and bench.raw["printed"]["max_concurrency="] == "16"
