@@ -243,6 +243,13 @@ GATE = {
     "real/sglang_console_llama4_scout_c1_cookbook.txt": [Expected(1, 1000 / 7.40, 57.42, None)],
     # sgl-cookbook: DeepSeek-R1-0528 at 100 concurrent, TPOT 41.98 ms
     "real/sglang_console_deepseek_r1_c100_cookbook.txt": [Expected(100, 1000 / 41.98, 2282.90, None)],
+    # sgl-cookbook: LLaDA2.1-mini, a diffusion model, at 100 concurrent: TPOT 1.65 ms (606 tok/s a request)
+    # but a median TTFT of 86 s in the queue, so 540.17 in all, a hundredth of 100 x 606 (no lower bound)
+    "real/sglang_console_llada21_diffusion_c100_cookbook.txt": [Expected(100, 1000 / 1.65, 540.17, None)],
+    # sgl-cookbook: DeepSeek-OCR-2, TP1, 100 concurrent, TPOT 6.54 ms
+    "real/sglang_console_deepseek_ocr2_c100_cookbook.txt": [Expected(100, 1000 / 6.54, 12738.99, None)],
+    # sgl-cookbook: Qwen3-Coder-Next, 64 concurrent, 8000-token outputs, TPOT 16.99 ms
+    "real/sglang_console_qwen3_coder_next_c64_cookbook.txt": [Expected(64, 1000 / 16.99, 3380.83, None)],
     # vLLM recipes: GLM-5.1-FP8 with MTP at 3 tokens, 10 requests/s, no cap: Little's law, 526.57 tok/s over
     # 1000 / 34.58 per request = 18.2, so 18; acceptance length 1.64
     "real/vllm_console_glm51_mtp_rate10_recipes.txt": [Expected(18, 1000 / 34.58, 526.57, 1.64)],
