@@ -38,6 +38,7 @@ SOURCES = [
     "vllm/server_v0.log",
     "vllm/server_v1.log",
     "vllm/server_v1_0.8.log",
+    "real/vllm_bench_console_dflash_speculators613.txt",
     "specforge/bench_eagle3_results_20250821_120000.jsonl",
     "specforge/benchmark_20250822_091502.json",
     "specforge/history.jsonl",
@@ -251,7 +252,7 @@ def generate(count: int, seed: int) -> list[Case]:
     for n in range(count):
         source = SOURCES[n % len(SOURCES)]
         data = (FIXTURES / source).read_bytes()
-        category = CATEGORIES[n % len(CATEGORIES)]  # 13 categories, 23 sources: every pair in 299 cases
+        category = CATEGORIES[n % len(CATEGORIES)]  # 13 categories, 24 sources: every pair in 312 cases
         name = f"case{n:05d}/{Path(source).name}"  # the file's own name: some formats are told by it
         if category == "implausible":
             cases.append(_implausible(rng, n))

@@ -13,6 +13,7 @@ def _registry() -> list[Format]:
     from specdash.ingest.formats import (
         guidellm,
         native,
+        serving_console,
         sglang_batch,
         sglang_log,
         sglang_serving,
@@ -29,7 +30,8 @@ def _registry() -> list[Format]:
     # More specific detectors first: a vLLM result also has SGLang-like keys, a SpecBundle file is JSON.
     for module in (specbundle, specforge_bench, guidellm, vllm_serve, sglang_serving, sglang_batch):
         formats.extend(module.FORMATS)
-    for module in (specforge_tracker, speculators_log, specforge_log, vllm_log, sglang_log):
+    # The printed result block before the logs: a console capture may hold the server's lines around it.
+    for module in (serving_console, specforge_tracker, speculators_log, specforge_log, vllm_log, sglang_log):
         formats.extend(module.FORMATS)
     return formats
 

@@ -47,7 +47,7 @@ HELP = "vLLM server log: throughput and SpecDecoding / V0 Speculative metrics li
 
 NUMBER = r"(\d+(?:\.\d+)?)"
 THROUGHPUT = re.compile(
-    rf"(?:Engine (\d+): )?Avg prompt throughput: {NUMBER} tokens/s, "
+    rf"(?:Engine (\d+): |\d+ Engines Aggregated: )?Avg prompt throughput: {NUMBER} tokens/s, "
     rf"Avg generation throughput: {NUMBER} tokens/s, Running: (\d+) reqs"
 )
 MEAN_LENGTH = re.compile(r"Mean acceptance length: (-?\d+(?:\.\d+)?)")
@@ -68,7 +68,7 @@ NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
 NAMESPACE = re.compile(r"\bargs: Namespace\((.*)\)\s*$")
 # A line as the logger wrote it: the record follows the logger's "] " (or starts the line), not a quote.
 LOGGED = re.compile(
-    r"(?:^|\] )(?:(?:Engine \d+: )?Avg prompt throughput: \d|SpecDecoding metrics: \w|Speculative metrics: \w"
+    r"(?:^|\] )(?:(?:Engine \d+: |\d+ Engines Aggregated: )?Avg prompt throughput: \d|SpecDecoding metrics: \w|Speculative metrics: \w"
     r"|vLLM API server version \d|Initializing an? (?:V1 )?LLM engine \(v)",
     re.MULTILINE,
 )

@@ -210,6 +210,66 @@ GATE = {
         Expected(8, 1438.28 / 8, 1438.28, 4.51),
         Expected(8, 1796.37 / 8, 1796.37, 2.6),
     ],
+    # The printed result blocks (serving-console): concurrency = "Max request concurrency:" (SGLang) or
+    # "Maximum request concurrency:" (vLLM), per request = 1000 / "Median TPOT (ms):", aggregate = "Output
+    # token throughput (tok/s):", accept length = SGLang's "Accept length:" or vLLM's "Acceptance length:".
+    # speculators#613: vLLM with a DFlash drafter at 8 tokens, 32 concurrent; TPOT 11.77 ms
+    "real/vllm_bench_console_dflash_speculators613.txt": [Expected(32, 1000 / 11.77, 2905.22, 4.77)],
+    # sglang#23896, DeepSeek-V4-Flash on 4x H20 at 100 concurrent: TP4 (3/1/4) and TP4+DP4+DeepEP (1/1/2)
+    "real/sglang_console_dsv4_flash_tp4_issue23896.txt": [Expected(100, 1000 / 53.27, 1222.06, 2.86)],
+    "real/sglang_console_dsv4_flash_dp4_deepep_issue23896.txt": [Expected(100, 1000 / 53.49, 1249.95, 1.97)],
+    # sgl-cookbook: DeepSeek-V3 with EAGLE 3/1/4 on 8x MI300X, one request at a time; TPOT 24.76 ms. The
+    # aggregate (34.26) is far below 1000 / TPOT (40.4): each request's prefill counts in it, not in TPOT
+    "real/sglang_console_deepseek_v3_eagle_mi300x_cookbook.txt": [Expected(1, 1000 / 24.76, 34.26, 2.61)],
+    # sgl-cookbook: DeepSeek-V3.2-Exp with EAGLE 3/1/4 on 8x B200, one at a time; TPOT 9.25 ms
+    "real/sglang_console_deepseek_v32_eagle_b200_cookbook.txt": [Expected(1, 1000 / 9.25, 95.62, 2.46)],
+    # sgl-cookbook: DeepSeek-V3.2 at 64 requests/s capped at 1024 in flight (763.41 measured); TPOT 48.48 ms
+    "real/sglang_console_deepseek_v32_c1024_cookbook.txt": [Expected(1024, 1000 / 48.48, 2530.66, 3.26)],
+    # sgl-cookbook: GLM-5.1-FP8 with speculation at 100 concurrent; TPOT 36.52 ms
+    "real/sglang_console_glm51_c100_cookbook.txt": [Expected(100, 1000 / 36.52, 1214.97, 3.50)],
+    # sgl-cookbook: Qwen3.5-397B-A17B with NEXTN 3/1/4 on 8x H200, at 1 (TPOT 3.79 ms) and 100 (26.13 ms)
+    "real/sglang_console_qwen35_nextn_c1_cookbook.txt": [Expected(1, 1000 / 3.79, 222.84, 3.12)],
+    "real/sglang_console_qwen35_nextn_c100_cookbook.txt": [Expected(100, 1000 / 26.13, 1767.45, 3.31)],
+    # sgl-cookbook, no speculation: Kimi-K2.5 saturated at 100 (TPOT 403.32 ms, 253.51 tok/s in all)
+    "real/sglang_console_kimi_k25_c100_cookbook.txt": [Expected(100, 1000 / 403.32, 253.51, None)],
+    # sgl-cookbook: Nemotron-3-Super on 4x H200 at 256 concurrent; TPOT 76.02 ms
+    "real/sglang_console_nemotron3_super_c256_cookbook.txt": [Expected(256, 1000 / 76.02, 3347.77, None)],
+    # sgl-cookbook: Step3-VL-10B, images, 100 concurrent: median TTFT 87 s (the queue), TPOT 5.72 ms; the
+    # aggregate 523.14 is a thirty-third of 100 x 1000 / 5.72, which a queue allows (no lower bound)
+    "real/sglang_console_step3_vl_c100_cookbook.txt": [Expected(100, 1000 / 5.72, 523.14, None)],
+    # sgl-cookbook: gpt-oss-120b at 100 concurrent, TPOT 11.00 ms
+    "real/sglang_console_gpt_oss_c100_cookbook.txt": [Expected(100, 1000 / 11.00, 7773.26, None)],
+    # sgl-cookbook: Llama-4-Scout on MI300X, one at a time, TPOT 7.40 ms
+    "real/sglang_console_llama4_scout_c1_cookbook.txt": [Expected(1, 1000 / 7.40, 57.42, None)],
+    # sgl-cookbook: DeepSeek-R1-0528 at 100 concurrent, TPOT 41.98 ms
+    "real/sglang_console_deepseek_r1_c100_cookbook.txt": [Expected(100, 1000 / 41.98, 2282.90, None)],
+    # sgl-cookbook: LLaDA2.1-mini, a diffusion model, at 100 concurrent: TPOT 1.65 ms (606 tok/s a request)
+    # but a median TTFT of 86 s in the queue, so 540.17 in all, a hundredth of 100 x 606 (no lower bound)
+    "real/sglang_console_llada21_diffusion_c100_cookbook.txt": [Expected(100, 1000 / 1.65, 540.17, None)],
+    # sgl-cookbook: DeepSeek-OCR-2, TP1, 100 concurrent, TPOT 6.54 ms
+    "real/sglang_console_deepseek_ocr2_c100_cookbook.txt": [Expected(100, 1000 / 6.54, 12738.99, None)],
+    # sgl-cookbook: Qwen3-Coder-Next, 64 concurrent, 8000-token outputs, TPOT 16.99 ms
+    "real/sglang_console_qwen3_coder_next_c64_cookbook.txt": [Expected(64, 1000 / 16.99, 3380.83, None)],
+    # vLLM recipes: GLM-5.1-FP8 with MTP at 3 tokens, 10 requests/s, no cap: Little's law, 526.57 tok/s over
+    # 1000 / 34.58 per request = 18.2, so 18; acceptance length 1.64
+    "real/vllm_console_glm51_mtp_rate10_recipes.txt": [Expected(18, 1000 / 34.58, 526.57, 1.64)],
+    # vLLM recipes: Kimi-K2-Thinking at 100 requests/s, no cap (saturated: 227 s median TTFT): Little's
+    # law, 485.78 / (1000 / 473.04) = 229.8, so 230
+    "real/vllm_console_kimi_k2_thinking_rate100_recipes.txt": [Expected(230, 1000 / 473.04, 485.78, None)],
+    # vLLM recipes: Qwen2.5-VL-72B, 128 prompts, the block states no rate or cap (older vLLM printed them
+    # above it): Little's law, 437.46 / (1000 / 157.20) = 68.8, so 69
+    "real/vllm_console_qwen25_vl_recipes.txt": [Expected(69, 1000 / 157.20, 437.46, None)],
+    # vLLM recipes: Hy3-FP8, the block indented two spaces in the recipe; 32 concurrent, TPOT 30.86 ms
+    "real/vllm_console_hy3_indented_recipes.txt": [Expected(32, 1000 / 30.86, 934.26, None)],
+    # vLLM recipes: Seed-OSS-36B on an RTX 3090 at 2 requests/s, no cap: Little's law, 184.92 / (1000 /
+    # 43.74) = 8.09, so 8
+    "real/vllm_console_seed_oss_rate2_recipes.txt": [Expected(8, 1000 / 43.74, 184.92, None)],
+    # LMCache#2285: vLLM 1P1D disaggregated over Mooncake, 1 request/s, no cap (5 at most in flight): Little's
+    # law, 179.41 / (1000 / 15.36) = 2.76, so 3; the excerpt ends after the TPOT section
+    "real/vllm_console_pd_mooncake_1p1d_lmcache2285.txt": [Expected(3, 1000 / 15.36, 179.41, None)],
+    # sglang#8552: an SGLang block without a TPOT section (that version printed none), one at a time: per
+    # request 1000 / "Median ITL (ms):" 8.47, no accept length to multiply it by
+    "real/sglang_console_itl_only_pr8552.txt": [Expected(1, 1000 / 8.47, 113.12, None)],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [

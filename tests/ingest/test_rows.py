@@ -154,6 +154,7 @@ def test_formats_lists_every_format(invoke):
         "specforge-model-speedup",
         "sglang-one-batch-offline",
         "guidellm",
+        "serving-console",
     } == {f.name for f in FORMATS}
 
 

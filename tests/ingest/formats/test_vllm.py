@@ -7,6 +7,7 @@ import pytest
 
 from specdash.ingest.formats import detect_format
 from specdash.ingest.links import LinkOptions
+from specdash.ingest.load import ingest_bytes
 from tests.ingest_support import VLLM, benchmarks, load
 
 
@@ -153,3 +154,32 @@ def test_server_starts_of_one_throughput_line_each_are_one_benchmark_each(engine
     assert found[0].label == (
         "server log, start 1 of 4 (line 1), 8 running (a lower bound: the load began inside its interval)"
     )
+
+
+def aggregated_line(pid: int, second: int, tokens_per_s: float, running: int) -> str:
+    """A line of vLLM's aggregated stat logger (`--aggregate-engine-logging`, loggers.py's
+    AggregatedLoggingStatLogger: the prefix `{n} Engines Aggregated: `, queues summed over its engines)."""
+    return (
+        f"(APIServer pid={pid}) INFO 05-06 14:22:{second:02d} [loggers.py:259] 1 Engines Aggregated: Avg "
+        f"prompt throughput: 0.0 tokens/s, Avg generation throughput: {tokens_per_s} tokens/s, Running: "
+        f"{running} reqs, Waiting: 0 reqs, GPU KV cache usage: 3.1%, Prefix cache hit rate: 0.0%\n"
+    )
+
+
+def test_aggregated_lines_of_two_api_servers_in_the_same_second_are_neither_doubled_nor_refused(engine):
+    """Two API-server processes each print a `1 Engines Aggregated` line in the same second (as in a
+    vllm-ascend deployment with --api-server-count 2): the same engine seen twice, so 4 running stays 4
+    (not 8 as two ranks would sum to) and the two speeds are two readings of one interval, not a conflict."""
+    speeds = [(120.5, 120.9), (121.0, 121.4), (119.8, 120.2), (120.2, 120.6)]
+    text = "".join(
+        aggregated_line(pid, 10 + 10 * i, speed, 4)
+        for i, pair in enumerate(speeds)
+        for pid, speed in zip((101, 202), pair, strict=True)
+    )
+    assert detect_format(text, "serve.log").name == "vllm-log"
+    result = ingest_bytes(engine, "serve.log", text.encode(), link=LinkOptions(deployment="2x 910B"))
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    (bench,) = benchmarks(engine)
+    # the median of the eight readings: 120.5 and 120.6 in the middle
+    assert bench.concurrency == 4 and bench.output_throughput == pytest.approx((120.5 + 120.6) / 2)
+    assert bench.decode_tps == pytest.approx((120.5 + 120.6) / 2 / 4)
