@@ -40,24 +40,55 @@ def context_model_for(
     if step is None:
         return context_model(contexts, prior)
     mine = [r for r in rows if r.checkpoint_id in (checkpoint_id, None)]
-    points = [p for p in (_point(r, step, round_at) for r in mine) if p is not None]
+    points = [p for p in (_point(cell, step, round_at) for cell in cells(mine).values()) if p is not None]
     return context_model(contexts, prior, points)
 
 
-def _point(row: ContextRow, step_ms: float, round_at: RoundAt) -> ContextPoint | None:
-    context = decode_context(row.input_tokens, row.output_tokens)
-    if context is None or (row.speculative and not row.accept_length):
-        return None
-    predicted = round_at(row.num_steps if row.speculative else 0, row.topk, float(row.concurrency))
+def context_bucket(context: float) -> float:
+    """A context to two significant digits: live windows state a slightly different mean each, and one
+    prediction per bucket and load bounds the work however long a deployment was scraped."""
+    return float(f"{context:.2g}")
+
+
+CellKey = tuple[int | None, bool, int, int, int, float]
+
+
+def cells(rows: list[ContextRow]) -> dict[CellKey, list[ContextRow]]:
+    """The rows by checkpoint, setting, load and context bucket."""
+    out: dict[CellKey, list[ContextRow]] = {}
+    for row in rows:
+        context = decode_context(row.input_tokens, row.output_tokens)
+        if context is None or (row.speculative and not row.accept_length):
+            continue
+        key = (
+            row.checkpoint_id,
+            row.speculative,
+            row.num_steps,
+            row.topk,
+            row.concurrency,
+            context_bucket(context),
+        )
+        out.setdefault(key, []).append(row)
+    return out
+
+
+def measured_ms(row: ContextRow) -> float:
+    """The row's measured round (or step without speculation) in ms: 1000 tau / tok/s."""
+    return 1000.0 * ((row.accept_length or 1.0) if row.speculative else 1.0) / row.decode_tps
+
+
+def _point(cell: list[ContextRow], step_ms: float, round_at: RoundAt) -> ContextPoint | None:
+    first = cell[0]
+    steps = first.num_steps if first.speculative else 0
+    predicted = round_at(steps, first.topk, float(first.concurrency))
     if predicted is None:
         return None
-    tau = (row.accept_length or 1.0) if row.speculative else 1.0
-    steps = row.num_steps if row.speculative else 0
+    contexts = [decode_context(r.input_tokens, r.output_tokens) or 0.0 for r in cell]
     return ContextPoint(
-        float(row.concurrency),
-        context,
+        float(first.concurrency),
+        sum(contexts) / len(contexts),
         step_ms,
-        1000.0 * tau / row.decode_tps,
+        sum(measured_ms(r) for r in cell) / len(cell),
         predicted,
-        (float(row.concurrency), steps, row.topk),
+        (float(first.concurrency), steps, first.topk),
     )

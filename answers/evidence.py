@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from specdash.answers.context import context_bucket
 from specdash.answers.points import PointModel
 from specdash.costmodel.context import CONTEXT_SLACK, decode_context
-from specdash.db.contexts import stated_contexts
+from specdash.db.contexts import ContextRow, stated_contexts
 
 
 @dataclass(frozen=True)
@@ -30,17 +31,25 @@ class Win:
 
 
 def measured_wins(session: Session, model: PointModel) -> list[Win]:
-    """The checkpoint's benchmarks on the deployment faster than the plain step at their load and context."""
+    """The checkpoint's benchmarks on the deployment faster than the plain step at their load and context
+    (by load and context bucket: one prediction each, however many windows a scrape stored)."""
     rows = stated_contexts(session, model.deployment_id, model.checkpoint_id, stated_only=False)
-    wins = []
+    groups: dict[tuple[int, int, int, float | None], list[ContextRow]] = {}
     for row in rows:
-        if not row.speculative or row.checkpoint_id != model.checkpoint_id:
-            continue
-        context = decode_context(row.input_tokens, row.output_tokens)
-        point = model.predict(row.num_steps, row.topk, float(row.concurrency), context)
+        if row.speculative and row.checkpoint_id == model.checkpoint_id:
+            context = decode_context(row.input_tokens, row.output_tokens)
+            bucket = None if context is None else context_bucket(context)
+            groups.setdefault((row.num_steps, row.topk, row.concurrency, bucket), []).append(row)
+    wins = []
+    for (steps, topk, concurrency, bucket), group in groups.items():
+        contexts = [
+            c for c in (decode_context(r.input_tokens, r.output_tokens) for r in group) if c is not None
+        ]
+        context = sum(contexts) / len(contexts) if bucket is not None and contexts else None
+        point = model.predict(steps, topk, float(concurrency), context)
         if point is None or not point.baseline_tps:
             continue
-        speedup = row.decode_tps / point.baseline_tps
-        if speedup > 1.0:
-            wins.append(Win(float(row.concurrency), context, row.num_steps, speedup))
+        tps = sum(r.decode_tps for r in group) / len(group)
+        if tps > point.baseline_tps:
+            wins.append(Win(float(concurrency), context, steps, tps / point.baseline_tps))
     return wins

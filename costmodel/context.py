@@ -41,6 +41,8 @@ KV_SHARE_BOUNDS = (0.0, 0.2)
 KV_PRIOR_WEIGHT = (0.05 / GENERIC_KV_SHARE) ** 2
 # The share of a step the context can take away when it shortens (the rest is weights, compute, launch).
 MAX_CONTEXT_SHARE = 0.9
+# More distinct stated contexts than this (a scrape's windows) are kept to two significant digits.
+MAX_LISTED_CONTEXTS = 12
 # Contexts within this factor of a measured one are not extrapolated.
 CONTEXT_SLACK = 1.25
 
@@ -196,4 +198,7 @@ def context_model(
     fit = spans_contexts(contexts) and bool(points)
     kv = fit_kv_share(points, prior) if fit else prior
     anchors = anchors_of(points) if fit else ()
-    return ContextModel(kv, reference, bool(contexts), fit, tuple(sorted(set(contexts))), anchors)
+    measured = tuple(sorted(set(contexts)))
+    if len(measured) > MAX_LISTED_CONTEXTS:  # a scrape's windows: two significant digits each
+        measured = tuple(sorted({float(f"{c:.2g}") for c in contexts}))
+    return ContextModel(kv, reference, bool(contexts), fit, measured, anchors)
