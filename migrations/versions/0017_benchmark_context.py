@@ -6,8 +6,9 @@ model needs each benchmark's context to tell the two apart, so a benchmark now s
 `output_tokens`, the mean prompt and output length of its requests.
 
 Stored benchmarks keep every value. Where their raw record states the lengths (SGLang `bench_serving` and
-`vllm bench serve` results carry `total_input_tokens`, `total_output_tokens` and `completed`; SGLang
-`bench_one_batch` carries `input_len` and `output_len`) the upgrade fills the new columns from it, so a
+`vllm bench serve` results carry `total_input_tokens`, `total_output_tokens` and `completed`, SGLang
+`bench_offline_throughput` the totals and `successful_requests`; SGLang `bench_one_batch` carries
+`input_len` and `output_len`) the upgrade fills the new columns from it, so a
 store kept for months gets its context without re-ingesting; elsewhere they stay NULL (not stated).
 
 Revision ID: 0017
@@ -46,7 +47,8 @@ def lengths_from_raw(raw: Any) -> tuple[float | None, float | None]:
             return None, None
     if not isinstance(raw, dict):
         return None, None
-    completed = _number(raw.get("completed"))
+    # bench_serving and bench serve count the completed requests; bench_offline_throughput its successful ones
+    completed = _number(raw.get("completed")) or _number(raw.get("successful_requests"))
     if completed:
         total_in, total_out = _number(raw.get("total_input_tokens")), _number(raw.get("total_output_tokens"))
         return (

@@ -248,3 +248,21 @@ def test_the_context_survives_a_native_round_trip(invoke, db_url, tmp_path):
     assert [(r["input_tokens"], r["output_tokens"]) for r in back] == [(i, o) for i, o, _ in stated]
     header = export(invoke, fresh, "benchmarks", "--format", "csv").splitlines()[0].split(",")
     assert {"input_tokens", "output_tokens"} <= set(header)
+
+
+def test_native_csv_reads_the_context_and_leaves_a_blank_cell_unstated(engine, tmp_path):
+    """specdash's own CSV: `input_tokens` and `output_tokens` columns, a blank cell is not stated."""
+    path = tmp_path / "benchmarks.csv"
+    path.write_text(
+        "deployment,concurrency,dataset,decode_tps,input_tokens,output_tokens\n"
+        "1x H100,8,random,52.5,8192,512\n"
+        "1x H100,8,random,61.0,1024,\n"
+    )
+    load(engine, path)
+    with reading(engine) as session:
+        stored = session.execute(
+            select(Benchmark.decode_tps, Benchmark.input_tokens, Benchmark.output_tokens).order_by(
+                Benchmark.id
+            )
+        ).all()
+    assert [tuple(row) for row in stored] == [(52.5, 8192.0, 512.0), (61.0, 1024.0, None)]

@@ -132,3 +132,24 @@ def test_guidellm_0_7_token_counts_and_a_zero_that_means_unreported(engine, tmp_
     path.write_text(json.dumps(report))
     load(engine, path)
     assert lengths(engine) == [(1843.5, 412.25), (8192.0, None), (None, None)]
+
+
+def test_a_negative_length_or_total_is_refused_on_its_line(engine, tmp_path):
+    from specdash.ingest.load import ingest_bytes
+    from tests.ingest_support import native
+
+    result = ingest_bytes(
+        engine,
+        "bad.jsonl",
+        native({"kind": "benchmark", "deployment": "a", "decode_tps": 50, "input_tokens": -5}),
+    )
+    assert [str(p) for p in result.problems] == [
+        "bad.jsonl:1: input_tokens: Input should be greater than or equal to 0 (got -5)"
+    ]
+    record = json.loads((SGLANG / "bench_serving_0.5.9.jsonl").read_text())
+    result = ingest_bytes(
+        engine, "neg.jsonl", (json.dumps({**record, "total_input_tokens": -1}) + "\n").encode()
+    )
+    assert [str(p) for p in result.problems] == [
+        "neg.jsonl:1: total_input_tokens: Input should be greater than or equal to 0 (got -1)"
+    ]
