@@ -47,6 +47,20 @@ MAX_LISTED_CONTEXTS = 12
 CONTEXT_SLACK = 1.25
 
 
+# Two runs of one benchmark sample their outputs anew (ShareGPT: 1,153 and 1,144.5 tokens a request): their
+# output lengths are compared in classes of this many tokens, their prompt lengths to the token.
+OUTPUT_CLASS_TOKENS = 64
+
+
+def length_class(input_tokens: float | None, output_tokens: float | None) -> tuple[int | None, int | None]:
+    """What makes two benchmarks' contexts one for a repeat group: the prompt to the token, the output to
+    OUTPUT_CLASS_TOKENS (rounded half up, as SQL's ROUND does positives)."""
+    return (
+        None if input_tokens is None else math.floor(input_tokens + 0.5),
+        None if output_tokens is None else math.floor(output_tokens / OUTPUT_CLASS_TOKENS + 0.5),
+    )
+
+
 def decode_context(input_tokens: float | None, output_tokens: float | None) -> float | None:
     """The mean context a request decodes at: its prompt plus half its output; None when not stated."""
     if input_tokens is None:

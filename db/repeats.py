@@ -5,9 +5,10 @@ and the measurement noise their spread shows."""
 
 from collections import defaultdict
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.context import OUTPUT_CLASS_TOKENS
 from specdash.costmodel.uncertainty import repeat_noise
 from specdash.db.models import Benchmark
 
@@ -19,8 +20,6 @@ REPEAT_COLUMNS = (
     "engine",
     "concurrency",
     "dataset",
-    "input_tokens",
-    "output_tokens",
     "speculative_algorithm",
     "num_steps",
     "topk",
@@ -29,7 +28,13 @@ REPEAT_COLUMNS = (
 
 
 def repeat_columns() -> list:
-    return [getattr(Benchmark, name) for name in REPEAT_COLUMNS]
+    """The columns, and the lengths as costmodel.context.length_class compares them: the prompt to the
+    token, the output in classes of OUTPUT_CLASS_TOKENS (two runs sample their outputs anew)."""
+    return [
+        *(getattr(Benchmark, name) for name in REPEAT_COLUMNS),
+        func.round(Benchmark.input_tokens),
+        func.round(Benchmark.output_tokens / OUTPUT_CLASS_TOKENS),
+    ]
 
 
 def noise_by_deployment(session: Session) -> dict[int, float]:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from specdash.costmodel.context import length_class
 from specdash.ingest.formats.base import Located
 from specdash.ingest.records import (
     SPECULATION_FIELDS,
@@ -32,8 +33,6 @@ REPEAT_KEY_FIELDS = (
     "engine",
     "concurrency",
     "dataset",
-    "input_tokens",
-    "output_tokens",
     *SPECULATION_FIELDS,
     "run",
     "checkpoint",
@@ -51,7 +50,8 @@ class Measured:
 
 def repeat_key(record: BenchmarkRecord) -> tuple[Any, ...]:
     target = (record.raw or {}).get("target_model")  # SpecBundle: one deployment may serve several
-    return (str(target), *(getattr(record, name) for name in REPEAT_KEY_FIELDS))
+    lengths = length_class(record.input_tokens, record.output_tokens)  # outputs sampled anew each run
+    return (str(target), *lengths, *(getattr(record, name) for name in REPEAT_KEY_FIELDS))
 
 
 def context_words(record: BenchmarkRecord) -> str:

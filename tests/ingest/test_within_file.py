@@ -197,3 +197,19 @@ def test_an_engine_sweep_over_prompt_lengths_keeps_both_points(engine, tmp_path)
     result = load(engine, path, link=LinkOptions(deployment="1x H100"))
     assert "repeat group" not in describe(result)
     assert sorted((b.input_tokens, b.output_tokens) for b in benchmarks(engine)) == [(1024, 512), (8192, 512)]
+
+
+def test_two_sharegpt_runs_whose_sampled_outputs_differ_a_little_are_still_a_repeat(used):
+    """The same prompts twice: outputs are sampled anew (1,153 and 1,144.5 tokens a request, both class 18
+    of 64 tokens), so the runs are repeats; outputs of 256 and 1,024 tokens are two points."""
+    run = {**NO_SPEC, "dataset": "sharegpt", "input_tokens": 402}
+    data = native(
+        {**run, "output_tokens": 1153, "decode_tps": 64.5},
+        {**run, "output_tokens": 1144.5, "decode_tps": 63.7},
+        {**run, "output_tokens": 256, "decode_tps": 70.1},
+        {**run, "output_tokens": 1024, "decode_tps": 65.2},
+    )
+    result = ingest_bytes(used, "sharegpt.jsonl", data)
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    assert "1 repeat group(s) kept" in describe(result)
+    assert "64.5 and 63.7 tok/s (lines 1, 2)" in describe(result)
