@@ -30,6 +30,7 @@ from specdash.ingest.formats.common import (
     draft_setting,
     missing_deployment,
     no_per_request,
+    per_request,
     prose_or_source,
     validate,
 )
@@ -65,6 +66,7 @@ LABELS = {
     "Successful requests": "completed",
     "Failed requests": "failed",
     "Benchmark duration (s)": "duration_s",
+    "Total input tokens": "total_input_tokens",
     "Total generated tokens": "total_output_tokens",
     "Output token throughput (tok/s)": "output_throughput",
     "Concurrency": "concurrency",
@@ -92,6 +94,7 @@ class ConsoleResult(EngineModel):
     completed: Annotated[int, Field(ge=0)] | None = None
     failed: Annotated[int, Field(ge=0)] | None = None
     duration_s: PositiveFloat | None = None
+    total_input_tokens: Annotated[int, Field(ge=0)] | None = None
     total_output_tokens: Annotated[int, Field(ge=0)] | None = None
     output_throughput: NonNegFloat
     concurrency: NonNegFloat | None = None
@@ -267,6 +270,9 @@ def record_from(block: Block, path: str, link, context: dict) -> Iterator:
         concurrency_source=load.concurrency_source,
         dataset=context.get("dataset"),
         num_prompts=result.completed,
+        # both totals are summed over the successful requests only (bench_serving, vllm bench serve)
+        input_tokens=per_request(result.total_input_tokens, result.completed),
+        output_tokens=per_request(result.total_output_tokens, result.completed),
         decode_tps=load.decode_tps,
         output_throughput=result.output_throughput,
         accept_length=accept_length,

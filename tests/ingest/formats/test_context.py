@@ -153,3 +153,18 @@ def test_a_negative_length_or_total_is_refused_on_its_line(engine, tmp_path):
     assert [str(p) for p in result.problems] == [
         "neg.jsonl:1: total_input_tokens: Input should be greater than or equal to 0 (got -1)"
     ]
+
+
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        # Successful requests 1000, Total input tokens 301698, Total generated tokens 188375 (not the
+        # retokenized count printed below it)
+        ("sglang_console_deepseek_ocr2_c100_cookbook.txt", [(301.698, 188.375)]),
+        # vllm bench serve: 32 successful, 256000 input and 32768 generated tokens
+        ("vllm_console_glm51_mtp_rate10_recipes.txt", [(8000.0, 1024.0)]),
+    ],
+)
+def test_a_printed_result_block_divides_its_totals_by_the_successful_requests(engine, name, expected):
+    load(engine, REAL / name, link=BOX)
+    assert lengths(engine) == expected
