@@ -22,6 +22,7 @@ from specdash.db import board, bulk
 from specdash.db.bulk import chunks, expire_loaded, select_in
 from specdash.db.gaps import refresh_gaps
 from specdash.db.history import acceptance_references
+from specdash.db.loadmodels import fitted_estimates
 from specdash.db.models import Alert, Benchmark, Gap, ParameterSet, Prediction
 from specdash.db.parameters import load_baselines
 from specdash.db.predictions import (
@@ -70,7 +71,6 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     context = read_context(
         session, None if everything else sorted(scope), None if everything else sorted(deployment_ids)
     )
-    summary.refitted = [context.deployments[d].name for d in context.refitted]
     # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
     # drafter's benchmarks, however many a file brings.
     for checkpoint_ids in _checkpoint_batches(scope):
@@ -85,10 +85,11 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         if not everything and backfilled:
             _add_backfilled(session, groups, backfilled, {b.id for b in benches})
             context = _with_baselines_of(session, context, groups, deployment_ids)
-        part = replace(context, references=acceptance_references(session, untrained))
+        part = replace(context, references=acceptance_references(session, untrained, _datasets(groups)))
         _refresh_batches(session, groups, part, summary, checkpoint_ids)
-        if not everything:  # the Leaderboard's entries of these checkpoints (db/board.py)
-            board.update(session, checkpoint_ids)
+        if not everything:  # the Leaderboard's entries of these checkpoints where refreshed (db/board.py)
+            board.update_at(session, _places(benches, groups))
+    summary.refitted = [context.deployments[d].name for d in context.refitted]
     if everything:
         board.update(session, None)
     expire_loaded(session, (Prediction, Gap, Alert))
@@ -163,6 +164,22 @@ def _scope(
     for deployment_id, keys in new_baselines.items():
         add(_baseline_reach(session, query, deployment_id, None if deployment_id in everywhere else keys))
     return _sorted(scope), deployment_ids, given
+
+
+def _datasets(groups: Groups) -> set[str] | None:
+    """The datasets of these groups ("" for none); None (any) for more than an IN list's worth."""
+    datasets = {key.dataset or "" for key in groups}
+    return None if len(datasets) > bulk.CHUNK // 2 else datasets
+
+
+def _places(benches: list[BenchmarkRow], groups: Groups) -> dict[int, set[tuple[int, int]]]:
+    """Each checkpoint's (deployment, load) places among these benchmarks (and backfilled ones)."""
+    places: dict[int, set[tuple[int, int]]] = defaultdict(set)
+    for bench in benches:
+        places[bench.checkpoint_id].add((bench.deployment_id, bench.concurrency))
+    for key in groups:
+        places[key.checkpoint_id].add((key.deployment_id, key.concurrency))
+    return places
 
 
 def _sorted(scope: dict[int, set[int]]) -> dict[int, list[int]]:
@@ -260,13 +277,20 @@ def _add_backfilled(session: Session, groups: Groups, untrained: list[int], know
 def _with_baselines_of(
     session: Session, context: RefreshContext, groups: Groups, deployment_ids: set[int]
 ) -> RefreshContext:
-    """The context with the baselines of every deployment among `groups` (backfilled benchmarks may be on
-    deployments the given ones are not); `deployment_ids`, those read so far, grows with them."""
+    """The context with the baselines and estimates of every deployment among `groups` (backfilled
+    benchmarks may be on deployments the given ones are not); `deployment_ids`, those read so far, grows
+    with them."""
     needed = {key.deployment_id for key in groups}
     if needed <= deployment_ids:
         return context
+    fitted = fitted_estimates(session, sorted(needed - deployment_ids), keep=True)
     deployment_ids |= needed
-    return replace(context, baselines=load_baselines(session, deployment_ids=sorted(deployment_ids)))
+    return replace(
+        context,
+        baselines=load_baselines(session, deployment_ids=sorted(deployment_ids)),
+        estimates={**context.estimates, **fitted.estimates},
+        refitted=(*context.refitted, *fitted.refitted),
+    )
 
 
 def _checkpoint_batches(scope: dict[int, list[int]]) -> Iterator[list[int]]:
