@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.throughput import draft_steps
 from specdash.db import board, bulk
-from specdash.db.bulk import chunks, expire_loaded, select_in
+from specdash.db.bulk import analyze_written, chunks, expire_loaded, select_in
 from specdash.db.gaps import refresh_gaps
 from specdash.db.history import acceptance_references
 from specdash.db.loadmodels import fitted_estimates
-from specdash.db.models import Alert, Benchmark, Gap, ParameterSet, Prediction
+from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, ParameterSet, Prediction
 from specdash.db.parameters import load_baselines
 from specdash.db.predictions import (
     BENCHMARK_COLUMNS,
@@ -71,6 +71,8 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     context = read_context(
         session, None if everything else sorted(scope), None if everything else sorted(deployment_ids)
     )
+    in_scope = sum(map(len, scope.values()))
+    analyze_written(session, (Benchmark, Checkpoint), in_scope)  # a file's benchmarks, stored just now
     # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
     # drafter's benchmarks, however many a file brings.
     for checkpoint_ids in _checkpoint_batches(scope):
@@ -87,6 +89,8 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
             context = _with_baselines_of(session, context, groups, deployment_ids)
         part = replace(context, references=acceptance_references(session, untrained, _datasets(groups)))
         _refresh_batches(session, groups, part, summary, checkpoint_ids)
+        if summary.benchmarks == len(benches):  # the first batch's writes: the statements after it
+            analyze_written(session, (Prediction, Gap, Alert), in_scope)
         if not everything:  # the Leaderboard's entries of these checkpoints where refreshed (db/board.py)
             board.update_at(session, _places(benches, groups))
     summary.refitted = [context.deployments[d].name for d in context.refitted]
