@@ -3,7 +3,8 @@ touched, for every prediction source with gaps (a source without stored entries 
 deleted with their checkpoints. The ranking itself is db/leaderboard_sql.py's, so a stored view holds what
 the ranking computed on the spot would return."""
 
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from sqlalchemy import BindParameter, Insert, Table, bindparam, delete, func, insert, select
@@ -12,12 +13,15 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.domain import PredictionSource
 from specdash.db.board_models import LeaderboardEntry
 from specdash.db.bulk import chunks
-from specdash.db.leaderboard_sql import STORED, stored_rows
+from specdash.db.leaderboard_sql import STORED, Places, stored_rows
 from specdash.db.queries import prediction_sources
 
 TABLE: Table = LeaderboardEntry.__table__  # type: ignore[assignment]
 # checkpoints rewritten per statement: a refresh batch's (~10,000 benchmarks) in one or a few
 CHECKPOINTS = 1000
+# update_at: checkpoints touched at up to FEW_PLACES (deployment, load) places are rewritten there only,
+# in up to PLACE_GROUPS statements (each also reads the baselines there)
+FEW_PLACES, PLACE_GROUPS = 8, 8
 
 
 def sources(session: Session) -> list[str]:
@@ -43,11 +47,33 @@ def stored_sources(session: Session) -> set[str]:
 
 def update(session: Session, checkpoint_ids: Iterable[int] | None) -> None:
     """Rewrite the stored entries of these checkpoints (None: every entry) from the store as it is now."""
+    _update(session, None if checkpoint_ids is None else sorted(set(checkpoint_ids)), None)
+
+
+def update_at(session: Session, places: Mapping[int, Collection[tuple[int, int]]]) -> None:
+    """Rewrite the stored entries of these checkpoints only at these (deployment, load) places each (an
+    entry is computed from the benchmarks and baselines at its own deployment and load): checkpoints
+    touched at the same few places in one statement, the others (or all, when that would take many
+    statements) whole."""
+    together: dict[frozenset[tuple[int, int]] | None, list[int]] = defaultdict(list)
+    for checkpoint_id, at in places.items():
+        few = frozenset(at)
+        together[few if len(few) <= FEW_PLACES else None].append(checkpoint_id)
+    if len(together) > PLACE_GROUPS:
+        together = {None: list(places)}
+    for key, ids in together.items():
+        where = None if key is None else Places(sorted({d for d, _ in key}), sorted({n for _, n in key}))
+        _update(session, sorted(ids), where)
+
+
+def _update(session: Session, ids: list[int] | None, places: Places | None) -> None:
     stored = stored_sources(session)
     shown = sources(session)
-    ids = None if checkpoint_ids is None else sorted(set(checkpoint_ids))
     for source in shown:
-        _rewrite(session, source, ids if source in stored else None)
+        if source in stored:
+            _rewrite(session, source, ids, places)
+        else:
+            _rewrite(session, source, None, None)
     for source in stored - set(shown):  # a source whose gaps are gone
         session.execute(delete(TABLE).where(TABLE.c.source == source))
 
@@ -58,19 +84,29 @@ def forget(session: Session, checkpoint_ids: Iterable[int]) -> None:
         session.execute(delete(TABLE).where(TABLE.c.checkpoint_id.in_(chunk)))
 
 
-def _rewrite(session: Session, source: str, checkpoint_ids: Sequence[int] | None) -> None:
+def _rewrite(
+    session: Session, source: str, checkpoint_ids: Sequence[int] | None, places: Places | None
+) -> None:
     if checkpoint_ids is None:
         session.execute(delete(TABLE).where(TABLE.c.source == source))
-        session.execute(_insert(source, False))
+        session.execute(_insert(source, False, False))
         return
+    at = {}
+    where = [TABLE.c.source == source]
+    if places is not None:
+        at = {"deployments": list(places.deployment_ids), "loads": list(places.loads)}
+        where += [TABLE.c.deployment_id.in_(places.deployment_ids), TABLE.c.concurrency.in_(places.loads)]
     for chunk in chunks(checkpoint_ids, CHECKPOINTS):
-        session.execute(delete(TABLE).where(TABLE.c.source == source, TABLE.c.checkpoint_id.in_(chunk)))
-        session.execute(_insert(source, True), {"checkpoints": list(chunk)})
+        session.execute(delete(TABLE).where(*where, TABLE.c.checkpoint_id.in_(chunk)))
+        session.execute(_insert(source, True, places is not None), {"checkpoints": list(chunk), **at})
 
 
 @lru_cache(maxsize=32)
-def _insert(source: str, some: bool) -> Insert:
-    """The INSERT of a source's entries (of the checkpoints bound as `checkpoints` when `some`), built once:
-    the statement is a few hundred elements, longer to build than to run for one checkpoint."""
+def _insert(source: str, some: bool, placed: bool) -> Insert:
+    """The INSERT of a source's entries (of the checkpoints bound as `checkpoints` when `some`; and at the
+    `deployments` and `loads` bound when `placed`), built once: the statement is a few hundred elements,
+    longer to build than to run for one checkpoint."""
     checkpoints: BindParameter[list[int]] | None = bindparam("checkpoints", expanding=True) if some else None
-    return insert(TABLE).from_select(["source", "rank_by", *STORED], stored_rows(source, checkpoints))
+    places = Places(bindparam("deployments", expanding=True), bindparam("loads", expanding=True))
+    rows = stored_rows(source, checkpoints, places if placed else None)
+    return insert(TABLE).from_select(["source", "rank_by", *STORED], rows)

@@ -3,7 +3,7 @@ training metrics is predicted and judged by (the "history" source of costmodel/s
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +46,11 @@ class Reference:
     text: str
 
 
-def acceptance_references(session: Session, checkpoint_ids: Sequence[int]) -> dict[int, Reference]:
-    """For every benchmark of these checkpoints (drafters without training metrics), the median measured
+def acceptance_references(
+    session: Session, checkpoint_ids: Sequence[int], datasets: Collection[str] | None = None
+) -> dict[int, Reference]:
+    """For every benchmark of these checkpoints (drafters without training metrics; on these datasets only,
+    "" for none, when given: a series is of one dataset), the median measured
     accept length of the same drafter's trusted benchmarks on the same dataset and setting: the
     latest earlier ones (by measured_at when every one has it, else by id) at the same load, else at other
     loads; none for the first of its series.
@@ -55,7 +58,7 @@ def acceptance_references(session: Session, checkpoint_ids: Sequence[int]) -> di
     if not checkpoint_ids:
         return {}
     out = {}
-    for (_, dataset, steps, topk, tokens), members in _series(session, checkpoint_ids).items():
+    for (_, dataset, steps, topk, tokens), members in _series(session, checkpoint_ids, datasets).items():
         setting = f"{steps}/{topk}/{tokens or '-'}"
         for bench, pick in _earlier(members):
             load = "the same" if pick[0].concurrency == bench.concurrency else "other"
@@ -70,14 +73,22 @@ def acceptance_references(session: Session, checkpoint_ids: Sequence[int]) -> di
     return out
 
 
-def _series(session: Session, checkpoint_ids: Sequence[int]) -> dict[tuple[Any, ...], list[Row]]:
-    """The checkpoints' speculative benchmarks by (checkpoint, dataset, K, topk, N)."""
+def _series(
+    session: Session, checkpoint_ids: Sequence[int], datasets: Collection[str] | None
+) -> dict[tuple[Any, ...], list[Row]]:
+    """The checkpoints' speculative benchmarks (on these datasets, when given) by (checkpoint, dataset, K,
+    topk, N)."""
     query = (
         select(*_SERIES_COLUMNS)
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
         .join(Run, Checkpoint.run_id == Run.id)
         .where(Benchmark.speculative_algorithm.is_not(None))
     )
+    if datasets is not None:
+        named = Benchmark.dataset.in_(sorted(set(datasets) - {""}))
+        query = query.where(
+            named | Benchmark.dataset.is_(None) | (Benchmark.dataset == "") if "" in datasets else named
+        )
     series: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
     for row in select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids):
         steps = draft_steps(row.num_steps, row.topk, row.num_draft_tokens)

@@ -53,36 +53,47 @@ class Competing:
     source: str = PredictionSource.THEORY
 
 
-def _median(keys: list, name: str):
-    """The median no-speculation tok/s per `keys` (columns of the baseline benchmarks: not superseded),
-    as statistics.median gives it: the middle value, or the mean of the two middle ones."""
+@dataclass(frozen=True)
+class Places:
+    """Deployments and loads (lists or expanding bound parameters): only the entries at one of each."""
+
+    deployment_ids: Sequence[int] | BindParameter
+    loads: Sequence[int] | BindParameter
+
+    def of(self, query: Select) -> Select:
+        return query.where(
+            Benchmark.deployment_id.in_(self.deployment_ids), Benchmark.concurrency.in_(self.loads)
+        )
+
+
+def _median(keys: list, name: str, places: Places | None = None):
+    """The median no-speculation tok/s per `keys` (columns of the baseline benchmarks: not superseded; at
+    `places` only, when given), as statistics.median gives it: the middle value, or the mean of the two
+    middle ones."""
     tps = Benchmark.decode_tps
-    ranked = (
-        select(
-            *keys,
-            tps.label("tps"),
-            over(func.row_number(), partition_by=keys, order_by=tps).label("place"),
-            over(func.count(), partition_by=keys).label("n"),
-        )
-        .where(
-            Benchmark.speculative_algorithm.is_(None),
-            Benchmark.superseded_by_id.is_(None),
-            tps.is_not(None),
-        )
-        .subquery(f"{name}_ranked")
+    baselines = select(
+        *keys,
+        tps.label("tps"),
+        over(func.row_number(), partition_by=keys, order_by=tps).label("place"),
+        over(func.count(), partition_by=keys).label("n"),
+    ).where(
+        Benchmark.speculative_algorithm.is_(None),
+        Benchmark.superseded_by_id.is_(None),
+        tps.is_not(None),
     )
+    ranked = (places.of(baselines) if places is not None else baselines).subquery(f"{name}_ranked")
     middle = ranked.c.place.in_([(ranked.c.n + 1) // 2, (ranked.c.n + 2) // 2])
     names = [ranked.c[key.name] for key in keys]
     return select(*names, func.avg(ranked.c.tps).label("tps")).where(middle).group_by(*names).cte(name)
 
 
-def _baseline_tables():
+def _baseline_tables(places: Places | None = None):
     """The measured baselines, computed in the statement from the few no-speculation benchmarks (so it
     holds no literal data, and its compiled form is cached): per (deployment, load, dataset) and per
     (deployment, load)."""
     dataset = func.coalesce(Benchmark.dataset, "").label("dataset")
     load = [Benchmark.deployment_id.label("deployment_id"), Benchmark.concurrency.label("concurrency")]
-    return _median([*load, dataset], "baseline_by_dataset"), _median(load, "baseline_by_load")
+    return _median([*load, dataset], "baseline_by_dataset", places), _median(load, "baseline_by_load", places)
 
 
 def competing(
@@ -99,11 +110,14 @@ def competing(
     return query
 
 
-def benchmark_rows(flt, checkpoint_ids: Sequence[int] | BindParameter | None = None):
-    """One row per competing benchmark (of these checkpoints, None: of all) and prediction of the filter's
-    source (none: one row without), with its baseline: the measured median of its deployment, load and
-    dataset, else of its deployment and load, else its prediction's, else the profile's."""
-    by_dataset, by_load = _baseline_tables()
+def benchmark_rows(
+    flt, checkpoint_ids: Sequence[int] | BindParameter | None = None, places: Places | None = None
+):
+    """One row per competing benchmark (of these checkpoints, None: of all; at `places`, when given) and
+    prediction of the filter's source (none: one row without), with its baseline: the measured median of
+    its deployment, load and dataset, else of its deployment and load, else its prediction's, else the
+    profile's."""
+    by_dataset, by_load = _baseline_tables(places)
     judged = aliased(Prediction)
     baseline = func.coalesce(
         by_dataset.c.tps, by_load.c.tps, Prediction.baseline_tps, Deployment.baseline_tps
@@ -149,6 +163,8 @@ def benchmark_rows(flt, checkpoint_ids: Sequence[int] | BindParameter | None = N
     rows = competing(query, flt.deployment_id, flt.concurrency, flt.dataset)
     if checkpoint_ids is not None:
         rows = rows.where(Benchmark.checkpoint_id.in_(checkpoint_ids))
+    if places is not None:
+        rows = places.of(rows)
     return rows.cte("benchmark_rows").prefix_with("MATERIALIZED")
 
 
@@ -251,12 +267,14 @@ def ranked_entries(flt, rank_by: str):
     )
 
 
-def stored_rows(source: str, checkpoint_ids: Sequence[int] | BindParameter | None) -> CompoundSelect:
-    """The entries to store for a source (db/board.py), of these checkpoints (None: all), ranked both
-    ways, as (source, rank_by, *STORED) rows: across datasets (`across`), and per dataset for an entry
+def stored_rows(
+    source: str, checkpoint_ids: Sequence[int] | BindParameter | None, places: Places | None = None
+) -> CompoundSelect:
+    """The entries to store for a source (db/board.py), of these checkpoints (None: all; at `places` only,
+    when given), ranked both ways, as (source, rank_by, *STORED) rows: across datasets (`across`), and per dataset for an entry
     measured on several. An entry measured on one dataset only ranks the same on it as across datasets:
     its across row names that dataset and stands for both (otherwise its dataset is '')."""
-    by_dataset = per_dataset(benchmark_rows(Competing(source=source), checkpoint_ids))
+    by_dataset = per_dataset(benchmark_rows(Competing(source=source), checkpoint_ids, places))
     spread = (
         select(
             *(by_dataset.c[name] for name in ENTRY),

@@ -22,6 +22,7 @@ from specdash.costmodel.loadcosts import cost_params_at
 from specdash.costmodel.priors import drafter_family
 from specdash.costmodel.sources import AcceptLengthChoice, choose_accept_length, choose_baseline
 from specdash.costmodel.uncertainty import prior_error_band, with_noise
+from specdash.db import bulk
 from specdash.db.bulk import insert_rows, select_in, update_rows
 from specdash.db.models import BENCHMARK_SETTING, BUILTIN_SOURCES, Benchmark, Prediction
 from specdash.db.refresh_context import Drafter, RefreshContext, SetPlan
@@ -209,6 +210,12 @@ def _stored(
     # IN lists of a few hundred keys, cost more than the rows they spare, most on PostgreSQL).
     whole = checkpoint_ids is not None
     ids = checkpoint_ids if checkpoint_ids is not None else sorted({key.checkpoint_id for key in groups})
+    # only at the groups' deployments and loads: a new baseline reaches one load of many checkpoints
+    deployments, loads = {key.deployment_id for key in groups}, {key.concurrency for key in groups}
+    if len(deployments) + len(loads) <= bulk.CHUNK // 2:
+        query = query.where(
+            Prediction.deployment_id.in_(sorted(deployments)), Prediction.concurrency.in_(sorted(loads))
+        )
     for row in select_in(session, query, Prediction.checkpoint_id, ids):
         # a computed prediction's key and values as plain tuples, sliced in C: they hash and compare as
         # the named ones they are looked up by and compared with; an external one is read by name

@@ -13,16 +13,17 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import ColumnElement, Select, or_, select, true
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.throughput import draft_steps
-from specdash.db import board
-from specdash.db.bulk import chunks, expire_loaded, select_in
+from specdash.db import board, bulk
+from specdash.db.bulk import analyze_written, chunks, expire_loaded, select_in
 from specdash.db.gaps import refresh_gaps
 from specdash.db.history import acceptance_references
-from specdash.db.models import Alert, Benchmark, Gap, ParameterSet, Prediction
+from specdash.db.loadmodels import fitted_estimates
+from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, ParameterSet, Prediction
 from specdash.db.parameters import load_baselines
 from specdash.db.predictions import (
     BENCHMARK_COLUMNS,
@@ -33,6 +34,7 @@ from specdash.db.predictions import (
 )
 from specdash.db.refresh_context import RefreshContext, read_context
 from specdash.db.refresh_summary import RefreshSummary
+from specdash.db.repeats import repeated_baselines
 
 BATCH = 10_000  # benchmarks refreshed at a time
 
@@ -61,7 +63,7 @@ def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> Ref
 def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSummary:
     session.flush()  # what the caller added is read back below as rows
     summary = RefreshSummary()
-    scope, deployment_ids = _scope(session, benchmark_ids)
+    scope, deployment_ids, given = _scope(session, benchmark_ids)
     if not scope:
         return summary
     everything = benchmark_ids is None
@@ -69,7 +71,8 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     context = read_context(
         session, None if everything else sorted(scope), None if everything else sorted(deployment_ids)
     )
-    summary.refitted = [context.deployments[d].name for d in context.refitted]
+    in_scope = sum(map(len, scope.values()))
+    analyze_written(session, (Benchmark, Checkpoint), in_scope)  # a file's benchmarks, stored just now
     # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
     # drafter's benchmarks, however many a file brings.
     for checkpoint_ids in _checkpoint_batches(scope):
@@ -79,13 +82,18 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         summary.skipped += unknown_depth
         # drafters without training metrics: their own earlier benchmarks say what accept length to expect
         untrained = [c for c in checkpoint_ids if not context.drafters[c].rates]
-        if not everything and untrained:
-            _add_backfilled(session, groups, untrained, {b.id for b in benches})
+        # only a drafter's own new benchmarks change its references (a baseline changes none)
+        backfilled = [c for c in untrained if c in given]
+        if not everything and backfilled:
+            _add_backfilled(session, groups, backfilled, {b.id for b in benches})
             context = _with_baselines_of(session, context, groups, deployment_ids)
-        part = replace(context, references=acceptance_references(session, untrained))
+        part = replace(context, references=acceptance_references(session, untrained, _datasets(groups)))
         _refresh_batches(session, groups, part, summary, checkpoint_ids)
-        if not everything:  # the Leaderboard's entries of these checkpoints (db/board.py)
-            board.update(session, checkpoint_ids)
+        if summary.benchmarks == len(benches):  # the first batch's writes: the statements after it
+            analyze_written(session, (Prediction, Gap, Alert), in_scope)
+        if not everything:  # the Leaderboard's entries of these checkpoints where refreshed (db/board.py)
+            board.update_at(session, _places(benches, groups))
+    summary.refitted = [context.deployments[d].name for d in context.refitted]
     if everything:
         board.update(session, None)
     expire_loaded(session, (Prediction, Gap, Alert))
@@ -112,9 +120,12 @@ def _refresh_batches(
         summary.new_alerts += new_alerts
 
 
-def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> tuple[dict[int, list[int]], set[int]]:
-    """The speculative benchmarks to refresh (all, or those given and every one on a deployment and load
-    that a given no-speculation baseline changes), as ids per checkpoint, and their deployments."""
+def _scope(
+    session: Session, benchmark_ids: Iterable[int] | None
+) -> tuple[dict[int, list[int]], set[int], set[int]]:
+    """The speculative benchmarks to refresh (all, or those given and every one whose baseline a given
+    no-speculation benchmark changes), as ids per checkpoint; their deployments; and the checkpoints of
+    the given speculative benchmarks (every one's, for all)."""
     # reads go through the Core connection: column tuples without the ORM's result machinery
     connection = session.connection()
     query = select(Benchmark.checkpoint_id, Benchmark.id, Benchmark.deployment_id).where(
@@ -132,34 +143,61 @@ def _scope(session: Session, benchmark_ids: Iterable[int] | None) -> tuple[dict[
 
     if benchmark_ids is None:
         add(connection.execute(query))
-    else:
-        touched = select(
-            Benchmark.checkpoint_id,
-            Benchmark.id,
-            Benchmark.deployment_id,
-            Benchmark.concurrency,
-            Benchmark.speculative_algorithm,
-        )
-        baseline_keys: dict[int, set[int]] = defaultdict(set)
-        for cid, i, deployment_id, concurrency, algorithm in select_in(
-            session, touched, Benchmark.id, list(benchmark_ids)
-        ):
-            if algorithm is None:
-                baseline_keys[deployment_id].add(concurrency)
-            elif cid is not None:
-                add(((cid, i, deployment_id),))
-        for deployment_id, concurrencies in baseline_keys.items():
-            add(_baseline_reach(session, query, deployment_id, concurrencies))
-    return {checkpoint_id: sorted(ids) for checkpoint_id, ids in scope.items()}, deployment_ids
+        return _sorted(scope), deployment_ids, set(scope)
+    touched = select(
+        Benchmark.checkpoint_id,
+        Benchmark.id,
+        Benchmark.deployment_id,
+        Benchmark.concurrency,
+        Benchmark.dataset,
+        Benchmark.speculative_algorithm,
+    )
+    new_baselines: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    baseline_ids = []
+    for cid, i, deployment_id, concurrency, dataset, algorithm in select_in(
+        session, touched, Benchmark.id, list(benchmark_ids)
+    ):
+        if algorithm is None:
+            new_baselines[deployment_id].append((concurrency, dataset or ""))
+            baseline_ids.append(i)
+        elif cid is not None:
+            add(((cid, i, deployment_id),))
+    given = set(scope)
+    # a repeat changes its deployment's noise, the floor of every band there
+    everywhere = repeated_baselines(session, baseline_ids) if baseline_ids else set()
+    for deployment_id, keys in new_baselines.items():
+        add(_baseline_reach(session, query, deployment_id, None if deployment_id in everywhere else keys))
+    return _sorted(scope), deployment_ids, given
+
+
+def _datasets(groups: Groups) -> set[str] | None:
+    """The datasets of these groups ("" for none); None (any) for more than an IN list's worth."""
+    datasets = {key.dataset or "" for key in groups}
+    return None if len(datasets) > bulk.CHUNK // 2 else datasets
+
+
+def _places(benches: list[BenchmarkRow], groups: Groups) -> dict[int, set[tuple[int, int]]]:
+    """Each checkpoint's (deployment, load) places among these benchmarks (and backfilled ones)."""
+    places: dict[int, set[tuple[int, int]]] = defaultdict(set)
+    for bench in benches:
+        places[bench.checkpoint_id].add((bench.deployment_id, bench.concurrency))
+    for key in groups:
+        places[key.checkpoint_id].add((key.deployment_id, key.concurrency))
+    return places
+
+
+def _sorted(scope: dict[int, set[int]]) -> dict[int, list[int]]:
+    return {checkpoint_id: sorted(ids) for checkpoint_id, ids in scope.items()}
 
 
 def _baseline_reach(
-    session: Session, query: Select, deployment_id: int, concurrencies: set[int]
+    session: Session, query: Select, deployment_id: int, new: list[tuple[int, str]] | None
 ) -> Iterable[Any]:
     """The speculative benchmarks (rows of `query`) whose predictions new baselines on this deployment at
-    these loads change: those at these loads; those at a load with no baseline of its own, whose
-    baseline is interpolated between measured loads; and, when a calibrated set of the deployment is
-    active (its fit is stated at a reference load), every one on it."""
+    these (load, dataset) change (costmodel.sources.choose_baseline): those at these loads; at a load
+    with no baseline of its own, those whose baseline is interpolated or carried from one of these loads,
+    and those of these datasets (their own loads come first); and, when a calibrated set of the
+    deployment is active (its fit is stated at a reference load) or `new` is None, every one on it."""
     connection = session.connection()
     on_deployment = query.where(Benchmark.deployment_id == deployment_id)
     calibrated = select(ParameterSet.id).where(
@@ -167,15 +205,40 @@ def _baseline_reach(
         ParameterSet.is_active.is_(True),
         ParameterSet.source != PredictionSource.THEORY,
     )
-    if connection.execute(calibrated.limit(1)).first() is not None:
+    if new is None or connection.execute(calibrated.limit(1)).first() is not None:
         return connection.execute(on_deployment)
-    measured = select(Benchmark.concurrency).where(
-        Benchmark.deployment_id == deployment_id,
-        Benchmark.speculative_algorithm.is_(None),
-        Benchmark.superseded_by_id.is_(None),
-    )
-    reach = Benchmark.concurrency.in_(sorted(concurrencies)) | Benchmark.concurrency.not_in(measured)
-    return connection.execute(on_deployment.where(reach))
+    measured = load_baselines(session, deployment_id=deployment_id).measured_loads(deployment_id)
+    loads = sorted({concurrency for concurrency, _ in new})
+    unmeasured = Benchmark.concurrency.not_in(sorted(measured))
+    datasets = {dataset for _, dataset in new}
+    reach = [Benchmark.concurrency.in_(loads), unmeasured & _of_datasets(datasets)]
+    # an unmeasured load takes its baseline from the measured ones next to it (baseline_at_load); a new
+    # load counts as a level even if its median is not positive (then it may have been one before)
+    levels = sorted({load for load, tps in measured.items() if tps and tps > 0} | set(loads))
+    for low, high in _neighbourhoods(levels, loads):
+        reach.append(unmeasured & Benchmark.concurrency.between(low, high))
+    return connection.execute(on_deployment.where(or_(*reach)))
+
+
+def _of_datasets(datasets: set[str]) -> ColumnElement[bool]:
+    """Benchmarks of these datasets ("" for none); of any, for more than an IN list's worth (a big file's
+    baselines: its refresh reaches most of the store anyway)."""
+    if len(datasets) > bulk.CHUNK // 2:  # read at each call: the test of big files lowers it
+        return true()
+    named = Benchmark.dataset.in_(sorted(datasets - {""}))
+    if "" in datasets:  # a baseline without a dataset is the own one of benchmarks without one
+        return named | Benchmark.dataset.is_(None) | (Benchmark.dataset == "")
+    return named
+
+
+def _neighbourhoods(levels: list[int], loads: list[int]) -> Iterator[tuple[int, int]]:
+    """For each of `loads` (each one of the measured `levels`), the range between the levels next to it (to
+    either end where it is the first or last): the unmeasured loads whose baseline it is a neighbour of."""
+    for load in loads:
+        at = levels.index(load)
+        low = levels[at - 1] if at > 0 else -(2**31)
+        high = levels[at + 1] if at + 1 < len(levels) else 2**31 - 1
+        yield low, high
 
 
 def _rows(session: Session, ids: list[int]) -> list[BenchmarkRow]:
@@ -218,13 +281,20 @@ def _add_backfilled(session: Session, groups: Groups, untrained: list[int], know
 def _with_baselines_of(
     session: Session, context: RefreshContext, groups: Groups, deployment_ids: set[int]
 ) -> RefreshContext:
-    """The context with the baselines of every deployment among `groups` (backfilled benchmarks may be on
-    deployments the given ones are not); `deployment_ids`, those read so far, grows with them."""
+    """The context with the baselines and estimates of every deployment among `groups` (backfilled
+    benchmarks may be on deployments the given ones are not); `deployment_ids`, those read so far, grows
+    with them."""
     needed = {key.deployment_id for key in groups}
     if needed <= deployment_ids:
         return context
+    fitted = fitted_estimates(session, sorted(needed - deployment_ids), keep=True)
     deployment_ids |= needed
-    return replace(context, baselines=load_baselines(session, deployment_ids=sorted(deployment_ids)))
+    return replace(
+        context,
+        baselines=load_baselines(session, deployment_ids=sorted(deployment_ids)),
+        estimates={**context.estimates, **fitted.estimates},
+        refitted=(*context.refitted, *fitted.refitted),
+    )
 
 
 def _checkpoint_batches(scope: dict[int, list[int]]) -> Iterator[list[int]]:

@@ -75,7 +75,7 @@ def read_context(
     """The inputs of a refresh of these checkpoints' benchmarks (every checkpoint's when None) on these
     deployments (the baselines of those only; every deployment's when None); each deployment's current
     profile gets its theory set first, unless a reader (`add_theory_sets` False) takes the sets stored;
-    load models fitted for the estimates are stored too, unless a reader's."""
+    load models fitted for the estimates (of those deployments) are stored too, unless a reader's."""
     deployments = {d.id: d for d in session.scalars(select(Deployment))}
     for deployment in deployments.values() if add_theory_sets else ():
         ensure_theory_set(session, deployment)
@@ -89,7 +89,7 @@ def read_context(
         load = fit.load_params(facts[pset.deployment_id].architecture) if fit and by_load else None
         plans[pset.deployment_id].append(SetPlan(pset.id, pset.source, costs, costs.error_band(), load))
         versions[pset.id] = pset.version
-    fitted = fitted_estimates(session, keep=add_theory_sets)
+    fitted = fitted_estimates(session, deployment_ids, keep=add_theory_sets)
     return RefreshContext(
         deployments=deployments,
         facts=facts,

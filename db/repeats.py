@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.context import OUTPUT_CLASS_TOKENS
 from specdash.costmodel.uncertainty import repeat_noise
+from specdash.db.bulk import select_in
 from specdash.db.models import Benchmark
 
 # The columns that make two benchmarks repeats of one measurement.
@@ -54,3 +55,19 @@ def noise_by_deployment(session: Session) -> dict[int, float]:
             by_deployment[key[0]].append(speeds)
     noise = {deployment: repeat_noise(repeats) for deployment, repeats in by_deployment.items()}
     return {deployment: value for deployment, value in noise.items() if value is not None}
+
+
+def repeated_baselines(session: Session, benchmark_ids: list[int]) -> set[int]:
+    """The deployments where one of these benchmarks without speculation has a repeat: its deployment's
+    noise (noise_by_deployment) counts it, and with it the band of every prediction there."""
+    given = select(*repeat_columns()).where(
+        Benchmark.speculative_algorithm.is_(None), Benchmark.superseded_by_id.is_(None)
+    )
+    keys = {tuple(row) for row in select_in(session, given, Benchmark.id, benchmark_ids)}
+    if not keys:
+        return set()
+    counts: dict[tuple, int] = defaultdict(int)
+    others = given.where(Benchmark.deployment_id.in_(sorted({key[0] for key in keys})))
+    for row in session.execute(others):
+        counts[tuple(row)] += 1
+    return {key[0] for key in keys if counts[key] > 1}

@@ -7,6 +7,7 @@ import json
 import pytest
 from sqlalchemy import select
 
+from specdash.db.board_models import LeaderboardEntry
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from specdash.db.refresh import refresh
@@ -155,3 +156,84 @@ def test_a_new_baseline_refreshes_only_its_deployment_and_load(tmp_path, concurr
     with transaction(engine) as session:
         refresh(session)
     assert snapshot(engine) == before
+
+
+# A store of many benchmarks: two deployments with baselines at some loads (loads 1, 2, 4 and 16; datasets
+# of their own at some), one measured only with speculation; untrained drafters over datasets and loads 1-24.
+DATASETS = ["mtbench", "gsm8k", "humaneval", "alpaca"]
+A100 = "4x A100, TP4, NVLink"
+
+
+def bigger_store() -> bytes:
+    records = []
+    for deployment, base in ((H100, 120.0), (L40S, 60.0)):
+        for n, load in enumerate((1, 2, 4, 16)):
+            for dataset in DATASETS[: 1 + n % 3]:
+                records.append(baseline(deployment, load, base / load**0.3 + len(dataset), dataset))
+    for n in range(240):
+        deployment = (H100, L40S, A100)[n % 3]
+        load = (1, 2, 3, 4, 8, 12, 16, 24)[n // 3 % 8]
+        dataset = DATASETS[n // 21 % 4]
+        tau = 1.8 + 0.1 * (n % 5)
+        tps = 200.0 / load**0.4 * tau / 2 * (1 + (n % 11 - 5) / 100)
+        run, checkpoint = f"drafter-{n % 4}", f"epoch_{n // 4 % 3}"
+        hours = n  # dated: a later file's earlier benchmark is a backfill
+        records.append(
+            eagle(
+                run,
+                checkpoint,
+                deployment,
+                load,
+                tps,
+                tau,
+                measured_at=f"2026-11-{10 + hours // 24}T{hours % 24:02}:00:00",
+            )
+            | {"dataset": dataset}
+        )
+    return lines(*records)
+
+
+SMALL_FILES = {
+    # at a measured load, on a new dataset: the load's median moves
+    "baseline at a measured load": lines(baseline(H100, 1, 131.0, dataset="new")),
+    # at a new load between two: the loads between its neighbours are interpolated from it
+    "baseline at a new load": lines(baseline(H100, 8, 70.0, dataset="gsm8k")),
+    # past the last measured load: carried from it
+    "baseline past the last load": lines(baseline(L40S, 32, 30.0)),
+    # of a dataset with its own loads
+    "baseline of a dataset": lines(baseline(L40S, 2, 44.0, dataset="humaneval")),
+    # repeats of one measurement far apart, at one load: the deployment's noise widens every band on it
+    "repeated baselines": lines(
+        *(baseline(L40S, 4, tps, dataset=f"noise-{n}") for n in range(4) for tps in (5.0, 100.0))
+    ),
+    # the first of its deployment: no more estimated baselines there
+    "first baseline of a deployment": lines(baseline(A100, 4, 90.0)),
+    # a drafter's earlier benchmark: its later ones are judged again by it
+    "backfilled benchmark": lines(
+        eagle("drafter-1", "epoch_0", H100, 3, 150.0, 2.2, measured_at="2026-11-01T10:00:00")
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SMALL_FILES))
+def test_a_small_file_into_a_bigger_store_leaves_what_a_full_refresh_computes(tmp_path, name):
+    engine = store(tmp_path, "bigger.db")
+    assert ingest_bytes(engine, "store.jsonl", bigger_store()).status == "loaded"
+    result = ingest_bytes(engine, "small.jsonl", SMALL_FILES[name])
+    assert result.status == "loaded", result.problems
+    incremental = snapshot(engine) | {"entries": entries(engine)}
+    with transaction(engine) as session:
+        refresh(session)
+    assert snapshot(engine) | {"entries": entries(engine)} == incremental
+    # and the same as a store that took both files from nothing
+    scratch = store(tmp_path, "scratch.db")
+    for file, data in (("store.jsonl", bigger_store()), ("small.jsonl", SMALL_FILES[name])):
+        assert ingest_bytes(scratch, file, data).status == "loaded"
+    assert snapshot(scratch)["predictions"] == incremental["predictions"]
+
+
+def entries(engine) -> list[tuple]:
+    """The Leaderboard's stored entries, by names (ids differ between stores)."""
+    with reading(engine) as session:
+        rows = session.execute(select(LeaderboardEntry.__table__)).mappings().all()
+    return sorted(tuple(sorted((k, v) for k, v in row.items())) for row in rows)
