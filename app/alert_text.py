@@ -77,6 +77,13 @@ def cause_phrase(code: str | None, message: str) -> str | None:
         return message.split(". ")[0].rstrip(".") if message else "acceptance has collapsed"
     if code == "slower_than_baseline":
         return "it is slower than no speculation at all"
+    if code == "context_mix":
+        found = _match(r"mean context of ([\d,]+) tokens, (longer|shorter) than the ([\d,]+)", message)
+        return (
+            f"it ran at {found[0]} tokens of context, the prediction is for {found[2]}"
+            if found
+            else "it ran at another context than the prediction is for"
+        )
     if code == "faster_than_predicted":
         if "calibrate it" in message or not message:
             return "the model is too pessimistic for this deployment: calibrate it"

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from specdash.costmodel.context import CONTEXT_SLACK
 from specdash.costmodel.domain import PredictionSource, Severity, TauSource
 from specdash.costmodel.gaps import GapDecomposition
 
@@ -56,6 +57,9 @@ class GapContext:
     acceptance_reference: str = ""  # what the predicted accept length is, in words
     # what judges the benchmark: theory, calibrated (a fit to this deployment's benchmarks) or an external name
     prediction_source: str = PredictionSource.THEORY
+    # the mean context the benchmark decoded at, and the deployment's median where its benchmarks span two
+    context_tokens: float | None = None
+    reference_context: float | None = None
 
 
 # Names engines use for the same algorithm (SGLang runs NEXTN as EAGLE).
@@ -184,6 +188,26 @@ def acceptance_unknown(ctx: GapContext) -> Diagnosis | None:
     )
 
 
+def context_mix(ctx: GapContext) -> Diagnosis | None:
+    """A benchmark at a much longer (shorter) context than its deployment's others, measured slower (faster)
+    than predicted: the prediction is for their median context, and each request's KV cache is read every
+    forward (costmodel/context.py)."""
+    d, context, reference = ctx.decomposition, ctx.context_tokens, ctx.reference_context
+    if d is None or context is None or reference is None or abs(d.gap) < ctx.threshold:
+        return None
+    longer, shorter = context > reference * CONTEXT_SLACK, context < reference / CONTEXT_SLACK
+    if not ((longer and d.gap > 0) or (shorter and d.gap < 0)):
+        return None
+    return Diagnosis(
+        "context_mix",
+        Severity.INFO,
+        f"decoded at a mean context of {context:,.0f} tokens, {'longer' if longer else 'shorter'} than the "
+        f"{reference:,.0f} of this deployment's benchmarks, which the prediction is for: every forward reads "
+        f"each request's KV cache, so a {'longer' if longer else 'shorter'} context runs "
+        f"{'slower' if longer else 'faster'} (`specdash schedule --context {context:.0f}` predicts it there)",
+    )
+
+
 def faster_than_predicted(ctx: GapContext) -> Diagnosis | None:
     d = ctx.decomposition
     if d is None or d.gap > -ctx.threshold:
@@ -233,6 +257,7 @@ RULES: list[Rule] = [
     round_overhead,
     acceptance_shortfall,
     acceptance_unknown,
+    context_mix,
     faster_than_predicted,
     no_baseline,
 ]
@@ -245,6 +270,7 @@ CONFIGURATION_CODES = ("algorithm_mismatch", "hidden_size_mismatch", "beyond_tra
 LEAD_ORDER = (
     *CONFIGURATION_CODES,
     "acceptance_shortfall",
+    "context_mix",
     "round_overhead",
     "acceptance_unknown",
     "slower_than_baseline",

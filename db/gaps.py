@@ -20,6 +20,7 @@ from specdash.costmodel import (
     diagnose,
     throughput,
 )
+from specdash.costmodel.context import decode_context
 from specdash.costmodel.diagnoses import worst_severity
 from specdash.costmodel.domain import TauSource
 from specdash.costmodel.sources import Trained, choose_accept_length
@@ -207,6 +208,8 @@ def _judge(
     gap_context.draft_hidden_size = bench.draft_hidden_size
     gap_context.accept_length_source = tau_source
     gap_context.acceptance_reference = tau_text
+    gap_context.context_tokens = decode_context(bench.input_tokens, bench.output_tokens)
+    gap_context.reference_context = context.reference_contexts.get(bench.deployment_id)
     diagnoses = diagnose(gap_context)
     judged.candidates[bench.id].append(
         Candidate(

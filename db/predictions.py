@@ -36,6 +36,8 @@ BENCHMARK_COLUMNS = (
     Benchmark.decode_tps,
     Benchmark.accept_length,
     Benchmark.draft_hidden_size,
+    Benchmark.input_tokens,
+    Benchmark.output_tokens,
 )
 PREDICTION_KEY = (
     Prediction.checkpoint_id,
@@ -128,6 +130,8 @@ class BenchmarkRow(NamedTuple):
     decode_tps: float
     accept_length: float | None
     draft_hidden_size: int | None
+    input_tokens: float | None = None
+    output_tokens: float | None = None
 
 
 Groups = dict[PredictionKey, list[BenchmarkRow]]

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.calibrated import CostSet
+from specdash.costmodel.context import decode_context, reference_context, spans_contexts
 from specdash.costmodel.estimated import BaselineEstimate
 from specdash.costmodel.loadmodel import LoadParams
 from specdash.costmodel.priors import DeploymentFacts
@@ -19,7 +20,7 @@ from specdash.db.acceptance import checkpoint_rates
 from specdash.db.bulk import select_in
 from specdash.db.history import Reference
 from specdash.db.loadmodels import fitted_estimates
-from specdash.db.models import Checkpoint, Deployment, ParameterSet, Run, utcnow
+from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run, utcnow
 from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.repeats import noise_by_deployment
 from specdash.db.settings import get_gap_threshold
@@ -64,6 +65,8 @@ class RefreshContext:
     noise: dict[int, float] = field(default_factory=dict)
     # the deployments whose load model (behind `estimates`) was fitted for this refresh, not reused
     refitted: tuple[int, ...] = ()
+    # deployment id -> the median context its benchmarks stated, where they span more than one
+    reference_contexts: dict[int, float] = field(default_factory=dict)
 
 
 def read_context(
@@ -102,7 +105,26 @@ def read_context(
         estimates=fitted.estimates,
         noise=noise_by_deployment(session),
         refitted=fitted.refitted,
+        reference_contexts=reference_contexts(session, deployment_ids),
     )
+
+
+def reference_contexts(session: Session, deployment_ids: Sequence[int] | None) -> dict[int, float]:
+    """Each deployment's median stated context (costmodel.context), where its benchmarks span two: a
+    benchmark far from it is judged against a prediction made for another context."""
+    query = (
+        select(Benchmark.deployment_id, Benchmark.input_tokens, Benchmark.output_tokens)
+        .where(Benchmark.input_tokens.is_not(None), Benchmark.superseded_by_id.is_(None))
+        .distinct()
+    )
+    if deployment_ids is not None:
+        query = query.where(Benchmark.deployment_id.in_(list(deployment_ids)))
+    stated: dict[int, list[float]] = defaultdict(list)
+    for deployment_id, input_tokens, output_tokens in session.execute(query):
+        context = decode_context(input_tokens, output_tokens)
+        if context is not None:
+            stated[deployment_id].append(context)
+    return {d: reference_context(c) for d, c in stated.items() if spans_contexts(c)}
 
 
 def read_drafters(session: Session, checkpoint_ids: Sequence[int] | None) -> dict[int, Drafter]:

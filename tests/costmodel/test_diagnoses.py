@@ -75,6 +75,11 @@ RULE_CASES = [
         dict(measured_tps=82.3, accept_length_source="history"),
         dict(measured_tps=82.3, accept_length_source="measured"),
     ),  # nothing predicts tau: not the round
+    (
+        "context_mix",
+        dict(measured_tps=82.3, context_tokens=16512, reference_context=8832),
+        dict(measured_tps=82.3, context_tokens=9000, reference_context=8832),
+    ),  # a longer context, slower than predicted; within 25 % of the median it is no cause
     ("faster_than_predicted", dict(measured_tps=200.0), dict(measured_tps=170.0)),
     ("no_baseline", dict(baseline_measured=False), dict(baseline_measured=True)),
 ]
@@ -205,6 +210,7 @@ def test_every_rule_has_a_stable_code_named_after_it():
         "round_overhead",
         "acceptance_shortfall",
         "acceptance_unknown",
+        "context_mix",
         "faster_than_predicted",
         "no_baseline",
     ]
