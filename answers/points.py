@@ -86,6 +86,7 @@ class PointModel:
     cache: PredictionCache = field(default_factory=PredictionCache)
     # how rounds move with context (answers/context.py); None: at the benchmarks' context only
     lengths: ContextModel | None = None
+    _memo: dict[str, float | None] = field(default_factory=dict, repr=False)
 
     @property
     def source(self) -> PredictionSource:
@@ -141,9 +142,11 @@ class PointModel:
         return answer.round_ms if steps else 1000.0 / answer.baseline_tps
 
     def step_ms(self) -> float | None:
-        """T1: the step without speculation of one request alone, at the benchmarks' context."""
-        one = self._predict(1, 1, 1)
-        return None if one is None or not one.baseline_tps else 1000.0 / one.baseline_tps
+        """T1: the step without speculation of one request alone, at the benchmarks' context (read once)."""
+        if "step" not in self._memo:
+            one = self._predict(1, 1, 1)
+            self._memo["step"] = None if one is None or not one.baseline_tps else 1000.0 / one.baseline_tps
+        return self._memo["step"]
 
     def _at_context(self, answer: PointAnswer, context: float) -> PointAnswer:
         """The answer moved to another context: the KV read of every request in flight moves the round
