@@ -18,6 +18,7 @@ the way `specdash ingest` stores it.
   (what a deployment that measured them gets)."""
 
 import importlib
+import json
 import statistics
 import tempfile
 from collections import defaultdict
@@ -81,18 +82,19 @@ class Measured:
     accept_length: float
 
 
+def deployment_record(folder: Path) -> dict:
+    """The sweep's deployment as its folder's deployment.jsonl states it (name, engine, GPU, target)."""
+    return json.loads((folder / "deployment.jsonl").read_text().splitlines()[0])
+
+
 def sweeps() -> list[ContextSweep]:
-    found = []
-    for folder in sorted(p for p in SWEEPS_DIR.iterdir() if (p / "deployment.jsonl").exists()):
-        engine = "vllm" if any(p.suffix == ".json" for p in folder.rglob("measure_*.json")) else "sglang"
-        found.append(ContextSweep(folder.name, engine, folder))
-    return found
+    """Every folder of SWEEPS_DIR with a deployment record, under the engine that record names."""
+    folders = sorted(p for p in SWEEPS_DIR.iterdir() if (p / "deployment.jsonl").exists())
+    return [ContextSweep(f.name, deployment_record(f)["engine"], f) for f in folders]
 
 
 def deployment_name(sweep: ContextSweep) -> str:
-    import json
-
-    return json.loads((sweep.folder / "deployment.jsonl").read_text().splitlines()[0])["name"]
+    return str(deployment_record(sweep.folder)["name"])
 
 
 def build_store(
