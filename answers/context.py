@@ -12,6 +12,7 @@ from specdash.costmodel.context import (
     context_model,
     decode_context,
     kv_share_prior,
+    sliding_window,
     spans_contexts,
 )
 from specdash.costmodel.priors import TargetArchitecture
@@ -34,14 +35,15 @@ def context_model_for(
     rows = stated_contexts(session, deployment_id)
     contexts = [c for c in (decode_context(r.input_tokens, r.output_tokens) for r in rows) if c is not None]
     prior = kv_share_prior(architecture, comm_fraction)
+    window = sliding_window(architecture)
     if not spans_contexts(contexts):
-        return context_model(contexts, prior)
+        return context_model(contexts, prior, window=window)
     step = step_ms()
     if step is None:
-        return context_model(contexts, prior)
+        return context_model(contexts, prior, window=window)
     mine = [r for r in rows if r.checkpoint_id in (checkpoint_id, None)]
     points = [p for p in (_point(cell, step, round_at) for cell in cells(mine).values()) if p is not None]
-    return context_model(contexts, prior, points)
+    return context_model(contexts, prior, points, window)
 
 
 def context_bucket(context: float) -> float:

@@ -17,6 +17,11 @@ their median is the reference context, at which the shift is zero. A point at an
 the round and the base step by KV(B, c) - KV(B, reference): never below the context-free step, since a
 shorter context cannot make the weights read faster.
 
+Layers that attend over a sliding window (Gemma's five in six) hold the last `window` tokens only: their
+read grows with context up to the window and then stops, while the full-attention layers' keeps growing.
+A request's read is therefore counted in tokens of the full-attention layers, c + r * min(c, window) with
+r their K and V bytes per token over the full layers', and kv is the share of one such token.
+
 The prior of kv is the ratio of a token's KV bytes to the weight bytes one step reads, both sharded alike
 across tensor-parallel GPUs so the bandwidth cancels: (1 - f) * 1000 * kv_bytes_per_token / weight_bytes.
 Llama-3.1-8B (32 layers x 8 KV heads x 128 x K and V x 2 bytes = 128 KiB a token, 16 GB of bf16 weights)
@@ -75,6 +80,31 @@ def kv_bytes_per_token(arch: TargetArchitecture | None) -> float | None:
     return float(arch.num_layers * arch.kv_bytes_per_layer_token)
 
 
+@dataclass(frozen=True)
+class SlidingWindow:
+    """Layers attending over the last `tokens` tokens only, `ratio` times the full-attention layers' K and
+    V bytes per token."""
+
+    tokens: float
+    ratio: float
+
+
+def sliding_window(arch: TargetArchitecture | None) -> SlidingWindow | None:
+    """The target's sliding-window layers against its full-attention ones, when its geometry says both."""
+    full = kv_bytes_per_token(arch)
+    if arch is None or not (full and arch.window_tokens and arch.windowed_kv_bytes_per_token):
+        return None
+    return SlidingWindow(float(arch.window_tokens), arch.windowed_kv_bytes_per_token / full)
+
+
+def kv_tokens(context: float, window: SlidingWindow | None) -> float:
+    """The KV a request reads at `context`, in tokens of the full-attention layers: the windowed layers'
+    read stops growing at their window."""
+    if window is None:
+        return context
+    return context + window.ratio * min(max(context, 0.0), window.tokens)
+
+
 def kv_share_prior(arch: TargetArchitecture | None, comm_fraction: float = 0.0) -> float:
     """kv from the target's KV geometry and active weights; of a target whose size alone is known, the
     generic one scaled as GQA models' KV grows (about the square root of the parameters: Llama-3.1 8B and
@@ -122,12 +152,17 @@ class ContextModel:
     # reference prediction). A point at a context is moved from the nearest one measured at its load
     # (or the nearest load), so that where the step was measured the prediction keeps to it.
     anchors: tuple[tuple[float, float, float], ...] = ()
+    window: SlidingWindow | None = None  # the target's sliding-window layers, when it has any
+
+    def kv_between(self, context: float, start: float) -> float:
+        """How many more full-attention tokens a request reads at `context` than at `start`."""
+        return kv_tokens(context, self.window) - kv_tokens(start, self.window)
 
     def shift_ms(self, step_ms: float, batch: float, context: float) -> float:
         """How much longer a forward at `context` takes than the reference prediction at this batch."""
         batch = max(batch, 1.0)
         if not self.anchors:
-            return step_ms * self.kv_share * batch * (context - self.reference_tokens) / 1000.0
+            return step_ms * self.kv_share * batch * self.kv_between(context, self.reference_tokens) / 1000.0
         loads = sorted({a[0] for a in self.anchors})
         below = [b for b in loads if b <= batch] or loads[:1]
         above = [b for b in loads if b >= batch] or loads[-1:]
@@ -142,7 +177,7 @@ class ContextModel:
         """The offset per request at a measured load, moved from its nearest measured context."""
         at_load = [a for a in self.anchors if a[0] == load]
         _, measured_at, offset = min(at_load, key=lambda a: abs(math.log(max(a[1], 1.0) / max(context, 1.0))))
-        return offset + step_ms * self.kv_share * (context - measured_at) / 1000.0
+        return offset + step_ms * self.kv_share * self.kv_between(context, measured_at) / 1000.0
 
     def moved(self, ms: float, step_ms: float, batch: float, context: float | None) -> float:
         """A forward's (or round's) `ms` at the reference context moved to `context`; no lower than a
@@ -170,7 +205,7 @@ def spans_contexts(contexts: Sequence[float]) -> bool:
     return bool(contexts) and max(contexts) > CONTEXT_SLACK * min(contexts)
 
 
-def fit_kv_share(points: Sequence[ContextPoint], prior: float) -> float:
+def fit_kv_share(points: Sequence[ContextPoint], prior: float, window: SlidingWindow | None = None) -> float:
     """kv from how each setting and load's measurement changed between contexts (each group's mean taken
     out, so what the reference prediction got wrong does not count), in relative terms, plus the pull
     toward `prior`: linear in kv, so closed-form."""
@@ -184,9 +219,15 @@ def fit_kv_share(points: Sequence[ContextPoint], prior: float) -> float:
         if not spans_contexts([p.context for p in members]):
             continue
         mean_ms = statistics.fmean(p.measured_ms for p in members)
-        mean_context = statistics.fmean(p.context for p in members)
+        mean_tokens = statistics.fmean(kv_tokens(p.context, window) for p in members)
         for p in members:
-            x = p.step_ms * max(p.batch, 1.0) * (p.context - mean_context) / 1000.0 / mean_ms
+            x = (
+                p.step_ms
+                * max(p.batch, 1.0)
+                * (kv_tokens(p.context, window) - mean_tokens)
+                / 1000.0
+                / mean_ms
+            )
             y = (p.measured_ms - mean_ms) / mean_ms
             xx += x * x
             xy += x * y
@@ -204,15 +245,18 @@ def anchors_of(points: Sequence[ContextPoint]) -> tuple[tuple[float, float, floa
 
 
 def context_model(
-    contexts: Sequence[float], prior: float, points: Sequence[ContextPoint] = ()
+    contexts: Sequence[float],
+    prior: float,
+    points: Sequence[ContextPoint] = (),
+    window: SlidingWindow | None = None,
 ) -> ContextModel:
     """The deployment's context model from the contexts its benchmarks stated and, when they span two,
     the points to fit kv to and anchor on."""
     reference = reference_context(contexts)
     fit = spans_contexts(contexts) and bool(points)
-    kv = fit_kv_share(points, prior) if fit else prior
+    kv = fit_kv_share(points, prior, window) if fit else prior
     anchors = anchors_of(points) if fit else ()
     measured = tuple(sorted(set(contexts)))
     if len(measured) > MAX_LISTED_CONTEXTS:  # a scrape's windows: two significant digits each
         measured = tuple(sorted({float(f"{c:.2g}") for c in contexts}))
-    return ContextModel(kv, reference, bool(contexts), fit, measured, anchors)
+    return ContextModel(kv, reference, bool(contexts), fit, measured, anchors, window)

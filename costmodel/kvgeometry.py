@@ -29,6 +29,14 @@ KNOWN_KV_GEOMETRY = {
     "gpt-oss-20b": (24, 2048.0),
     "mixtral-8x7b": (32, 4096.0),
     "llama-4-scout-17b-16e": (48, 4096.0),
+    # its 10 full-attention layers (4 KV heads x 512); the other 50 attend over a window (below)
+    "gemma-4-31b": (10, 8192.0),
+}
+# Targets whose other layers attend over the last `window` tokens only, so their cache stops growing there:
+# (window tokens, K and V bytes of one token summed over those layers, bf16). Gemma-4-31B's config.json
+# (text_config): 50 `sliding_attention` layers of 16 KV heads x 256 over 1,024 tokens.
+KNOWN_WINDOWED_KV = {
+    "gemma-4-31b": (1024, 50 * 16384.0),
 }
 
 
@@ -40,3 +48,18 @@ def kv_bytes_per_layer_token(config: dict[str, Any]) -> float | None:
     if not head_dim and config.get("hidden_size") and config.get("num_attention_heads"):
         head_dim = config["hidden_size"] / config["num_attention_heads"]
     return 4.0 * float(heads) * float(head_dim) if heads and head_dim else None
+
+
+def known_kv_fields(name: str) -> dict[str, Any] | None:
+    """The KV geometry of a target whose (lower-case) name starts like a tabled one, as TargetArchitecture's
+    fields; None when none is."""
+    geometry = next((g for key, g in KNOWN_KV_GEOMETRY.items() if name.startswith(key)), None)
+    if geometry is None:
+        return None
+    window = next((w for key, w in KNOWN_WINDOWED_KV.items() if name.startswith(key)), (None, None))
+    return {
+        "num_layers": geometry[0],
+        "kv_bytes_per_layer_token": geometry[1],
+        "window_tokens": window[0],
+        "windowed_kv_bytes_per_token": window[1],
+    }

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from specdash.costmodel.kvgeometry import KNOWN_KV_GEOMETRY, kv_bytes_per_layer_token
+from specdash.costmodel.kvgeometry import known_kv_fields, kv_bytes_per_layer_token
 from specdash.costmodel.throughput import CostParams
 
 # Fixed cost per round beyond drafting and verifying (scheduling, tree building, sampling, KV bookkeeping):
@@ -197,6 +197,10 @@ class TargetArchitecture:
     experts_per_token: int | None = None
     num_layers: int | None = None
     kv_bytes_per_layer_token: float | None = None  # K and V (or MLA's latent) of one token in one layer
+    # layers attending over the last `window_tokens` only (then the two above count the full-attention
+    # layers): their K and V bytes of one token, summed over them
+    window_tokens: int | None = None
+    windowed_kv_bytes_per_token: float | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -257,11 +261,8 @@ def architecture_for(model: str | None) -> TargetArchitecture | None:
         return None
     name = model.lower().rsplit("/", 1)[-1]
     arch = _architecture_by_name(name)
-    known = ((key, g) for key, g in KNOWN_KV_GEOMETRY.items() if "distill" not in name)
-    geometry = next((g for key, g in known if name.startswith(key)), None)
-    if arch is None or geometry is None:
-        return arch
-    return replace(arch, num_layers=geometry[0], kv_bytes_per_layer_token=geometry[1])
+    known = known_kv_fields(name) if "distill" not in name else None
+    return arch if arch is None or known is None else replace(arch, **known)
 
 
 def _architecture_by_name(name: str) -> TargetArchitecture | None:

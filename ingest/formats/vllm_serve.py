@@ -113,6 +113,18 @@ def _measured_at(date: str | None) -> datetime | None:
         return None
 
 
+def drafted_per_round(result: ServeResult) -> int | None:
+    """The tokens drafted per round the server's counters state, when a whole number. The per-position
+    rates list every position the drafter was set up for: under a per-batch-size schedule
+    (`num_speculative_tokens_per_batch_size`) the positions past the depth it ran at read 0.0, so the
+    counters, not the list's length, say the depth."""
+    drafts, tokens = result.spec_decode_num_drafts, result.spec_decode_draft_tokens
+    if not drafts or not tokens:
+        return None
+    per_round = tokens / drafts
+    return round(per_round) if abs(per_round - round(per_round)) < 1e-6 and per_round >= 1 else None
+
+
 def record_from(data: LinedDict, path: str, link) -> Iterator:
     if data.get("request_rate") == "inf":
         data["request_rate"] = float("inf")
@@ -131,9 +143,7 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         result.drafter or result.drafter_path
     )
     algorithm = algorithm_name(result.speculative_algorithm) or (SPECULATION_UNKNOWN if speculating else None)
-    steps = result.num_steps or (len(rates) if rates else None)
-    if steps is None and result.spec_decode_num_drafts and result.spec_decode_draft_tokens:
-        steps = round(result.spec_decode_draft_tokens / result.spec_decode_num_drafts) or None
+    steps = result.num_steps or drafted_per_round(result) or (len(rates) if rates else None)
     speculative = algorithm is not None
     steps, draft_tokens = (
         draft_setting(algorithm, steps, result.topk or 1, result.num_draft_tokens)

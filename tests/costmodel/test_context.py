@@ -9,9 +9,12 @@ from specdash.costmodel.context import (
     GENERIC_KV_SHARE,
     ContextModel,
     ContextPoint,
+    SlidingWindow,
     context_model,
     decode_context,
     kv_share_prior,
+    kv_tokens,
+    sliding_window,
 )
 from specdash.costmodel.priors import architecture_for
 from specdash.costmodel.schedule import ScheduleEntry, context_ranges, vllm_context_config
@@ -34,6 +37,20 @@ def test_the_prior_is_a_tokens_kv_bytes_over_the_weight_bytes_a_step_reads():
     # a dense model of known size alone: the generic share scaled by sqrt(8 / size)
     assert kv_share_prior(architecture_for("acme-32b")) == pytest.approx(GENERIC_KV_SHARE * 0.5)
     assert kv_share_prior(None) == GENERIC_KV_SHARE
+
+
+def test_sliding_window_layers_stop_adding_to_the_read_at_their_window():
+    # Gemma-4-31B: 10 full-attention layers of 8,192 bytes a token; 50 windowed ones of 16,384 over 1,024
+    gemma = architecture_for("prithivMLmods/gemma-4-31B-it-qat-FP8")
+    window = sliding_window(gemma)
+    assert window == SlidingWindow(1024, 50 * 16384 / (10 * 8192)) and window.ratio == 10
+    assert kv_share_prior(gemma) == pytest.approx(1000 * 10 * 8192 / 62e9)  # the full layers' share
+    # below the window every layer's read grows (11 full-layer tokens a token), above it the full layers'
+    assert kv_tokens(500, window) == 500 + 10 * 500 and kv_tokens(4096, window) == 4096 + 10 * 1024
+    assert kv_tokens(4096, None) == 4096 and sliding_window(architecture_for("Llama-3.1-8B")) is None
+    model = ContextModel(0.01, 1000, True, False, (1000,), window=SlidingWindow(1024, 10))
+    # T1 = 5 ms, batch 2: 1,000 -> 9,000 tokens adds 24 windowed + 8,000 full tokens (8,240 in all)
+    assert model.moved(20.0, 5.0, 2, 9000) == pytest.approx(20.0 + 5 * 0.01 * 2 * 8.24)
 
 
 def test_a_longer_context_moves_the_step_and_the_round_alike_and_never_below_the_weights():

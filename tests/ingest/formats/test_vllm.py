@@ -8,6 +8,7 @@ import pytest
 from specdash.ingest.formats import detect_format
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.load import ingest_bytes
+from tests.conftest import FIXTURES
 from tests.ingest_support import VLLM, benchmarks, load
 
 
@@ -43,6 +44,16 @@ def test_spec_decode_keys_and_metadata(engine):
     assert bench.decode_tps == pytest.approx(1000 / 6.37) and bench.output_throughput == 157.06
     assert bench.checkpoint.run.name == "llama-eagle3" and bench.checkpoint.name == "epoch_2_step_24000"
     assert "latencies" not in bench.raw and bench.raw["spec_decode_num_drafts"] == 7057
+
+
+def test_the_depth_under_a_batch_size_schedule_is_the_counters_not_the_rates_length(engine):
+    # vLLM PR #48944's replication, static_k3 at 400 tokens: scheduled K=3 of a drafter set up for 4, the
+    # fourth position's rate 0.0; 32,640 draft tokens over 10,880 rounds is 3 a round
+    name = "gemma4_h100nvl_b256/trial1/static_k3/ctx_400/measure_0.json"
+    load(engine, FIXTURES / "published" / "context" / name, link=LinkOptions(deployment="H100 NVL"))
+    (bench,) = benchmarks(engine)
+    assert len(bench.position_survival) == 4 and bench.position_survival[3] == 0.0
+    assert (bench.num_steps, bench.num_draft_tokens) == (3, 4)
 
 
 def test_append_result_is_one_object_a_line(engine):
