@@ -134,8 +134,9 @@ def context_heatmap(entries, title: str) -> go.Figure:
             "tickvals": positions,
             "ticktext": [load_label(b) for b in loads],
         },
-        yaxis={"title": "mean decode context (tokens)", "type": "category"},
-        height=120 + 40 * max(len(contexts), 3),
+        # a short title: a long one ran past a four-row plot into the chart's title
+        yaxis={"title": "context (tokens)", "type": "category"},
+        height=160 + 44 * max(len(contexts), 3),
         margin={"l": 10, "r": 10, "t": 30 + 22 * (title.count("\n") + 1), "b": 10},
     )
     return fig
