@@ -242,10 +242,6 @@ def test_the_checks_find_what_they_look_for(tmp_path):
     assert long_units(tmp_path) == ["db/other.py: 461 lines (at most 450)"]
 
 
-# Pages still written as scripts (issue 40, part 6 converts them one by one); a converted page leaves the set.
-SCRIPT_PAGES = {"live", "overview", "runs", "settings", "upload"}
-
-
 def page_script_lines(path: Path) -> list[str]:
     """What a page module does at its top level besides importing, defining functions, classes and
     constants and calling `render()` once, last: each such statement with its line."""
@@ -282,11 +278,8 @@ def test_a_page_is_a_render_of_functions():
     """A page's work is in functions (under the size rule above, which a script's top level escapes); its
     top level imports, defines and calls render()."""
     pages = {p.stem: p for p in (ROOT / "app" / "views").glob("*.py") if p.stem != "__init__"}
-    assert SCRIPT_PAGES <= set(pages)
-    found = {name: page_script_lines(path) for name, path in pages.items() if name not in SCRIPT_PAGES}
+    found = {name: page_script_lines(path) for name, path in pages.items()}
     assert found and all(lines == [] for lines in found.values()), found
-    # the pages left as scripts still are (else they leave SCRIPT_PAGES)
-    assert all(page_script_lines(pages[name]) for name in SCRIPT_PAGES)
 
 
 def test_the_page_check_finds_a_script(tmp_path):
