@@ -7,6 +7,7 @@ from specdash.answers.schedule import ScheduleError, checkpoint_schedule, depth_
 from specdash.app import state, tables, widgets
 from specdash.app.schedule_charts import context_heatmap, schedule_frame, schedule_heatmap
 from specdash.app.text import md
+from specdash.costmodel.context import parse_contexts
 from specdash.costmodel.domain import PredictionSource
 
 DEFAULT_LOADS = "1,2,4,8,16,32,64,128"
@@ -55,14 +56,9 @@ def _loads(text: str) -> tuple[float, ...] | None:
 def _contexts(text: str) -> tuple[float, ...] | None:
     """Context lengths in tokens ("8k" = 8000) separated by commas; () for none, None when unreadable."""
     try:
-        contexts = tuple(
-            sorted(
-                {float(part.strip().lower().replace("k", "e3")) for part in text.split(",") if part.strip()}
-            )
-        )
+        return parse_contexts(text)
     except ValueError:
         return None
-    return contexts if all(0 <= c <= 100_000_000 for c in contexts) else None
 
 
 def _caveats(basis: dict) -> None:

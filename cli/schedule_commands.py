@@ -15,6 +15,7 @@ import click
 
 from specdash.answers.schedule import CheckpointSchedule, ScheduleError, checkpoint_schedule
 from specdash.cli.common import db_option, open_db
+from specdash.costmodel.context import parse_contexts
 from specdash.costmodel.domain import PredictionSource, TauSource
 from specdash.costmodel.schedule import ScheduleEntry, trtllm_config, vllm_context_config
 from specdash.db.engine import reading
@@ -40,14 +41,14 @@ def _contexts(_ctx, _param, value: str | None) -> list[float] | None:
     if not value:
         return None
     try:
-        contexts = [float(part.lower().replace("k", "e3")) for part in value.split(",") if part.strip()]
-    except ValueError:
+        contexts = parse_contexts(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if not contexts:
         raise click.BadParameter(
             f"{value!r}: give context lengths in tokens separated by commas, e.g. 1000,8k,32k"
-        ) from None
-    if not contexts or any(not 0 <= c <= 100_000_000 for c in contexts):
-        raise click.BadParameter(f"{value!r}: every context length must be between 0 and 100,000,000 tokens")
-    return contexts
+        )
+    return list(contexts)
 
 
 def _number(value: float) -> str:

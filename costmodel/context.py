@@ -46,6 +46,8 @@ KV_SHARE_BOUNDS = (0.0, 0.2)
 KV_PRIOR_WEIGHT = (0.05 / GENERIC_KV_SHARE) ** 2
 # The share of a step the context can take away when it shortens (the rest is weights, compute, launch).
 MAX_CONTEXT_SHARE = 0.9
+# The longest context a schedule is asked for: 10x the longest model window (the store's own bound).
+MAX_CONTEXT_TOKENS = 100_000_000
 # More distinct stated contexts than this (a scrape's windows) are kept to two significant digits.
 MAX_LISTED_CONTEXTS = 12
 # Contexts within this factor of a measured one are not extrapolated.
@@ -64,6 +66,24 @@ def length_class(input_tokens: float | None, output_tokens: float | None) -> tup
         None if input_tokens is None else math.floor(input_tokens + 0.5),
         None if output_tokens is None else math.floor(output_tokens / OUTPUT_CLASS_TOKENS + 0.5),
     )
+
+
+def parse_contexts(text: str) -> tuple[float, ...]:
+    """Context lengths in tokens separated by commas ("8k" = 8,000), sorted, each once; ValueError saying
+    how to write them. An empty text is no context."""
+    try:
+        contexts = {
+            float(part.strip().lower().replace("k", "e3")) for part in text.split(",") if part.strip()
+        }
+    except ValueError:
+        raise ValueError(
+            f"{text!r}: give context lengths in tokens separated by commas, e.g. 1000,8k,32k"
+        ) from None
+    if any(not 0 <= c <= MAX_CONTEXT_TOKENS for c in contexts):
+        raise ValueError(
+            f"{text!r}: every context length must be between 0 and {MAX_CONTEXT_TOKENS:,} tokens"
+        )
+    return tuple(sorted(contexts))
 
 
 def decode_context(input_tokens: float | None, output_tokens: float | None) -> float | None:

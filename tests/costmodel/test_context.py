@@ -108,3 +108,17 @@ def test_vllm_gets_five_item_ranges_with_one_batch_split_shared_by_every_context
     # one context: the batch-only 3-item form
     single = json.loads(vllm_context_config(entries[:3], "eagle3").split("'")[1])
     assert single["num_speculative_tokens_per_batch_size"] == [[1, 4, 4], [5, 32, 2], [33, 4096, 0]]
+
+
+def test_context_lengths_are_read_once_for_the_cli_and_the_page():
+    from specdash.costmodel.context import parse_contexts
+
+    assert parse_contexts("32k, 1000,8K,1k") == (1000.0, 8000.0, 32000.0)
+    assert parse_contexts("") == ()
+    for bad, says in (
+        ("long", "context lengths in tokens"),
+        ("-5", "between 0 and"),
+        ("1e9", "between 0 and"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            parse_contexts(bad)
