@@ -157,11 +157,16 @@ def vllm_config(entries: Sequence[ScheduleEntry], method: str, model: str | None
     deepest = max((k for _, _, k in ranges), default=0)
     if deepest == 0:
         return "# no draft depth beats no speculation at any batch size: serve without --speculative-config"
+    return _speculative_config(method, model, deepest, [list(r) for r in ranges])
+
+
+def _speculative_config(method: str, model: str | None, deepest: int, schedule: list[list[int]]) -> str:
+    """The `--speculative-config` argument holding a schedule and its startup maximum."""
     config: dict[str, object] = {"method": method}
     if model:
         config["model"] = model
     config["num_speculative_tokens"] = deepest
-    config["num_speculative_tokens_per_batch_size"] = [list(r) for r in ranges]
+    config["num_speculative_tokens_per_batch_size"] = schedule
     return "--speculative-config '" + json.dumps(config) + "'"
 
 
@@ -199,14 +204,8 @@ def vllm_context_config(entries: Sequence[ScheduleEntry], method: str, model: st
     deepest = max(k for _, cells in rows for *_, k in cells)
     if deepest == 0:
         return "# no draft depth beats no speculation at any batch size and context: serve without it"
-    config: dict[str, object] = {"method": method}
-    if model:
-        config["model"] = model
-    config["num_speculative_tokens"] = deepest
-    config["num_speculative_tokens_per_batch_size"] = [
-        [bs_lo, bs_hi, ctx_lo, ctx_hi, k] for (bs_lo, bs_hi), cells in rows for ctx_lo, ctx_hi, k in cells
-    ]
-    return "--speculative-config '" + json.dumps(config) + "'"
+    cells = [[bs_lo, bs_hi, ctx_lo, ctx_hi, k] for (bs_lo, bs_hi), row in rows for ctx_lo, ctx_hi, k in row]
+    return _speculative_config(method, model, deepest, cells)
 
 
 def _context_rows(
