@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.context import (
     ContextModel,
     ContextPoint,
+    context_bucket,
     context_model,
     decode_context,
     kv_share_prior,
@@ -44,12 +45,6 @@ def context_model_for(
     mine = [r for r in rows if r.checkpoint_id in (checkpoint_id, None)]
     points = [p for p in (_point(cell, step, round_at) for cell in cells(mine).values()) if p is not None]
     return context_model(contexts, prior, points, window)
-
-
-def context_bucket(context: float) -> float:
-    """A context to two significant digits: live windows state a slightly different mean each, and one
-    prediction per bucket and load bounds the work however long a deployment was scraped."""
-    return float(f"{context:.2g}")
 
 
 CellKey = tuple[int | None, bool, int, int, int, float]

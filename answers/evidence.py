@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from specdash.answers.context import context_bucket
 from specdash.answers.points import PointModel
-from specdash.costmodel.context import CONTEXT_SLACK, decode_context
+from specdash.costmodel.context import CONTEXT_SLACK, context_bucket, decode_context
 from specdash.db.contexts import ContextRow, stated_contexts
 
 

@@ -46,7 +46,8 @@ KV_SHARE_BOUNDS = (0.0, 0.2)
 KV_PRIOR_WEIGHT = (0.05 / GENERIC_KV_SHARE) ** 2
 # The share of a step the context can take away when it shortens (the rest is weights, compute, launch).
 MAX_CONTEXT_SHARE = 0.9
-# The longest context a schedule is asked for: 10x the longest model window (the store's own bound).
+# Tokens per request, prompt or output, and the longest context a schedule is asked for: 10x the longest
+# model window (10M tokens); the store's bound on a benchmark's lengths too (db/records.py).
 MAX_CONTEXT_TOKENS = 100_000_000
 # More distinct stated contexts than this (a scrape's windows) are kept to two significant digits.
 MAX_LISTED_CONTEXTS = 12
@@ -66,6 +67,12 @@ def length_class(input_tokens: float | None, output_tokens: float | None) -> tup
         None if input_tokens is None else math.floor(input_tokens + 0.5),
         None if output_tokens is None else math.floor(output_tokens / OUTPUT_CLASS_TOKENS + 0.5),
     )
+
+
+def context_bucket(context: float) -> float:
+    """A context to two significant digits: live windows state a slightly different mean each, and one
+    prediction per bucket and load bounds the work however long a deployment was scraped."""
+    return float(f"{context:.2g}")
 
 
 def parse_contexts(text: str) -> tuple[float, ...]:
@@ -278,5 +285,5 @@ def context_model(
     anchors = anchors_of(points) if fit else ()
     measured = tuple(sorted(set(contexts)))
     if len(measured) > MAX_LISTED_CONTEXTS:  # a scrape's windows: two significant digits each
-        measured = tuple(sorted({float(f"{c:.2g}") for c in contexts}))
+        measured = tuple(sorted({context_bucket(c) for c in contexts}))
     return ContextModel(kv, reference, bool(contexts), fit, measured, anchors, window)

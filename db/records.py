@@ -9,6 +9,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from specdash.costmodel.context import MAX_CONTEXT_TOKENS
+
 # Plausibility bounds (the README's "Plausibility bounds" lists them; a refusal names the bound).
 # Integers: what every backend's INTEGER column holds (PostgreSQL's is 32-bit).
 MAX_INT = 2**31 - 1
@@ -18,8 +20,6 @@ NAME_CHARS, PATH_CHARS, SHORT_CHARS, TAG_CHARS, NOTE_CHARS = 200, 1000, 40, 20, 
 MIN_TPS, MAX_REQUEST_TPS, MAX_AGGREGATE_TPS = 0.01, 100_000.0, 10_000_000.0
 # Per-token and per-round times in ms (TPOT, ITL, a round, a draft step), and a request's TTFT.
 MIN_STEP_MS, MAX_STEP_MS, MAX_TTFT_MS = 0.001, 60_000.0, 3_600_000.0
-# Tokens per request, prompt or output: above any model's context window (the longest, 10M tokens) 10x over.
-MAX_CONTEXT_TOKENS = 100_000_000
 # Speculation settings: draft steps K, top-k, draft tokens N.
 MAX_STEPS, MAX_TOPK, MAX_DRAFT_TOKENS = 64, 64, 1024
 # Rules relating fields (TPOT against decode tok/s, medians under p99s, ...) live in ingest/rules/.

@@ -1,7 +1,8 @@
 """A deployment scraped for a long time states a slightly different mean context in every window; the
 context model takes them by setting, load and context bucket, one prediction each."""
 
-from specdash.answers.context import cells, context_bucket, measured_ms
+from specdash.answers.context import cells, measured_ms
+from specdash.costmodel.context import context_bucket
 from specdash.db.contexts import ContextRow
 
 
