@@ -6,6 +6,7 @@ from datetime import timedelta
 import pandas as pd
 import streamlit as st
 
+from specdash.answers.advisories import save_advice_settings
 from specdash.app import identity, state, tables
 from specdash.app.text import md
 from specdash.db import advisories
@@ -158,7 +159,7 @@ def settings_section(url: str) -> None:
             try:
                 if hook.strip() or remove:
                     state.write(set_webhook_url, "" if remove else hook)
-                summary = state.write(advisories.save_advice_settings, gain / 100)
+                summary = state.write(save_advice_settings, gain / 100)
             except (ValueError, advisories.AdvisoryChangeError) as exc:
                 st.error(str(exc))
             else:

@@ -9,6 +9,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from specdash.answers import depth as depth_answers
+from specdash.answers.calibrate import calibrate_all
 from specdash.app import identity
 from specdash.app.errors import show_failure
 from specdash.config import resolve_db_url
@@ -27,7 +28,6 @@ from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import parity as parity_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
-from specdash.db.calibration import calibrate_all
 from specdash.db.changes import acting_as, recent_changes
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.faults import explain

@@ -147,7 +147,7 @@ def _observation(row: dict, facts: DeploymentFacts, baseline_tps: float) -> Cali
 
 
 def _prior(observations, facts: DeploymentFacts, families: dict[str, str], concurrency: int) -> FittedParams:
-    """The priors as the fit's starting point and pull, as the store builds them (db/calibration.py)."""
+    """The priors as the fit's starting point and pull, as the calibration builds them (answers/calibration.py)."""
     base = statistics.median(o.baseline_tps for o in observations)
     per = {d: resolve_costs({}, facts, base, f, concurrency).draft_step_ms for d, f in families.items()}
     reference = resolve_costs({}, facts, base, DEFAULT_FAMILY, *GROWTH_REFERENCE)

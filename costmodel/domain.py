@@ -33,6 +33,10 @@ class GapStatus(StrEnum):
     DISMISSED = "dismissed"
 
 
+# an alert or advisory still being looked at
+ACTIVE_STATUSES = (GapStatus.OPEN.value, GapStatus.INVESTIGATING.value)
+
+
 class Severity(StrEnum):
     """How much a diagnosis matters, the most severe first."""
 

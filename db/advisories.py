@@ -1,17 +1,14 @@
-"""Depth advisories: for each run and each deployment it is for, at each load, whether the deployment wants
-deeper drafts than the run trains (the cost model's advisor), kept as records with a status, a note and
-a history like the alerts; refreshed as training metrics arrive and quiet while the configuration is fine."""
+"""Depth advisories as the store keeps them: the runs to advise and the deployments each is for, the
+stored advisories with their status, note and history like the alerts, the changes the advice decides
+(answers/advice.py) written, and the minimum gain setting."""
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
-from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
-from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
 from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment
 from specdash.db.models import (
@@ -21,14 +18,11 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
+from specdash.db.parameters import ensure_theory_set, latest_active_set
 from specdash.db.settings import get_setting, set_setting
 
 if TYPE_CHECKING:  # pandas loads only where a frame is made: an ingest needs none
     import pandas as pd
-
-    # nor numpy (the load model's fit) where no run is advised: a log of a run with no trained depth
-    from specdash.costmodel.advisor import DepthAdvice
 
 ADVISOR = "specdash"  # who the history names when the advice itself changes
 MIN_GAIN_SETTING = "advisory_min_gain"
@@ -37,14 +31,6 @@ OPEN_STATUSES = ACTIVE_STATUSES  # advisories share the alerts' statuses
 
 class AdvisoryChangeError(ValueError):
     """A status change that cannot be made; the message says why."""
-
-
-@dataclass
-class AdvisorySummary:
-    runs: int = 0
-    advised: int = 0  # advisories that hold now
-    new: list[int] = field(default_factory=list)  # ids of advisories raised or reopened by this refresh
-    resolved: int = 0
 
 
 def get_min_gain(session: Session) -> float:
@@ -101,225 +87,38 @@ def name_target_deployments(session: Session, run: Run, names: list[str]) -> Non
     session.flush()
 
 
-def _parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
+def parameter_set(session: Session, deployment: Deployment) -> ParameterSet:
     """The deployment's active calibrated set when it has one, else its theory set."""
-    calibrated = session.scalar(
-        select(ParameterSet)
-        .where(
-            ParameterSet.deployment_id == deployment.id,
-            ParameterSet.source == PredictionSource.CALIBRATED,
-            ParameterSet.is_active.is_(True),
-        )
-        .order_by(ParameterSet.version.desc())
-        .limit(1)
-    )
+    calibrated = latest_active_set(session, deployment.id, PredictionSource.CALIBRATED)
     return calibrated or ensure_theory_set(session, deployment)
 
 
-def _event(
-    session: Session, advisory: Advisory, status: str, note: str | None, who: str = ADVISOR
-) -> AdvisoryEvent:
-    """specdash moves the advisory to `status` as the advice changes, saying why (a person's note stays)."""
-    owner = {"advisory_id": advisory.id}
-    return investigation.record_change(
-        session, advisory, AdvisoryEvent, owner, status, who, note, keep_note=True
-    )
-
-
-@dataclass(frozen=True)
-class _Advising:
-    """What one refresh of advice reads once."""
-
-    min_gain: float
-    baselines: Baselines
-    existing: dict[tuple[int, int, int], Advisory]  # (run, deployment, concurrency) -> its advisory
-
-
-class _Target(NamedTuple):
-    """One run advised on one deployment at one load, with the curve and parameter set used."""
-
-    run: Run
-    deployment: Deployment
-    concurrency: int
-    label: str
-    curve: tuple[float, ...]
-    source: str  # where the curve came from: training | prior
-    parameter_set_id: int
-
-
-def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> AdvisorySummary:
-    """Recompute the depth advice of the given runs (all when None) in the caller's transaction."""
-    session.flush()
+def runs_to_advise(session: Session, run_ids: list[int] | None = None) -> list[Run]:
+    """The runs (of those given; all when None) with a trained depth to advise on."""
     query = select(Run).where(Run.ttt_length.is_not(None))
     if run_ids is not None:
-        if not run_ids:
-            return AdvisorySummary()
         query = query.where(Run.id.in_(run_ids))
-    runs = list(session.scalars(query))
-    summary = AdvisorySummary(runs=len(runs))
-    if not runs:
-        return summary
-    from specdash.costmodel.advisor import CURVE_MIN_STEPS, choose_curve
-
-    advising = _Advising(
-        get_min_gain(session),
-        load_baselines(session),
-        {
-            (a.run_id, a.deployment_id, a.concurrency): a
-            for a in session.scalars(
-                select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_([r.id for r in runs]))
-            )
-        },
-    )
-    curves = last_accuracies(session, [r.id for r in runs])
-    for run in runs:
-        rates, logged = curves.get(run.id, ([], None))
-        if not rates:
-            rates = latest_checkpoint_rates(session, run.id)
-            logged = CURVE_MIN_STEPS if rates else None  # a saved checkpoint's acceptance is a settled curve
-        curve, source = choose_curve(rates, logged, run.speculative_algorithm)
-        for deployment in target_deployments(session, run):
-            _advise_on(session, summary, advising, run, deployment, curve, source)
-    session.flush()
-    return summary
+    return list(session.scalars(query))
 
 
-def _advise_on(
-    session: Session,
-    summary: AdvisorySummary,
-    advising: _Advising,
-    run: Run,
-    deployment: Deployment,
-    curve: tuple[float, ...],
-    source: str,
-) -> None:
-    """The run's advice on one deployment at each load it serves: under its load model (fitted at several
-    loads, or on estimated baselines) the schedule's depth at every benchmarked load; else at every load
-    it was measured at without speculation (else batch 1)."""
-    from specdash.costmodel.advisor import advise_depth_at_load
-    from specdash.db.loadmodels import deployment_load, served_loads
-
-    trained_depth = run.ttt_length
-    if trained_depth is None:  # advise_runs selects only runs with a trained depth
-        return
-    pset = _parameter_set(session, deployment)
-    load = deployment_load(session, deployment.id)
-    if load is not None and load.by_load:
-        scaled = [min(1.0, rate * load.acc_to_acceptance) for rate in curve]
-        advices = [
-            (
-                c,
-                advise_depth_at_load(
-                    load.params, scaled, trained_depth, c, str(run.id), min_gain=advising.min_gain
-                ),
-            )
-            for c in served_loads(session, deployment.id)
-        ]
-        set_id = load.parameter_set_id or pset.id
-    else:
-        advices = _advice_by_baseline(advising, trained_depth, deployment, pset, curve)
-        set_id = pset.id
-    for concurrency, advice in advices:
-        label = deployment.name if concurrency == 1 else f"{deployment.name} at concurrency {concurrency}"
-        target = _Target(run, deployment, concurrency, label, curve, source, set_id)
-        row = advising.existing.get((run.id, deployment.id, concurrency))
-        if advice.advise:
-            _hold(session, summary, row, target, advice)
-        elif row is not None and row.active:
-            _quiet(session, summary, row, target, advice)
-
-
-def _advice_by_baseline(
-    advising: _Advising,
-    trained_depth: int,
-    deployment: Deployment,
-    pset: ParameterSet,
-    curve: tuple[float, ...],
-) -> list[tuple[int, "DepthAdvice"]]:
-    """The batch-1 cost model's advice at each load with a measured baseline (else batch 1 at the
-    profile's)."""
-    from specdash.costmodel.advisor import advise_depth
-
-    costs = cost_set(pset)
-    baselines = advising.baselines
-    loads = advice_loads(
-        baselines.measured_loads(deployment.id), pset.baseline_tps or deployment.baseline_tps
-    )
-    scaled = [min(1.0, rate * pset.acc_to_acceptance) for rate in curve]
-    facts = deployment_facts(deployment)
-    out = []
-    for concurrency, baseline_tps in loads:
-        # a calibrated set's drafting and overhead, fitted at its reference load, grow with the step
-        reference_tps = baselines.at_reference(deployment.id, costs.fit, concurrency, None, facts)
-        advice = advise_depth(
-            # the profile's costs, the priors for what it leaves unstated, at this load
-            costs.costs(baseline_tps, facts, concurrency=concurrency, reference_baseline_tps=reference_tps),
-            scaled,
-            trained_depth,
-            min_gain=advising.min_gain,
+def depth_advisories(session: Session, run_ids: list[int]) -> dict[tuple[int, int, int], Advisory]:
+    """The runs' depth advisories by (run, deployment, concurrency)."""
+    return {
+        (a.run_id, a.deployment_id, a.concurrency): a
+        for a in session.scalars(
+            select(Advisory).where(Advisory.kind == "depth", Advisory.run_id.in_(run_ids))
         )
-        out.append((concurrency, advice))
-    return out
+    }
 
 
-def _quiet(
-    session: Session, summary: AdvisorySummary, row: Advisory, target: _Target, advice: "DepthAdvice"
-) -> None:
-    """The configuration is fine now: the advisory goes quiet, and resolved when still open."""
-    row.active = False
-    note = (
-        f"configuration fine now: on {target.label} the best depth is {advice.best.steps} "
-        f"({advice.gain:+.0%} against the trained {advice.trained_depth})"
-    )
-    if row.status in OPEN_STATUSES:
-        _event(session, row, GapStatus.RESOLVED, note)
-        summary.resolved += 1
-
-
-def _hold(
-    session: Session, summary: AdvisorySummary, row: Advisory | None, target: _Target, advice: "DepthAdvice"
-) -> None:
-    """The advice holds: a new advisory, or the stored one updated (and opened again when specdash had
-    resolved it)."""
-    message = advice.message(target.label) + (
-        f" (curve: {target.run.speculative_algorithm or 'EAGLE3'} prior, before the run's own accuracies settle)"
-        if target.source == "prior"
-        else ""
-    )
-    values = dict(
-        trained_depth=advice.trained_depth,
-        best_depth=advice.best.steps,
-        gain=advice.gain,
-        trained_tps=advice.at_trained.tps,
-        best_tps=advice.best.tps,
-        suggested_ttt=advice.suggested_ttt,
-        time_factor=advice.time_factor,
-        curve_source=target.source,
-        curve=[round(r, 6) for r in target.curve],
-        parameter_set_id=target.parameter_set_id,
-        message=message,
-    )
-    summary.advised += 1
-    if row is None:
-        _raise(session, summary, target, values)
-        return
-    changed = any(getattr(row, k) != v for k, v in values.items())
-    for k, v in values.items():
-        setattr(row, k, v)
-    if not row.active:
-        row.active = True
-        if row.status == GapStatus.RESOLVED:  # resolved by specdash when it was fine; a person's status stays
-            _event(session, row, GapStatus.OPEN, f"advice holds again: {message}")
-            summary.new.append(row.id)
-    elif changed:
-        row.updated_at = utcnow()
-
-
-def _raise(session: Session, summary: AdvisorySummary, target: _Target, values: dict[str, Any]) -> None:
+def raise_advisory(
+    session: Session, run_id: int, deployment_id: int, concurrency: int, values: dict[str, Any]
+) -> int:
+    """A new open depth advisory with these values, its history starting with its message; its id."""
     row = Advisory(
-        run_id=target.run.id,
-        deployment_id=target.deployment.id,
-        concurrency=target.concurrency,
+        run_id=run_id,
+        deployment_id=deployment_id,
+        concurrency=concurrency,
         kind="depth",
         status=GapStatus.OPEN,
         active=True,
@@ -337,7 +136,30 @@ def _raise(session: Session, summary: AdvisorySummary, target: _Target, values: 
             at=row.created_at,
         )
     )
-    summary.new.append(row.id)
+    return row.id
+
+
+def update_advisory(
+    session: Session,
+    advisory_id: int,
+    values: dict[str, Any] | None,
+    active: bool,
+    touched: bool,
+    event: tuple[str, str] | None,
+) -> None:
+    """Keep the advice's new values (when given) and whether it holds; specdash moves it to the event's
+    status saying why (a person's note stays); `touched` moves its update time."""
+    row = session.get_one(Advisory, advisory_id)
+    for k, v in (values or {}).items():
+        setattr(row, k, v)
+    row.active = active
+    if event is not None:
+        status, note = event
+        investigation.record_change(
+            session, row, AdvisoryEvent, {"advisory_id": row.id}, status, ADVISOR, note, keep_note=True
+        )
+    elif touched:
+        row.updated_at = utcnow()
 
 
 # --- reading and investigating --------------------------------------------------------------------------
@@ -416,15 +238,6 @@ def change_advisory_status(
         missing=f"no advisory with id {advisory_id}",
         already="the advisory",
     )
-
-
-def save_advice_settings(session: Session, min_gain: float) -> AdvisorySummary:
-    """A new minimum gain, and every run's advice recomputed with it."""
-    try:
-        set_min_gain(session, min_gain)
-    except ValueError as exc:
-        raise AdvisoryChangeError(str(exc)) from None
-    return refresh_advisories(session)
 
 
 def live_stamp(session: Session) -> tuple:

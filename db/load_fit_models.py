@@ -22,7 +22,7 @@ class LoadFit(Base):
         ForeignKey("deployment.id", ondelete="CASCADE"), primary_key=True
     )
     # the fit's inputs but their counts: loads, settings, drafters and their families, what the priors
-    # know of the deployment, the fit's own version (db/loadmodels.py fit_key)
+    # know of the deployment, the fit's own version (costmodel/load_observations.py fit_key)
     data_key: Mapped[str] = mapped_column(String(64))
     benchmarks: Mapped[int] = mapped_column(Integer)  # the benchmarks its observations were read from
     estimate: Mapped[dict[str, Any]] = mapped_column(JSON)  # levels, rule and the fitted model

@@ -1,102 +1,32 @@
-"""Each deployment's round as a function of batch and depth (costmodel/loadmodel.py) as the store knows it:
-the observations its benchmarks make, the no-speculation baselines estimated for deployments measured only
-with speculation, and the model predictions at any concurrency use (the calibrated set's fit, else the
-priors on the measured, stated or estimated step)."""
+"""Each deployment's load observations and load fits as the store keeps them: its speculative benchmarks
+read as load observations, its drafters' families, its stored load fit (read and written), and the
+estimated no-speculation baselines of deployments measured only with speculation."""
 
-import hashlib
-import json
-import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.acceptance import predict_accept_length
-from specdash.costmodel.calibrated import CalibratedSet
-from specdash.costmodel.domain import PredictionSource, Setting
-from specdash.costmodel.estimated import BaselineEstimate, estimate_baselines
-from specdash.costmodel.loadmodel import (
-    LoadObservation,
-    LoadParams,
-    prior_load_params,
-    rescale_prior,
-    step_ms_from_observations,
+from specdash.costmodel.estimated import BaselineEstimate
+from specdash.costmodel.load_observations import (
+    BenchmarkLoad,
+    FitOutcome,
+    StoredFit,
+    benchmark_setting,
+    estimate_deployment,
+    median_observations,
+    observed_tau,
 )
-from specdash.costmodel.observations import CalibrationObservation, NotEnoughObservations
+from specdash.costmodel.loadmodel import LoadObservation
 from specdash.costmodel.priors import DeploymentFacts, drafter_family
-from specdash.costmodel.throughput import verified_tokens
 from specdash.db.acceptance import checkpoint_rates
 from specdash.db.load_fit_models import LoadFit
-from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run, utcnow
+from specdash.db.models import Benchmark, Checkpoint, Deployment, Run, utcnow
 from specdash.db.parameters import deployment_facts, load_baselines
 
-# what the priors assume for T1 when nothing measured or stated one (only its shape matters to a fit)
-UNKNOWN_STEP_MS = 10.0
-# A deployment's stored load fit (table load_fit) is made again when its loads, settings, drafters or
-# what the priors know of it change, or when more than this share of the benchmarks it rests on are new
-# (or gone); else every refresh reuses it. A small file changes the medians it was fitted to by little.
-REFIT_SHARE = 0.1
-# part of every fit's key: a change to the fit or to what it stores makes every stored fit again
-FIT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class DeploymentLoad:
-    """The load model a deployment's predictions at any concurrency come from, and what it rests on."""
-
-    params: LoadParams
-    source: str  # calibrated | theory
-    baseline_estimated: bool  # no run without speculation: the step at K = 0 is an estimate
-    parameter_set_id: int | None = None
-    acc_to_acceptance: float = 1.0  # the set's factor on training rates: the fit's taus used it
-    # whether the deployment's own predictions come from it (fitted at several loads, or on estimated
-    # baselines); else the batch-1 model predicts at its measured loads and this one serves the rest
-    by_load: bool = False
-
-
-def _median_observations(rows: Iterable[tuple[tuple, float, float]]) -> list[LoadObservation]:
-    """One observation per (drafter, setting, load): the median tok/s and tau of its benchmarks, so that a
-    deployment of thousands of benchmarks is fitted as fast as one of a sweep's dozens."""
-    grouped: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
-    for key, tps, tau in rows:
-        grouped[key].append((tps, tau))
-    out = []
-    for (drafter, steps, topk, tokens, concurrency), values in grouped.items():
-        out.append(
-            LoadObservation(
-                concurrency=float(max(concurrency, 1)),
-                steps=steps,
-                measured_tps=statistics.median(v[0] for v in values),
-                accept_length=statistics.median(v[1] for v in values),
-                topk=topk,
-                draft_tokens=tokens if steps else None,
-                drafter=drafter,
-                label=f"{drafter or 'baseline'} K={steps} B={concurrency}",
-            )
-        )
-    return out
-
-
-def _setting(k: int | None, topk: int | None, n: int | None) -> tuple[int, int, int] | None:
-    """(draft steps, top-k, verified tokens) of a benchmark's stated setting; None without a depth."""
-    setting = Setting(None, k, topk, n)
-    steps = setting.depth
-    return (steps, setting.width, verified_tokens(steps, setting.width, n)) if steps else None
-
-
-def _observed_tau(
-    tau: float | None, trained: Sequence[float] | None, setting: tuple[int, int, int]
-) -> float | None:
-    """The accept length a load observation takes: the measured one, else chained from the checkpoint's
-    training rates; None when neither gives one of at least 1."""
-    if not tau and trained:
-        tau = predict_accept_length(trained, *setting).accept_length
-    return tau if tau and tau >= 1 else None
-
-
-Keyed = dict[int, list[tuple[tuple, float, float]]]
+Keyed = dict[int, list[BenchmarkLoad]]
 
 
 def speculative_observations(
@@ -104,11 +34,11 @@ def speculative_observations(
 ) -> tuple[dict[int, list[LoadObservation]], dict[int, dict[str, str]]]:
     """Per deployment, its speculative benchmarks with an accept length (measured, else the drafter's
     training rates chained) as load observations, and each drafter's (run id's) family."""
-    keyed, families = _speculative_benchmarks(session, deployment_ids)
-    return {d: _median_observations(v) for d, v in keyed.items()}, families
+    keyed, families = speculative_benchmarks(session, deployment_ids)
+    return {d: median_observations(v) for d, v in keyed.items()}, families
 
 
-def _speculative_benchmarks(
+def speculative_benchmarks(
     session: Session, deployment_ids: Sequence[int] | None
 ) -> tuple[Keyed, dict[int, dict[str, str]]]:
     """speculative_observations' benchmarks before their medians: per deployment, one ((drafter, steps,
@@ -155,11 +85,11 @@ def _speculative_benchmarks(
         drafter_algorithm,
     ) in rows:
         if (k, topk, n) not in settings:
-            settings[(k, topk, n)] = _setting(k, topk, n)
+            settings[(k, topk, n)] = benchmark_setting(k, topk, n)
         setting = settings[(k, topk, n)]
         if setting is None or not tps or tps <= 0:
             continue
-        tau = _observed_tau(tau, rates.get(checkpoint_id) if checkpoint_id and not tau else None, setting)
+        tau = observed_tau(tau, rates.get(checkpoint_id) if checkpoint_id and not tau else None, setting)
         if tau is None:
             continue
         drafter = str(run_id or "")
@@ -205,34 +135,12 @@ def drafter_families(session: Session, deployment_id: int) -> dict[str, str]:
     rates = checkpoint_rates(session, untrained) if untrained else {}
     families: dict[str, str] = {}
     for run_id, drafter_algorithm, algorithm, k, topk, n, _, checkpoint_id, measured, _ in groups:
-        setting = _setting(k, topk, n)
+        setting = benchmark_setting(k, topk, n)
         trained = rates.get(checkpoint_id) if checkpoint_id else None
-        if setting is None or _observed_tau(measured, trained, setting) is None:
+        if setting is None or observed_tau(measured, trained, setting) is None:
             continue
         families[str(run_id or "")] = drafter_family(drafter_algorithm, algorithm)
     return families
-
-
-def baseline_observations(levels: Mapping[int, float]) -> list[LoadObservation]:
-    """Measured no-speculation load levels {concurrency: tok/s} as rounds of depth 0."""
-    return [
-        LoadObservation(float(max(c, 1)), 0, tps, label=f"baseline B={c}")
-        for c, tps in sorted(levels.items())
-    ]
-
-
-def estimate_for(
-    observations: Sequence[LoadObservation], facts: DeploymentFacts, families: Mapping[str, str]
-) -> BaselineEstimate | None:
-    """The estimated baselines of a deployment with only these speculative observations (None when they
-    cannot be fitted)."""
-    if not observations:
-        return None
-    prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(families))
-    try:
-        return estimate_baselines(observations, prior)
-    except (NotEnoughObservations, ValueError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -241,67 +149,48 @@ class FittedEstimates:
     refitted: tuple[int, ...] = ()  # the deployments whose load model was fitted now, not reused
 
 
-def fit_key(
-    observations: Sequence[LoadObservation], facts: DeploymentFacts, families: Mapping[str, str]
-) -> str:
-    """What a stored fit must share with the data now to be reused, but for how many benchmarks there are:
-    the loads, settings and drafters (with their families) of the observations and what the priors know of
-    the deployment."""
-    payload = [
-        FIT_VERSION,
-        sorted({o.concurrency for o in observations}),
-        sorted({(o.steps, o.topk, o.draft_tokens or 0) for o in observations}),
-        sorted({o.drafter for o in observations}),
-        sorted(families.items()),
-        repr(facts),
-    ]
-    return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+def stored_fits(session: Session, deployment_ids: Sequence[int]) -> dict[int, StoredFit]:
+    """The stored load fits of these deployments, by deployment id."""
+    return {
+        f.deployment_id: StoredFit(f.data_key, f.benchmarks, f.estimate)
+        for f in session.scalars(select(LoadFit).where(LoadFit.deployment_id.in_(list(deployment_ids))))
+    }
 
 
-def refit_needed(stored: LoadFit | None, key: str, benchmarks: int) -> bool:
-    """Whether a deployment's load model must be fitted again: nothing stored, its data changed in shape,
-    or more than REFIT_SHARE of its benchmarks are new or gone since the stored fit."""
-    if stored is None or stored.data_key != key:
-        return True
-    return abs(benchmarks - stored.benchmarks) > REFIT_SHARE * stored.benchmarks
+def store_load_fit(session: Session, deployment_id: int, outcome: FitOutcome) -> None:
+    """Keep a load fit made now as the deployment's stored one (replacing what was stored)."""
+    kept = session.get(LoadFit, deployment_id)
+    if kept is None:
+        kept = LoadFit(deployment_id=deployment_id)
+        session.add(kept)
+    kept.data_key, kept.benchmarks = outcome.data_key, outcome.benchmarks
+    kept.estimate, kept.fitted_at = outcome.estimate.to_json(), utcnow()
 
 
-def _estimates(
+def estimates(
     session: Session,
     keyed: Keyed,
     families: Mapping[int, Mapping[str, str]],
     facts: Mapping[int, DeploymentFacts],
     keep: bool,
 ) -> FittedEstimates:
-    """Each deployment's estimate: its stored fit while refit_needed() says no, else fitted now (and
-    stored when `keep`; a reader's session writes nothing)."""
-    stored = {
-        f.deployment_id: f
-        for f in session.scalars(select(LoadFit).where(LoadFit.deployment_id.in_(list(keyed))))
-    }
+    """Each deployment's estimate (estimate_deployment: its stored fit while the data holds, else fitted
+    now), the fits made now stored when `keep` (a reader's session writes nothing)."""
+    stored = stored_fits(session, list(keyed))
     out: dict[int, BaselineEstimate] = {}
     refitted: list[int] = []
     for deployment_id, rows in keyed.items():
-        observations = _median_observations(rows)
-        drafters = families.get(deployment_id, {})
-        key = fit_key(observations, facts[deployment_id], drafters)
-        kept = stored.get(deployment_id)
-        if not refit_needed(kept, key, len(rows)):
-            assert kept is not None  # refit_needed says so
-            out[deployment_id] = BaselineEstimate.from_json(kept.estimate, facts[deployment_id].architecture)
+        outcome = estimate_deployment(
+            rows, facts[deployment_id], families.get(deployment_id, {}), stored.get(deployment_id)
+        )
+        if outcome is None:
             continue
-        estimate = estimate_for(observations, facts[deployment_id], drafters)
-        if estimate is None:
+        out[deployment_id] = outcome.estimate
+        if not outcome.refitted:
             continue
-        out[deployment_id] = estimate
         refitted.append(deployment_id)
-        if not keep:
-            continue
-        if kept is None:
-            kept = LoadFit(deployment_id=deployment_id)
-            session.add(kept)
-        kept.data_key, kept.benchmarks = key, len(rows)
-        kept.estimate, kept.fitted_at = estimate.to_json(), utcnow()
+        if keep:
+            store_load_fit(session, deployment_id, outcome)
     return FittedEstimates(out, tuple(refitted))
 
 
@@ -319,10 +208,10 @@ def fitted_estimates(
     ]
     if not without:
         return FittedEstimates({})
-    keyed, families = _speculative_benchmarks(session, without)
+    keyed, families = speculative_benchmarks(session, without)
     deployments = session.scalars(select(Deployment).where(Deployment.id.in_(without)))
     facts = {d.id: deployment_facts(d) for d in deployments}
-    return _estimates(session, keyed, families, facts, keep)
+    return estimates(session, keyed, families, facts, keep)
 
 
 def estimated_baselines(
@@ -331,103 +220,6 @@ def estimated_baselines(
     """Deployment id -> its estimated no-speculation baselines, for every deployment (of those given)
     with speculative benchmarks and no benchmark without speculation (fitted_estimates; stores nothing)."""
     return fitted_estimates(session, deployment_ids).estimates
-
-
-def _prior_model(session: Session, deployment: Deployment, facts: DeploymentFacts) -> DeploymentLoad | None:
-    """The priors' load model on the deployment's step: read from its measured baselines (at every load,
-    through the prior's shape), else its profile's, else estimated from its speculative benchmarks."""
-    levels = load_baselines(session, deployment.id).measured_loads(deployment.id)
-    stated = deployment.baseline_tps or 0.0
-    if levels or stated:
-        prior = prior_load_params(facts, UNKNOWN_STEP_MS, drafter_families(session, deployment.id))
-        step = step_ms_from_observations(baseline_observations(levels), prior) if levels else 1000.0 / stated
-        return DeploymentLoad(rescale_prior(prior, step), PredictionSource.THEORY, False)
-    keyed, families = _speculative_benchmarks(session, [deployment.id])
-    drafters = families.get(deployment.id, {})
-    prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(drafters))
-    # the stored fit while the data holds, as the refresh's predictions use it
-    estimate = _estimates(session, keyed, families, {deployment.id: facts}, False).estimates.get(
-        deployment.id
-    )
-    if estimate is None:
-        return None
-    return DeploymentLoad(
-        rescale_prior(prior, estimate.params.step_ms), PredictionSource.THEORY, True, by_load=True
-    )
-
-
-def fitted_observations(
-    observations: Sequence[CalibrationObservation], concurrencies: Sequence[int], acc_to_acceptance: float
-) -> list[LoadObservation]:
-    """Calibration's observations (at these loads) as the load fit sees them: tau measured, else from the
-    training rates under the fitted acc-to-acceptance factor."""
-    out = []
-    for o, concurrency in zip(observations, concurrencies, strict=True):
-        tau = o.measured_accept_length
-        if not tau and o.training_rates:
-            tau = predict_accept_length(
-                o.training_rates, o.steps, o.topk, o.draft_tokens, acc_to_acceptance
-            ).accept_length
-        if not tau:
-            continue
-        out.append(
-            LoadObservation(
-                float(max(concurrency, 1)),
-                o.steps,
-                o.measured_tps,
-                tau,
-                o.topk,
-                o.draft_tokens,
-                o.drafter,
-                o.label,
-            )
-        )
-    return out
-
-
-def fit_deployment_load(
-    observations: Sequence[LoadObservation], facts: DeploymentFacts, families: Mapping[str, str]
-) -> LoadParams | None:
-    """The load model fitted to a deployment's trusted observations at every load (None: nothing to fit)."""
-    if not any(o.speculative for o in observations):
-        return None
-    from specdash.costmodel.loadfit import fit_load_model  # numpy: only where there is a fit to make
-
-    prior = prior_load_params(facts, UNKNOWN_STEP_MS, dict(families))
-    try:
-        return fit_load_model(observations, prior).params
-    except NotEnoughObservations:
-        return None
-
-
-def deployment_load(session: Session, deployment_id: int) -> DeploymentLoad | None:
-    """The deployment's load model: its active calibrated set's fit when that has one, else the priors
-    (None when it has neither a step to scale them by nor benchmarks to estimate one from)."""
-    deployment = session.get(Deployment, deployment_id)
-    if deployment is None:
-        return None
-    facts = deployment_facts(deployment)
-    calibrated = session.scalars(
-        select(ParameterSet)
-        .where(
-            ParameterSet.deployment_id == deployment_id,
-            ParameterSet.source == PredictionSource.CALIBRATED,
-            ParameterSet.is_active.is_(True),
-        )
-        .order_by(ParameterSet.version.desc())
-    ).first()
-    fit = CalibratedSet.from_json(calibrated.fit) if calibrated is not None else None
-    params = fit.load_params(facts.architecture) if fit is not None else None
-    if params is not None and calibrated is not None and fit is not None:
-        return DeploymentLoad(
-            params,
-            PredictionSource.CALIBRATED,
-            fit.baseline_estimated,
-            calibrated.id,
-            calibrated.acc_to_acceptance or 1.0,
-            fit.predicts_by_load(),
-        )
-    return _prior_model(session, deployment, facts)
 
 
 def served_loads(session: Session, deployment_id: int) -> list[int]:

@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from specdash.costmodel import domain
+from specdash.costmodel.domain import ACTIVE_STATUSES as ACTIVE_STATUSES  # defined with GapStatus
 from specdash.costmodel.domain import GapStatus, PredictionSource
 
 NAMING_CONVENTION = {
@@ -33,9 +34,8 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-# An alert's investigation, from raised to closed; the first two are still being looked at (GapStatus).
+# An alert's investigation, from raised to closed; the first two (ACTIVE_STATUSES) are still being looked at.
 GAP_STATUSES = tuple(status.value for status in GapStatus)
-ACTIVE_STATUSES = (GapStatus.OPEN.value, GapStatus.INVESTIGATING.value)
 BUILTIN_SOURCES = tuple(source.value for source in PredictionSource)  # in order; any other is external
 
 

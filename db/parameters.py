@@ -50,6 +50,19 @@ def active_sets(session: Session, deployment_id: int, source: str) -> list[Param
     )
 
 
+def latest_active_set(session: Session, deployment_id: int, source: str) -> ParameterSet | None:
+    """The deployment's newest active parameter set of this source (theory, calibrated), if any."""
+    return session.scalars(
+        select(ParameterSet)
+        .where(
+            ParameterSet.deployment_id == deployment_id,
+            ParameterSet.source == source,
+            ParameterSet.is_active.is_(True),
+        )
+        .order_by(ParameterSet.version.desc())
+    ).first()
+
+
 def ensure_theory_set(session: Session, deployment: Deployment) -> ParameterSet:
     """The active theory set for the deployment's current profile; a changed profile adds a version."""
     sets = active_sets(session, deployment.id, PredictionSource.THEORY)

@@ -6,9 +6,10 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.calibration_report import CalibrationReport
 from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.priors import DEFAULT_FAMILY, prior_comm_fraction
-from specdash.db.calibration import CalibrationReport, apply_calibration
+from specdash.db.calibration import apply_calibration
 from specdash.db.changes import record_change
 from specdash.db.loadmodels import estimated_baselines
 from specdash.db.models import Benchmark, Deployment, ParameterSet

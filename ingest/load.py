@@ -16,7 +16,8 @@ from typing import Any, Literal, cast
 from sqlalchemy import CursorResult, Engine, delete, select
 from sqlalchemy.orm import Session
 
-from specdash.db.advisories import AdvisorySummary, refresh_advisories
+from specdash.answers.advice import AdvisorySummary
+from specdash.answers.advisories import refresh_advisories
 from specdash.db.bulk import update_in
 from specdash.db.changes import current_who, record_change
 from specdash.db.engine import file_transaction, transaction

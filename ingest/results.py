@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specdash.db.advisories import AdvisorySummary
+from specdash.answers.advice import AdvisorySummary
 from specdash.db.refresh_summary import RefreshSummary
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.problems import Problem

@@ -9,7 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import specdash.app
-from specdash.db.calibration import apply_calibration, calibrate
+from specdash.answers.calibrate import calibrate
+from specdash.db.calibration import apply_calibration
 from specdash.db.engine import transaction
 from specdash.db.refresh import refresh
 from specdash.ingest.load import ingest_bytes

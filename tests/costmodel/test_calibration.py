@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
+from specdash.answers.calibrate import calibrate, calibrate_all
 from specdash.costmodel import (
     CalibrationObservation,
     FittedParams,
@@ -17,7 +18,7 @@ from specdash.costmodel import (
     predict_observations,
     tau_chain,
 )
-from specdash.db.calibration import apply_calibration, calibrate, calibrate_all
+from specdash.db.calibration import apply_calibration
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
 from specdash.db.profiles import effective_profile

@@ -6,6 +6,7 @@ import math
 import pytest
 from sqlalchemy import select, text
 
+from specdash.answers.calibrate import calibrate
 from specdash.costmodel.uncertainty import (
     MIN_BAND,
     PRIOR_ACCEPTANCE_BAND,
@@ -16,7 +17,7 @@ from specdash.costmodel.uncertainty import (
     quantile,
     within_band,
 )
-from specdash.db.calibration import apply_calibration, calibrate
+from specdash.db.calibration import apply_calibration
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Prediction
 from specdash.db.refresh import refresh

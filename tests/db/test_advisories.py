@@ -6,6 +6,7 @@ import json
 import pytest
 from sqlalchemy import func, select, text
 
+from specdash.answers.advisories import refresh_advisories
 from specdash.costmodel import CostParams
 from specdash.costmodel.advisor import CURVE_MIN_STEPS, EAGLE3_PRIOR, advise_depth, choose_curve
 from specdash.db.advisories import (
@@ -13,7 +14,6 @@ from specdash.db.advisories import (
     advisory_history,
     advisory_rows,
     change_advisory_status,
-    refresh_advisories,
 )
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.live_models import Advisory

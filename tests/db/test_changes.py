@@ -2,8 +2,9 @@
 
 from sqlalchemy import select
 
+from specdash.answers.calibrate import calibrate
 from specdash.db import profiles, runs
-from specdash.db.calibration import apply_calibration, calibrate
+from specdash.db.calibration import apply_calibration
 from specdash.db.changes import acting_as, login_name, recent_changes
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Change, Deployment, IngestedFile, Run
@@ -117,7 +118,7 @@ def test_a_recorded_change_moves_the_store_version(demo_url):
 
 
 def test_the_advisor_gain_and_the_webhook_are_recorded_the_webhook_masked(engine):
-    from specdash.db.advisories import save_advice_settings
+    from specdash.answers.advisories import save_advice_settings
     from specdash.notify import set_webhook_url
 
     with transaction(engine) as session, acting_as("ana"):
