@@ -1,7 +1,8 @@
 """The import contracts of the layout, read from the source with `ast` (function-level imports included):
 costmodel/ imports nothing of specdash's but itself; db/ never imports ingest/, app/, cli/ or answers/ (the
 service layer, which imports costmodel/ and db/ and never ingest/, app/ or cli/); app/ and
-cli/ never import each other; no import cycle; no `_private` name of one module used by another. And the
+cli/ never import each other; the service layer's pure decisions (PURE_SERVICES) import neither
+sqlalchemy nor db/; no import cycle; no `_private` name of one module used by another. And the
 size of units: no function over 80 lines, no module over 450 (migrations and the demo document aside).
 
 Modules are named as installed (`specdash.db.refresh`); pyproject's package list names them, and each is
@@ -186,6 +187,37 @@ def long_units(root: Path) -> list[str]:
     return out
 
 
+# The service layer's decisions, pure functions over typed rows that tests call without a database: they
+# read and write nothing, so they import neither sqlalchemy nor the store, nor a service that does.
+PURE_SERVICES = ("specdash.answers.advice", "specdash.answers.calibration", "specdash.answers.loadfits")
+
+
+def impure_imports(root: Path, pure: tuple[str, ...] = PURE_SERVICES) -> list[str]:
+    """Each import of sqlalchemy, of db/ or of an impure service by a module named pure."""
+    known = modules(root)
+    out = []
+    for module in pure:
+        path = known[module]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                service = name.startswith("specdash.answers.") and name not in pure
+                if (
+                    name.split(".")[0] == "sqlalchemy"
+                    or (name == "specdash.db" or name.startswith("specdash.db."))
+                    or service
+                ):
+                    out.append(
+                        f"{path.relative_to(root)}:{node.lineno} imports {name}: a pure decision reads no store"
+                    )
+    return out
+
+
 @pytest.fixture(scope="module")
 def found() -> list[Import]:
     return imports(ROOT)
@@ -240,6 +272,31 @@ def test_the_checks_find_what_they_look_for(tmp_path):
         "db/store.py:4 uses specdash.db.other._hidden: a private name",
     ]
     assert long_units(tmp_path) == ["db/other.py: 461 lines (at most 450)"]
+
+
+def test_the_service_decisions_read_no_store():
+    assert impure_imports(ROOT) == []
+
+
+def test_the_purity_check_finds_a_store_read(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools]\npackages = ["specdash", "specdash.answers"]\n'
+        '[tool.setuptools.package-dir]\n"specdash" = "specdash"\n"specdash.answers" = "answers"\n'
+    )
+    sources = {
+        "specdash/__init__.py": "",
+        "answers/__init__.py": "",
+        "answers/rule.py": "import sqlalchemy\nfrom specdash.db.models import Run\nfrom specdash.answers.flow import f\n",
+        "answers/flow.py": "from specdash.db import engine\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert impure_imports(tmp_path, ("specdash.answers.rule",)) == [
+        "answers/rule.py:1 imports sqlalchemy: a pure decision reads no store",
+        "answers/rule.py:2 imports specdash.db.models: a pure decision reads no store",
+        "answers/rule.py:3 imports specdash.answers.flow: a pure decision reads no store",
+    ]
 
 
 def page_script_lines(path: Path) -> list[str]:
