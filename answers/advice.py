@@ -57,6 +57,22 @@ class AdvisoryWrite(NamedTuple):
     new: bool  # raised, or opened again: named among the refresh's new advisories
 
 
+def run_target_model(target_model: str | None, config: Mapping[str, Any] | None) -> str | None:
+    """The model a run trains a drafter for: the log's, else the trainer config's (None: neither says)."""
+    target = target_model or (config or {}).get("target_model_path")
+    return target if isinstance(target, str) and target else None
+
+
+def serves(deployment_model: str | None, target_model: str) -> bool:
+    """Whether a deployment serves the run's target model: the same model name, wherever it was loaded
+    from and however it is cased."""
+    return bool(deployment_model) and _short(deployment_model) == _short(target_model)
+
+
+def _short(model: str | None) -> str:
+    return (model or "").rstrip("/").rsplit("/", 1)[-1].strip().lower()
+
+
 def load_label(deployment_name: str, concurrency: int) -> str:
     return deployment_name if concurrency == 1 else f"{deployment_name} at concurrency {concurrency}"
 

@@ -14,19 +14,22 @@ from specdash.answers.advice import (
     advices_by_load,
     decide,
     load_label,
+    run_target_model,
+    serves,
     summarize,
 )
 from specdash.answers.deployment_load import deployment_load
 from specdash.db.acceptance import last_accuracies, latest_checkpoint_rates
 from specdash.db.advisories import (
     AdvisoryChangeError,
+    deployments_by_name,
     depth_advisories,
     get_min_gain,
+    named_deployments,
     parameter_set,
     raise_advisory,
     runs_to_advise,
     set_min_gain,
-    target_deployments,
     update_advisory,
 )
 from specdash.db.live_models import Advisory
@@ -82,6 +85,15 @@ def refresh_advisories(session: Session, run_ids: list[int] | None = None) -> Ad
                     _write(session, summary, write)
     session.flush()
     return summary
+
+
+def target_deployments(session: Session, run: Run) -> list[Deployment]:
+    """The deployments a run is for: those the user named, else those serving the run's target model."""
+    named = named_deployments(session, run.id)
+    target = run_target_model(run.target_model, run.config)
+    if named or target is None:
+        return named
+    return [d for d in deployments_by_name(session) if serves(d.target_model, target)]
 
 
 def _stored(row: Advisory) -> StoredAdvisory:

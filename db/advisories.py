@@ -49,31 +49,20 @@ def set_min_gain(session: Session, gain: float) -> None:
         record_change(session, "advice", "setting", "global", MIN_GAIN_SETTING, before, float(gain))
 
 
-def _short(model: str | None) -> str:
-    return (model or "").rstrip("/").rsplit("/", 1)[-1].strip().lower()
-
-
-def target_deployments(session: Session, run: Run) -> list[Deployment]:
-    """The deployments a run is for: those the user named, else those serving the run's target model."""
-    named = list(
+def named_deployments(session: Session, run_id: int) -> list[Deployment]:
+    """The deployments the user named as the run's targets, by name."""
+    return list(
         session.scalars(
             select(Deployment)
             .join(RunDeployment, RunDeployment.deployment_id == Deployment.id)
-            .where(RunDeployment.run_id == run.id)
+            .where(RunDeployment.run_id == run_id)
             .order_by(Deployment.name)
         )
     )
-    target = run.target_model or (run.config or {}).get(
-        "target_model_path"
-    )  # the log, else the trainer config
-    if named or not isinstance(target, str) or not target:
-        return named
-    want = _short(target)
-    return [
-        d
-        for d in session.scalars(select(Deployment).order_by(Deployment.name))
-        if d.target_model and _short(d.target_model) == want
-    ]
+
+
+def deployments_by_name(session: Session) -> list[Deployment]:
+    return list(session.scalars(select(Deployment).order_by(Deployment.name)))
 
 
 def name_target_deployments(session: Session, run: Run, names: list[str]) -> None:

@@ -10,6 +10,8 @@ from specdash.answers.advice import (
     advice_values,
     decide,
     load_label,
+    run_target_model,
+    serves,
     summarize,
 )
 from specdash.costmodel.advisor import DepthAdvice
@@ -99,3 +101,18 @@ def test_the_summary_counts_what_holds_and_what_was_resolved():
         assert write is not None
         summarize(summary, write)
     assert (summary.advised, summary.resolved, summary.new) == (1, 1, [])
+
+
+def test_a_run_is_for_its_logged_target_model_else_its_trainer_configs():
+    assert run_target_model("Kimi-K2.5", {"target_model_path": "/models/other"}) == "Kimi-K2.5"
+    assert run_target_model(None, {"target_model_path": "/models/Kimi-K2.5"}) == "/models/Kimi-K2.5"
+    assert run_target_model(None, {"target_model_path": 3}) is None
+    assert run_target_model("", None) is None
+
+
+@pytest.mark.parametrize(
+    "deployment_model,served",
+    [("/models/Kimi-K2.5/", True), ("moonshotai/kimi-k2.5", True), ("Kimi-K2", False), (None, False)],
+)
+def test_a_deployment_serves_the_model_of_the_same_name_wherever_it_was_loaded_from(deployment_model, served):
+    assert serves(deployment_model, "/models/Kimi-K2.5") is served
