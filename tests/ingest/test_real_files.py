@@ -270,6 +270,13 @@ GATE = {
     # sglang#8552: an SGLang block without a TPOT section (that version printed none), one at a time: per
     # request 1000 / "Median ITL (ms):" 8.47, no accept length to multiply it by
     "real/sglang_console_itl_only_pr8552.txt": [Expected(1, 1000 / 8.47, 113.12, None)],
+    # vllm#35714 (multimodal draft_model PR, the run before the drafter): one at a time, 16 prompts; TPOT
+    # 21.71 ms, 39.96 tok/s in all (each request's prefill and its 330 ms mean TTFT count in it, not in TPOT)
+    "real/vllm_console_draft_model_mm_pr35714.txt": [Expected(1, 1000 / 21.71, 39.96, None)],
+    # vllm#51742 (Qwen3.6-35B-A3B + DFlash, after the fix): one at a time, TPOT 2.19 ms; its Speculative
+    # Decoding section is cut after "Acceptance rate (%): 31.16": a rate without the draft depth gives no
+    # accept length
+    "real/vllm_console_dflash_hybrid_pr51742.txt": [Expected(1, 1000 / 2.19, 371.88, None)],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
