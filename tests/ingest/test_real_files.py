@@ -277,6 +277,14 @@ GATE = {
     # Decoding section is cut after "Acceptance rate (%): 31.16": a rate without the draft depth gives no
     # accept length
     "real/vllm_console_dflash_hybrid_pr51742.txt": [Expected(1, 1000 / 2.19, 371.88, None)],
+    # sglang#12389 (the same reporter's in-flight batching run, 250,000-token prompts): 16 concurrent;
+    # TTFT and ITL printed as 0, so per request 1000 / median TPOT 4.8304 ms; aggregate as printed
+    "real/sglang_bench_serving_ifb_c16_issue12389.jsonl": [
+        Expected(16, 1000 / 4.830382395428731, 3267.0925907959777, None)
+    ],
+    # sglang#8285: 330 requests/s capped at 330 in flight (315.98 measured), a version without a TPOT section:
+    # per request 1000 / "Median ITL (ms):" 22.82; the excerpt ends there
+    "real/sglang_console_c330_itl_issue8285.txt": [Expected(330, 1000 / 22.82, 12195.89, None)],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
