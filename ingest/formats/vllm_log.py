@@ -4,7 +4,8 @@ and the speculative-decoding metrics lines.
 Read as written by every version in use, after ANSI colour codes and `(APIServer pid=N)` prefixes:
 - a server start: `vLLM API server version X`, `non-default args: {...}` (0.10+), `args: Namespace(...)`
   (older), or an engine's `Initializing a V1 LLM engine (vX) with config: model=..., speculative_config=
-  SpeculativeConfig(method='eagle3', model=..., num_spec_tokens=3), ...` once intervals have been seen;
+  SpeculativeConfig(method='eagle3', model=..., num_spec_tokens=3), ...` once intervals have been seen
+  (a start that served nothing before the next `vLLM API server version` line died: it is dropped);
 - throughput: `[Engine 000: ]Avg prompt throughput: ..., Avg generation throughput: 95.3 tokens/s,
   Running: 1 reqs, ...` (V1 and V0), every 10 s, tokens over the interval and the running count at its end;
 - V1 `SpecDecoding metrics: Mean acceptance length: 2.35, ..., Accepted: 452 tokens, Drafted: 960 tokens,
@@ -72,7 +73,8 @@ LOGGED = re.compile(
     r"|vLLM API server version \d|Initializing an? (?:V1 )?LLM engine \(v)",
     re.MULTILINE,
 )
-START_MARKERS = ("vLLM API server version", "non-default args:", "args: Namespace(", "with config:")
+SERVER_VERSION = "vLLM API server version"
+START_MARKERS = (SERVER_VERSION, "non-default args:", "args: Namespace(", "with config:")
 
 
 def detect(head: str, filename: str) -> bool:
@@ -280,6 +282,9 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             if server.started:  # a new start once the previous one has measured something
                 server = Server(number)
                 servers.append(server)
+            elif SERVER_VERSION in line and server.version is not None:
+                # `vllm serve` prints its version once a start: the one before served nothing (it died)
+                server = servers[-1] = Server(number)
             server.intervals.fresh = True  # its first interval follows the start-up
             if found := VERSION.search(line):
                 server.version = server.version or found[1] or found[2]

@@ -285,6 +285,20 @@ GATE = {
     # sglang#8285: 330 requests/s capped at 330 in flight (315.98 measured), a version without a TPOT section:
     # per request 1000 / "Median ITL (ms):" 22.82; the excerpt ends there
     "real/sglang_console_c330_itl_issue8285.txt": [Expected(330, 1000 / 22.82, 12195.89, None)],
+    # guidellm-bench's harness log (vLLM on Intel XPU, no speculation): five `vllm serve` starts, one per arm,
+    # the second (Qwen3-30B-A3B TP2) dead before serving; each arm's median of its prefill-free intervals at
+    # 1 running: gpt-oss-20b TP4 33.4, Qwen3-30B-A3B TP4 25.75, Qwen3-4B TP2 50.8, Qwen3-4B TP4 48.9 tok/s
+    "real/vllm_log_guidellm_arms_xpu.log": [
+        Expected(1, 33.4, 33.4, None),
+        Expected(1, 25.75, 25.75, None),
+        Expected(1, 50.8, 50.8, None),
+        Expected(1, 48.9, 48.9, None),
+    ],
+    # guidellm-bench's GuideLLM 0.5 report of the Qwen3-4B TP2 arm of that log: one synchronous benchmark,
+    # 0.71 in flight on average (one at a time), median TPOT 19.648 ms, mean 50.866 output tok/s
+    "real/guidellm_0.5_sync_qwen3_4b_xpu.json": [
+        Expected(1, 1000 / 19.64803342707455, 50.86612140156177, None)
+    ],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
@@ -337,6 +351,22 @@ def test_specbundle_loads_whole_with_its_published_rows(engine):
     ]
     assert drafter.decode_tps == pytest.approx(1488.3645940190918 / 8)
     assert drafter.accept_length == pytest.approx(2.6400593352844486)
+
+
+def test_each_arm_of_a_harness_log_has_its_own_start_configuration(engine):
+    """guidellm-bench's log: the Qwen3-30B-A3B TP2 start (line 468) died before serving and the TP4 start
+    (line 704) served, so the second arm is TP4 from line 704, not the dead start's TP2."""
+    load(engine, REAL / "vllm_log_guidellm_arms_xpu.log", link=LinkOptions(deployment="real"))
+    arms = [
+        (b.raw["config"]["model"], b.raw["config"]["tp_size"], b.raw["server_start_line"])
+        for b in benchmarks(engine)
+    ]
+    assert arms == [
+        ("openai/gpt-oss-20b", 4, 1),
+        ("Qwen/Qwen3-30B-A3B", 4, 704),
+        ("Qwen/Qwen3-4B-Thinking-2507", 2, 1144),
+        ("Qwen/Qwen3-4B-Thinking-2507", 4, 1499),
+    ]
 
 
 def test_the_gate_holds_every_real_file():
