@@ -299,6 +299,12 @@ GATE = {
     "real/guidellm_0.5_sync_qwen3_4b_xpu.json": [
         Expected(1, 1000 / 19.64803342707455, 50.86612140156177, None)
     ],
+    # sglang#9588 (EAGLE with overlap scheduling, 4 concurrent, accept length 3.46, no TPOT section): the
+    # native client spreads each chunk's gap over its tokens, so an ITL entry is a token: 200 requests x
+    # (792.78 - 31.66) ms of decode over 42957 - 200 tokens is 3.56 ms a token, the printed mean ITL;
+    # 42757 x 3.56 / 152224 = 0.9999 token an entry (a gap carries one at least): per request 1000 / median
+    # ITL 2.82, not x 3.46
+    "real/sglang_console_spec_itl_per_token_pr9588.txt": [Expected(4, 1000 / 2.82, 1067.83, 3.46)],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
