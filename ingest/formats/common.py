@@ -114,6 +114,27 @@ class Load:
         return {"decode_tps": self.decode_from, "concurrency": self.concurrency_from}
 
 
+def tokens_per_gap(
+    *,
+    mean_itl_ms: float | None,
+    mean_e2e_ms: float | None,
+    mean_ttft_ms: float | None,
+    output_tokens: float | None,
+    completed: int | None,
+) -> float | None:
+    """The tokens each entry of a client's ITL list stands for, from the run's own means: the entries tile
+    every request's decode phase (E2E - TTFT), so there are decode time / mean ITL of them for the tokens
+    after each first one. 1 where the client spread each streamed chunk's gap over its tokens (SGLang's
+    native backend), about the accept length where it kept one gap a chunk. None when a figure is missing."""
+    if not (mean_itl_ms and mean_e2e_ms and output_tokens and completed) or mean_ttft_ms is None:
+        return None
+    decode_ms = completed * (mean_e2e_ms - mean_ttft_ms)
+    decode_tokens = output_tokens - completed
+    if decode_ms <= 0 or decode_tokens <= 0:
+        return None
+    return max(1.0, decode_tokens * mean_itl_ms / decode_ms)  # a streamed gap carries a token at least
+
+
 def client_load(
     *,
     median_tpot_ms: float | None,
@@ -123,19 +144,27 @@ def client_load(
     concurrency: float | None,
     request_rate: float | None,
     prompts: int | None,
+    tokens_per_itl: float | None = None,
 ) -> Load:
     """Per request and aggregate never confused, concurrency never a silent 1.
 
-    Per-request decode: 1000 / median TPOT; else 1000 / median ITL, times the accept length when
-    speculating (without TPOT an engine's ITL is the gap between streamed chunks, one per verify round);
-    else aggregate / concurrency when the concurrency is known. Concurrency: the file's (a cap, or the
-    measured mean in flight); an all-at-once run (`inf`) with no cap has every prompt in flight; a
-    request-rate run is derived by Little's law, aggregate / per-request tok/s."""
+    Per-request decode: 1000 / median TPOT; else 1000 / median ITL, and when speculating times the
+    tokens an ITL entry stands for (`tokens_per_gap`, measured from the run's means), or the accept
+    length where those means are missing (an engine streams a chunk a verify round); else aggregate /
+    concurrency when the concurrency is known. Concurrency: the file's (a cap, or the measured mean in
+    flight); an all-at-once run (`inf`) with no cap has every prompt in flight; a request-rate run is
+    derived by Little's law, aggregate / per-request tok/s."""
     decode, decode_from = None, "unknown"
     if median_tpot_ms and median_tpot_ms > 0:
         decode, decode_from = 1000.0 / median_tpot_ms, "1000 / median_tpot_ms"
     elif median_itl_ms and median_itl_ms > 0:
-        if accept_length and accept_length > 1:
+        if accept_length and accept_length > 1 and tokens_per_itl is not None:
+            decode = tokens_per_itl * 1000.0 / median_itl_ms
+            decode_from = (
+                f"{tokens_per_itl:.2f} tokens an ITL entry (mean ITL x decode tokens / decode time) * 1000 / "
+                "median_itl_ms"
+            )
+        elif accept_length and accept_length > 1:
             decode = accept_length * 1000.0 / median_itl_ms
             decode_from = "accept_length * 1000 / median_itl_ms (ITL per verify round)"
         else:

@@ -28,6 +28,7 @@ from specdash.ingest.formats.common import (
     no_per_request,
     per_request,
     safe_raw,
+    tokens_per_gap,
     validate,
 )
 from specdash.ingest.problems import Problem
@@ -69,6 +70,9 @@ class ServingResult(EngineModel):
     p99_tpot_ms: PositiveFloat | None = None
     median_ttft_ms: NonNegFloat | None = None
     p99_ttft_ms: NonNegFloat | None = None
+    mean_e2e_latency_ms: NonNegFloat | None = None
+    mean_ttft_ms: NonNegFloat | None = None
+    mean_itl_ms: NonNegFloat | None = None
     median_itl_ms: NonNegFloat | None = None
     p99_itl_ms: NonNegFloat | None = None
     concurrency: NonNegFloat | None = None
@@ -171,6 +175,13 @@ def record_from(data: dict, path: str, line: int, link) -> Iterator:
         concurrency=result.max_concurrency or in_flight,
         request_rate=rate,
         prompts=result.completed,
+        tokens_per_itl=tokens_per_gap(
+            mean_itl_ms=result.mean_itl_ms,
+            mean_e2e_ms=result.mean_e2e_latency_ms,
+            mean_ttft_ms=result.mean_ttft_ms,
+            output_tokens=result.total_output_tokens,
+            completed=result.completed,
+        ),
     )
     if load.decode_tps is None or load.concurrency is None:
         yield no_per_request(path, line)

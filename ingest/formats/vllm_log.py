@@ -4,7 +4,9 @@ and the speculative-decoding metrics lines.
 Read as written by every version in use, after ANSI colour codes and `(APIServer pid=N)` prefixes:
 - a server start: `vLLM API server version X`, `non-default args: {...}` (0.10+), `args: Namespace(...)`
   (older), or an engine's `Initializing a V1 LLM engine (vX) with config: model=..., speculative_config=
-  SpeculativeConfig(method='eagle3', model=..., num_spec_tokens=3), ...` once intervals have been seen;
+  SpeculativeConfig(method='eagle3', model=..., num_spec_tokens=3), ...` once intervals have been seen
+  (a start that served nothing is dropped when a line printed once a start, the version or the
+  arguments, comes again: it died);
 - throughput: `[Engine 000: ]Avg prompt throughput: ..., Avg generation throughput: 95.3 tokens/s,
   Running: 1 reqs, ...` (V1 and V0), every 10 s, tokens over the interval and the running count at its end;
 - V1 `SpecDecoding metrics: Mean acceptance length: 2.35, ..., Accepted: 452 tokens, Drafted: 960 tokens,
@@ -73,6 +75,8 @@ LOGGED = re.compile(
     re.MULTILINE,
 )
 START_MARKERS = ("vLLM API server version", "non-default args:", "args: Namespace(", "with config:")
+# What `vllm serve` prints once a start, in its API server (an engine's `with config:` is once an engine)
+ONCE_A_START = START_MARKERS[:3]
 
 
 def detect(head: str, filename: str) -> bool:
@@ -188,6 +192,7 @@ class Server:
         self.spec_lines = 0
         self.unsized = 0
         self.stated: dict[int, tuple[int, float]] = {}  # interval line -> (line, mean acceptance it stated)
+        self.once_lines: set[str] = set()  # the ONCE_A_START lines seen
 
     @property
     def started(self) -> bool:
@@ -277,9 +282,15 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
             server.spec_v0(strip_ansi(text))
         elif any(marker in text for marker in START_MARKERS):
             line = strip_ansi(text)
+            once = next((kind for kind in ONCE_A_START if kind in line), None)
             if server.started:  # a new start once the previous one has measured something
                 server = Server(number)
                 servers.append(server)
+            elif once is not None and once in server.once_lines:
+                # the API server prints it once a start: seen again, the start before served nothing (died)
+                server = servers[-1] = Server(number)
+            if once is not None:
+                server.once_lines.add(once)
             server.intervals.fresh = True  # its first interval follows the start-up
             if found := VERSION.search(line):
                 server.version = server.version or found[1] or found[2]

@@ -270,6 +270,41 @@ GATE = {
     # sglang#8552: an SGLang block without a TPOT section (that version printed none), one at a time: per
     # request 1000 / "Median ITL (ms):" 8.47, no accept length to multiply it by
     "real/sglang_console_itl_only_pr8552.txt": [Expected(1, 1000 / 8.47, 113.12, None)],
+    # vllm#35714 (multimodal draft_model PR, the run before the drafter): one at a time, 16 prompts; TPOT
+    # 21.71 ms, 39.96 tok/s in all (each request's prefill and its 330 ms mean TTFT count in it, not in TPOT)
+    "real/vllm_console_draft_model_mm_pr35714.txt": [Expected(1, 1000 / 21.71, 39.96, None)],
+    # vllm#51742 (Qwen3.6-35B-A3B + DFlash, after the fix): one at a time, TPOT 2.19 ms; its Speculative
+    # Decoding section is cut after "Acceptance rate (%): 31.16": a rate without the draft depth gives no
+    # accept length
+    "real/vllm_console_dflash_hybrid_pr51742.txt": [Expected(1, 1000 / 2.19, 371.88, None)],
+    # sglang#12389 (the same reporter's in-flight batching run, 250,000-token prompts): 16 concurrent;
+    # TTFT and ITL printed as 0, so per request 1000 / median TPOT 4.8304 ms; aggregate as printed
+    "real/sglang_bench_serving_ifb_c16_issue12389.jsonl": [
+        Expected(16, 1000 / 4.830382395428731, 3267.0925907959777, None)
+    ],
+    # sglang#8285: 330 requests/s capped at 330 in flight (315.98 measured), a version without a TPOT section:
+    # per request 1000 / "Median ITL (ms):" 22.82; the excerpt ends there
+    "real/sglang_console_c330_itl_issue8285.txt": [Expected(330, 1000 / 22.82, 12195.89, None)],
+    # guidellm-bench's harness log (vLLM on Intel XPU, no speculation): five `vllm serve` starts, one per arm,
+    # the second (Qwen3-30B-A3B TP2) dead before serving; each arm's median of its prefill-free intervals at
+    # 1 running: gpt-oss-20b TP4 33.4, Qwen3-30B-A3B TP4 25.75, Qwen3-4B TP2 50.8, Qwen3-4B TP4 48.9 tok/s
+    "real/vllm_log_guidellm_arms_xpu.log": [
+        Expected(1, 33.4, 33.4, None),
+        Expected(1, 25.75, 25.75, None),
+        Expected(1, 50.8, 50.8, None),
+        Expected(1, 48.9, 48.9, None),
+    ],
+    # guidellm-bench's GuideLLM 0.5 report of the Qwen3-4B TP2 arm of that log: one synchronous benchmark,
+    # 0.71 in flight on average (one at a time), median TPOT 19.648 ms, mean 50.866 output tok/s
+    "real/guidellm_0.5_sync_qwen3_4b_xpu.json": [
+        Expected(1, 1000 / 19.64803342707455, 50.86612140156177, None)
+    ],
+    # sglang#9588 (EAGLE with overlap scheduling, 4 concurrent, accept length 3.46, no TPOT section): the
+    # native client spreads each chunk's gap over its tokens, so an ITL entry is a token: 200 requests x
+    # (792.78 - 31.66) ms of decode over 42957 - 200 tokens is 3.56 ms a token, the printed mean ITL;
+    # 42757 x 3.56 / 152224 = 0.9999 token an entry (a gap carries one at least): per request 1000 / median
+    # ITL 2.82, not x 3.46
+    "real/sglang_console_spec_itl_per_token_pr9588.txt": [Expected(4, 1000 / 2.82, 1067.83, 3.46)],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
@@ -322,6 +357,22 @@ def test_specbundle_loads_whole_with_its_published_rows(engine):
     ]
     assert drafter.decode_tps == pytest.approx(1488.3645940190918 / 8)
     assert drafter.accept_length == pytest.approx(2.6400593352844486)
+
+
+def test_each_arm_of_a_harness_log_has_its_own_start_configuration(engine):
+    """guidellm-bench's log: the Qwen3-30B-A3B TP2 start (line 468) died before serving and the TP4 start
+    (line 704) served, so the second arm is TP4 from line 704, not the dead start's TP2."""
+    load(engine, REAL / "vllm_log_guidellm_arms_xpu.log", link=LinkOptions(deployment="real"))
+    arms = [
+        (b.raw["config"]["model"], b.raw["config"]["tp_size"], b.raw["server_start_line"])
+        for b in benchmarks(engine)
+    ]
+    assert arms == [
+        ("openai/gpt-oss-20b", 4, 1),
+        ("Qwen/Qwen3-30B-A3B", 4, 704),
+        ("Qwen/Qwen3-4B-Thinking-2507", 2, 1144),
+        ("Qwen/Qwen3-4B-Thinking-2507", 4, 1499),
+    ]
 
 
 def test_the_gate_holds_every_real_file():

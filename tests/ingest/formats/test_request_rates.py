@@ -92,3 +92,33 @@ def test_a_version_outside_the_known_range_is_read_with_a_note(engine):
         "0.4.3.post2 is outside the versions known (0.5.2 to 0.5.23): read from the fields it has"
     )
     assert "(0.4.3.post2 is outside the versions known" in describe(result)
+
+
+def itl_record(mean_itl_ms: float, median_itl_ms: float) -> bytes:
+    """An SGLang bench_serving record without TPOT, speculating (accept length 2.5): 100 requests of 251
+    tokens, 5050 ms end to end after a 50 ms TTFT, so 100 x 5000 ms of decode for 25000 tokens, 20 ms each."""
+    return (
+        b'{"backend": "sglang", "dataset_name": "random", "max_concurrency": 8, "completed": 100, '
+        b'"total_output_tokens": 25100, '
+        b'"output_throughput": 400.0, "mean_e2e_latency_ms": 5050.0, "mean_ttft_ms": 50.0, '
+        b'"mean_itl_ms": %.1f, "median_itl_ms": %.1f, "accept_length": 2.5}\n' % (mean_itl_ms, median_itl_ms)
+    )
+
+
+@pytest.mark.parametrize(
+    "mean_itl_ms, median_itl_ms, tokens_an_entry",
+    [
+        (20.0, 19.0, 1.0),  # 20 ms a token: the client spread each chunk's gap over its tokens
+        (50.0, 47.5, 2.5),  # 2.5 x 20 ms: one gap a streamed chunk, 25000 x 50 / 500000 = 2.5 tokens each
+    ],
+)
+def test_an_itl_entry_counts_the_tokens_the_run_means_give_it(
+    engine, mean_itl_ms, median_itl_ms, tokens_an_entry
+):
+    """Without TPOT, per-request decode is 1000 / median ITL times the tokens an ITL entry stands for,
+    measured from the record's own means, not assumed to be the accept length (sglang#9588's native
+    client prints per-token ITL while speculating)."""
+    result = ingest_bytes(engine, "itl.jsonl", itl_record(mean_itl_ms, median_itl_ms), link=H200)
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    (bench,) = benchmarks(engine)
+    assert bench.decode_tps == pytest.approx(tokens_an_entry * 1000 / median_itl_ms)

@@ -194,3 +194,47 @@ def test_aggregated_lines_of_two_api_servers_in_the_same_second_are_neither_doub
     # the median of the eight readings: 120.5 and 120.6 in the middle
     assert bench.concurrency == 4 and bench.output_throughput == pytest.approx((120.5 + 120.6) / 2)
     assert bench.decode_tps == pytest.approx((120.5 + 120.6) / 2 / 4)
+
+
+def engine_line(pid: int, minute: int, second: int, tokens_per_s: float) -> str:
+    return (
+        f"(APIServer pid={pid}) INFO 03-02 17:{minute:02d}:{second:02d} [loggers.py:257] Engine 000: Avg prompt "
+        f"throughput: 0.0 tokens/s, Avg generation throughput: {tokens_per_s} tokens/s, Running: 1 reqs, "
+        "Waiting: 0 reqs, GPU KV cache usage: 0.1%, Prefix cache hit rate: 0.0%\n"
+    )
+
+
+START_LINES = {
+    # vLLM 0.10-0.26: the version line, then the arguments
+    "version": "(APIServer pid={pid}) INFO 03-02 17:35:44 [api_server.py:1272] vLLM API server version 0.11.0\n",
+    # 0.27+: a banner instead of the version line; the arguments are the line printed once a start
+    "banner": (
+        "(APIServer pid={pid}) INFO 08-26 19:27:03 [api_utils.py:345]  version 0.27.1\n"
+        "(APIServer pid={pid}) INFO 08-26 19:27:03 [api_utils.py:273] non-default args: "
+        "{{'model': 'Qwen/Qwen3-30B-A3B', 'max_num_seqs': 1}}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("wording", sorted(START_LINES))
+def test_a_start_that_measured_nothing_gives_its_configuration_to_no_later_start(engine, wording):
+    """A TP2 server starts and dies before serving (no throughput line), then a TP4 server of the same
+    model starts and serves: its intervals belong to the TP4 start, named by its own line (as in a
+    committed GuideLLM harness log, tests/fixtures/real/vllm_log_guidellm_arms_xpu.log)."""
+    start = START_LINES[wording]
+    text = (
+        start.format(pid=7265)
+        + "(EngineCore_DP0 pid=8068) INFO 03-02 17:36:09 [core.py:97] Initializing a V1 LLM engine (v0.11.0) "
+        "with config: model='Qwen/Qwen3-30B-A3B', speculative_config=None, tensor_parallel_size=2, "
+        "quantization=fp8\n"
+        + start.format(pid=8511)
+        + "(EngineCore_DP0 pid=9181) INFO 03-02 17:41:08 [core.py:97] Initializing a V1 LLM engine (v0.11.0) "
+        "with config: model='Qwen/Qwen3-30B-A3B', speculative_config=None, tensor_parallel_size=4, "
+        "quantization=fp8\n"
+    ) + "".join(engine_line(8511, 43, s, 25.0 + s / 100) for s in (0, 10, 20, 30))
+    result = ingest_bytes(engine, "arms.log", text.encode(), link=LinkOptions(deployment="4x XPU"))
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    (bench,) = benchmarks(engine)
+    assert bench.raw["config"]["tp_size"] == 4
+    # the second start is named by its line printed once a start: the version line, or the arguments
+    assert bench.raw["server_start_line"] == {"version": 3, "banner": 5}[wording]
