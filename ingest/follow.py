@@ -3,7 +3,7 @@
 A training log (SpecForge console output) is read as it grows, a chunk of complete lines per transaction
 (ingest/tail.py), and a TensorBoard event file a batch of complete records per transaction
 (ingest/tail_events.py). Other formats (a server log summarised into one benchmark, a result file) are ingested
-whole once they stop changing for a moment, as `specdash ingest` loads a file (ingest/load.py): a new
+whole once they stop changing for a moment, as `specdash ingest` loads a file (ingest/pipeline.py): a new
 version supersedes the benchmark the previous version gave."""
 
 import os
@@ -17,9 +17,11 @@ from specdash.db.engine import file_transaction
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.specforge_log import NAME as TRAINING_LOG
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy, OnInvalid
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import HEAD_BYTES
+from specdash.ingest.sources import PathSource
 from specdash.ingest.tail import FollowEvent, InTransaction, LogTail, Tracked, load_tracked, save_tracked
 from specdash.ingest.tail_events import EventTail, is_event_file
 
@@ -167,9 +169,8 @@ class Follower:
         if now - tracked.stable_since < self.settle_seconds or tracked.state.get("ingested") == list(seen):
             return
         assert tracked.fmt is not None  # polled once its format was known
-        result = ingest_path(
-            self.engine, tracked.path, fmt_name=tracked.fmt.name, skip_invalid=True, link=self.link
-        )
+        policy = IngestPolicy(on_invalid=OnInvalid.SKIP, link=self.link, format_name=tracked.fmt.name)
+        result = ingest(self.engine, PathSource(tracked.path), policy)
         with file_transaction(self.engine) as session:
             if result.status == "loaded" and result.store and result.store.benchmark_ids:
                 self._supersede(session, tracked.state.get("benchmark_ids") or [], result.store.benchmark_ids)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from specdash.ingest.links import LinkOptions
+from specdash.ingest.policy import IngestPolicy
 from tests.conftest import FIXTURES
 from tests.ingest_support import benchmarks, load
 
@@ -289,7 +290,7 @@ GATE = {
 
 @pytest.mark.parametrize("name", sorted(GATE))
 def test_a_real_file_loads_with_its_authors_numbers(engine, name):
-    load(engine, FIXTURES / name, link=LinkOptions(deployment="real"))
+    load(engine, FIXTURES / name, IngestPolicy(link=LinkOptions(deployment="real")))
     found = [
         Expected(b.concurrency, b.decode_tps, b.output_throughput, b.accept_length)
         for b in benchmarks(engine)
