@@ -133,6 +133,9 @@ def ingest(
     )
     if target_deployments:
         _check_deployments(engine, target_deployments)
+    policy = command_policy(
+        update=update, replace=replace, skip_invalid=skip_invalid, link=link, format_name=fmt_name
+    )
     if follow:
         from specdash.cli.follow_commands import follow as follow_files
 
@@ -142,15 +145,11 @@ def ingest(
             engine,
             files,
             discover=found,
-            fmt_name=fmt_name,
-            link=link,
+            policy=IngestPolicy(link=link, format_name=fmt_name),  # --update, --replace: one-off files only
             notify=notify,
             poll_seconds=poll_seconds,
         )
         return
-    policy = command_policy(
-        update=update, replace=replace, skip_invalid=skip_invalid, link=link, format_name=fmt_name
-    )
     failed, results = _ingest_notifying(engine, paths, policy, quiet, notify)
     if len(results) > 1:
         click.echo(shown(describe_totals(results)))

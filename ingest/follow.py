@@ -9,6 +9,7 @@ version supersedes the benchmark the previous version gave."""
 import os
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -16,8 +17,7 @@ from sqlalchemy import Engine
 from specdash.db.engine import file_transaction
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.specforge_log import NAME as TRAINING_LOG
-from specdash.ingest.links import LinkOptions
-from specdash.ingest.pipeline import ingest
+from specdash.ingest.pipeline import COMMIT, ingest
 from specdash.ingest.policy import IngestPolicy, OnInvalid
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import HEAD_BYTES
@@ -40,20 +40,23 @@ class Follower:
         paths: Iterable[str] = (),
         *,
         discover: Callable[[], Iterable[str]] | None = None,
-        fmt_name: str | None = None,
-        link: LinkOptions | None = None,
+        policy: IngestPolicy = COMMIT,
         settle_seconds: float = SETTLE_SECONDS,
         max_chunk_bytes: int = MAX_CHUNK_BYTES,
         in_transaction: InTransaction | None = None,
     ):
         self.engine = engine
         self.discover = discover
-        self.fmt_name = fmt_name
-        self.link = link or LinkOptions()
+        # a followed source's problems never stop it: a whole file's valid records are stored (SKIP), a
+        # log's chunk or an event file's records keep what is valid and move on (KEEP)
+        self.fmt_name = policy.format_name
+        self.whole = replace(policy, on_invalid=OnInvalid.SKIP)
         self.settle_seconds = settle_seconds
         self.in_transaction = in_transaction
-        self.tail = LogTail(engine, self.link, max_chunk_bytes, in_transaction)
-        self.events = EventTail(engine, self.link, in_transaction)
+        self.tail = LogTail(
+            engine, replace(policy, on_invalid=OnInvalid.KEEP), max_chunk_bytes, in_transaction
+        )
+        self.events = EventTail(engine, replace(policy, on_invalid=OnInvalid.KEEP), in_transaction)
         self.tracked: dict[str, Tracked] = {}
         for path in paths:
             self._track(path)
@@ -169,7 +172,7 @@ class Follower:
         if now - tracked.stable_since < self.settle_seconds or tracked.state.get("ingested") == list(seen):
             return
         assert tracked.fmt is not None  # polled once its format was known
-        policy = IngestPolicy(on_invalid=OnInvalid.SKIP, link=self.link, format_name=tracked.fmt.name)
+        policy = replace(self.whole, format_name=tracked.fmt.name)
         result = ingest(self.engine, PathSource(tracked.path), policy)
         with file_transaction(self.engine) as session:
             if result.status == "loaded" and result.store and result.store.benchmark_ids:

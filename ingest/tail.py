@@ -25,9 +25,8 @@ from specdash.ingest.describe import describe
 from specdash.ingest.formats import BY_NAME
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.specforge_log import TrainingLog, parse_lines
-from specdash.ingest.links import LinkOptions
 from specdash.ingest.pipeline import ingest
-from specdash.ingest.policy import IngestPolicy, OnInvalid
+from specdash.ingest.policy import IngestPolicy
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import checked
 from specdash.ingest.results import IngestResult
@@ -169,13 +168,11 @@ class LogTail:
     """Reads followed training logs for a Follower: what each gained, a chunk per transaction."""
 
     def __init__(
-        self, engine: Engine, link: LinkOptions, max_chunk_bytes: int, in_transaction: InTransaction | None
+        self, engine: Engine, policy: IngestPolicy, max_chunk_bytes: int, in_transaction: InTransaction | None
     ):
         self.engine = engine
-        self.link = link
-        self.policy = IngestPolicy(
-            on_invalid=OnInvalid.KEEP, link=link
-        )  # a chunk's problems never stop the log
+        self.policy = policy
+        self.link = policy.link
         self.max_chunk_bytes = max_chunk_bytes
         self.in_transaction = in_transaction
 

@@ -14,9 +14,8 @@ from sqlalchemy.exc import IntegrityError
 
 from specdash.ingest.formats.base import Located
 from specdash.ingest.formats.common import run_record
-from specdash.ingest.links import LinkOptions
 from specdash.ingest.pipeline import ingest
-from specdash.ingest.policy import IngestPolicy, OnInvalid
+from specdash.ingest.policy import IngestPolicy
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import checked, reader_format
 from specdash.ingest.results import IngestResult
@@ -36,9 +35,10 @@ def is_event_file(path: str) -> bool:
 class EventTail:
     """Reads followed event files for a Follower: the records each gained, a batch per transaction."""
 
-    def __init__(self, engine: Engine, link: LinkOptions, in_transaction: InTransaction | None):
+    def __init__(self, engine: Engine, policy: IngestPolicy, in_transaction: InTransaction | None):
         self.engine = engine
-        self.link = link
+        self.policy = policy
+        self.link = policy.link
         self.in_transaction = in_transaction
 
     def poll(self, tracked: Tracked, stat: os.stat_result, event: FollowEvent) -> None:
@@ -82,7 +82,7 @@ class EventTail:
         tracked.fmt = FORMAT
         try:
             batch = Batch(tracked.path, FORMAT, items, problems, kept=save)
-            result = ingest(self.engine, batch, IngestPolicy(on_invalid=OnInvalid.KEEP, link=self.link))
+            result = ingest(self.engine, batch, self.policy)
         except IntegrityError:  # another follower inserted the file's first row at once
             tracked.loaded = False
             event.notes.append("another follower read these records first; resuming after it")
