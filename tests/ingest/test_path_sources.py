@@ -1,7 +1,7 @@
-"""`specdash ingest PATH` on what a trainer's tracker wrote, through the one load (ingest/load.py): a folder
-or file of TensorBoard events, an MLflow store, a SpecForge config, a SpecForge output folder. The stores
-are written in each test by the trackers' own writers (tensorboardX, MLflow's client) as SpecForge calls
-them; the numbers are the test's own."""
+"""`specdash ingest PATH` on what a trainer's tracker wrote, through the one pipeline (ingest/pipeline.py): a
+folder or file of TensorBoard events, an MLflow store, a SpecForge config, a SpecForge output folder. The
+stores are written in each test by the trackers' own writers (tensorboardX, MLflow's client) as SpecForge
+calls them; the numbers are the test's own."""
 
 import os
 import tracemalloc

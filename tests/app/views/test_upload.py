@@ -1,5 +1,5 @@
 """The Upload page: files are ingested as a dry run before anything is written, saved through
-ingest/load.py, and their new benchmarks, predictions and alerts shown at once."""
+ingest/pipeline.py, and their new benchmarks, predictions and alerts shown at once."""
 
 from sqlalchemy import func, select
 

@@ -1,6 +1,6 @@
-"""The Upload page takes a tracker's binary files (a TensorBoard event file, an mlflow.db) as `specdash ingest`
-does: the same dry run, the same save through ingest/load.py. The files are written in the test by the
-trackers' own writers (tensorboardX, MLflow's client); the numbers are the test's own."""
+"""The Upload page takes a tracker's binary files (a TensorBoard event file, an mlflow.db) as `specdash
+ingest` does: the same dry run, the same save through ingest/pipeline.py. The files are written in the test
+by the trackers' own writers (tensorboardX, MLflow's client); the numbers are the test's own."""
 
 import pytest
 
