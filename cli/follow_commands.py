@@ -10,8 +10,7 @@ import click
 from specdash.cli.common import db_option, open_db
 from specdash.db.engine import reading, transaction
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.pipeline import COMMIT
-from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.policy import COMMIT, IngestPolicy
 from specdash.ingest.problems import format_report
 
 

@@ -17,8 +17,8 @@ from sqlalchemy import Engine
 from specdash.db.engine import file_transaction
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.specforge_log import NAME as TRAINING_LOG
-from specdash.ingest.pipeline import COMMIT, ingest
-from specdash.ingest.policy import IngestPolicy, OnInvalid
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import COMMIT, IngestPolicy, OnInvalid
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import HEAD_BYTES
 from specdash.ingest.sources import PathSource

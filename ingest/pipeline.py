@@ -20,7 +20,7 @@ from specdash.db.models import Benchmark, IngestedFile
 from specdash.db.records import PATH_CHARS
 from specdash.db.refresh_summary import RefreshSummary
 from specdash.ingest.formats.base import Format
-from specdash.ingest.policy import IngestPolicy, Mode, OnConflict, OnInvalid
+from specdash.ingest.policy import COMMIT, IngestPolicy, Mode, OnConflict, OnInvalid
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import Spool
 from specdash.ingest.results import IngestResult, Preview
@@ -28,8 +28,6 @@ from specdash.ingest.rules import FileRules
 from specdash.ingest.sources import Read, Source
 from specdash.ingest.store import Store, store_records
 from specdash.ingest.store_summary import StoreSummary
-
-COMMIT = IngestPolicy()
 
 
 def ingest(engine: Engine, source: Source, policy: IngestPolicy = COMMIT) -> IngestResult:

@@ -49,6 +49,10 @@ class IngestPolicy:
     )
 
 
+# the default: committed, a source with any problem refused, one ingested before skipped
+COMMIT = IngestPolicy()
+
+
 def command_policy(
     *,
     update: bool = False,

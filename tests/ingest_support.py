@@ -8,8 +8,8 @@ from sqlalchemy import select, text
 from specdash.db.engine import reading
 from specdash.db.models import Benchmark, MetricKey, MetricPoint, Run
 from specdash.db.schema import store_metadata
-from specdash.ingest.pipeline import COMMIT, ingest
-from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import COMMIT, IngestPolicy
 from specdash.ingest.results import IngestResult
 from specdash.ingest.sources import PathSource
 from tests.conftest import FIXTURES
