@@ -35,7 +35,10 @@ from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import Preview, preview_bytes
+from specdash.ingest.pipeline import preview_ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.results import Preview
+from specdash.ingest.sources import UploadSource
 from specdash.masking import masked_url
 
 PARITY_POINTS = 4000  # at most this many reach the parity plot; the largest gaps always among them
@@ -392,10 +395,10 @@ def preview_upload(
     deployment: str | None,
     new_names: bool = False,
 ) -> Preview:
-    """The ingest's dry run (ingest/load.py) of an uploaded file with these links; keyed on the upload's id, not its
-    bytes (the leading underscore keeps Streamlit from hashing a file of up to 200 MB on every rerun)."""
-    link = upload_link(run, checkpoint, deployment, new_names)
-    return preview_bytes(get_engine(url), name, _data, link=link)
+    """The ingest's preview (ingest/pipeline.py) of an uploaded file with these links; keyed on the upload's id,
+    not its bytes (the leading underscore keeps Streamlit from hashing a file of up to 200 MB on every rerun)."""
+    policy = IngestPolicy(link=upload_link(run, checkpoint, deployment, new_names))
+    return preview_ingest(get_engine(url), UploadSource(name, _data), policy)
 
 
 @st.cache_data(show_spinner=False)

@@ -1,10 +1,11 @@
-"""What the Upload page shows about a file before saving it, read from the ingest's dry run (ingest/load.py)
-(preview_bytes: the whole ingest, rolled back): plain functions of a Preview, testable without Streamlit."""
+"""What the Upload page shows about a file before saving it, read from the ingest's preview
+(ingest/pipeline.py in Mode.PREVIEW: the whole ingest, rolled back): plain functions of a Preview, testable
+without Streamlit."""
 
 import pandas as pd
 
-from specdash.ingest.load import Preview
 from specdash.ingest.problems import format_report
+from specdash.ingest.results import Preview
 
 
 def can_save(preview: Preview) -> bool:

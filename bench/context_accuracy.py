@@ -40,7 +40,9 @@ from specdash.db.loadmodels import fitted_estimates
 from specdash.db.models import Benchmark, Deployment, IngestedFile
 from specdash.db.refresh import refresh
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import PathSource
 
 SWEEPS_DIR = REPO / "tests" / "fixtures" / "published" / "context"
 RUN, CHECKPOINT = "published-drafter", "published"
@@ -98,10 +100,10 @@ def build_store(
     """A migrated store in `folder` holding the sweep's deployment and `files`, each linked to one drafter;
     `calibrated`: then fitted as `specdash calibrate --apply` fits it."""
     engine = make_engine(fresh_db(folder, name))
-    ingest_path(engine, sweep.folder / "deployment.jsonl")
+    ingest(engine, PathSource(sweep.folder / "deployment.jsonl"))
     link = LinkOptions(run=RUN, checkpoint=CHECKPOINT, deployment=deployment_name(sweep))
     for path in files:
-        result = ingest_path(engine, path, link=link)
+        result = ingest(engine, PathSource(path), IngestPolicy(link=link))
         if result.status != "loaded":
             raise RuntimeError(f"{path}: {result.status}: {[str(p) for p in result.problems]}")
     with reading(engine) as session:  # the readers state each benchmark's lengths

@@ -7,7 +7,8 @@ from specdash.db.engine import reading
 from specdash.db.schema import current_revision, revision_history, upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
 from specdash.ingest.describe import describe
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from specdash.masking import masked_url
 
 
@@ -63,7 +64,7 @@ def demo(ctx: click.Context, if_empty: bool) -> None:
             if not is_empty(session):
                 click.echo("database already has data; demo not loaded")
                 return
-    result = ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes())
+    result = ingest(engine, UploadSource(DEMO_FILE_NAME, demo_bytes()))
     if not result.ok:  # the demo is ours: a failure here is a bug, shown in full
         raise click.ClickException("\n".join(str(p) for p in result.problems))
     click.echo(describe(result))

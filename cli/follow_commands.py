@@ -10,6 +10,7 @@ import click
 from specdash.cli.common import db_option, open_db
 from specdash.db.engine import reading, transaction
 from specdash.ingest.links import LinkOptions
+from specdash.ingest.policy import COMMIT, IngestPolicy
 from specdash.ingest.problems import format_report
 
 
@@ -50,7 +51,7 @@ def stop_sender(sender, drain_seconds: float = 5.0, wait_seconds: float | None =
         )
 
 
-def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=None, poll_seconds=0.5) -> None:
+def follow(engine, paths=(), discover=None, policy=COMMIT, notify=None, poll_seconds=0.5) -> None:
     """Poll until Ctrl-C (or SIGTERM): the chunk being written commits or rolls back whole first."""
     from specdash.ingest.follow import Follower
     from specdash.notify import queue_notifications
@@ -71,8 +72,7 @@ def follow(engine, paths=(), discover=None, fmt_name=None, link=None, notify=Non
         engine,
         paths,
         discover=discover,
-        fmt_name=fmt_name,
-        link=link,
+        policy=policy,
         in_transaction=queue if url else None,
     )
     click.echo(
@@ -147,4 +147,5 @@ def watch(
     link = LinkOptions(
         run=run, deployment=deployment, target=target, target_deployments=tuple(target_deployments)
     )
-    follow(engine, discover=discover, fmt_name=fmt_name, link=link, notify=notify, poll_seconds=poll_seconds)
+    policy = IngestPolicy(link=link, format_name=fmt_name)
+    follow(engine, discover=discover, policy=policy, notify=notify, poll_seconds=poll_seconds)

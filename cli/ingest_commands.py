@@ -6,11 +6,14 @@ from pathlib import Path
 import click
 
 from specdash.cli.common import db_option, open_db, shown
+from specdash.ingest import pipeline
 from specdash.ingest.describe import describe, describe_new_names, describe_totals
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_path
+from specdash.ingest.policy import IngestPolicy, OnInvalid, command_policy
 from specdash.ingest.problems import format_report
+from specdash.ingest.results import IngestResult
+from specdash.ingest.sources import PathSource
 from specdash.ingest.trackers import readers
 
 
@@ -130,6 +133,9 @@ def ingest(
     )
     if target_deployments:
         _check_deployments(engine, target_deployments)
+    policy = command_policy(
+        update=update, replace=replace, skip_invalid=skip_invalid, link=link, format_name=fmt_name
+    )
     if follow:
         from specdash.cli.follow_commands import follow as follow_files
 
@@ -139,22 +145,25 @@ def ingest(
             engine,
             files,
             discover=found,
-            fmt_name=fmt_name,
-            link=link,
+            policy=IngestPolicy(link=link, format_name=fmt_name),  # --update, --replace: one-off files only
             notify=notify,
             poll_seconds=poll_seconds,
         )
         return
-    failed, results = _ingest_notifying(
-        engine, paths, fmt_name, skip_invalid, link, quiet, notify, update=update, replace=replace
-    )
+    failed, results = _ingest_notifying(engine, paths, policy, quiet, notify)
     if len(results) > 1:
         click.echo(shown(describe_totals(results)))
     if failed:
-        # --skip-invalid loads a file's valid records: it helps only where records failed validation.
-        helps = not skip_invalid and any(p.kind != "parse" for result in failed for p in result.problems)
-        hint = "\n\nFix the records or pass --skip-invalid" if helps else ""
-        raise click.ClickException(f"{len(failed)} file(s) not loaded{hint}")
+        raise click.ClickException(_not_loaded(failed, policy))
+
+
+def _not_loaded(failed: list[IngestResult], policy: IngestPolicy) -> str:
+    # --skip-invalid loads a file's valid records: it helps only where records failed validation.
+    helps = policy.on_invalid is OnInvalid.REFUSE and any(
+        p.kind != "parse" for result in failed for p in result.problems
+    )
+    hint = "\n\nFix the records or pass --skip-invalid" if helps else ""
+    return f"{len(failed)} file(s) not loaded{hint}"
 
 
 def _followed(paths):
@@ -164,14 +173,14 @@ def _followed(paths):
     return lambda: [found for name in paths for found in watched_files(Path(name))]
 
 
-def _ingest_notifying(engine, paths, fmt_name, skip_invalid, link, quiet, notify, **changes):
+def _ingest_notifying(engine, paths, policy: IngestPolicy, quiet, notify):
     """Ingest the files one by one while new alerts and advisories go to the webhook (if any)."""
     from specdash.cli.follow_commands import start_sender, stop_sender, webhook_url
 
     url = webhook_url(engine, notify)
     sender = start_sender(engine, url)
     try:
-        return _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **changes)
+        return _ingest_all(engine, paths, policy, quiet, url)
     finally:
         stop_sender(sender)
 
@@ -189,7 +198,7 @@ def _check_deployments(engine, names) -> None:
         raise click.BadParameter(f"no deployment named {missing[0]!r}", param_hint="--target-deployment")
 
 
-def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **changes):
+def _ingest_all(engine, paths, policy: IngestPolicy, quiet, url):
     show_progress = not quiet and sys.stderr.isatty()
     failed, results = [], []
     for name in paths:
@@ -198,19 +207,9 @@ def _ingest_all(engine, paths, fmt_name, skip_invalid, link, quiet, url, **chang
             with click.progressbar(
                 length=path.stat().st_size, label=path.name, file=sys.stderr, show_pos=True
             ) as bar:
-                result = ingest_path(
-                    engine,
-                    path,
-                    fmt_name=fmt_name,
-                    skip_invalid=skip_invalid,
-                    link=link,
-                    progress=bar.update,
-                    **changes,
-                )
+                result = pipeline.ingest(engine, PathSource(path, progress=bar.update), policy)
         else:
-            result = ingest_path(
-                engine, path, fmt_name=fmt_name, skip_invalid=skip_invalid, link=link, **changes
-            )
+            result = pipeline.ingest(engine, PathSource(path), policy)
         if result.problems:
             click.echo(format_report(result.problems), err=True)  # each problem is one line of text
         if not result.ok:

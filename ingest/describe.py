@@ -3,7 +3,7 @@ each file, and the closing line of a multi-file ingest."""
 
 from collections import Counter
 
-from specdash.ingest.load import FileResult
+from specdash.ingest.results import IngestResult
 from specdash.ingest.store_summary import StoreSummary
 
 MAX_LINKS_SHOWN = 5
@@ -19,7 +19,7 @@ def describe_links(summary: StoreSummary) -> str:
     return ", ".join(shown)
 
 
-def describe(result: FileResult) -> str:
+def describe(result: IngestResult) -> str:
     """One paragraph on what happened to a file, the same in the CLI and the upload page."""
     if result.status == "skipped":
         return f"{result.path}: skipped, {result.message} (sha256 {(result.sha256 or '')[:12]})"
@@ -70,7 +70,7 @@ def describe(result: FileResult) -> str:
     return "; ".join(parts) + "."
 
 
-def describe_new_names(result: FileResult) -> str | None:
+def describe_new_names(result: IngestResult) -> str | None:
     """The names a file's benchmarks created, unlike any stored (a line of its own: each worth a look for
     a typo); None when there are none."""
     if result.status != "loaded" or result.store is None or not result.store.new_names:
@@ -78,7 +78,7 @@ def describe_new_names(result: FileResult) -> str | None:
     return f"  new name(s), unlike any stored: {', '.join(result.store.new_names)}"
 
 
-def describe_totals(results: list[FileResult]) -> str:
+def describe_totals(results: list[IngestResult]) -> str:
     """The closing paragraph of a multi-file ingest: files, records, what was linked and created."""
     loaded = [r for r in results if r.status == "loaded"]
     stores = [r.store for r in loaded if r.store is not None]

@@ -3,12 +3,13 @@
 A training log (SpecForge console output) is read as it grows, a chunk of complete lines per transaction
 (ingest/tail.py), and a TensorBoard event file a batch of complete records per transaction
 (ingest/tail_events.py). Other formats (a server log summarised into one benchmark, a result file) are ingested
-whole once they stop changing for a moment, as `specdash ingest` loads a file (ingest/load.py): a new
+whole once they stop changing for a moment, as `specdash ingest` loads a file (ingest/pipeline.py): a new
 version supersedes the benchmark the previous version gave."""
 
 import os
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -16,10 +17,11 @@ from sqlalchemy import Engine
 from specdash.db.engine import file_transaction
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.specforge_log import NAME as TRAINING_LOG
-from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import COMMIT, IngestPolicy, OnInvalid
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import HEAD_BYTES
+from specdash.ingest.sources import PathSource
 from specdash.ingest.tail import FollowEvent, InTransaction, LogTail, Tracked, load_tracked, save_tracked
 from specdash.ingest.tail_events import EventTail, is_event_file
 
@@ -38,20 +40,23 @@ class Follower:
         paths: Iterable[str] = (),
         *,
         discover: Callable[[], Iterable[str]] | None = None,
-        fmt_name: str | None = None,
-        link: LinkOptions | None = None,
+        policy: IngestPolicy = COMMIT,
         settle_seconds: float = SETTLE_SECONDS,
         max_chunk_bytes: int = MAX_CHUNK_BYTES,
         in_transaction: InTransaction | None = None,
     ):
         self.engine = engine
         self.discover = discover
-        self.fmt_name = fmt_name
-        self.link = link or LinkOptions()
+        # a followed source's problems never stop it: a whole file's valid records are stored (SKIP), a
+        # log's chunk or an event file's records keep what is valid and move on (KEEP)
+        self.fmt_name = policy.format_name
+        self.whole = replace(policy, on_invalid=OnInvalid.SKIP)
         self.settle_seconds = settle_seconds
         self.in_transaction = in_transaction
-        self.tail = LogTail(engine, self.link, max_chunk_bytes, in_transaction)
-        self.events = EventTail(engine, self.link, in_transaction)
+        self.tail = LogTail(
+            engine, replace(policy, on_invalid=OnInvalid.KEEP), max_chunk_bytes, in_transaction
+        )
+        self.events = EventTail(engine, replace(policy, on_invalid=OnInvalid.KEEP), in_transaction)
         self.tracked: dict[str, Tracked] = {}
         for path in paths:
             self._track(path)
@@ -167,9 +172,8 @@ class Follower:
         if now - tracked.stable_since < self.settle_seconds or tracked.state.get("ingested") == list(seen):
             return
         assert tracked.fmt is not None  # polled once its format was known
-        result = ingest_path(
-            self.engine, tracked.path, fmt_name=tracked.fmt.name, skip_invalid=True, link=self.link
-        )
+        policy = replace(self.whole, format_name=tracked.fmt.name)
+        result = ingest(self.engine, PathSource(tracked.path), policy)
         with file_transaction(self.engine) as session:
             if result.status == "loaded" and result.store and result.store.benchmark_ids:
                 self._supersede(session, tracked.state.get("benchmark_ids") or [], result.store.benchmark_ids)

@@ -156,7 +156,7 @@ class _LineTracked:
 
 def checked(items: Iterable[Located | Problem], name: str, problems: list[Problem]) -> Iterator[Located]:
     """A parser's valid records; its problems go to `problems` (the rules of ingest/rules/ apply later,
-    in load_file)."""
+    in the ingest pipeline)."""
     for item in items:
         if isinstance(item, Problem):
             problems.append(item)

@@ -1,34 +1,15 @@
-"""What loading a file gives (ingest/load.py): a file's result, a dry run's preview, and the records read
-and validated waiting for the write lock."""
+"""What an ingest gives (ingest/pipeline.py): a source's result and, for a preview, what committing it
+would do."""
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.answers.advice import AdvisorySummary
 from specdash.db.refresh_summary import RefreshSummary
-from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.problems import Problem
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
 
-__all__ = ["FileResult", "Parsed", "Preview"]
-
-
-@dataclass
-class FileResult:
-    path: str
-    status: str  # loaded | skipped | failed
-    format: str | None = None
-    sha256: str | None = None
-    store: StoreSummary | None = None
-    refresh: RefreshSummary | None = None
-    advisories: AdvisorySummary | None = None
-    problems: list[Problem] = field(default_factory=list)
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "failed"
+__all__ = ["IngestResult", "Preview"]
 
 
 @dataclass
@@ -58,13 +39,20 @@ class Preview:
 
 
 @dataclass
-class Parsed:
-    """Records read and validated, waiting for the write lock: a whole file (with its sha256 and size,
-    recorded as an ingested file) or a chunk of a followed log (sha256 None: its offset says what was read)."""
+class IngestResult:
+    """What ingesting a source did (or, in a preview, would do: `preview` holds it)."""
 
-    name: str
-    fmt: Format
-    records: Iterable[Located]
-    problems: list[Problem]
+    path: str
+    status: str  # loaded | skipped | failed
+    format: str | None = None
     sha256: str | None = None
-    size_bytes: int = 0
+    store: StoreSummary | None = None
+    refresh: RefreshSummary | None = None
+    advisories: AdvisorySummary | None = None
+    problems: list[Problem] = field(default_factory=list)
+    message: str = ""
+    preview: Preview | None = None  # Mode.PREVIEW: what committing would do, nothing written
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"

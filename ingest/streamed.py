@@ -1,13 +1,12 @@
-"""A training log stored as it is read, inside the transaction that stores it (ingest/load.py
-_stream): its million points are never pickled to a spool and read back. The write lock is held while
-the file is parsed, and a problem anywhere rolls back what was already inserted, so a file that fails on
+"""A training log stored as it is read, inside the transaction that stores it (ingest/pipeline.py): its
+million points are never pickled to a spool and read back. The write lock is held while the file is parsed, and a problem anywhere rolls back what was already inserted, so a file that fails on
 its last line leaves the store as it was, as a spooled file does.
 
 A log that goes back to a step it logged (a resumed run) needs two passes for its later values to win
 (ingest/rules/within_file.py Resumes): reading it stops at the first such step, and it is read again
 the spooled way."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from specdash.ingest.formats.base import Format, Located
@@ -16,10 +15,6 @@ from specdash.ingest.read import Opener, Progress, parse_records
 from specdash.ingest.records import MetricRows
 
 MAX_STREAMS = 10_000  # (run, key set) pairs followed for resumes; past it the file is read the spooled way
-
-
-class Resumed(Exception):
-    """The log went back to a step it had logged: its transaction rolls back and it is spooled."""
 
 
 class StreamedLog:
@@ -33,16 +28,16 @@ class StreamedLog:
     ):
         self.problems: list[Problem] = []
         self.count = 0  # valid records handed on
+        # the log went back to a step it had logged: no more records are handed on, what was stored is
+        # rolled back and the file is read again the spooled way
+        self.resumed = False
         self.size_bytes: int | None = None  # once read whole
         self.fmt, self.name, self.refuse = fmt, name, refuse
-        self.on_read: Callable[[int], None] | None = None  # told the bytes read, once the file is read whole
         self._resumes = fmt.resumes  # the formats the Resumes rule reads twice
         self._items = parse_records(fmt, name, opener, link, progress, self.problems, self._read)
 
     def _read(self, size: int) -> None:
         self.size_bytes = size
-        if self.on_read is not None:
-            self.on_read(size)
 
     def records(self) -> Iterator[Located]:
         last: dict[tuple[str, tuple[str, ...]], int] = {}  # (run, key set) -> its last step
@@ -54,10 +49,12 @@ class StreamedLog:
                 for step, keys, _ in record.steps:
                     stream = (record.run, keys)
                     if keys and step <= last.get(stream, -1):
-                        raise Resumed
+                        self.resumed = True
+                        return
                     last[stream] = step
                 if len(last) > MAX_STREAMS:
-                    raise Resumed
+                    self.resumed = True
+                    return
             self.count += 1
             yield item
 

@@ -1,6 +1,6 @@
 """A followed training log (SpecForge console output), read a chunk of complete lines at a time: the
 chunk's records, the predictions, alerts and advice they refresh, and the file's new offset commit in one
-transaction (ingest/load.py's load_file), so a follower killed at any moment resumes where the store says
+transaction (ingest/pipeline.py's ingest), so a follower killed at any moment resumes where the store says
 and neither loses nor repeats a line (metric points are keyed by run, key and step besides). The parser's
 state (run name, args block) is kept with the offset. A file that shrinks below the offset was truncated
 and is read again from the start; a path that names another file (same path, new inode) was rotated:
@@ -25,10 +25,12 @@ from specdash.ingest.describe import describe
 from specdash.ingest.formats import BY_NAME
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.specforge_log import TrainingLog, parse_lines
-from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import FileResult, Parsed, load_file
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import checked
+from specdash.ingest.results import IngestResult
+from specdash.ingest.sources import Batch
 
 FINGERPRINT_BYTES = 1024
 MAX_SAVED_PATHS = 1000
@@ -49,10 +51,10 @@ class FollowEvent:
     new_advisories: int = 0
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # truncated, rotated, ingested whole, ...
-    result: FileResult | None = None
+    result: IngestResult | None = None
     unit: str = "line"  # what `lines` counts: a log's lines, an event file's records
 
-    def add(self, result: FileResult, lines: int, problems: list[Problem]) -> None:
+    def add(self, result: IngestResult, lines: int, problems: list[Problem]) -> None:
         """What one committed chunk did (a kept chunk is stored, refreshed and advised on, problems or not)."""
         assert result.store is not None and result.refresh is not None and result.advisories is not None
         self.lines += lines
@@ -166,10 +168,11 @@ class LogTail:
     """Reads followed training logs for a Follower: what each gained, a chunk per transaction."""
 
     def __init__(
-        self, engine: Engine, link: LinkOptions, max_chunk_bytes: int, in_transaction: InTransaction | None
+        self, engine: Engine, policy: IngestPolicy, max_chunk_bytes: int, in_transaction: InTransaction | None
     ):
         self.engine = engine
-        self.link = link
+        self.policy = policy
+        self.link = policy.link
         self.max_chunk_bytes = max_chunk_bytes
         self.in_transaction = in_transaction
 
@@ -276,7 +279,7 @@ class LogTail:
             )
         offset = tracked.offset + (skipped or len(chunk))
 
-        def save(session, result: FileResult) -> None:
+        def save(session, result: IngestResult) -> None:
             save_tracked(session, tracked, offset, tracked.lines + lines, log)
             if self.in_transaction is not None:
                 self.in_transaction(session)
@@ -284,13 +287,8 @@ class LogTail:
         try:
             # the chunk's records, the refresh and advice they bring, and the new offset commit together
             assert tracked.fmt is not None  # polled once its format was known
-            result = load_file(
-                self.engine,
-                Parsed(tracked.path, tracked.fmt, items, problems),
-                link=self.link,
-                invalid="keep",
-                after=save,
-            )
+            chunk_source = Batch(tracked.path, tracked.fmt, items, problems, kept=save)
+            result = ingest(self.engine, chunk_source, self.policy)
         except (Moved, IntegrityError):  # IntegrityError: both inserted the file's first row at once
             tracked.close()
             tracked.loaded = False  # read the offset and state the other follower stored

@@ -1,6 +1,6 @@
 """A followed TensorBoard event file (`specdash watch`, `specdash ingest --follow`), read as a log is: the
 complete event records after the stored offset, at most MAX_RECORDS a transaction, their scalars stored
-with the file's new offset in one transaction (ingest/load.py's load_file), so a follower stopped at any
+with the file's new offset in one transaction (ingest/pipeline.py's ingest), so a follower stopped at any
 moment resumes after the last record it stored. A record still being written (a torn last record) waits
 for the next poll; a damaged one stops the file with its problem, after what came before it is stored. A
 file smaller than the offset, or a new file at the path, is read again from its start (metric points are
@@ -14,10 +14,12 @@ from sqlalchemy.exc import IntegrityError
 
 from specdash.ingest.formats.base import Located
 from specdash.ingest.formats.common import run_record
-from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import FileResult, Parsed, load_file
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
 from specdash.ingest.problems import Problem
 from specdash.ingest.read import checked, reader_format
+from specdash.ingest.results import IngestResult
+from specdash.ingest.sources import Batch
 from specdash.ingest.tail import FollowEvent, InTransaction, Tracked, save_tracked
 from specdash.ingest.trackers import tensorboard
 from specdash.ingest.trackers.batching import metric_batches
@@ -33,9 +35,10 @@ def is_event_file(path: str) -> bool:
 class EventTail:
     """Reads followed event files for a Follower: the records each gained, a batch per transaction."""
 
-    def __init__(self, engine: Engine, link: LinkOptions, in_transaction: InTransaction | None):
+    def __init__(self, engine: Engine, policy: IngestPolicy, in_transaction: InTransaction | None):
         self.engine = engine
-        self.link = link
+        self.policy = policy
+        self.link = policy.link
         self.in_transaction = in_transaction
 
     def poll(self, tracked: Tracked, stat: os.stat_result, event: FollowEvent) -> None:
@@ -71,15 +74,15 @@ class EventTail:
         items = [Located(None, run_record(run))]
         items += checked(metric_batches(tracked.path, run, found), tracked.path, problems)
 
-        def save(session, result: FileResult) -> None:
+        def save(session, result: IngestResult) -> None:
             save_tracked(session, tracked, offset, tracked.lines + count, None)
             if self.in_transaction is not None:
                 self.in_transaction(session)
 
         tracked.fmt = FORMAT
         try:
-            parsed = Parsed(tracked.path, FORMAT, items, problems)
-            result = load_file(self.engine, parsed, link=self.link, invalid="keep", after=save)
+            batch = Batch(tracked.path, FORMAT, items, problems, kept=save)
+            result = ingest(self.engine, batch, self.policy)
         except IntegrityError:  # another follower inserted the file's first row at once
             tracked.loaded = False
             event.notes.append("another follower read these records first; resuming after it")

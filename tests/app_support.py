@@ -13,7 +13,8 @@ from specdash.answers.calibrate import calibrate
 from specdash.db.calibration import apply_calibration
 from specdash.db.engine import transaction
 from specdash.db.refresh import refresh
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.conftest import FIXTURES, built_template, copy_of
 
 APP = str(Path(specdash.app.__file__).resolve().parent / "main.py")
@@ -64,7 +65,7 @@ def chain_accept_lengths(drafter: str) -> dict[int, float]:
 
 
 def load_specbundle(engine) -> None:
-    result = ingest_bytes(engine, SPECBUNDLE.name, SPECBUNDLE.read_bytes())
+    result = ingest(engine, UploadSource(SPECBUNDLE.name, SPECBUNDLE.read_bytes()))
     assert result.ok, result.problems
 
 

@@ -20,7 +20,8 @@ from specdash.cli.main import cli
 from specdash.db.engine import make_engine
 from specdash.db.schema import upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -93,7 +94,7 @@ def engine(db_url):
 
 
 def load_demo(engine) -> None:
-    result = ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes())
+    result = ingest(engine, UploadSource(DEMO_FILE_NAME, demo_bytes()))
     assert result.ok, result.problems
 
 

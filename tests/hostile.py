@@ -280,15 +280,24 @@ def check(engine, case: Case, content) -> Outcome:
     """Ingest one case into a database already holding data; judge what happened."""
     from specdash.ingest.describe import describe
     from specdash.ingest.links import LinkOptions
-    from specdash.ingest.load import ingest_bytes
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.policy import IngestPolicy
+    from specdash.ingest.sources import UploadSource
 
     if case.category == "names":  # the stored name the case's look-alike resembles
-        ingest_bytes(
-            engine, "stored-deployment.jsonl", f'{{"kind": "deployment", "name": "{DEPLOYMENT}"}}\n'.encode()
+        ingest(
+            engine,
+            UploadSource(
+                "stored-deployment.jsonl", f'{{"kind": "deployment", "name": "{DEPLOYMENT}"}}\n'.encode()
+            ),
         )
     before = content(engine)
     try:
-        result = ingest_bytes(engine, case.name, case.data, link=LinkOptions(deployment=case.deployment))
+        result = ingest(
+            engine,
+            UploadSource(case.name, case.data),
+            IngestPolicy(link=LinkOptions(deployment=case.deployment)),
+        )
     except Exception:  # noqa: BLE001 - a traceback is exactly what this check looks for
         return Outcome(case, False, "traceback: " + traceback.format_exc(limit=3).splitlines()[-1])
     lines = case.data.count(b"\n") + 1
@@ -320,7 +329,11 @@ def check(engine, case: Case, content) -> Outcome:
         )
         return Outcome(case, False, f"expected '{case.must_say}' in the summary: {why[:300]}")
     if result.status == "loaded":
-        again = ingest_bytes(engine, case.name, case.data, link=LinkOptions(deployment=case.deployment))
+        again = ingest(
+            engine,
+            UploadSource(case.name, case.data),
+            IngestPolicy(link=LinkOptions(deployment=case.deployment)),
+        )
         if again.status != "skipped":
             return Outcome(case, False, "re-ingest was not skipped")
     return Outcome(case, True)
@@ -358,7 +371,8 @@ def summarise(outcomes: list[Outcome]) -> str:
 def main() -> None:
     from specdash.db.engine import make_engine
     from specdash.db.schema import upgrade
-    from specdash.ingest.load import ingest_path
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.sources import PathSource
     from tests.ingest_support import content
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -368,7 +382,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         engine = make_engine(f"sqlite:///{folder}/hostile.db")
         upgrade(engine)
-        ingest_path(engine, FIXTURES / "sglang" / "bench_serving_0.5.23.jsonl")
+        ingest(engine, PathSource(FIXTURES / "sglang" / "bench_serving_0.5.23.jsonl"))
         outcomes = [check(engine, case, content) for case in generate(args.count, args.seed)]
     print(summarise(outcomes))
     for o in outcomes:

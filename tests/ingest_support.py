@@ -8,7 +8,10 @@ from sqlalchemy import select, text
 from specdash.db.engine import reading
 from specdash.db.models import Benchmark, MetricKey, MetricPoint, Run
 from specdash.db.schema import store_metadata
-from specdash.ingest.load import FileResult, ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import COMMIT, IngestPolicy
+from specdash.ingest.results import IngestResult
+from specdash.ingest.sources import PathSource
 from tests.conftest import FIXTURES
 
 SGLANG = FIXTURES / "sglang"
@@ -27,8 +30,8 @@ def content(engine) -> dict[str, list[tuple]]:
         }
 
 
-def load(engine, path: Path, **options) -> FileResult:
-    result = ingest_path(engine, path, **options)
+def load(engine, path: Path, policy: IngestPolicy = COMMIT) -> IngestResult:
+    result = ingest(engine, PathSource(path), policy)
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert not result.problems, [str(p) for p in result.problems]
     return result

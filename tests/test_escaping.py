@@ -15,7 +15,8 @@ from specdash.cli.main import cli
 from specdash.db import parity
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Deployment, Run
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.app_support import run_page
 
 MARKUP = "[x](https://tracker.example) <img src=https://tracker.example/p.gif> $\\frac{1}{2}$ :red[**run**]"
@@ -104,7 +105,7 @@ def test_gaps_json_escapes_control_characters(hostile_terminal):
 def test_ingest_reports_are_one_line_per_problem(engine):
     key = "colour\x1b[31m\nforged.jsonl:1: all good"
     data = (json.dumps({"kind": "run", "name": "r", key: 1}) + "\n").encode()
-    result = ingest_bytes(engine, "bad.jsonl", data)
+    result = ingest(engine, UploadSource("bad.jsonl", data))
     lines = [str(p) for p in result.problems]
     assert lines == [
         "bad.jsonl:1: colour\\x1b[31m\\nforged.jsonl:1: all good: Extra inputs are not permitted"
@@ -113,7 +114,7 @@ def test_ingest_reports_are_one_line_per_problem(engine):
 
 def test_names_with_control_characters_are_refused_at_ingest(engine):
     data = (json.dumps({"kind": "run", "name": TERMINAL}) + "\n").encode()
-    result = ingest_bytes(engine, "runs.jsonl", data)
+    result = ingest(engine, UploadSource("runs.jsonl", data))
     assert [str(p) for p in result.problems] == [
         "runs.jsonl:1: name: must not contain control characters ('\\x1b'): names are one line of text"
     ]
@@ -133,7 +134,7 @@ def test_names_with_bidirectional_controls_are_refused_at_ingest(engine, char):
         json.dumps({"kind": "run", "name": "ok"}),
         json.dumps({"kind": "benchmark", "deployment": f"box{char}8xH100", "decode_tps": 90.0}),
     ]
-    result = ingest_bytes(engine, "mixed.jsonl", ("\n".join(lines) + "\n").encode())
+    result = ingest(engine, UploadSource("mixed.jsonl", ("\n".join(lines) + "\n").encode()))
     assert [str(p) for p in result.problems] == [
         f"mixed.jsonl:2: deployment: must not contain bidirectional control characters (U+{ord(char):04X}): "
         "they reorder the text shown around them"

@@ -13,8 +13,10 @@ from specdash.db.changes import acting_as
 from specdash.ingest import trackers
 from specdash.ingest.describe import describe, describe_new_names
 from specdash.ingest.formats import FORMATS
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
 from specdash.ingest.problems import format_report
+from specdash.ingest.sources import UploadSource
 from specdash.labels import gap_text, setting_label
 
 LINK_FIELDS = ("run", "checkpoint", "deployment")
@@ -167,12 +169,8 @@ def save(ready: list, new_names: bool) -> None:
     who = state.writer()
     for file, link in ready:
         with guarded(f"Saving {file.name}"), acting_as(who):
-            result = ingest_bytes(
-                state.engine(),
-                file.name,
-                file.getvalue(),
-                link=state.upload_link(**link, new_names=new_names),
-            )
+            policy = IngestPolicy(link=state.upload_link(**link, new_names=new_names))
+            result = ingest(state.engine(), UploadSource(file.name, file.getvalue()), policy)
         saved.append(
             {
                 "summary": describe(result),

@@ -1,5 +1,5 @@
 """Scraping a serving engine: each scrape read into the windower, each closed window stored as a `live`
-benchmark through the one load path (ingest/load.py load_records) and judged for an acceptance collapse in
+benchmark through the one ingest pipeline (ingest/pipeline.py, a window a Batch source) and judged for an acceptance collapse in
 the same transaction; skipped windows and lost scrapes are counted with their reasons."""
 
 import threading
@@ -18,8 +18,10 @@ from specdash.ingest.live.engines import read_engine
 from specdash.ingest.live.exposition import ExpositionError, Scrape
 from specdash.ingest.live.http import ScrapeFailed, Stopped
 from specdash.ingest.live.windows import Windower, WindowOptions, WindowOutcome
-from specdash.ingest.load import FileResult, load_records
+from specdash.ingest.pipeline import ingest
 from specdash.ingest.problems import Problem
+from specdash.ingest.results import IngestResult
+from specdash.ingest.sources import Batch
 
 STORE_BUSY = "store busy"  # a window the store could not take within $SPECDASH_LOCK_TIMEOUT
 # Called in each window's transaction with the alerts not to post (a collapse's later windows).
@@ -42,7 +44,7 @@ class StoredWindow:
     """A closed window: its outcome, what storing it did, and what its accept length meant."""
 
     outcome: WindowOutcome
-    result: FileResult | None = None
+    result: IngestResult | None = None
     acceptance: WindowAcceptance | None = None
 
     @property
@@ -91,7 +93,7 @@ def store_window(engine: Engine, outcome: WindowOutcome, in_window: InWindow | N
         return StoredWindow(outcome)
     judged: list[WindowAcceptance] = []
 
-    def after(session: Session, result: FileResult) -> None:
+    def judged_in(session: Session, result: IngestResult) -> None:
         ids = result.store.benchmark_ids if result.store else []
         acceptance = judge_window(session, ids[0]) if ids else None
         if acceptance is not None:
@@ -101,7 +103,8 @@ def store_window(engine: Engine, outcome: WindowOutcome, in_window: InWindow | N
             in_window(session, frozenset(ids) if still else frozenset())
 
     name = str(outcome.record.raw["source"]) if outcome.record.raw else "live"
-    result = load_records(engine, name, LIVE, [Located(None, outcome.record)], after=after)
+    # a window's benchmark stored before changes nothing: its records are already there
+    result = ingest(engine, Batch(name, LIVE, [Located(None, outcome.record)], kept=judged_in))
     return StoredWindow(outcome, result, judged[0] if judged else None)
 
 

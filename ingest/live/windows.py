@@ -314,7 +314,7 @@ def window_outcome(readings: Sequence[Reading], options: WindowOptions) -> Windo
         record = BenchmarkRecord(**fields)
     except ValidationError as exc:
         return WindowOutcome(*span, problems=tuple(from_validation_error(last.source, None, exc)))
-    refused = record_problems(record, last.source, None)  # the rules load_file applies, told at once
+    refused = record_problems(record, last.source, None)  # the pipeline's rules, told at once
     return WindowOutcome(*span, problems=tuple(refused)) if refused else WindowOutcome(*span, record=record)
 
 

@@ -1,7 +1,8 @@
 """The plausibility and consistency rules every parsed record meets before the store takes it, whatever
-format produced it: load_file() runs each batch through FileRules.apply(). The rules of one record are in
-bounds.py, the slack of each bound (and its derivation) in tolerances.py, those of a file that disagrees
-with itself in within_file.py, and names that must resolve in names.py (applied as records are linked)."""
+format produced it: the ingest pipeline (ingest/pipeline.py) runs each batch through FileRules.apply().
+The rules of one record are in bounds.py, the slack of each bound (and its derivation) in tolerances.py,
+those of a file that disagrees with itself in within_file.py, and names that must resolve in names.py
+(applied as records are linked)."""
 
 from collections.abc import Iterable, Iterator
 

@@ -7,7 +7,7 @@ metric names mapped by `ingest.formats.metric_names` (one rule for logs and trac
 
 A tracker's store is not one text file: the readers take a path (a file, a folder, or a tracking URI) and
 open what they need, streaming metric histories in bounded memory. `specdash ingest PATH` reaches them
-through ingest/read.py's path source, into the one load of ingest/load.py."""
+through ingest/read.py's path source, into the one ingest pipeline (ingest/pipeline.py)."""
 
 from specdash.ingest.trackers.base import TrackerReader
 

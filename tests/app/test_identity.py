@@ -151,7 +151,7 @@ def test_settings_and_uploads_record_the_signed_in_writer(monkeypatch, demo_url,
 def test_without_the_header_an_upload_does_nothing(monkeypatch, demo_url, proxy):
     """Not even the dry run (which takes the write lock): the page offers no file to choose."""
     previews = []
-    monkeypatch.setattr("specdash.ingest.load.preview_bytes", lambda *a, **k: previews.append(a))
+    monkeypatch.setattr("specdash.app.state.preview_ingest", lambda *a, **k: previews.append(a))
     before = content(make_engine(demo_url))
     upload = run_page(monkeypatch, demo_url, "views/upload.py")
     assert not upload.exception and not upload.file_uploader

@@ -23,7 +23,8 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
 from specdash.db.profiles import effective_profile
 from specdash.db.refresh import refresh
-from specdash.ingest.load import ingest_bytes, ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import PathSource, UploadSource
 from tests.conftest import REAL_FIXTURES
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
@@ -287,7 +288,7 @@ def test_untrusted_benchmarks_are_counted_by_reason(engine):
             ),
         ],
     }
-    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    assert ingest(engine, UploadSource("lab.json", json.dumps(document).encode())).ok
     with transaction(engine) as session:
         old = session.scalar(select(Benchmark).where(Benchmark.label == "rerun later"))
         old.superseded_by_id = session.scalar(
@@ -307,7 +308,7 @@ def test_untrusted_benchmarks_are_counted_by_reason(engine):
 
 @pytest.mark.slow
 def test_specbundle_ingested_then_calibrated_in_the_store(engine, specbundle_fits):
-    result = ingest_path(engine, SPECBUNDLE)
+    result = ingest(engine, PathSource(SPECBUNDLE))
     assert result.ok and result.format == "specbundle"
     with transaction(engine) as session:
         reports, skipped = calibrate_all(session)
@@ -405,7 +406,7 @@ def test_a_fit_at_batch_1_carries_drafting_to_batch_4_by_the_step(engine):
         {"deployment": "lab", "decode_tps": 120.0, "dataset": "a", "concurrency": 4},
         *[_lab_bench(k, tps, tau, dataset="a") for k, tps, tau in LAB_DEPTHS],
     )
-    assert ingest_bytes(engine, "lab.json", document).ok
+    assert ingest(engine, UploadSource("lab.json", document)).ok
     with transaction(engine) as session:
         (report,) = calibrate(session)
         assert report.reference_concurrency == 1 and report.n_benchmarks == 5
@@ -414,7 +415,7 @@ def test_a_fit_at_batch_1_carries_drafting_to_batch_4_by_the_step(engine):
         draft = next(iter(pset.fit["draft_step_ms_by_drafter"].values()))
         overhead, growth = pset.round_overhead_ms, pset.verify_growth_compute
     later = _lab_document(_lab_bench(3, 170.0, 2.4, dataset="a", concurrency=4, label="at 4"))
-    assert ingest_bytes(engine, "later.json", later).ok
+    assert ingest(engine, UploadSource("later.json", later)).ok
     with reading(engine) as session:
         predicted = session.scalar(
             select(Gap.predicted_tps)
@@ -440,7 +441,7 @@ def test_the_what_if_carries_a_batch_8_fit_to_batch_1_by_the_step(engine):
         {"deployment": "lab", "decode_tps": 60.0, "concurrency": 8},
         *[_lab_bench(k, tps * 0.4, tau, concurrency=8) for k, tps, tau in LAB_DEPTHS],
     )
-    assert ingest_bytes(engine, "lab.json", document).ok
+    assert ingest(engine, UploadSource("lab.json", document)).ok
     with transaction(engine) as session:
         (report,) = calibrate(session)
         assert report.reference_concurrency == 8

@@ -14,7 +14,8 @@ from specdash.costmodel.uncertainty import PRIOR_ROUND_BAND
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Alert, Deployment, Prediction
 from specdash.db.schema import upgrade
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 
 
 def test_predictions_at_a_load_without_a_baseline_interpolate_it(engine):
@@ -42,7 +43,7 @@ def test_predictions_at_a_load_without_a_baseline_interpolate_it(engine):
             },
         ],
     }
-    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    assert ingest(engine, UploadSource("lab.json", json.dumps(document).encode())).ok
     with reading(engine) as session:
         (prediction,) = session.scalars(select(Prediction).where(Prediction.source == "theory")).all()
         # no baseline at batch 4: the step interpolated in log-log between batch 1 (10 ms) and 8 (12.5 ms)

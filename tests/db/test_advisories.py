@@ -20,7 +20,8 @@ from specdash.db.live_models import Advisory
 from specdash.db.models import Run
 from specdash.db.schema import current_revision, head_revision, upgrade
 from specdash.demo import PCIE, RUN_10K, RUN_KILLED, RUN_TTT5
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.live_support import DEPLOYMENT
 
 # The story's PCIe box: 90 tok/s (11.11 ms a step), half of it all-reduce, 1.93 ms to draft 3 steps.
@@ -107,7 +108,7 @@ def ttt3(engine):
         "ttt_length": 3,
         "status": "running",
     }
-    assert ingest_bytes(engine, "d.json", _doc(deployments=[DEPLOYMENT], runs=[run])).ok
+    assert ingest(engine, UploadSource("d.json", _doc(deployments=[DEPLOYMENT], runs=[run]))).ok
     return engine
 
 
@@ -118,7 +119,9 @@ def test_advisory_for_a_new_run_uses_the_prior_then_resolves_when_its_curve_sett
     assert rows[0]["curve_source"] == "prior" and rows[0]["best_depth"] == 7 and rows[0]["status"] == "open"
     # trained well past the first minutes, to a curve that falls fast: depth 3 is right for it
     steps = range(0, CURVE_MIN_STEPS + 1, 500)
-    assert ingest_bytes(ttt3, "m.json", _doc(metrics=_metrics("k25-ttt3", steps, [0.5, 0.35, 0.25]))).ok
+    assert ingest(
+        ttt3, UploadSource("m.json", _doc(metrics=_metrics("k25-ttt3", steps, [0.5, 0.35, 0.25])))
+    ).ok
     with reading(ttt3) as session:
         row = advisory_rows(session)[0]
         history = advisory_history(session, row["id"])
@@ -130,7 +133,7 @@ def test_advisory_for_a_new_run_uses_the_prior_then_resolves_when_its_curve_sett
 
 def test_quiet_when_the_run_is_deep_enough(engine):
     run = {"name": "deep", "target_model": "Kimi-K2.5", "speculative_algorithm": "EAGLE3", "ttt_length": 8}
-    assert ingest_bytes(engine, "d.json", _doc(deployments=[DEPLOYMENT], runs=[run])).ok
+    assert ingest(engine, UploadSource("d.json", _doc(deployments=[DEPLOYMENT], runs=[run]))).ok
     with reading(engine) as session:
         assert advisory_rows(session) == []
 
@@ -141,14 +144,14 @@ def test_target_from_the_trainer_config(engine):
         "ttt_length": 3,
         "config": {"target_model_path": "/models/Kimi-K2.5", "ttt_length": 3},
     }
-    assert ingest_bytes(engine, "d.json", _doc(deployments=[DEPLOYMENT], runs=[run])).ok
+    assert ingest(engine, UploadSource("d.json", _doc(deployments=[DEPLOYMENT], runs=[run]))).ok
     with reading(engine) as session:
         assert [(r["run"], r["best_depth"]) for r in advisory_rows(session)] == [("cfg", 7)]
 
 
 def test_runs_for_another_target_get_no_advice(engine):
     run = {"name": "llama", "target_model": "Llama-3.1-8B-Instruct", "ttt_length": 3}
-    assert ingest_bytes(engine, "d.json", _doc(deployments=[DEPLOYMENT], runs=[run])).ok
+    assert ingest(engine, UploadSource("d.json", _doc(deployments=[DEPLOYMENT], runs=[run]))).ok
     with reading(engine) as session:
         assert advisory_rows(session) == []
 
@@ -171,7 +174,7 @@ def test_status_change_is_recorded_and_survives_a_refresh(ttt3):
 
 def test_target_deployment_named_at_ingest(engine, invoke, tmp_path):
     other = dict(DEPLOYMENT, name="spare box", target_model=None)
-    assert ingest_bytes(engine, "d.json", _doc(deployments=[other])).ok
+    assert ingest(engine, UploadSource("d.json", _doc(deployments=[other]))).ok
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"specdash": 1, "runs": [{"name": "r", "ttt_length": 3}]}))
     bad = invoke(str(engine.url), "ingest", "--target-deployment", "nowhere", str(path))

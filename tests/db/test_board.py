@@ -16,7 +16,8 @@ from specdash.db.leaderboard import LeaderboardFilter, leaderboard, leaderboard_
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, IngestedFile, Run
 from specdash.db.runs import delete_ingested_file, delete_runs
 from specdash.db.schema import upgrade
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.app_support import specbundle_rows
 from tests.db.leaderboard_reference import pandas_deploy_table, pandas_leaderboard
 from tests.db.test_leaderboard_sql import assert_same, build_store, filters
@@ -149,7 +150,7 @@ def test_an_ingest_and_its_undo_keep_the_stored_ranking(real_url):
         "dataset": "gsm8k",
         "decode_tps": 3 * baseline,
     }
-    result = ingest_bytes(engine, "faster.jsonl", native(record))
+    result = ingest(engine, UploadSource("faster.jsonl", native(record)))
     assert result.ok, result.problems
     with reading(engine) as session:
         after = leaderboard(session, flt)
@@ -181,7 +182,7 @@ def test_a_new_baseline_rewrites_every_entry_it_divides(real_url):
         "dataset": "gsm8k",
         "decode_tps": 2 * baseline,
     }
-    assert ingest_bytes(engine, "baseline.jsonl", native(record)).ok
+    assert ingest(engine, UploadSource("baseline.jsonl", native(record))).ok
     with reading(engine) as session:
         after = leaderboard(session, flt)
         assert after["run"].tolist() == before["run"].tolist()

@@ -12,7 +12,9 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Gap, Prediction
 from specdash.db.refresh import refresh
 from specdash.db.schema import upgrade
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy, OnConflict
+from specdash.ingest.sources import PathSource
 
 # Bound parameters per statement on this test's connections (SQLite's oldest default, 999, plus room), and
 # specdash's IN lists cut at CHUNK under it: the chunking is tested at a scale that loads in seconds.
@@ -69,7 +71,7 @@ def test_a_file_of_many_benchmarks_loads_under_the_parameter_limit(limited, tmp_
             connection.exec_driver_sql(
                 f"SELECT 1 WHERE 1 IN ({', '.join('?' * (LIMIT + 1))})", tuple(range(LIMIT + 1))
             )
-    result = ingest_path(limited, path)
+    result = ingest(limited, PathSource(path))
     assert result.status == "loaded", [str(p) for p in result.problems][:3]
     speculative = BENCHMARKS * 3 // 4
     with reading(limited) as session:
@@ -83,7 +85,7 @@ def test_a_file_of_many_benchmarks_loads_under_the_parameter_limit(limited, tmp_
         predictions = session.scalar(select(func.count()).select_from(Prediction))
         summary = refresh(session)
     assert summary.benchmarks == speculative and summary.predictions == predictions
-    again = ingest_path(limited, path, replace=True)
+    again = ingest(limited, PathSource(path), IngestPolicy(on_conflict=OnConflict.REPLACE))
     assert again.status == "loaded" and f"({BENCHMARKS} benchmark(s) removed)" in again.message
 
 

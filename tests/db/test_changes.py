@@ -80,14 +80,18 @@ def test_run_tags_archive_delete_and_undone_ingest_are_recorded(demo_url):
 
 def test_a_target_named_at_ingest_over_the_stored_one_is_recorded(engine):
     from specdash.ingest.links import LinkOptions
-    from specdash.ingest.load import ingest_bytes
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.policy import IngestPolicy
+    from specdash.ingest.sources import UploadSource
 
     run = b'{"kind": "run", "name": "r", "target_model": "meta-llama/Llama-3.1-8B-Instruct"}\n'
-    assert ingest_bytes(engine, "a.jsonl", run).ok
+    assert ingest(engine, UploadSource("a.jsonl", run)).ok
     metrics = b'{"kind": "metrics", "run": "r", "step": 10, "values": {"train/loss": 1.5}}\n'
     with acting_as("ana"):
-        result = ingest_bytes(
-            engine, "b.jsonl", metrics, link=LinkOptions(target="meta-llama/Llama-3.3-70B-Instruct")
+        result = ingest(
+            engine,
+            UploadSource("b.jsonl", metrics),
+            IngestPolicy(link=LinkOptions(target="meta-llama/Llama-3.3-70B-Instruct")),
         )
     assert result.ok, [str(p) for p in result.problems]
     assert changes(engine) == [

@@ -126,9 +126,10 @@ def test_paths_that_never_end_are_refused_without_opening(db_url, tmp_path, kind
 
 
 def test_a_file_removed_before_it_is_read(engine, tmp_path):
-    from specdash.ingest.load import ingest_path
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.sources import PathSource
 
-    result = ingest_path(engine, tmp_path / "gone.jsonl")
+    result = ingest(engine, PathSource(tmp_path / "gone.jsonl"))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         f"{tmp_path / 'gone.jsonl'}: cannot read: No such file or directory"
@@ -139,9 +140,10 @@ def test_bom_and_crlf_read_as_plain_text(engine, tmp_path):
     """Every line-based and JSON format: a byte-order mark and CRLF line ends load the same records."""
     plain = (SGLANG / "bench_serving_0.5.9.jsonl").read_bytes()
     windows = b"\xef\xbb\xbf" + plain.replace(b"\n", b"\r\n")
-    from specdash.ingest.load import preview_bytes
+    from specdash.ingest.pipeline import preview_ingest
+    from specdash.ingest.sources import UploadSource
 
-    a = preview_bytes(engine, "plain.jsonl", plain)
-    b = preview_bytes(engine, "windows.jsonl", windows)
+    a = preview_ingest(engine, UploadSource("plain.jsonl", plain))
+    b = preview_ingest(engine, UploadSource("windows.jsonl", windows))
     assert not a.problems and not b.problems
     assert a.store.records == b.store.records > 0

@@ -12,7 +12,8 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from specdash.db.refresh import refresh
 from specdash.db.schema import upgrade
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 
 H100, L40S = "1x H100, TP1", "4x L40S, TP4, PCIe"
 
@@ -117,7 +118,7 @@ def store(tmp_path, name: str):
 def test_ingest_refreshes_what_it_touched_to_what_a_full_refresh_computes(tmp_path):
     engine = store(tmp_path, "incremental.db")
     for name, data in (("first.jsonl", FIRST), ("second.jsonl", SECOND)):
-        result = ingest_bytes(engine, name, data)
+        result = ingest(engine, UploadSource(name, data))
         assert result.status == "loaded", result.problems
     second_refresh = result.refresh
     assert second_refresh is not None
@@ -137,7 +138,7 @@ def test_ingest_refreshes_what_it_touched_to_what_a_full_refresh_computes(tmp_pa
     # the two files as one hold two baselines of one deployment, load and dataset at different speeds: a
     # repeat group, both stored and named; the predictions are those of the two files one after the other
     together = store(tmp_path, "together.db")
-    both = ingest_bytes(together, "both.jsonl", FIRST + SECOND)
+    both = ingest(together, UploadSource("both.jsonl", FIRST + SECOND))
     assert both.status == "loaded", both.problems
     assert "80 and 100 tok/s (lines 3, 12)" in (both.message or "")
     assert len(snapshot(together)["predictions"]) == 8
@@ -146,8 +147,8 @@ def test_ingest_refreshes_what_it_touched_to_what_a_full_refresh_computes(tmp_pa
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_a_new_baseline_refreshes_only_its_deployment_and_load(tmp_path, concurrency):
     engine = store(tmp_path, "baseline.db")
-    assert ingest_bytes(engine, "first.jsonl", FIRST).status == "loaded"
-    result = ingest_bytes(engine, "more.jsonl", lines(baseline(H100, concurrency, 110.0)))
+    assert ingest(engine, UploadSource("first.jsonl", FIRST)).status == "loaded"
+    result = ingest(engine, UploadSource("more.jsonl", lines(baseline(H100, concurrency, 110.0))))
     assert result.refresh is not None
     # on the H100, the trained drafter's one at load 2 (interpolated) and, at load 1, the trained
     # drafter's one and the untrained's two, or at load 8 the trained drafter's one
@@ -218,8 +219,8 @@ SMALL_FILES = {
 @pytest.mark.parametrize("name", list(SMALL_FILES))
 def test_a_small_file_into_a_bigger_store_leaves_what_a_full_refresh_computes(tmp_path, name):
     engine = store(tmp_path, "bigger.db")
-    assert ingest_bytes(engine, "store.jsonl", bigger_store()).status == "loaded"
-    result = ingest_bytes(engine, "small.jsonl", SMALL_FILES[name])
+    assert ingest(engine, UploadSource("store.jsonl", bigger_store())).status == "loaded"
+    result = ingest(engine, UploadSource("small.jsonl", SMALL_FILES[name]))
     assert result.status == "loaded", result.problems
     incremental = snapshot(engine) | {"entries": entries(engine)}
     with transaction(engine) as session:
@@ -228,7 +229,7 @@ def test_a_small_file_into_a_bigger_store_leaves_what_a_full_refresh_computes(tm
     # and the same as a store that took both files from nothing
     scratch = store(tmp_path, "scratch.db")
     for file, data in (("store.jsonl", bigger_store()), ("small.jsonl", SMALL_FILES[name])):
-        assert ingest_bytes(scratch, file, data).status == "loaded"
+        assert ingest(scratch, UploadSource(file, data)).status == "loaded"
     assert snapshot(scratch)["predictions"] == incremental["predictions"]
 
 

@@ -25,7 +25,8 @@ from specdash.db.load_fit_models import LoadFit
 from specdash.db.models import Deployment, ParameterSet, Prediction
 from specdash.db.profiles import apply_calibration_and_refresh
 from specdash.ingest.describe import describe
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.conftest import FIXTURES
 from tests.ingest_support import load
 
@@ -259,13 +260,13 @@ def test_a_load_fit_is_kept_and_refitted_only_when_its_data_changes_materially(e
     """Fitted on the first file and stored; a file adding 5 % to the benchmarks at known loads, settings
     and drafters reuses it (predictions against the same estimate); a new load, or more than REFIT_SHARE
     of new benchmarks in all, fits it again, and the ingest summary says so."""
-    first = ingest_bytes(engine, "a.jsonl", _sweep_lines((1, 8), range(4)))  # 24 benchmarks
+    first = ingest(engine, UploadSource("a.jsonl", _sweep_lines((1, 8), range(4))))  # 24 benchmarks
     assert first.refresh.refitted == ["1x H100, TP1"]
     assert "load model refitted for 1x H100, TP1" in describe(first)
     count, key, estimate = _stored_fit(engine)
     assert count == 24
 
-    small = ingest_bytes(engine, "b.jsonl", _sweep_lines((8,), range(1), start=100, depths=(3,)))
+    small = ingest(engine, UploadSource("b.jsonl", _sweep_lines((8,), range(1), start=100, depths=(3,))))
     assert small.ok and small.refresh.refitted == []
     assert "refitted" not in describe(small)
     assert _stored_fit(engine) == (count, key, estimate)
@@ -275,16 +276,18 @@ def test_a_load_fit_is_kept_and_refitted_only_when_its_data_changes_materially(e
         level = dict((c, tps) for c, tps, _ in estimate["levels"])[8.0]
         assert new.baseline_estimated and new.baseline_tps == pytest.approx(level)
 
-    more = ingest_bytes(engine, "c.jsonl", _sweep_lines((1,), range(1), start=200))  # 3 more: 4 of 24 new
+    more = ingest(
+        engine, UploadSource("c.jsonl", _sweep_lines((1,), range(1), start=200))
+    )  # 3 more: 4 of 24 new
     assert more.refresh.refitted == ["1x H100, TP1"]
     assert _stored_fit(engine)[0] == 28
 
-    other_load = ingest_bytes(engine, "d.jsonl", _sweep_lines((4,), range(1), start=300, depths=(3,)))
+    other_load = ingest(engine, UploadSource("d.jsonl", _sweep_lines((4,), range(1), start=300, depths=(3,))))
     assert other_load.ok and other_load.refresh.refitted == ["1x H100, TP1"]
 
 
 def test_calibrate_says_which_load_models_it_refitted(engine, invoke, tmp_path):
-    assert ingest_bytes(engine, "a.jsonl", _sweep_lines((1, 8), range(2))).ok
+    assert ingest(engine, UploadSource("a.jsonl", _sweep_lines((1, 8), range(2)))).ok
     url = engine.url.render_as_string(hide_password=False)
     assert "load model refitted" not in invoke(url, "calibrate").output  # the ingest's fit still holds
     with transaction(engine) as session:

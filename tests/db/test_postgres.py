@@ -17,7 +17,8 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.leaderboard import leaderboard
 from specdash.db.models import Benchmark, MetricKey, MetricPoint, Run
 from specdash.db.schema import downgrade, store_metadata, upgrade
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import PathSource
 from tests.conftest import FIXTURES, REAL_FIXTURES, needs_postgres
 from tests.db.leaderboard_reference import pandas_deploy_table, pandas_leaderboard
 from tests.db.test_leaderboard_sql import assert_same, build_store, filters
@@ -49,23 +50,23 @@ def test_demo_story_on_postgres(pg_url):
 
 
 def test_bad_file_writes_nothing_on_postgres(pg_engine):
-    result = ingest_path(pg_engine, FIXTURES / "native" / "bad_doc.json")
+    result = ingest(pg_engine, PathSource(FIXTURES / "native" / "bad_doc.json"))
     assert result.status == "failed" and len(result.problems) == 5
     with reading(pg_engine) as session:
         assert session.scalar(select(func.count()).select_from(Benchmark)) == 0
 
 
 def test_training_log_bulk_insert_on_postgres(pg_engine):
-    result = ingest_path(pg_engine, FIXTURES / "specforge" / "train_console.log")
+    result = ingest(pg_engine, PathSource(FIXTURES / "specforge" / "train_console.log"))
     assert result.status == "loaded", result.problems
     with reading(pg_engine) as session:
         stored = session.scalar(select(func.count()).select_from(MetricPoint))
     assert stored == result.store.metric_points > 0
-    assert ingest_path(pg_engine, FIXTURES / "specforge" / "train_console.log").status == "skipped"
+    assert ingest(pg_engine, PathSource(FIXTURES / "specforge" / "train_console.log")).status == "skipped"
 
 
 def test_specbundle_and_refresh_on_postgres(pg_engine):
-    result = ingest_path(pg_engine, REAL_FIXTURES / "specbundle-data.json")
+    result = ingest(pg_engine, PathSource(REAL_FIXTURES / "specbundle-data.json"))
     assert result.status == "loaded", result.problems[:3]
     assert result.store.created["benchmark"] == 500
     assert result.refresh.gaps > 0
@@ -84,7 +85,7 @@ def test_text_and_integers_at_the_bounds_load_the_same_as_on_sqlite(pg_engine, t
             {"kind": "run", "name": "a\x00"},
         )
     )
-    result = ingest_path(pg_engine, bad)
+    result = ingest(pg_engine, PathSource(bad))
     assert [str(p) for p in result.problems] == [
         f"{bad}:1: name: String should have at most 200 characters",
         f"{bad}:2: step: Input should be less than or equal to 2147483647 (got 2147483648)",
@@ -97,7 +98,7 @@ def test_text_and_integers_at_the_bounds_load_the_same_as_on_sqlite(pg_engine, t
             {"kind": "checkpoint", "run": "r" * 200, "name": "c", "step": 2**31 - 1, "path": "/" + "p" * 999},
         )
     )
-    assert ingest_path(pg_engine, good).status == "loaded"
+    assert ingest(pg_engine, PathSource(good)).status == "loaded"
 
 
 def test_training_metric_rollups_on_postgres(pg_engine, tmp_path):
@@ -105,7 +106,7 @@ def test_training_metric_rollups_on_postgres(pg_engine, tmp_path):
     from them, on PostgreSQL: equal to the sums of the points stored."""
     path = tmp_path / "dense-run.log"
     specforge_log(path, range(25_600))
-    assert ingest_path(pg_engine, path).status == "loaded"
+    assert ingest(pg_engine, PathSource(path)).status == "loaded"
     with transaction(pg_engine) as session:
         run_id = session.scalar(select(Run.id))
         # a resumed log: 5,600 of its steps stored already

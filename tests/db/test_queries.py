@@ -11,7 +11,8 @@ from specdash.db import checkpoint_queries as cq
 from specdash.db import curves as curves_db
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, MetricKey, MetricPoint, Run
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 TTT5 = "k25-eagle3-100k-ttt5"
@@ -161,7 +162,7 @@ def test_repeated_benchmarks_give_a_mean_and_a_standard_deviation(demo):
         )
         + b"]}"
     )
-    assert ingest_bytes(demo, "repeats.json", repeats).ok
+    assert ingest(demo, UploadSource("repeats.json", repeats)).ok
     with reading(demo) as session:
         checkpoint_id = ids(session, Checkpoint, name="epoch_1")[0]
         setting = cq.speculation_settings(session, [checkpoint_id], 1)[0]

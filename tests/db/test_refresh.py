@@ -11,7 +11,8 @@ from specdash.db.models import Alert, Benchmark, Deployment, Gap, Prediction
 from specdash.db.refresh import refresh
 from specdash.db.schema import upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.load import ingest_bytes, ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import PathSource, UploadSource
 from tests.app_support import SPECBUNDLE
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
@@ -121,7 +122,7 @@ def test_baselines_are_matched_by_dataset(engine):
             ),
         ],
     }
-    assert ingest_bytes(engine, "lab.json", json.dumps(document).encode()).ok
+    assert ingest(engine, UploadSource("lab.json", json.dumps(document).encode())).ok
     with reading(engine) as session:
         baseline = {p.dataset: p.baseline_tps for p in session.scalars(select(Prediction))}
     # its own dataset's baseline, else the median over the deployment and concurrency
@@ -184,7 +185,7 @@ def test_external_tree_prediction_without_draft_tokens_is_compared(engine):
             }
         ],
     }
-    result = ingest_bytes(engine, "tree.json", json.dumps(document).encode())
+    result = ingest(engine, UploadSource("tree.json", json.dumps(document).encode()))
     assert result.ok, result.problems
     with reading(engine) as session:
         (prediction,) = session.scalars(select(Prediction).where(Prediction.source == "my-sim")).all()
@@ -217,8 +218,8 @@ def test_a_refresh_in_small_batches_stores_what_one_batch_does(tmp_path, monkeyp
         monkeypatch.setattr(refresh_module, "BATCH", batch)
         engine = make_engine(f"sqlite:///{tmp_path / f'batch-{batch}.db'}")
         upgrade(engine)
-        assert ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes()).ok
-        assert ingest_path(engine, SPECBUNDLE).ok
+        assert ingest(engine, UploadSource(DEMO_FILE_NAME, demo_bytes())).ok
+        assert ingest(engine, PathSource(SPECBUNDLE)).ok
         with transaction(engine) as session:
             again = refresh(session)  # everything, in batches too: nothing changes
         results.append(_verdicts(engine))
@@ -271,7 +272,7 @@ def test_benchmarks_of_one_group_are_diagnosed_each_on_its_own(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'group.db'}")
     upgrade(engine)
     data = "".join(json.dumps(r) + "\n" for r in records).encode()
-    assert ingest_bytes(engine, "group.jsonl", data).ok
+    assert ingest(engine, UploadSource("group.jsonl", data)).ok
     with reading(engine) as session:
         rows = session.execute(
             select(Benchmark.decode_tps, Benchmark.speculative_algorithm, Benchmark.draft_hidden_size, Gap)

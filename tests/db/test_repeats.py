@@ -8,7 +8,8 @@ from specdash.costmodel.uncertainty import MIN_BAND, PRIOR_PSEUDO_COUNT, PRIOR_R
 from specdash.db.engine import reading
 from specdash.db.models import Deployment, Prediction
 from specdash.db.repeats import noise_by_deployment
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import native
 
 BASE = {"kind": "benchmark", "deployment": "noisy box", "concurrency": 1, "dataset": "chat"}
@@ -32,7 +33,7 @@ def test_repeats_set_the_noise_and_no_band_is_narrower(engine):
     data = native(
         {"kind": "run", "name": "r1"}, {"kind": "checkpoint", "run": "r1", "name": "epoch_1"}, *repeats, SPEC
     )
-    result = ingest_bytes(engine, "noisy.jsonl", data)
+    result = ingest(engine, UploadSource("noisy.jsonl", data))
     assert result.status == "loaded", [str(p) for p in result.problems]
     noise = (20 * 0.5 + PRIOR_PSEUDO_COUNT * MIN_BAND) / (20 + PRIOR_PSEUDO_COUNT)
     assert noise > PRIOR_ROUND_BAND  # wider than the prior's band: it decides
@@ -48,6 +49,6 @@ def test_repeats_set_the_noise_and_no_band_is_narrower(engine):
 
 def test_a_deployment_without_repeats_has_no_noise_of_its_own(engine):
     data = native({**BASE, "decode_tps": 100.0}, {**BASE, "concurrency": 8, "decode_tps": 80.0})
-    assert ingest_bytes(engine, "two.jsonl", data).ok
+    assert ingest(engine, UploadSource("two.jsonl", data)).ok
     with reading(engine) as session:
         assert noise_by_deployment(session) == {}

@@ -15,8 +15,9 @@ from specdash.db import curves
 from specdash.db.engine import reading, transaction
 from specdash.db.models import MetricKey, MetricPoint, MetricRollup, Run
 from specdash.db.runs import delete_runs
-from specdash.ingest.load import ingest_path
 from specdash.ingest.metric_points import MetricPointWriter
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import PathSource
 
 
 def specforge_log(path, steps) -> None:
@@ -73,7 +74,7 @@ def test_a_dense_log_keeps_both_rollups_and_its_curves_are_read_from_them(engine
     At 100 points a line a bucket is 256 steps: four 64-step rollup buckets each."""
     path = tmp_path / "dense-run.log"
     specforge_log(path, range(25_600))
-    assert ingest_path(engine, path).status == "loaded"
+    assert ingest(engine, PathSource(path)).status == "loaded"
     with reading(engine) as session:
         keys, run_id = key_ids(session), session.scalar(select(Run.id))
         loss = keys["train/loss"]
@@ -108,7 +109,7 @@ def test_a_sparse_log_keeps_only_the_wide_rollup(engine, tmp_path):
     """A step logged every 50: at most two points a 64-step bucket (no rollup), 82 a 4,096-step one."""
     path = tmp_path / "sparse-run.log"
     specforge_log(path, range(0, 100_000, 50))
-    assert ingest_path(engine, path).status == "loaded"
+    assert ingest(engine, PathSource(path)).status == "loaded"
     with reading(engine) as session:
         run_id = session.scalar(select(Run.id))
         assert {k[2] for k in stored_rollups(session)} == {4096}
@@ -226,7 +227,7 @@ def test_a_followed_log_gets_its_rollups_once_enough_of_it_is_stored(engine):
 def test_deleting_a_run_deletes_its_rollups(engine, tmp_path):
     path = tmp_path / "dense-run.log"
     specforge_log(path, range(5_000))
-    assert ingest_path(engine, path).status == "loaded"
+    assert ingest(engine, PathSource(path)).status == "loaded"
     with transaction(engine) as session:
         assert stored_rollups(session)
         delete_runs(session, [session.scalar(select(Run.id))])

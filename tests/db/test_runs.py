@@ -10,7 +10,8 @@ from specdash.db import runs as run_store
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Checkpoint, Gap, IngestedFile, MetricPoint, Prediction, Run
 from specdash.db.schema import upgrade
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.app_support import run_page, table_with
 from tests.conftest import FIXTURES, sqlite_url
 
@@ -110,7 +111,7 @@ def test_undoing_an_ingest_removes_its_benchmarks_and_lets_it_in_again(demo_url)
     engine = make_engine(demo_url)
     data = (FIXTURES / "dashboard" / "deep_rerun.json").read_bytes()
     before = counts(demo_url)
-    assert ingest_bytes(engine, "deep_rerun.json", data).ok
+    assert ingest(engine, UploadSource("deep_rerun.json", data)).ok
     with reading(engine) as session:
         file_id = session.scalar(select(IngestedFile.id).where(IngestedFile.path == "deep_rerun.json"))
         removal = run_store.file_removal(session, file_id)
@@ -119,7 +120,7 @@ def test_undoing_an_ingest_removes_its_benchmarks_and_lets_it_in_again(demo_url)
         run_store.delete_ingested_file(session, file_id)
     assert counts(demo_url)["benchmarks"] == before["benchmarks"]
     assert counts(demo_url)["gaps and alerts"] == before["gaps and alerts"]
-    again = ingest_bytes(engine, "deep_rerun.json", data)
+    again = ingest(engine, UploadSource("deep_rerun.json", data))
     assert again.ok and again.store.benchmark_ids
 
 

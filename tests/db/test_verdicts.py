@@ -9,7 +9,8 @@ from sqlalchemy import select
 
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Alert, AlertEvent, Benchmark
-from specdash.ingest.load import ingest_bytes, ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import PathSource, UploadSource
 from tests.conftest import REAL_FIXTURES
 
 pytestmark = pytest.mark.slow
@@ -57,7 +58,7 @@ def calibrated(tmp_path_factory):
     url = f"sqlite:///{path}"
     engine = make_engine(url)
     upgrade(engine)
-    assert ingest_path(engine, SPECBUNDLE).ok
+    assert ingest(engine, PathSource(SPECBUNDLE)).ok
     result = CliRunner().invoke(cli, ["--db", url, "calibrate", "--apply"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     with engine.connect() as connection:
@@ -137,7 +138,7 @@ def test_injected_anomalies_are_alerted_with_the_right_diagnosis(calibrated, tmp
         before = dict(session.execute(select(Alert.benchmark_id, Alert.is_alert)).all())
     cases = injections()
     document = {"specdash": 1, "benchmarks": [{k: v for k, v in c.items() if k != "expected"} for c in cases]}
-    result = ingest_bytes(engine, "injected.json", json.dumps(document).encode())
+    result = ingest(engine, UploadSource("injected.json", json.dumps(document).encode()))
     assert result.ok, result.problems[:3]
     with reading(engine) as session:
         judged = {
@@ -194,7 +195,9 @@ def test_an_acceptance_shortfall_names_its_reference(calibrated, tmp_path):
         decode_tps=real["decode_tps"] * 0.85,
         label="regressed",
     )
-    assert ingest_bytes(engine, "r.json", json.dumps({"specdash": 1, "benchmarks": [injected]}).encode()).ok
+    assert ingest(
+        engine, UploadSource("r.json", json.dumps({"specdash": 1, "benchmarks": [injected]}).encode())
+    ).ok
     with reading(engine) as session:
         alert = session.scalars(
             select(Alert)

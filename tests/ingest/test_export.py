@@ -13,6 +13,7 @@ from specdash.db.models import Benchmark, Checkpoint, Deployment, Run
 from specdash.ingest.export import TABLES
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.native_schema import native_json_schema
+from specdash.ingest.policy import IngestPolicy
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, SPECFORGE, load
 
@@ -37,7 +38,7 @@ BENCHMARK_FIELDS = {
 @pytest.fixture
 def stocked(demo_url):
     engine = make_engine(demo_url)
-    load(engine, SGLANG / "bench_serving_0.5.9.jsonl", link=LinkOptions(deployment=PCIE))
+    load(engine, SGLANG / "bench_serving_0.5.9.jsonl", IngestPolicy(link=LinkOptions(deployment=PCIE)))
     load(engine, SPECFORGE / "train_console.log")
     engine.dispose()
     return demo_url
@@ -157,13 +158,14 @@ FORMULAS = [
 def test_csv_cells_a_spreadsheet_would_run_are_text(invoke, db_url):
     """Names that a spreadsheet reads as formulas (CSV injection) are exported with a leading ': shown as
     typed, never evaluated; JSON keeps them as they are, and numbers stay numbers."""
-    from specdash.ingest.load import ingest_bytes
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.sources import UploadSource
 
     lines = [json.dumps({"kind": "run", "name": name}) for name in FORMULAS]
     lines.append(
         json.dumps({"kind": "benchmark", "deployment": "=1+1", "run": FORMULAS[0], "decode_tps": 90.0})
     )
-    result = ingest_bytes(make_engine(db_url), "formulas.jsonl", ("\n".join(lines) + "\n").encode())
+    result = ingest(make_engine(db_url), UploadSource("formulas.jsonl", ("\n".join(lines) + "\n").encode()))
     assert result.ok, result.problems
     runs = list(csv.DictReader(io.StringIO(export(invoke, db_url, "runs", "--format", "csv"))))
     assert sorted(r["name"] for r in runs) == sorted("'" + name for name in FORMULAS)

@@ -12,7 +12,8 @@ from specdash.db.engine import reading
 from specdash.db.live_models import FollowedFile
 from specdash.db.models import Benchmark, MetricPoint, Run
 from specdash.ingest.follow import Follower
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.conftest import FIXTURES
 from tests.live_support import ARGS, KEYS, poll_once, step_line
 
@@ -145,8 +146,8 @@ def test_server_log_is_ingested_when_it_settles_and_a_longer_version_supersedes(
     path = tmp_path / "server.log"
     path.write_text("".join(lines[: decode[len(decode) // 2]]))
     deployment = {"name": "Kimi-K2.5, TP8, sglang", "baseline_tps": 60.0}
-    assert ingest_bytes(
-        engine, "d.json", json.dumps({"specdash": 1, "deployments": [deployment]}).encode()
+    assert ingest(
+        engine, UploadSource("d.json", json.dumps({"specdash": 1, "deployments": [deployment]}).encode())
     ).ok
     follower = followers(engine, [str(path)], settle_seconds=0.0)
     assert follower.poll() == []  # first look: not known to be settled yet

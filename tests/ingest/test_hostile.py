@@ -51,7 +51,9 @@ def test_log_literals_with_escapes_or_deep_nesting_are_read_without_a_warning(us
     import warnings
 
     from specdash.ingest.lines import python_literal
-    from specdash.ingest.load import ingest_path
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.policy import IngestPolicy
+    from specdash.ingest.sources import PathSource
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -69,7 +71,7 @@ def test_log_literals_with_escapes_or_deep_nesting_are_read_without_a_warning(us
             "'D:\\eagle3\\epoch_3', 'num_speculative_tokens': 3}\"}\n"
         )
         before = content(used)
-        result = ingest_path(used, log, fmt_name="vllm-log")
+        result = ingest(used, PathSource(log), IngestPolicy(format_name="vllm-log"))
     # a server start and no load held: nothing to store, said without a traceback
     assert result.status == "failed" and result.problems
     assert content(used) == before

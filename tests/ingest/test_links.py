@@ -6,7 +6,8 @@ import pytest
 
 from specdash.ingest.describe import describe
 from specdash.ingest.links import name_from_path
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 
 
 @pytest.mark.parametrize(
@@ -53,14 +54,14 @@ def test_two_full_paths_are_two_drafters(engine):
         "/data/qwen3/checkpoints/checkpoint_best",
         "/data/qwen3/checkpoints_compressed_vocab/checkpoint_best",
     ]
-    result = ingest_bytes(engine, "doc.json", document(paths))
+    result = ingest(engine, UploadSource("doc.json", document(paths)))
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert [(link.run, link.checkpoint, link.how) for link in result.store.links] == [
         ("qwen3/checkpoints", "checkpoint_best", "created from path"),
         ("checkpoints_compressed_vocab", "checkpoint_best", "created from path"),
     ]
     # the same two paths again, in another file: each finds its own checkpoint by its exact path
-    again = ingest_bytes(engine, "again.json", document(list(reversed(paths))))
+    again = ingest(engine, UploadSource("again.json", document(list(reversed(paths)))))
     assert [(link.run, link.how) for link in again.store.links] == [
         ("checkpoints_compressed_vocab", "by path"),
         ("qwen3/checkpoints", "by path"),
@@ -71,7 +72,9 @@ def test_two_full_paths_are_two_drafters(engine):
 def test_a_generic_parent_folder_is_not_a_run(engine):
     # run "checkpoints" holds checkpoint_best; another experiment's checkpoints/checkpoint_best is not it
     stored = [{"run": "checkpoints", "name": "checkpoint_best"}]
-    result = ingest_bytes(engine, "doc.json", document(["/y/other-exp/checkpoints/checkpoint_best"], stored))
+    result = ingest(
+        engine, UploadSource("doc.json", document(["/y/other-exp/checkpoints/checkpoint_best"], stored))
+    )
     (link,) = result.store.links
     assert (link.run, link.checkpoint, link.how) == (
         "other-exp/checkpoints",
@@ -83,11 +86,13 @@ def test_a_generic_parent_folder_is_not_a_run(engine):
 def test_a_folder_name_match_must_be_unambiguous(engine):
     # the same run and checkpoint folders under another root (a copy on the serving box): one candidate
     stored = [{"run": "run7", "name": "epoch_3", "path": "/train/run7/epoch_3"}]
-    result = ingest_bytes(engine, "doc.json", document(["/serve/run7/epoch_3"], stored))
+    result = ingest(engine, UploadSource("doc.json", document(["/serve/run7/epoch_3"], stored)))
     (link,) = result.store.links
     assert (link.run, link.checkpoint, link.how) == ("run7", "epoch_3", "by folder names")
     # epoch_3 of a run named further up the path is found too, when it is the only one
     stored = [{"run": "kimi-ttt7", "name": "epoch_5"}]
-    result = ingest_bytes(engine, "doc2.json", document(["/x/kimi-ttt7/stage2/outputs/epoch_5"], stored))
+    result = ingest(
+        engine, UploadSource("doc2.json", document(["/x/kimi-ttt7/stage2/outputs/epoch_5"], stored))
+    )
     (link,) = result.store.links
     assert (link.run, link.checkpoint, link.how) == ("kimi-ttt7", "epoch_5", "by folder names")

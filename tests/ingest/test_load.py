@@ -2,7 +2,9 @@
 
 from specdash.db.engine import make_engine
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes, preview_bytes
+from specdash.ingest.pipeline import ingest, preview_ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, content
 
@@ -13,7 +15,9 @@ STORY = (SGLANG / "bench_serving_0.5.9.jsonl").read_bytes()
 def test_preview_shows_links_and_gaps_without_writing(demo_url):
     engine = make_engine(demo_url)
     before = content(engine)
-    preview = preview_bytes(engine, "upload.jsonl", STORY, link=LinkOptions(deployment=PCIE))
+    preview = preview_ingest(
+        engine, UploadSource("upload.jsonl", STORY), IngestPolicy(link=LinkOptions(deployment=PCIE))
+    )
     assert preview.ok and preview.format == "sglang-bench-serving" and preview.already_ingested is None
     (link,) = preview.links
     assert (link.line, link.deployment, link.run, link.checkpoint, link.how) == (
@@ -32,21 +36,23 @@ def test_preview_shows_links_and_gaps_without_writing(demo_url):
 def test_the_user_edits_the_links_then_ingests_what_was_previewed(demo_url):
     engine = make_engine(demo_url)
     edited = LinkOptions(run="k25-eagle3-100k-ttt5", checkpoint="epoch_5", deployment=PCIE)
-    preview = preview_bytes(engine, "upload.jsonl", STORY, link=edited)
+    preview = preview_ingest(engine, UploadSource("upload.jsonl", STORY), IngestPolicy(link=edited))
     assert [(link.run, link.checkpoint, link.how) for link in preview.links] == [
         ("k25-eagle3-100k-ttt5", "epoch_5", "by name")
     ]
-    result = ingest_bytes(engine, "upload.jsonl", STORY, link=edited)
+    result = ingest(engine, UploadSource("upload.jsonl", STORY), IngestPolicy(link=edited))
     assert [(link.run, link.checkpoint) for link in result.store.links] == [
         ("k25-eagle3-100k-ttt5", "epoch_5")
     ]
-    again = preview_bytes(engine, "upload.jsonl", STORY, link=edited)
+    again = preview_ingest(engine, UploadSource("upload.jsonl", STORY), IngestPolicy(link=edited))
     assert again.already_ingested == "upload.jsonl" and again.store.duplicates == 1
 
 
 def test_preview_of_what_would_be_created(engine):
     before = content(engine)
-    preview = preview_bytes(engine, "serving.jsonl", (SGLANG / "bench_serving_0.5.23.jsonl").read_bytes())
+    preview = preview_ingest(
+        engine, UploadSource("serving.jsonl", (SGLANG / "bench_serving_0.5.23.jsonl").read_bytes())
+    )
     assert preview.store.created == {"deployment": 1, "run": 1, "checkpoint": 1, "benchmark": 1}
     assert (preview.links[0].run, preview.links[0].how) == ("llama-eagle3", "created from path")
     assert content(engine) == before
@@ -54,12 +60,14 @@ def test_preview_of_what_would_be_created(engine):
 
 def test_preview_reports_problems_like_ingest(engine):
     data = (FIXTURES / "bad" / "wrong_types.jsonl").read_bytes()
-    preview = preview_bytes(engine, "bad.jsonl", data, link=LinkOptions(deployment="d"))
+    preview = preview_ingest(
+        engine, UploadSource("bad.jsonl", data), IngestPolicy(link=LinkOptions(deployment="d"))
+    )
     assert preview.format == "sglang-bench-serving"
     assert [str(p) for p in preview.problems][:1] == [
         "bad.jsonl:2: max_concurrency: Input should be a valid integer, unable to parse string as an integer"
     ]
-    unknown = preview_bytes(engine, "what.txt", b"hello\n")
+    unknown = preview_ingest(engine, UploadSource("what.txt", b"hello\n"))
     assert not unknown.ok and str(unknown.problems[0]).endswith(
         "format not recognised; pass --format (see 'specdash formats')"
     )

@@ -4,7 +4,9 @@ problem in every format's number parsing (JSON, JSONL, YAML, CSV, regex-read log
 import pytest
 
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import FIXTURES, SGLANG, SPECFORGE, content, load
 
 BIG = "7" * 5000
@@ -53,7 +55,9 @@ def test_a_five_thousand_digit_integer_is_a_problem_on_its_line(used, path, old,
     data = _mutated(path, old)
     line = next(n for n, text in enumerate(data.decode().splitlines(), 1) if BIG in text)
     before = content(used)
-    result = ingest_bytes(used, path.name, data, link=LinkOptions(deployment="1x H100, TP1"))
+    result = ingest(
+        used, UploadSource(path.name, data), IngestPolicy(link=LinkOptions(deployment="1x H100, TP1"))
+    )
     assert result.status == "failed"
     texts = [str(p) for p in result.problems]
     if expected is not None:
@@ -99,7 +103,7 @@ def test_a_400_digit_literal_in_a_specforge_console_line_is_a_problem_on_its_lin
         .replace("'acc_0': 0.6125", f"'acc_0': {written}", 1)
     )
     before = content(used)
-    result = ingest_bytes(used, "train.log", data.encode())
+    result = ingest(used, UploadSource("train.log", data.encode()))
     assert result.status == "failed"
     assert f"train.log{expected}" in [str(p) for p in result.problems], [str(p) for p in result.problems]
     assert content(used) == before

@@ -6,8 +6,10 @@ import pytest
 
 from specdash.ingest.describe import describe_new_names
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
 from specdash.ingest.rules.names import name_key
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import content, native
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
@@ -31,7 +33,7 @@ STORED = [
 
 @pytest.fixture
 def stored(engine):
-    assert ingest_bytes(engine, "stored.jsonl", native(*STORED)).status == "loaded"
+    assert ingest(engine, UploadSource("stored.jsonl", native(*STORED))).status == "loaded"
     return engine
 
 
@@ -49,7 +51,7 @@ def test_different_names_keep_different_keys():
 def test_a_prediction_of_nothing_stored_is_refused(stored):
     before = content(stored)
     record = {**PREDICTION, "deployment": "nowhere", "run": "ghost", "checkpoint": "epoch_9"}
-    result = ingest_bytes(stored, "predictions.jsonl", native(record))
+    result = ingest(stored, UploadSource("predictions.jsonl", native(record)))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         "predictions.jsonl:1: deployment: prediction 'sim-v2' names deployment 'nowhere', run 'ghost', "
@@ -64,7 +66,7 @@ def test_a_prediction_of_what_the_file_itself_holds_loads(stored):
         {"kind": "run", "name": "k25-eagle3"},
         {"kind": "checkpoint", "run": "k25-eagle3", "name": "epoch_5"},
     ]
-    result = ingest_bytes(stored, "with_run.jsonl", native(*records, PREDICTION))
+    result = ingest(stored, UploadSource("with_run.jsonl", native(*records, PREDICTION)))
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert result.store is not None and result.store.created["prediction"] == 1
 
@@ -101,20 +103,22 @@ def test_a_prediction_of_what_the_file_itself_holds_loads(stored):
 def test_a_benchmark_name_that_only_looks_like_a_stored_one_is_refused(stored, fields, field, typed, twin):
     before = content(stored)
     data = native({**BENCH, **fields})
-    result = ingest_bytes(stored, "bench.jsonl", data)
+    result = ingest(stored, UploadSource("bench.jsonl", data))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         f"bench.jsonl:1: {field}: {field} '{typed}' is stored nowhere; did you mean '{twin}'? (it differs only "
         "by case, spacing or look-alike characters; pass --new-names to create it as a new one)"
     ]
     assert content(stored) == before
-    accepted = ingest_bytes(stored, "bench.jsonl", data, link=LinkOptions(new_names=True))
+    accepted = ingest(
+        stored, UploadSource("bench.jsonl", data), IngestPolicy(link=LinkOptions(new_names=True))
+    )
     assert accepted.status == "loaded" and accepted.store is not None
     assert f"{field} '{typed}'" in accepted.store.new_names
 
 
 def test_a_name_unlike_any_stored_one_is_created_and_said(stored):
-    result = ingest_bytes(stored, "new.jsonl", native({**BENCH, "deployment": "1x H100, TP1"}))
+    result = ingest(stored, UploadSource("new.jsonl", native({**BENCH, "deployment": "1x H100, TP1"})))
     assert result.status == "loaded" and result.store is not None
     assert result.store.created["deployment"] == 1
     assert describe_new_names(result) == "  new name(s), unlike any stored: deployment '1x H100, TP1'"
@@ -136,6 +140,6 @@ def test_a_new_name_shared_by_several_runs_is_said_once(stored):
     benches = [
         {**BENCH, "deployment": PCIE, "run": f"drafter-{i}", "checkpoint": "published"} for i in range(3)
     ]
-    result = ingest_bytes(stored, "three.jsonl", native(*runs, *benches))
+    result = ingest(stored, UploadSource("three.jsonl", native(*runs, *benches)))
     assert result.status == "loaded" and result.store is not None
     assert result.store.new_names.count("checkpoint 'published'") == 1

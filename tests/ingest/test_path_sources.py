@@ -1,7 +1,7 @@
-"""`specdash ingest PATH` on what a trainer's tracker wrote, through the one load (ingest/load.py): a folder
-or file of TensorBoard events, an MLflow store, a SpecForge config, a SpecForge output folder. The stores
-are written in each test by the trackers' own writers (tensorboardX, MLflow's client) as SpecForge calls
-them; the numbers are the test's own."""
+"""`specdash ingest PATH` on what a trainer's tracker wrote, through the one pipeline (ingest/pipeline.py): a
+folder or file of TensorBoard events, an MLflow store, a SpecForge config, a SpecForge output folder. The
+stores are written in each test by the trackers' own writers (tensorboardX, MLflow's client) as SpecForge
+calls them; the numbers are the test's own."""
 
 import os
 import tracemalloc
@@ -11,9 +11,11 @@ from sqlalchemy import func, select
 
 from specdash.db.engine import reading
 from specdash.db.models import Checkpoint, IngestedFile, MetricPoint, Run
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
 from specdash.ingest.read import Spool, read_store, reader_format, store_digest
 from specdash.ingest.records import MetricRows
+from specdash.ingest.sources import PathSource
 from specdash.ingest.trackers import reader_for
 from specdash.ingest.trackers import tensorboard as tb
 from specdash.ingest.trackers.batching import BATCH_STEPS
@@ -100,7 +102,7 @@ def test_reingesting_a_folder_changes_nothing_and_new_points_are_added(engine, t
     out = output_folder(tmp_path)
     load(engine, out)
     before = content(engine)
-    again = ingest_path(engine, out)
+    again = ingest(engine, PathSource(out))
     assert again.status == "skipped" and "already ingested" in again.message
     assert content(engine) == before
     # the event files alone hold the same points: stored already, nothing new
@@ -128,7 +130,7 @@ def test_event_files_and_a_config_alone(engine, tmp_path):
 
 def test_what_is_not_a_store_is_refused_whole(engine, tmp_path):
     (tmp_path / "empty").mkdir()
-    result = ingest_path(engine, tmp_path / "empty")
+    result = ingest(engine, PathSource(tmp_path / "empty"))
     assert result.status == "failed"
     assert "no tracker store or SpecForge output" in result.problems[0].message
     write_events(tmp_path / "bad" / "runs", STEPS)
@@ -138,12 +140,12 @@ def test_what_is_not_a_store_is_refused_whole(engine, tmp_path):
     data[second] ^= 0xFF  # its length no longer matches its checksum
     event_file.write_bytes(bytes(data))
     before = content(engine)
-    damaged = ingest_path(engine, event_file)
+    damaged = ingest(engine, PathSource(event_file))
     assert damaged.status == "failed" and damaged.problems
     assert content(engine) == before
     config = tmp_path / "c.yaml"
     config.write_text(CONFIG)
-    forced = ingest_path(engine, config, fmt_name="tensorboard")
+    forced = ingest(engine, PathSource(config), IngestPolicy(format_name="tensorboard"))
     assert forced.status == "failed" and "does not fit" in forced.problems[0].message
 
 
@@ -184,7 +186,7 @@ def test_a_long_history_streams_in_bounded_memory(engine, tmp_path):
     with reading(engine) as session:
         assert session.scalar(select(func.count()).select_from(MetricPoint)) == 200_000
         assert session.scalar(select(func.count()).select_from(IngestedFile)) == 1
-    assert ingest_path(engine, tmp_path / "long").status == "skipped"
+    assert ingest(engine, PathSource(tmp_path / "long")).status == "skipped"
 
 
 def test_a_store_digest_is_its_content_not_its_place(tmp_path):

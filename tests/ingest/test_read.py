@@ -5,8 +5,10 @@ import json
 import pytest
 
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes, ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy, OnInvalid
 from specdash.ingest.problems import format_report
+from specdash.ingest.sources import PathSource, UploadSource
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, content, load
 
@@ -55,7 +57,7 @@ def used(engine):
 )
 def test_bad_files_report_every_problem_and_write_nothing(used, name, expected):
     before = content(used)
-    result = ingest_path(used, BAD / name, link=DEPLOYMENT)
+    result = ingest(used, PathSource(BAD / name), IngestPolicy(link=DEPLOYMENT))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [f"{BAD / name}{line}" for line in expected]
     assert content(used) == before
@@ -75,7 +77,7 @@ def test_bad_files_report_every_problem_and_write_nothing(used, name, expected):
 )
 def test_unreadable_files(used, data, message):
     before = content(used)
-    result = ingest_bytes(used, "bad.jsonl", data, link=DEPLOYMENT)
+    result = ingest(used, UploadSource("bad.jsonl", data), IngestPolicy(link=DEPLOYMENT))
     assert result.status == "failed" and str(result.problems[0]) == message
     assert content(used) == before
 
@@ -87,7 +89,7 @@ def test_a_record_of_10_mb_is_refused_without_reading_it_whole(used):
     line["tag"] = "x" * (10 * 1024 * 1024)
     data = (json.dumps(line) + "\n").encode()
     before = content(used)
-    result = ingest_bytes(used, "big.jsonl", data, link=DEPLOYMENT)
+    result = ingest(used, UploadSource("big.jsonl", data), IngestPolicy(link=DEPLOYMENT))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         f"big.jsonl:1: record of {len(data) - 1:,} characters is over the size cap"
@@ -99,7 +101,7 @@ def test_problems_are_capped_with_a_count_and_parse_errors_come_first(used):
     good = (SGLANG / "bench_serving_0.5.2.jsonl").read_text().splitlines()[0]
     bad = good.replace('"output_throughput": 89.9459', '"output_throughput": -1')
     data = "\n".join([bad] * 60 + ["{not json"]) + "\n"
-    result = ingest_bytes(used, "many.jsonl", data.encode(), link=DEPLOYMENT)
+    result = ingest(used, UploadSource("many.jsonl", data.encode()), IngestPolicy(link=DEPLOYMENT))
     report = format_report(result.problems).splitlines()
     assert report[0].startswith("many.jsonl:61: invalid JSON")
     assert report[1] == "many.jsonl:1: output_throughput: Input should be greater than or equal to 0 (got -1)"
@@ -107,15 +109,17 @@ def test_problems_are_capped_with_a_count_and_parse_errors_come_first(used):
 
 
 def test_skip_invalid_loads_the_good_records_and_reports_the_rest(used):
-    result = ingest_path(used, BAD / "wrong_types.jsonl", link=DEPLOYMENT, skip_invalid=True)
+    result = ingest(
+        used, PathSource(BAD / "wrong_types.jsonl"), IngestPolicy(link=DEPLOYMENT, on_invalid=OnInvalid.SKIP)
+    )
     assert result.status == "loaded" and result.store.created["benchmark"] == 1
     assert len(result.problems) == 5
 
 
 def test_the_same_file_twice_is_skipped(used):
-    first = load(used, SGLANG / "bench_serving_0.5.2.jsonl", link=DEPLOYMENT)
+    first = load(used, SGLANG / "bench_serving_0.5.2.jsonl", IngestPolicy(link=DEPLOYMENT))
     before = content(used)
-    again = ingest_path(used, SGLANG / "bench_serving_0.5.2.jsonl", link=DEPLOYMENT)
+    again = ingest(used, PathSource(SGLANG / "bench_serving_0.5.2.jsonl"), IngestPolicy(link=DEPLOYMENT))
     assert again.status == "skipped" and again.sha256 == first.sha256
     assert "already ingested as" in again.message and content(used) == before
 
@@ -139,7 +143,7 @@ def test_a_forced_format_that_does_not_fit_is_refused(invoke, db_url, used):
     # bench_one_batch_server results read as bench_serving would store the batch's aggregate as per-request
     path = SGLANG / "bench_one_batch_server.jsonl"
     before = content(used)
-    result = ingest_path(used, path, fmt_name="sglang-bench-serving", link=DEPLOYMENT)
+    result = ingest(used, PathSource(path), IngestPolicy(format_name="sglang-bench-serving", link=DEPLOYMENT))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         f"{path}: --format sglang-bench-serving does not fit this file: it reads as sglang-one-batch"
@@ -152,8 +156,10 @@ def test_a_forced_format_that_does_not_fit_is_refused(invoke, db_url, used):
 
 
 def test_a_forced_format_that_fits_is_used(used):
-    result = ingest_path(
-        used, SGLANG / "bench_one_batch_server.jsonl", fmt_name="sglang-one-batch", link=DEPLOYMENT
+    result = ingest(
+        used,
+        PathSource(SGLANG / "bench_one_batch_server.jsonl"),
+        IngestPolicy(format_name="sglang-one-batch", link=DEPLOYMENT),
     )
     assert result.ok and result.format == "sglang-one-batch"
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from specdash.ingest.links import LinkOptions
+from specdash.ingest.policy import IngestPolicy
 from tests.conftest import FIXTURES
 from tests.ingest_support import benchmarks, load
 
@@ -324,7 +325,7 @@ GATE = {
 
 @pytest.mark.parametrize("name", sorted(GATE))
 def test_a_real_file_loads_with_its_authors_numbers(engine, name):
-    load(engine, FIXTURES / name, link=LinkOptions(deployment="real"))
+    load(engine, FIXTURES / name, IngestPolicy(link=LinkOptions(deployment="real")))
     found = [
         Expected(b.concurrency, b.decode_tps, b.output_throughput, b.accept_length)
         for b in benchmarks(engine)
@@ -362,7 +363,7 @@ def test_specbundle_loads_whole_with_its_published_rows(engine):
 def test_each_arm_of_a_harness_log_has_its_own_start_configuration(engine):
     """guidellm-bench's log: the Qwen3-30B-A3B TP2 start (line 468) died before serving and the TP4 start
     (line 704) served, so the second arm is TP4 from line 704, not the dead start's TP2."""
-    load(engine, REAL / "vllm_log_guidellm_arms_xpu.log", link=LinkOptions(deployment="real"))
+    load(engine, REAL / "vllm_log_guidellm_arms_xpu.log", IngestPolicy(link=LinkOptions(deployment="real")))
     arms = [
         (b.raw["config"]["model"], b.raw["config"]["tp_size"], b.raw["server_start_line"])
         for b in benchmarks(engine)

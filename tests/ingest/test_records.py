@@ -5,7 +5,9 @@ import pytest
 
 from specdash.db.records import MAX_INT
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import SGLANG, VLLM, content, load, native
 
 BENCH = {"kind": "benchmark", "deployment": "1x H100", "decode_tps": 100.0}
@@ -112,7 +114,7 @@ def used(engine):
 def test_native_records_outside_the_bounds_are_refused(used, record, expected):
     before = content(used)
     data = native({"kind": "run", "name": "fine"}, record)
-    result = ingest_bytes(used, "bounds.jsonl", data)
+    result = ingest(used, UploadSource("bounds.jsonl", data))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [f"bounds.jsonl:2: {expected}"]
     assert content(used) == before
@@ -152,7 +154,9 @@ def _mutate(path, old: str, new: str) -> bytes:
 )
 def test_engine_formats_get_the_same_bounds(used, path, old, new, expected):
     before = content(used)
-    result = ingest_bytes(used, path.name, _mutate(path, old, new), link=LinkOptions(deployment="d"))
+    result = ingest(
+        used, UploadSource(path.name, _mutate(path, old, new)), IngestPolicy(link=LinkOptions(deployment="d"))
+    )
     assert result.status == "failed"
     assert f"{path.name}{expected}" in [str(p) for p in result.problems]
     assert content(used) == before
@@ -161,7 +165,7 @@ def test_engine_formats_get_the_same_bounds(used, path, old, new, expected):
 def test_a_training_log_step_past_the_integer_range_is_refused(used):
     before = content(used)
     data = f"step {2**63}: {{'train/acc_0': 0.5, 'train/loss': 1.0}}\n".encode()
-    result = ingest_bytes(used, "train.log", data, fmt_name="specforge-log", link=None)
+    result = ingest(used, UploadSource("train.log", data), IngestPolicy(format_name="specforge-log"))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [f"train.log:1: step: {2**63} is outside 0..{MAX_INT}"]
     assert content(used) == before

@@ -6,7 +6,9 @@ import pytest
 
 from specdash.ingest.formats import FORMATS
 from specdash.ingest.links import LinkOptions, name_from_path, parse_checkpoint_name
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from specdash.ingest.trackers import readers
 from tests.ingest_support import SGLANG
 
@@ -86,15 +88,17 @@ def document(*benchmarks) -> bytes:
     ],
 )
 def test_link_order(engine, drafter_path, link, expected):
-    result = ingest_bytes(engine, "doc.json", document(drafter_path), link=link)
+    result = ingest(engine, UploadSource("doc.json", document(drafter_path)), IngestPolicy(link=link))
     assert result.status == "loaded", [str(p) for p in result.problems]
     (found,) = result.store.links
     assert (found.run, found.checkpoint, found.how) == expected
 
 
 def test_a_checkpoint_name_alone_must_be_unique(engine):
-    result = ingest_bytes(
-        engine, "doc.json", document("/mnt/a/epoch_3"), link=LinkOptions(checkpoint="epoch_3")
+    result = ingest(
+        engine,
+        UploadSource("doc.json", document("/mnt/a/epoch_3")),
+        IngestPolicy(link=LinkOptions(checkpoint="epoch_3")),
     )
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [

@@ -7,7 +7,9 @@ import re
 import pytest
 
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy, OnInvalid
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import SGLANG, SPECFORGE, VLLM, content, load, native
 
 SPEC = {
@@ -36,7 +38,9 @@ def _sub(path, pattern: str, new: str, count: int = 0) -> bytes:
 
 def _refused(engine, name: str, data: bytes, expected: str) -> None:
     before = content(engine)
-    result = ingest_bytes(engine, name, data, link=LinkOptions(deployment="1x H100, TP1"))
+    result = ingest(
+        engine, UploadSource(name, data), IngestPolicy(link=LinkOptions(deployment="1x H100, TP1"))
+    )
     assert result.status == "failed"
     assert expected in [str(p) for p in result.problems], [str(p) for p in result.problems]
     assert content(engine) == before
@@ -162,7 +166,7 @@ def test_a_chain_of_three_steps_cannot_verify_a_thousand_draft_tokens(used):
         "(1 + top-k + (steps - 1) x top-k^2, the root included)",
     )
     # a top-4 tree of 3 steps holds 1 + 4 + 2 x 16 = 37 candidates: 37 loads, 38 does not
-    assert ingest_bytes(used, "tree.jsonl", native({**SPEC, "topk": 4, "num_draft_tokens": 37})).ok
+    assert ingest(used, UploadSource("tree.jsonl", native({**SPEC, "topk": 4, "num_draft_tokens": 37}))).ok
     _refused(
         used,
         "tree2.jsonl",
@@ -174,7 +178,7 @@ def test_a_chain_of_three_steps_cannot_verify_a_thousand_draft_tokens(used):
 
 def test_a_block_drafter_is_bounded_by_its_family_not_a_chain(used):
     block = {**SPEC, "speculative_algorithm": "DFLASH", "num_steps": 1, "num_draft_tokens": 16}
-    assert ingest_bytes(used, "dflash.jsonl", native({**block, "accept_length": 6.2})).ok
+    assert ingest(used, UploadSource("dflash.jsonl", native({**block, "accept_length": 6.2}))).ok
 
 
 @pytest.mark.parametrize(
@@ -224,7 +228,7 @@ def _first_step() -> str:
 def test_skip_invalid_leaves_out_only_the_records_a_rule_refuses(used):
     """A rule refuses one record like a bound does: --skip-invalid stores the others."""
     data = native({**SPEC, "accept_length": 2.5}, {**SPEC, "accept_length": 2.5, "output_throughput": 1000})
-    result = ingest_bytes(used, "two.jsonl", data, skip_invalid=True)
+    result = ingest(used, UploadSource("two.jsonl", data), IngestPolicy(on_invalid=OnInvalid.SKIP))
     assert result.status == "loaded" and result.store is not None and result.store.records == 1
     assert [p.line for p in result.problems] == [2]
 
@@ -258,6 +262,8 @@ def test_a_benchmark_dated_before_the_unix_epoch_is_refused_and_export_keeps_wor
         native({**SPEC, "measured_at": "0001-01-01T00:00:00"}),
         "old.jsonl:1: measured_at: 0001-01-01T00:00:00 is before 1970: no clock of a run or server wrote it",
     )
-    assert ingest_bytes(used, "epoch.jsonl", native({**SPEC, "measured_at": "1970-01-01T00:00:00"})).ok
+    assert ingest(
+        used, UploadSource("epoch.jsonl", native({**SPEC, "measured_at": "1970-01-01T00:00:00"}))
+    ).ok
     result = invoke(db_url, "export", "benchmarks")
     assert result.exit_code == 0 and "1970-01-01" in result.output

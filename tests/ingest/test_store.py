@@ -12,7 +12,9 @@ from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Change, Deployment, IngestedFile, Run
 from specdash.ingest.describe import describe
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy, OnConflict
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import content
 
 
@@ -24,9 +26,9 @@ RUN = {"kind": "run", "name": "r", "framework": "specforge", "ttt_length": 5}
 
 
 def test_a_run_stored_differently_is_a_conflict_naming_both_values(engine):
-    assert ingest_bytes(engine, "a.jsonl", jsonl(RUN)).ok
+    assert ingest(engine, UploadSource("a.jsonl", jsonl(RUN))).ok
     before = content(engine)
-    result = ingest_bytes(engine, "b.jsonl", jsonl({**RUN, "ttt_length": 7}))
+    result = ingest(engine, UploadSource("b.jsonl", jsonl({**RUN, "ttt_length": 7})))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         "b.jsonl:1: ttt_length: run 'r' is stored with ttt_length 5, the file says 7; pass --update to apply the "
@@ -36,7 +38,7 @@ def test_a_run_stored_differently_is_a_conflict_naming_both_values(engine):
 
 
 def test_the_same_record_twice_in_one_file_with_other_values_is_a_conflict(engine):
-    result = ingest_bytes(engine, "twice.jsonl", jsonl(RUN, {**RUN, "framework": "eagle"}))
+    result = ingest(engine, UploadSource("twice.jsonl", jsonl(RUN, {**RUN, "framework": "eagle"})))
     assert [str(p) for p in result.problems] == [
         "twice.jsonl:2: framework: run 'r' is stored with framework 'specforge', the file says 'eagle'; pass "
         "--update to apply the file's values"
@@ -52,9 +54,13 @@ def history(engine) -> list[tuple]:
 
 
 def test_update_applies_the_newer_values_and_counts_them(engine):
-    ingest_bytes(engine, "a.jsonl", jsonl(RUN))
+    ingest(engine, UploadSource("a.jsonl", jsonl(RUN)))
     with acting_as("ana"):
-        result = ingest_bytes(engine, "b.jsonl", jsonl({**RUN, "ttt_length": 7}), update=True)
+        result = ingest(
+            engine,
+            UploadSource("b.jsonl", jsonl({**RUN, "ttt_length": 7})),
+            IngestPolicy(on_conflict=OnConflict.UPDATE),
+        )
     assert result.status == "loaded" and result.store.updated["run"] == 1 and result.store.replaced == 1
     assert "1 stored value(s) replaced by the file's (see 'specdash changes')" in describe(result)
     with reading(engine) as session:
@@ -64,19 +70,21 @@ def test_update_applies_the_newer_values_and_counts_them(engine):
 
 
 def test_filling_in_or_repeating_values_writes_no_history(engine):
-    ingest_bytes(engine, "a.jsonl", jsonl({"kind": "run", "name": "r"}))
-    ingest_bytes(
-        engine, "b.jsonl", jsonl(RUN), update=True
+    ingest(engine, UploadSource("a.jsonl", jsonl({"kind": "run", "name": "r"})))
+    ingest(
+        engine, UploadSource("b.jsonl", jsonl(RUN)), IngestPolicy(on_conflict=OnConflict.UPDATE)
     )  # fills framework and ttt_length: no one's values
-    ingest_bytes(
-        engine, "c.jsonl", jsonl(RUN, {"kind": "run", "name": "other"}), update=True
+    ingest(
+        engine,
+        UploadSource("c.jsonl", jsonl(RUN, {"kind": "run", "name": "other"})),
+        IngestPolicy(on_conflict=OnConflict.UPDATE),
     )  # the same again
     assert history(engine) == []
 
 
 def test_filling_what_the_store_does_not_know_is_no_conflict(engine):
-    ingest_bytes(engine, "a.jsonl", jsonl({"kind": "run", "name": "r"}))
-    result = ingest_bytes(engine, "b.jsonl", jsonl(RUN))
+    ingest(engine, UploadSource("a.jsonl", jsonl({"kind": "run", "name": "r"})))
+    result = ingest(engine, UploadSource("b.jsonl", jsonl(RUN)))
     assert result.status == "loaded" and result.store.updated["run"] == 1 and result.store.replaced == 0
     assert "replaced" not in describe(result)
 
@@ -98,13 +106,17 @@ def test_an_external_prediction_with_other_numbers_is_a_conflict(engine):
         {"kind": "run", "name": "r"},
         {"kind": "checkpoint", "run": "r", "name": "c"},
     ]
-    assert ingest_bytes(engine, "p1.jsonl", jsonl(*named, prediction)).ok
-    result = ingest_bytes(engine, "p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0}))
+    assert ingest(engine, UploadSource("p1.jsonl", jsonl(*named, prediction))).ok
+    result = ingest(engine, UploadSource("p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0})))
     assert [str(p) for p in result.problems] == [
         "p2.jsonl:1: predicted_tps: prediction 'sim' for r/c is stored with predicted_tps 150.0, the file says "
         "170.0; pass --update to apply the file's values"
     ]
-    assert ingest_bytes(engine, "p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0}), update=True).ok
+    assert ingest(
+        engine,
+        UploadSource("p2.jsonl", jsonl({**prediction, "predicted_tps": 170.0})),
+        IngestPolicy(on_conflict=OnConflict.UPDATE),
+    ).ok
     assert history(engine) == [
         (
             login_name(),
@@ -169,10 +181,10 @@ def test_summary_counts_points_already_stored_as_kept_not_stored(engine):
     log = b"".join(
         f"step {n * 50}: {{'train/loss': {1 - n / 10}, 'train/acc_0': 0.5}}\n".encode() for n in range(4)
     )
-    first = ingest_bytes(engine, "train.log", log, link=LinkOptions(run="r"))
+    first = ingest(engine, UploadSource("train.log", log), IngestPolicy(link=LinkOptions(run="r")))
     assert first.store.metric_points == 8 and first.store.points_kept == 0
     # the same steps again in another file (one more step at the end): 2 stored, 8 kept
     more = log + b"step 200: {'train/loss': 0.5, 'train/acc_0': 0.6}\n"
-    second = ingest_bytes(engine, "train-2.log", more, link=LinkOptions(run="r"))
+    second = ingest(engine, UploadSource("train-2.log", more), IngestPolicy(link=LinkOptions(run="r")))
     assert second.store.metric_points == 2 and second.store.points_kept == 8
     assert "8 point(s) already stored at the same run, key and step kept as they were" in describe(second)

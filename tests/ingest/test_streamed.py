@@ -9,8 +9,10 @@ import pytest
 
 from specdash.ingest.formats import specforge_log
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
 from specdash.ingest.metric_points import FLUSH_ROWS
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy, OnInvalid
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import content, points
 
 KEYS = [f"train/acc_{i}" for i in range(7)] + [f"train/ploss_{i}" for i in range(7)] + ["train/loss"]
@@ -25,7 +27,9 @@ def log_lines(steps: int, seed: int = 3) -> list[str]:
 @pytest.fixture
 def used(engine):
     """A store holding a run's earlier points: a failed log of the same run must leave them as they were."""
-    result = ingest_bytes(engine, "first.log", "".join(log_lines(100, seed=1)).encode(), link=RUN)
+    result = ingest(
+        engine, UploadSource("first.log", "".join(log_lines(100, seed=1)).encode()), IngestPolicy(link=RUN)
+    )
     assert result.status == "loaded" and result.store.metric_points == 100 * len(KEYS)
     return engine
 
@@ -35,7 +39,7 @@ def test_a_log_failing_on_its_last_line_leaves_the_store_as_it_was(used):
     assert 5000 * len(KEYS) > FLUSH_ROWS
     lines.append("step 50000: {'train/loss': inf}\n")
     before = content(used)
-    result = ingest_bytes(used, "train.log", "".join(lines).encode(), link=RUN)
+    result = ingest(used, UploadSource("train.log", "".join(lines).encode()), IngestPolicy(link=RUN))
     assert result.status == "failed" and result.store is None
     assert [str(p) for p in result.problems] == [
         "train.log:5001: train/loss: must be a finite number, not inf"
@@ -48,14 +52,18 @@ def test_every_parse_problem_is_said_and_only_those(used):
     lines[3] = "step 30: {'train/loss': nan}\n"
     lines[40] = "step 400: {'train/loss': tensor(1.0)}\n"
     before = content(used)
-    result = ingest_bytes(used, "train.log", "".join(lines).encode(), link=RUN)
+    result = ingest(used, UploadSource("train.log", "".join(lines).encode()), IngestPolicy(link=RUN))
     assert [str(p) for p in result.problems] == [
         "train.log:4: train/loss: must be a finite number, not nan",
         "train.log:41: metrics are not a dict of names to numbers",
     ]
     assert result.status == "failed" and content(used) == before
     other = LinkOptions(run="r10")
-    kept = ingest_bytes(used, "train.log", "".join(lines).encode(), link=other, skip_invalid=True)
+    kept = ingest(
+        used,
+        UploadSource("train.log", "".join(lines).encode()),
+        IngestPolicy(link=other, on_invalid=OnInvalid.SKIP),
+    )
     assert kept.status == "loaded" and [str(p) for p in kept.problems] == [str(p) for p in result.problems]
     assert kept.store.metric_points == 48 * len(KEYS)  # the 48 good steps
     assert {step for _, step in points(used, "r10")} == set(range(0, 500, 10)) - {30, 400}
@@ -63,14 +71,14 @@ def test_every_parse_problem_is_said_and_only_those(used):
 
 def test_re_reading_a_log_changes_nothing(used):
     data = "".join(log_lines(3000)).encode()
-    first = ingest_bytes(used, "train.log", data, link=RUN)
+    first = ingest(used, UploadSource("train.log", data), IngestPolicy(link=RUN))
     assert first.status == "loaded" and first.store.metric_points == 2900 * len(
         KEYS
     )  # 100 steps stored already
     before = content(used)
-    assert ingest_bytes(used, "train.log", data, link=RUN).status == "skipped"
+    assert ingest(used, UploadSource("train.log", data), IngestPolicy(link=RUN)).status == "skipped"
     # the same points under another digest: read again, every point kept as stored
-    again = ingest_bytes(used, "copy.log", data + b"# copied\n", link=RUN)
+    again = ingest(used, UploadSource("copy.log", data + b"# copied\n"), IngestPolicy(link=RUN))
     assert again.status == "loaded" and again.store.metric_points == 0
     assert again.store.points_kept == 3000 * len(KEYS)
     after = content(used)
@@ -79,7 +87,9 @@ def test_re_reading_a_log_changes_nothing(used):
 
 def test_an_empty_log_is_no_records(engine):
     data = "output_dir \u00b7\u00b7\u00b7\u00b7 /out/run7\n".encode()  # the args block alone: no metrics
-    result = ingest_bytes(engine, "train.log", data, fmt_name="specforge-log", link=RUN)
+    result = ingest(
+        engine, UploadSource("train.log", data), IngestPolicy(format_name="specforge-log", link=RUN)
+    )
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == ["train.log: no records found"]
 
@@ -92,7 +102,7 @@ def test_a_point_logged_by_two_key_sets_keeps_the_first_offered(engine):
         "step 2: {'train/acc_0': 3.0}\n"
         "step 2: {'train/acc_0': 4.0, 'train/loss': 5.0}\n"
     )
-    result = ingest_bytes(engine, "train.log", log.encode(), link=RUN)
+    result = ingest(engine, UploadSource("train.log", log.encode()), IngestPolicy(link=RUN))
     assert result.status == "loaded" and result.store.metric_points == 4
     assert points(engine, "r9") == {
         ("train/acc_0", 1): 1.0,
@@ -105,7 +115,9 @@ def test_a_point_logged_by_two_key_sets_keeps_the_first_offered(engine):
 def test_a_resumed_log_read_the_spooled_way_keeps_the_later_values(used):
     lines = log_lines(4000)
     resumed = log_lines(4000, seed=8)[3000:]  # back to step 30,000 after step 39,990, other values
-    result = ingest_bytes(used, "train.log", "".join(lines + resumed).encode(), link=RUN)
+    result = ingest(
+        used, UploadSource("train.log", "".join(lines + resumed).encode()), IngestPolicy(link=RUN)
+    )
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert "resumed at step 30000, " in result.message
     stored = points(used, "r9")

@@ -7,7 +7,9 @@ import pytest
 
 from specdash.ingest.describe import describe
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import SGLANG, SPECFORGE, benchmarks, content, load, native, points
 
 
@@ -19,7 +21,7 @@ def used(engine):
 
 def _conflict(engine, name: str, data: bytes, expected: str) -> None:
     before = content(engine)
-    result = ingest_bytes(engine, name, data)
+    result = ingest(engine, UploadSource(name, data))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [expected]
     assert content(engine) == before
@@ -78,10 +80,10 @@ def _specbundle(baselines: list[float]) -> bytes:
 
 def test_two_baselines_of_one_target_and_setting_with_different_speeds_are_a_repeat(used):
     # the real file repeats the baseline row per setting with the very same speed: that loads, no repeat
-    same = ingest_bytes(used, "same.json", _specbundle([1071.294, 1071.294]))
+    same = ingest(used, UploadSource("same.json", _specbundle([1071.294, 1071.294])))
     assert same.status == "loaded" and "repeat" not in describe(same)
     data = _specbundle([1071.294, 980.5])
-    result = ingest_bytes(used, "data.json", data)
+    result = ingest(used, UploadSource("data.json", data))
     assert result.status == "loaded", [str(p) for p in result.problems]
     # a row's line is its object's opening brace, the line above its "Name"; per request = aggregate / 8
     line_of = [n - 1 for n, text in enumerate(data.decode().splitlines(), 1) if '"Name": "Wihtout' in text]
@@ -98,7 +100,7 @@ NO_SPEC = {"kind": "benchmark", "deployment": "1x H100", "concurrency": 1, "data
 
 def test_two_no_speculation_runs_of_one_load_are_both_stored_as_a_repeat(used):
     data = native({**NO_SPEC, "decode_tps": 64.5}, {**NO_SPEC, "decode_tps": 63.7})
-    result = ingest_bytes(used, "runs.jsonl", data)
+    result = ingest(used, UploadSource("runs.jsonl", data))
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert "'1x H100' no speculation at concurrency 1 on mtbench: 64.5 and 63.7 tok/s (lines 1, 2)" in (
         describe(result)
@@ -140,7 +142,11 @@ def test_a_resumed_training_log_keeps_the_later_values_and_says_so(used):
         for line in first
     ]
     data = ("\n".join(first + again) + "\n").encode()
-    result = ingest_bytes(used, "train.log", data, fmt_name="specforge-log", link=LinkOptions(run="r7"))
+    result = ingest(
+        used,
+        UploadSource("train.log", data),
+        IngestPolicy(format_name="specforge-log", link=LinkOptions(run="r7")),
+    )
     assert result.status == "loaded", [str(p) for p in result.problems]
     keys = first[0].count(": ") - 1  # the step dict's keys: "step 10: {'acc_0': ..., ...}"
     assert "resumed at step 10, " + f"{2 * keys} points replaced by the later values" in describe(result)
@@ -157,7 +163,7 @@ def test_a_sweep_of_two_prompt_lengths_is_two_points_not_a_repeat(used):
         {**long, "output_tokens": 512, "decode_tps": 41.2},
         {**short, "decode_tps": 63.7},
     )
-    result = ingest_bytes(used, "sweep.jsonl", data)
+    result = ingest(used, UploadSource("sweep.jsonl", data))
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert "1 repeat group(s) kept" in describe(result)
     assert (
@@ -180,7 +186,7 @@ def test_one_timestamped_run_at_two_prompt_lengths_is_no_contradiction(used):
         {**NO_SPEC, "decode_tps": 64.5, "measured_at": at, "input_tokens": 1024, "output_tokens": 256},
         {**NO_SPEC, "decode_tps": 41.2, "measured_at": at, "input_tokens": 8192, "output_tokens": 256},
     )
-    result = ingest_bytes(used, "sweep.jsonl", data)
+    result = ingest(used, UploadSource("sweep.jsonl", data))
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert "repeat group" not in describe(result)
     assert len(benchmarks(used, deployment_id=_deployment_id(used))) == 2
@@ -194,7 +200,7 @@ def test_an_engine_sweep_over_prompt_lengths_keeps_both_points(engine, tmp_path)
     second = {**first, "random_input_len": 8192, "total_input_tokens": 24576, **slower}
     path = tmp_path / "two_lengths.jsonl"
     path.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
-    result = load(engine, path, link=LinkOptions(deployment="1x H100"))
+    result = load(engine, path, IngestPolicy(link=LinkOptions(deployment="1x H100")))
     assert "repeat group" not in describe(result)
     assert sorted((b.input_tokens, b.output_tokens) for b in benchmarks(engine)) == [(1024, 512), (8192, 512)]
 
@@ -209,7 +215,7 @@ def test_two_sharegpt_runs_whose_sampled_outputs_differ_a_little_are_still_a_rep
         {**run, "output_tokens": 256, "decode_tps": 70.1},
         {**run, "output_tokens": 1024, "decode_tps": 65.2},
     )
-    result = ingest_bytes(used, "sharegpt.jsonl", data)
+    result = ingest(used, UploadSource("sharegpt.jsonl", data))
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert "1 repeat group(s) kept" in describe(result)
     assert "64.5 and 63.7 tok/s (lines 1, 2)" in describe(result)

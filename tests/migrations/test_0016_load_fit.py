@@ -7,7 +7,8 @@ import sqlite3
 from specdash.db.engine import make_engine, transaction
 from specdash.db.refresh import refresh
 from specdash.db.schema import current_revision, downgrade, upgrade
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.conftest import sqlite_url
 from tests.db.test_loadmodels import _sweep_lines
 
@@ -28,7 +29,7 @@ def test_the_upgrade_keeps_every_row_and_the_next_refresh_stores_the_fits(real_u
         src.backup(dst)
     engine = make_engine(sqlite_url(path))
     # a deployment measured only with speculation: its baselines are estimated from a load model
-    assert ingest_bytes(engine, "sweep.jsonl", _sweep_lines((1, 8), range(2))).ok
+    assert ingest(engine, UploadSource("sweep.jsonl", _sweep_lines((1, 8), range(2)))).ok
     downgrade(engine, "0015")
     before = tables(path)
     with sqlite3.connect(path) as con:

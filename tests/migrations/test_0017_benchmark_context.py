@@ -8,7 +8,9 @@ import sqlite3
 from specdash.db.engine import make_engine
 from specdash.db.schema import current_revision, downgrade, upgrade
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import PathSource
 from tests.conftest import sqlite_url
 from tests.migration_support import tables
 
@@ -26,8 +28,10 @@ def test_the_upgrade_keeps_every_row_and_fills_the_lengths_the_raw_records_state
     with sqlite3.connect(real_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
         src.backup(dst)
     engine = make_engine(sqlite_url(path))
-    assert ingest_path(engine, SWEEP).ok
-    assert ingest_path(engine, OFFLINE, link=LinkOptions(deployment="8x H100, TP8, NVLink")).ok
+    assert ingest(engine, PathSource(SWEEP)).ok
+    assert ingest(
+        engine, PathSource(OFFLINE), IngestPolicy(link=LinkOptions(deployment="8x H100, TP8, NVLink"))
+    ).ok
     downgrade(engine, "0016")
     before = {name: rows(path, name, columns) for name, columns in tables(path).items()}
     assert "input_tokens" not in tables(path)["benchmark"]

@@ -23,7 +23,8 @@ from specdash.db.schema import (
     upgrade,
 )
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
-from specdash.ingest.load import ingest_bytes, ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import PathSource, UploadSource
 from tests.conftest import FIXTURES, REAL_FIXTURES, sqlite_url
 from tests.migration_support import as_before_0007, fill_at, table_rows
 
@@ -87,8 +88,8 @@ def filled_head(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("head") / "head.db"
     engine = make_engine(sqlite_url(path))
     upgrade(engine)
-    assert ingest_bytes(engine, DEMO_FILE_NAME, demo_bytes()).ok
-    assert ingest_path(engine, REAL_FIXTURES / "specbundle-data.json").ok
+    assert ingest(engine, UploadSource(DEMO_FILE_NAME, demo_bytes())).ok
+    assert ingest(engine, PathSource(REAL_FIXTURES / "specbundle-data.json")).ok
     with engine.connect() as connection:
         connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     engine.dispose()

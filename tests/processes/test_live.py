@@ -15,7 +15,8 @@ from sqlalchemy import func, select
 from specdash.db.engine import make_engine, reading
 from specdash.db.live_models import FollowedFile, Notification
 from specdash.db.models import MetricPoint
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.app_support import run_page
 from tests.live_support import ARGS, DEPLOYMENT, KEYS, step_line, wait_for
 from tests.webhook_support import Receiver
@@ -73,8 +74,8 @@ def _lines(steps) -> str:
 
 def test_follow_raises_the_advisory_once_and_survives_a_kill(monkeypatch, db_url, tmp_path):
     engine = make_engine(db_url)
-    assert ingest_bytes(
-        engine, "d.json", json.dumps({"specdash": 1, "deployments": [DEPLOYMENT]}).encode()
+    assert ingest(
+        engine, UploadSource("d.json", json.dumps({"specdash": 1, "deployments": [DEPLOYMENT]}).encode())
     ).ok
     log, go = tmp_path / "train.log", tmp_path / "go"
     log.write_text(ARGS)

@@ -10,7 +10,8 @@ from specdash.db.engine import reading, transaction
 from specdash.db.live_models import FollowedFile, Notification
 from specdash.db.models import MetricPoint
 from specdash.demo import DEMO_FILE_NAME, PCIE, RUN_KILLED, demo_bytes
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from specdash.notify import prime, queue_notifications
 from tests.conftest import needs_postgres
 from tests.live_support import ARGS, DEPLOYMENT, KEYS, poll_once, step_line
@@ -19,15 +20,15 @@ pytestmark = needs_postgres
 
 
 def test_demo_advisories_on_postgres(pg_engine):  # noqa: F811
-    assert ingest_bytes(pg_engine, DEMO_FILE_NAME, demo_bytes()).ok
+    assert ingest(pg_engine, UploadSource(DEMO_FILE_NAME, demo_bytes())).ok
     with reading(pg_engine) as session:
         rows = advisory_rows(session, statuses=("open",), active_only=True)
     assert {r["run"] for r in rows} == {RUN_KILLED} and [r["deployment"] for r in rows] == [PCIE]
 
 
 def test_follow_and_notify_on_postgres(pg_engine, tmp_path):  # noqa: F811
-    assert ingest_bytes(
-        pg_engine, "d.json", json.dumps({"specdash": 1, "deployments": [DEPLOYMENT]}).encode()
+    assert ingest(
+        pg_engine, UploadSource("d.json", json.dumps({"specdash": 1, "deployments": [DEPLOYMENT]}).encode())
     ).ok
     url = "http://127.0.0.1:9/hook"
     with transaction(pg_engine) as session:

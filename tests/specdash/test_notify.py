@@ -8,7 +8,8 @@ from sqlalchemy import func, select
 
 from specdash.db.engine import reading, transaction
 from specdash.db.live_models import Notification
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from specdash.notify import WebhookSender, prime, queue_notifications, webhook_target
 from tests.live_support import DEPLOYMENT
 from tests.webhook_support import Receiver
@@ -29,7 +30,7 @@ def _run(engine, name: str) -> None:
         "deployments": [DEPLOYMENT],
         "runs": [{"name": name, "target_model": "Kimi-K2.5", "ttt_length": 3}],
     }
-    assert ingest_bytes(engine, f"{name}.json", json.dumps(doc).encode()).ok
+    assert ingest(engine, UploadSource(f"{name}.json", json.dumps(doc).encode())).ok
 
 
 def statuses(engine) -> list[tuple[str, str, int]]:
@@ -126,7 +127,9 @@ def test_a_new_alert_is_queued_with_its_numbers(demo_url):
     with transaction(demo) as session:
         prime(session, url)
     rerun = FIXTURES / "dashboard" / "deep_rerun.json"
-    assert ingest_bytes(demo, rerun.name, rerun.read_bytes()).ok  # 11 steps on a TTT-5 drafter: 118.4 tok/s
+    assert ingest(
+        demo, UploadSource(rerun.name, rerun.read_bytes())
+    ).ok  # 11 steps on a TTT-5 drafter: 118.4 tok/s
     with transaction(demo) as session:
         assert queue_notifications(session, url) >= 1
         rows = session.execute(

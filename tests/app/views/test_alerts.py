@@ -37,7 +37,8 @@ def test_one_gap_format_and_no_none_in_the_facts(monkeypatch, real_url):
 
 def _sweep(engine, lengths: list[tuple[int, int, float]]) -> None:
     """The demo drafter k25-eagle3-10k/epoch_3 benchmarked at concurrency 1 at each (input, output, tok/s)."""
-    from specdash.ingest.load import ingest_bytes
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.sources import UploadSource
     from tests.ingest_support import native
 
     record = {
@@ -53,7 +54,7 @@ def _sweep(engine, lengths: list[tuple[int, int, float]]) -> None:
         "dataset": "random",
     }
     rows = [{**record, "input_tokens": i, "output_tokens": o, "decode_tps": tps} for i, o, tps in lengths]
-    assert ingest_bytes(engine, "sweep.jsonl", native(*rows)).ok
+    assert ingest(engine, UploadSource("sweep.jsonl", native(*rows))).ok
 
 
 def test_a_context_column_where_the_rows_differ_in_it(monkeypatch, demo_url):

@@ -8,7 +8,8 @@ import pytest
 
 from specdash.app import charts
 from specdash.db.engine import make_engine
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.app_support import run_page, table_with
 from tests.conftest import FIXTURES
 
@@ -28,8 +29,9 @@ def test_a_second_run_keeps_every_accuracy_position_of_the_first(monkeypatch, de
 
 
 def test_the_accuracy_picker_offers_only_the_chosen_runs_keys(monkeypatch, demo_url):
-    assert ingest_bytes(
-        make_engine(demo_url), "wandb_export.csv", (FIXTURES / "specforge" / "wandb_export.csv").read_bytes()
+    assert ingest(
+        make_engine(demo_url),
+        UploadSource("wandb_export.csv", (FIXTURES / "specforge" / "wandb_export.csv").read_bytes()),
     ).ok
     at = run_page(monkeypatch, demo_url, "views/checkpoints.py", query={"run": "llama-eagle3-b"})
     assert not at.exception

@@ -1,5 +1,5 @@
 """A GuideLLM depth sweep dropped on the Upload page (tests/fixtures/guidellm/depth_sweep/) goes through
-ingest/load.py like any file, and the What-if page then shows its depth x load heat map with the schedule
+ingest/pipeline.py like any file, and the What-if page then shows its depth x load heat map with the schedule
 drawn on it, marked estimated (the sweep has no run without speculation)."""
 
 import math
@@ -74,7 +74,7 @@ def test_a_guidellm_sweep_uploaded_is_scheduled_on_the_whatif_page(monkeypatch, 
     engine = make_engine(db_url)
     with reading(engine) as session:
         assert session.scalar(select(func.count()).select_from(Benchmark)) == 9
-        # stored by ingest/load.py, which records each file with its format
+        # stored by ingest/pipeline.py, which records each file with its format
         formats = sorted(session.scalars(select(IngestedFile.format)))
     assert formats == ["guidellm", "guidellm", "guidellm", "specdash"]
     at.switch_page("views/whatif.py").run()

@@ -1,5 +1,5 @@
 """The Upload page: files are ingested as a dry run before anything is written, saved through
-ingest/load.py, and their new benchmarks, predictions and alerts shown at once."""
+ingest/pipeline.py, and their new benchmarks, predictions and alerts shown at once."""
 
 from sqlalchemy import func, select
 
@@ -8,7 +8,9 @@ from specdash.app.text import unmd
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Deployment, IngestedFile, Run
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import preview_bytes
+from specdash.ingest.pipeline import preview_ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from tests.app_support import run_page, table_with
 from tests.conftest import FIXTURES
 
@@ -38,13 +40,17 @@ def set_links(at, **cells):
 
 def test_preview_helpers_report_like_the_cli(demo_url):
     engine = make_engine(demo_url)
-    bad = preview_bytes(engine, "bad_bench.json", (DASHBOARD / "bad_bench.json").read_bytes())
+    bad = preview_ingest(engine, UploadSource("bad_bench.json", (DASHBOARD / "bad_bench.json").read_bytes()))
     assert not uploads.can_save(bad)
     assert uploads.report(bad).splitlines() == [
         "bad_bench.json:5: benchmarks.1.decode_tps: Input should be greater than or equal to 0.01 (got -4.0)",
         "bad_bench.json:6: benchmarks.2.accept_length: Input should be greater than or equal to 1 (got 0.4)",
     ]
-    deep = preview_bytes(engine, SGLANG, (DASHBOARD / SGLANG).read_bytes(), link=LinkOptions(deployment=PCIE))
+    deep = preview_ingest(
+        engine,
+        UploadSource(SGLANG, (DASHBOARD / SGLANG).read_bytes()),
+        IngestPolicy(link=LinkOptions(deployment=PCIE)),
+    )
     assert uploads.can_save(deep) and uploads.would_create(deep) == "1 benchmark"
     assert uploads.links_frame(deep).to_dict("records") == [
         {
@@ -177,7 +183,7 @@ def test_a_file_with_repeats_is_valid_and_names_its_repeat_group(monkeypatch, de
     they are a repeat group."""
     run = '{"kind": "benchmark", "deployment": "1x H100", "concurrency": 1, "dataset": "mtbench", "decode_tps": %s}'
     data = f"{run % 64.5}\n{run % 63.7}\n".encode()
-    preview = preview_bytes(make_engine(demo_url), "repeats.jsonl", data)
+    preview = preview_ingest(make_engine(demo_url), UploadSource("repeats.jsonl", data))
     assert uploads.can_save(preview) and uploads.would_create(preview).startswith("2 benchmark")
     assert preview.notes == (
         "1 repeat group(s) kept, each measurement stored: '1x H100' no speculation at concurrency 1 on mtbench: "

@@ -1,12 +1,13 @@
-"""The Upload page takes a tracker's binary files (a TensorBoard event file, an mlflow.db) as `specdash ingest`
-does: the same dry run, the same save through ingest/load.py. The files are written in the test by the
-trackers' own writers (tensorboardX, MLflow's client); the numbers are the test's own."""
+"""The Upload page takes a tracker's binary files (a TensorBoard event file, an mlflow.db) as `specdash
+ingest` does: the same dry run, the same save through ingest/pipeline.py. The files are written in the test
+by the trackers' own writers (tensorboardX, MLflow's client); the numbers are the test's own."""
 
 import pytest
 
 from specdash.app.text import unmd
 from specdash.db.engine import make_engine
-from specdash.ingest.load import ingest_bytes, preview_bytes
+from specdash.ingest.pipeline import ingest, preview_ingest
+from specdash.ingest.sources import UploadSource
 from specdash.ingest.trackers import tensorboard as tb
 from tests.app_support import run_page
 from tests.ingest_support import points
@@ -32,15 +33,15 @@ def tracker_files(tmp_path_factory):
 
 def test_binary_tracker_files_preview_and_load_like_a_path(engine, tracker_files):
     (event_name, events), (_db_name, db) = tracker_files
-    preview = preview_bytes(engine, event_name, events)
+    preview = preview_ingest(engine, UploadSource(event_name, events))
     assert preview.format == "tensorboard" and not preview.problems
     assert preview.store.metric_points == 6 and preview.already_ingested is None
     assert points(engine, "upload") == {}  # a preview writes nothing
-    result = ingest_bytes(engine, "mlflow.db", db)
+    result = ingest(engine, UploadSource("mlflow.db", db))
     assert (result.status, result.format, result.path) == ("loaded", "mlflow", "mlflow.db")
     assert points(engine, "qwen3-8b-eagle3-mlflow")[("train/acc_1", 200)] == 0.625
-    assert ingest_bytes(engine, "mlflow.db", db).status == "skipped"  # the same store again
-    assert preview_bytes(engine, "mlflow.db", db).already_ingested == "mlflow.db"
+    assert ingest(engine, UploadSource("mlflow.db", db)).status == "skipped"  # the same store again
+    assert preview_ingest(engine, UploadSource("mlflow.db", db)).already_ingested == "mlflow.db"
 
 
 def test_the_upload_page_saves_an_event_file_and_an_mlflow_db(monkeypatch, db_url, tracker_files):

@@ -4,7 +4,8 @@ tests/fixtures/native/context_sweep.jsonl (its truth: tests/cli/test_schedule_co
 import pytest
 
 from specdash.db.engine import make_engine
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import PathSource
 from tests.app_support import run_page, table_with
 from tests.conftest import FIXTURES
 
@@ -14,7 +15,7 @@ RUN = "llama31-eagle3-ctx"
 @pytest.fixture
 def sweep_url(db_url):
     engine = make_engine(db_url)
-    assert ingest_path(engine, FIXTURES / "native" / "context_sweep.jsonl").ok
+    assert ingest(engine, PathSource(FIXTURES / "native" / "context_sweep.jsonl")).ok
     engine.dispose()
     return db_url
 

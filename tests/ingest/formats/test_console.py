@@ -5,7 +5,9 @@ import pytest
 
 from specdash.ingest.formats import detect_format
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from tests.conftest import FIXTURES
 from tests.ingest_support import benchmarks, content
 
@@ -39,11 +41,12 @@ def test_the_tools_blocks_are_detected_and_documents_quoting_them_are_not():
 
 
 def test_vllm_speculative_section_in_percent_becomes_fractions(engine):
-    result = ingest_bytes(
+    result = ingest(
         engine,
-        "speculators613.txt",
-        (REAL / "vllm_bench_console_dflash_speculators613.txt").read_bytes(),
-        link=REAL_LINK,
+        UploadSource(
+            "speculators613.txt", (REAL / "vllm_bench_console_dflash_speculators613.txt").read_bytes()
+        ),
+        IngestPolicy(link=REAL_LINK),
     )
     assert result.status == "loaded", [str(p) for p in result.problems]
     (bench,) = benchmarks(engine)
@@ -69,7 +72,7 @@ def test_vllm_speculative_section_in_percent_becomes_fractions(engine):
 
 def test_sglang_block_names_its_backend_and_mean_in_flight(engine):
     data = (REAL / "sglang_console_step3_vl_c100_cookbook.txt").read_bytes()
-    assert ingest_bytes(engine, "step3.txt", data, link=REAL_LINK).status == "loaded"
+    assert ingest(engine, UploadSource("step3.txt", data), IngestPolicy(link=REAL_LINK)).status == "loaded"
     (bench,) = benchmarks(engine)
     assert bench.engine == "sglang" and bench.speculative_algorithm is None
     assert bench.concurrency == 100 and bench.concurrency_source == "file"  # the cap, not the 99.81 mean
@@ -79,7 +82,9 @@ def test_sglang_block_names_its_backend_and_mean_in_flight(engine):
 def test_vllm_preamble_above_the_block_gives_rate_and_cap(engine):
     # vLLM prints these two lines before its progress bar; versions before ~0.10 repeat neither in the block
     text = "Traffic request rate: inf\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: 4\n"
-    result = ingest_bytes(engine, "run.txt", (text + VLLM_BLOCK).encode(), link=REAL_LINK)
+    result = ingest(
+        engine, UploadSource("run.txt", (text + VLLM_BLOCK).encode()), IngestPolicy(link=REAL_LINK)
+    )
     assert result.status == "loaded", [str(p) for p in result.problems]
     (bench,) = benchmarks(engine)
     assert (bench.concurrency, bench.concurrency_source) == (4, "file")
@@ -90,7 +95,7 @@ def test_every_block_of_a_capture_is_a_benchmark_and_the_arguments_name_the_mode
     arguments = "benchmark_args=Namespace(backend='sglang', dataset_name='random', model='org/Tiny-8B')\n"
     two = arguments + (REAL / "sglang_console_qwen35_nextn_c1_cookbook.txt").read_text()
     two += "Results saved\n" + (REAL / "sglang_console_qwen35_nextn_c100_cookbook.txt").read_text()
-    result = ingest_bytes(engine, "sweep.log", two.encode())
+    result = ingest(engine, UploadSource("sweep.log", two.encode()))
     assert result.status == "loaded", [str(p) for p in result.problems]
     low, high = benchmarks(engine)
     assert (low.concurrency, high.concurrency) == (1, 100)
@@ -100,7 +105,7 @@ def test_every_block_of_a_capture_is_a_benchmark_and_the_arguments_name_the_mode
 
 def test_a_block_quoted_with_a_prefix_is_read_without_it(engine):
     quoted = "".join(f"> {line}\n" for line in VLLM_BLOCK.splitlines())
-    result = ingest_bytes(engine, "reply.txt", quoted.encode(), link=REAL_LINK)
+    result = ingest(engine, UploadSource("reply.txt", quoted.encode()), IngestPolicy(link=REAL_LINK))
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert benchmarks(engine)[0].decode_tps == pytest.approx(100.0)
 
@@ -134,14 +139,14 @@ def test_a_block_quoted_with_a_prefix_is_read_without_it(engine):
 )
 def test_bad_input_is_refused_on_its_line_and_writes_nothing(engine, figures, expected):
     before = content(engine)
-    result = ingest_bytes(engine, "run.txt", block(*figures).encode(), link=REAL_LINK)
+    result = ingest(engine, UploadSource("run.txt", block(*figures).encode()), IngestPolicy(link=REAL_LINK))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [expected]
     assert content(engine) == before
 
 
 def test_a_block_naming_no_model_asks_for_the_deployment(engine):
-    result = ingest_bytes(engine, "run.txt", VLLM_BLOCK.encode())
+    result = ingest(engine, UploadSource("run.txt", VLLM_BLOCK.encode()))
     assert [str(p) for p in result.problems] == [
         "run.txt:1: deployment: the file does not say which deployment it measured; pass --deployment NAME"
     ]
@@ -160,7 +165,7 @@ def test_the_arguments_line_gives_the_load_a_block_does_not_print(engine):
         "Output token throughput (tok/s):|640.00",
         "Median TPOT (ms):|20.00",
     )
-    result = ingest_bytes(engine, "old.log", (arguments + old).encode())
+    result = ingest(engine, UploadSource("old.log", (arguments + old).encode()))
     assert result.status == "loaded", [str(p) for p in result.problems]
     (bench,) = benchmarks(engine)
     assert (bench.concurrency, bench.concurrency_source) == (16, "file")

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from specdash.ingest.links import LinkOptions
+from specdash.ingest.policy import IngestPolicy
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, VLLM, benchmarks, load
 
@@ -37,7 +38,7 @@ def lengths(engine) -> list[tuple[float | None, float | None]]:
     ],
 )
 def test_sglang_bench_serving_divides_its_totals_by_the_completed_requests(engine, path, expected):
-    load(engine, path, link=BOX)
+    load(engine, path, IngestPolicy(link=BOX))
     assert lengths(engine) == expected
 
 
@@ -61,7 +62,7 @@ def bench_serving_without_totals(tmp_path, **changes) -> str:
     ],
 )
 def test_sglang_without_totals_falls_back_to_fixed_random_lengths_only(engine, tmp_path, changes, expected):
-    load(engine, bench_serving_without_totals(tmp_path, **changes), link=BOX)
+    load(engine, bench_serving_without_totals(tmp_path, **changes), IngestPolicy(link=BOX))
     (bench,) = benchmarks(engine)
     assert (bench.input_tokens, bench.output_tokens) == expected
     if expected[0] is not None:
@@ -80,7 +81,7 @@ def test_sglang_without_totals_falls_back_to_fixed_random_lengths_only(engine, t
     ],
 )
 def test_vllm_bench_serve_divides_its_totals_by_the_completed_requests(engine, path, expected):
-    load(engine, path, link=BOX)
+    load(engine, path, IngestPolicy(link=BOX))
     assert lengths(engine) == expected
 
 
@@ -97,7 +98,7 @@ def test_vllm_bench_serve_divides_its_totals_by_the_completed_requests(engine, p
     ],
 )
 def test_sglang_batch_benchmarks_state_their_lengths(engine, path, expected):
-    load(engine, path, link=BOX)
+    load(engine, path, IngestPolicy(link=BOX))
     assert lengths(engine) == expected
 
 
@@ -111,7 +112,7 @@ def test_sglang_batch_benchmarks_state_their_lengths(engine, path, expected):
 )
 def test_guidellm_reads_the_mean_prompt_and_output_tokens(engine, path):
     """metrics.prompt_token_count.successful: total_sum 11827 over count 46; output_token_count: 5888 / 46."""
-    load(engine, path, link=BOX)
+    load(engine, path, IngestPolicy(link=BOX))
     assert lengths(engine) == [(round(11827 / 46, 6), 128.0)]
 
 
@@ -135,20 +136,23 @@ def test_guidellm_0_7_token_counts_and_a_zero_that_means_unreported(engine, tmp_
 
 
 def test_a_negative_length_or_total_is_refused_on_its_line(engine, tmp_path):
-    from specdash.ingest.load import ingest_bytes
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.sources import UploadSource
     from tests.ingest_support import native
 
-    result = ingest_bytes(
+    result = ingest(
         engine,
-        "bad.jsonl",
-        native({"kind": "benchmark", "deployment": "a", "decode_tps": 50, "input_tokens": -5}),
+        UploadSource(
+            "bad.jsonl",
+            native({"kind": "benchmark", "deployment": "a", "decode_tps": 50, "input_tokens": -5}),
+        ),
     )
     assert [str(p) for p in result.problems] == [
         "bad.jsonl:1: input_tokens: Input should be greater than or equal to 0 (got -5)"
     ]
     record = json.loads((SGLANG / "bench_serving_0.5.9.jsonl").read_text())
-    result = ingest_bytes(
-        engine, "neg.jsonl", (json.dumps({**record, "total_input_tokens": -1}) + "\n").encode()
+    result = ingest(
+        engine, UploadSource("neg.jsonl", (json.dumps({**record, "total_input_tokens": -1}) + "\n").encode())
     )
     assert [str(p) for p in result.problems] == [
         "neg.jsonl:1: total_input_tokens: Input should be greater than or equal to 0 (got -1)"
@@ -166,5 +170,5 @@ def test_a_negative_length_or_total_is_refused_on_its_line(engine, tmp_path):
     ],
 )
 def test_a_printed_result_block_divides_its_totals_by_the_successful_requests(engine, name, expected):
-    load(engine, REAL / name, link=BOX)
+    load(engine, REAL / name, IngestPolicy(link=BOX))
     assert lengths(engine) == expected

@@ -5,7 +5,9 @@ from sqlalchemy import func, select
 
 from specdash.db.engine import reading
 from specdash.db.models import Run
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import PathSource
 from tests.conftest import FIXTURES, REPO
 from tests.ingest_support import content
 
@@ -24,7 +26,7 @@ LOOKALIKE = FIXTURES / "lookalike"
 )
 def test_prose_about_logs_is_not_a_log(engine, path):
     before = content(engine)
-    result = ingest_path(engine, path)
+    result = ingest(engine, PathSource(path))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         f"{path}: format not recognised; pass --format (see 'specdash formats')"
@@ -34,7 +36,7 @@ def test_prose_about_logs_is_not_a_log(engine, path):
 
 def test_a_path_quoted_in_prose_is_not_a_checkpoint(engine):
     # forced: the notes hold a backticked "Saved model configuration to `...`," and nothing a log holds
-    result = ingest_path(engine, LOOKALIKE / "NOTES", fmt_name="specforge-log")
+    result = ingest(engine, PathSource(LOOKALIKE / "NOTES"), IngestPolicy(format_name="specforge-log"))
     assert result.status == "failed"
     with reading(engine) as session:
         assert session.scalar(select(func.count()).select_from(Run)) == 0

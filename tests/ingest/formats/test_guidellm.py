@@ -6,7 +6,9 @@ import pytest
 from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.guidellm import parse
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import PathSource
 from tests.conftest import FIXTURES
 from tests.ingest_support import benchmarks, content, load
 
@@ -25,7 +27,11 @@ def test_the_real_v0_3_report(engine):
     """guidellm's own test asset (v0.3.1): one synchronous benchmark of `example_model`. TPOT median
     4.885653 ms -> 204.68 tok/s per request; request_concurrency.successful.mean 0.99776 -> 1; output
     tok/s mean 198.133; TTFT median 16.3805 ms; 46 successful requests."""
-    load(engine, GUIDELLM / "benchmarks_stripped_v0.3.1.json", link=LinkOptions(deployment="test box"))
+    load(
+        engine,
+        GUIDELLM / "benchmarks_stripped_v0.3.1.json",
+        IngestPolicy(link=LinkOptions(deployment="test box")),
+    )
     (bench,) = benchmarks(engine)
     assert bench.source_format == "guidellm" and bench.deployment.name == "test box"
     assert bench.decode_tps == pytest.approx(1000 / 4.885653033852577)
@@ -73,7 +79,7 @@ def test_a_v0_5_yaml_sweep(engine):
 def test_reingesting_changes_nothing(engine):
     load(engine, GUIDELLM / "concurrent_eagle3_v0.7.json")
     before = content(engine)
-    ingest_path(engine, GUIDELLM / "concurrent_eagle3_v0.7.json")
+    ingest(engine, PathSource(GUIDELLM / "concurrent_eagle3_v0.7.json"))
     assert content(engine) == before
 
 
@@ -83,7 +89,7 @@ def test_bad_reports_name_file_line_and_field(tmp_path, engine):
     # the second benchmark's TPOT median made negative
     bad.write_text(text.replace("median: 25.0", "median: -25.0", 1))
     before = content(engine)
-    result = ingest_path(engine, bad, fmt_name="guidellm")
+    result = ingest(engine, PathSource(bad), IngestPolicy(format_name="guidellm"))
     assert result.status != "loaded" and content(engine) == before
     messages = [str(p) for p in result.problems]
     assert any("benchmarks[1].metrics.time_per_output_token_ms.successful.median" in m for m in messages)
@@ -106,7 +112,11 @@ def test_a_sweep_into_saturation_is_stored_whole(engine):
     """GuideLLM at 1, 32 and 128 streams of Qwen3-32B: at 128 streams 103 requests are in flight on average,
     most of them queued, so the aggregate (441 tok/s) is a sixteenth of 71.5 tok/s x 103. Every load is
     stored (and the deployment created), none refused; the numbers are the report's own."""
-    load(engine, GUIDELLM / "saturated_qwen3_32b_v0.7.json", link=LinkOptions(deployment="vLLM Qwen3-32B"))
+    load(
+        engine,
+        GUIDELLM / "saturated_qwen3_32b_v0.7.json",
+        IngestPolicy(link=LinkOptions(deployment="vLLM Qwen3-32B")),
+    )
     found = benchmarks(engine)
     assert [b.concurrency for b in found] == [1, 30, 103]  # round(0.99), round(30.5) (half to even), 103
     assert [b.decode_tps for b in found] == pytest.approx([1000 / 9.5, 1000 / 11.8, 71.5])

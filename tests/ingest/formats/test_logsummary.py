@@ -190,10 +190,11 @@ def test_specdash_ingest_on_a_pipeline_of_servers_and_loads(invoke, db_url, engi
 
 def test_the_upload_preview_shows_what_each_benchmark_used(engine):
     from specdash.app import uploads
-    from specdash.ingest.load import preview_bytes
+    from specdash.ingest.pipeline import preview_ingest
+    from specdash.ingest.sources import UploadSource
 
     data = (VLLM / "server_concurrency_sweep.log").read_bytes()
-    frame = uploads.links_frame(preview_bytes(engine, "server.log", data))
+    frame = uploads.links_frame(preview_ingest(engine, UploadSource("server.log", data)))
     assert frame["line"].tolist() == [10, 26, 42]
     assert (
         frame["notes"]
@@ -204,7 +205,9 @@ def test_the_upload_preview_shows_what_each_benchmark_used(engine):
 
 def test_a_request_rate_run_is_one_level_at_its_median_running_count(engine):
     from specdash.ingest.links import LinkOptions
-    from specdash.ingest.load import ingest_bytes
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.policy import IngestPolicy
+    from specdash.ingest.sources import UploadSource
 
     # Poisson arrivals: the running count never holds; every interval ran prefills
     prompts = [900, 850, 1200, 700, 1000, 950, 800]
@@ -216,8 +219,10 @@ def test_a_request_rate_run_is_one_level_at_its_median_running_count(engine):
         "GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%"
         for i, (p, g, r) in enumerate(zip(prompts, gens, running, strict=True))
     ]
-    result = ingest_bytes(
-        engine, "rate.log", ("\n".join(lines) + "\n").encode(), link=LinkOptions(deployment="d")
+    result = ingest(
+        engine,
+        UploadSource("rate.log", ("\n".join(lines) + "\n").encode()),
+        IngestPolicy(link=LinkOptions(deployment="d")),
     )
     assert result.status == "loaded", [str(p) for p in result.problems]
     (bench,) = benchmarks(engine)
@@ -280,7 +285,9 @@ def test_speculation_switching_without_a_start_line_begins_a_new_benchmark(engin
     """Two servers' logs pasted one after the other, the start-up lines cut off: the speculative metrics
     stop, and so does the speculative benchmark."""
     from specdash.ingest.links import LinkOptions
-    from specdash.ingest.load import ingest_bytes
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.policy import IngestPolicy
+    from specdash.ingest.sources import UploadSource
 
     def decode(second, gen, accept=None):
         spec = f"accept len: {accept:.2f}, accept rate: 0.70, " if accept else ""
@@ -298,8 +305,10 @@ def test_speculation_switching_without_a_start_line_begins_a_new_benchmark(engin
         decode(6, 50.8),
         decode(7, 51.0),
     ]
-    result = ingest_bytes(
-        engine, "pasted.log", ("\n".join(lines) + "\n").encode(), link=LinkOptions(deployment="d")
+    result = ingest(
+        engine,
+        UploadSource("pasted.log", ("\n".join(lines) + "\n").encode()),
+        IngestPolicy(link=LinkOptions(deployment="d")),
     )
     assert result.status == "loaded", [str(p) for p in result.problems]
     spec, base = benchmarks(engine)

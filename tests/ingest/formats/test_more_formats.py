@@ -8,6 +8,7 @@ from specdash.db.engine import reading
 from specdash.db.models import Checkpoint, Run
 from specdash.ingest.formats import detect_format
 from specdash.ingest.links import LinkOptions
+from specdash.ingest.policy import IngestPolicy
 from tests.conftest import FIXTURES
 from tests.ingest_support import SGLANG, SPECFORGE, benchmarks, load, points
 
@@ -43,7 +44,7 @@ def test_speculators_rich_console_blocks(engine):
 
 
 def test_specforge_bench_model_speedup(engine):
-    result = load(engine, SPECFORGE / "bench_model_speedup_results.jsonl", link=H100)
+    result = load(engine, SPECFORGE / "bench_model_speedup_results.jsonl", IngestPolicy(link=H100))
     assert result.format == "specforge-model-speedup"
     rows = benchmarks(engine)
     assert len(rows) == 7
@@ -67,7 +68,7 @@ def test_specforge_bench_model_speedup(engine):
 
 
 def test_sglang_bench_one_batch_offline(engine):
-    load(engine, SGLANG / "bench_one_batch.jsonl", link=H100)
+    load(engine, SGLANG / "bench_one_batch.jsonl", IngestPolicy(link=H100))
     one, sixteen = benchmarks(engine)
     assert one.source_format == "sglang-one-batch-offline" and one.speculative_algorithm is None
     # each decode step runs the whole batch: per request = 1 / median step latency

@@ -17,7 +17,9 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
-from specdash.ingest.load import ingest_bytes, ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy, OnInvalid
+from specdash.ingest.sources import PathSource, UploadSource
 from tests.conftest import FIXTURES
 
 NATIVE = FIXTURES / "native"
@@ -32,7 +34,7 @@ def table_counts(engine) -> dict[str, int]:
 
 
 def test_document_is_stored_field_by_field(engine):
-    result = ingest_path(engine, NATIVE / "bench_doc.json")
+    result = ingest(engine, PathSource(NATIVE / "bench_doc.json"))
     assert result.status == "loaded", result.problems
     with reading(engine) as session:
         bench = session.scalar(select(Benchmark).where(Benchmark.speculative_algorithm == "EAGLE3"))
@@ -69,15 +71,15 @@ def test_document_is_stored_field_by_field(engine):
 
 
 def test_jsonl_records(engine):
-    result = ingest_path(engine, NATIVE / "records.jsonl")
+    result = ingest(engine, PathSource(NATIVE / "records.jsonl"))
     assert result.status == "loaded", result.problems
     assert result.store.created["benchmark"] == 2 and result.store.linked == 1
 
 
 def test_every_problem_is_reported_with_its_line_and_nothing_is_written(engine):
-    ingest_path(engine, NATIVE / "records.jsonl")
+    ingest(engine, PathSource(NATIVE / "records.jsonl"))
     before = table_counts(engine)
-    result = ingest_path(engine, NATIVE / "bad_doc.json")
+    result = ingest(engine, PathSource(NATIVE / "bad_doc.json"))
     assert result.status == "failed"
     messages = [str(p) for p in result.problems]
     path = str(NATIVE / "bad_doc.json")
@@ -102,24 +104,24 @@ def test_every_problem_is_reported_with_its_line_and_nothing_is_written(engine):
 
 
 def test_skip_invalid_loads_the_good_records(engine):
-    result = ingest_path(engine, NATIVE / "bad_doc.json", skip_invalid=True)
+    result = ingest(engine, PathSource(NATIVE / "bad_doc.json"), IngestPolicy(on_invalid=OnInvalid.SKIP))
     assert result.status == "loaded"
     assert result.store.created["benchmark"] == 1 and len(result.problems) == 5
 
 
 def test_reingesting_a_file_changes_nothing(engine):
-    ingest_path(engine, NATIVE / "bench_doc.json")
+    ingest(engine, PathSource(NATIVE / "bench_doc.json"))
     before = table_counts(engine)
-    again = ingest_path(engine, NATIVE / "bench_doc.json")
+    again = ingest(engine, PathSource(NATIVE / "bench_doc.json"))
     assert again.status == "skipped"
     assert table_counts(engine) == before
 
 
 def test_same_records_in_another_file_are_not_duplicated(engine):
-    ingest_path(engine, NATIVE / "bench_doc.json")
+    ingest(engine, PathSource(NATIVE / "bench_doc.json"))
     before = table_counts(engine)
     text = (NATIVE / "bench_doc.json").read_text()
-    result = ingest_bytes(engine, "copy.json", (text + "\n").encode())
+    result = ingest(engine, UploadSource("copy.json", (text + "\n").encode()))
     assert result.status == "loaded" and result.store.duplicates == 2
     after = table_counts(engine)
     assert after.pop("ingested_file") == before.pop("ingested_file") + 1
@@ -141,7 +143,7 @@ def test_same_records_in_another_file_are_not_duplicated(engine):
 )
 def test_bad_files(engine, content, message):
     before = table_counts(engine)
-    result = ingest_bytes(engine, "bad.json", content)
+    result = ingest(engine, UploadSource("bad.json", content))
     assert result.status == "failed"
     assert any(message in str(p) for p in result.problems), [str(p) for p in result.problems]
     assert table_counts(engine) == before
@@ -195,7 +197,7 @@ def test_an_eager_harness_deployment_gets_cheaper_drafting(
         },
     ]
     body = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    result = ingest_bytes(engine, "harness.jsonl", body)
+    result = ingest(engine, UploadSource("harness.jsonl", body))
     assert result.status == "loaded", [str(p) for p in result.problems]
     growth = (math.hypot(1, 6 / 156) / math.hypot(1, 1 / 156) - 1) / 5 + 0.002
     draft = 0.085 * (8 / 7) ** 0.4 * draft_factor * 25.0

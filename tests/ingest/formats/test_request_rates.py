@@ -6,14 +6,16 @@ import pytest
 
 from specdash.ingest.describe import describe
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import SGLANG, VLLM, benchmarks, load
 
 H200 = LinkOptions(deployment="8x H200, TP8, NVLink")  # old bench_serving files do not name the server
 
 
 def test_old_sglang_request_rate_runs_use_itl_and_littles_law(engine):
-    result = load(engine, SGLANG / "bench_serving_old_request_rates.jsonl", link=H200)
+    result = load(engine, SGLANG / "bench_serving_old_request_rates.jsonl", IngestPolicy(link=H200))
     # the report names the fields each figure came from
     assert "line 1: decode_tps 70.42 from 1000 / median_itl_ms, concurrency 8 from output_throughput / " in (
         describe(result)
@@ -68,7 +70,7 @@ def test_no_per_request_speed_and_no_concurrency_is_refused(engine):
         b'{"backend": "sglang", "dataset_name": "random", "request_rate": 4.0, "max_concurrency": null, '
         b'"output_throughput": 2051.7, "completed": 1200, "duration": 297.5}\n'
     )
-    result = ingest_bytes(engine, "aggregate_only.jsonl", record, link=H200)
+    result = ingest(engine, UploadSource("aggregate_only.jsonl", record), IngestPolicy(link=H200))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         "aggregate_only.jsonl:1: decode_tps: per-request decode cannot be told: no median TPOT or ITL, "
@@ -83,7 +85,7 @@ def test_a_version_outside_the_known_range_is_read_with_a_note(engine):
         b'"server_info": {"model_path": "/models/Llama-3.1-8B-Instruct", "tp_size": 1, "version": "0.4.3.post2"}, '
         b'"output_throughput": 980.0, "median_itl_ms": 12.5, "completed": 600, "duration": 300.2}\n'
     )
-    result = ingest_bytes(engine, "old.jsonl", record)
+    result = ingest(engine, UploadSource("old.jsonl", record))
     assert result.status == "loaded", [str(p) for p in result.problems]
     (bench,) = benchmarks(engine)
     # 1000 / 12.5 = 80 tok/s per request; 980 / 80 = 12.25 in flight
@@ -118,7 +120,9 @@ def test_an_itl_entry_counts_the_tokens_the_run_means_give_it(
     """Without TPOT, per-request decode is 1000 / median ITL times the tokens an ITL entry stands for,
     measured from the record's own means, not assumed to be the accept length (sglang#9588's native
     client prints per-token ITL while speculating)."""
-    result = ingest_bytes(engine, "itl.jsonl", itl_record(mean_itl_ms, median_itl_ms), link=H200)
+    result = ingest(
+        engine, UploadSource("itl.jsonl", itl_record(mean_itl_ms, median_itl_ms)), IngestPolicy(link=H200)
+    )
     assert result.status == "loaded", [str(p) for p in result.problems]
     (bench,) = benchmarks(engine)
     assert bench.decode_tps == pytest.approx(tokens_an_entry * 1000 / median_itl_ms)

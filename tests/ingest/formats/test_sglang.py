@@ -8,14 +8,16 @@ from sqlalchemy import select
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Checkpoint, Gap, Run
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import PathSource
 from tests.ingest_support import SGLANG, benchmarks, content, load
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 
 
 def test_bench_serving_0_5_2_without_server_info(engine):
-    load(engine, SGLANG / "bench_serving_0.5.2.jsonl", link=LinkOptions(deployment="1x H100"))
+    load(engine, SGLANG / "bench_serving_0.5.2.jsonl", IngestPolicy(link=LinkOptions(deployment="1x H100")))
     base, spec = benchmarks(engine)
     assert base.source_format == "sglang-bench-serving" and base.engine == "sglang"
     assert base.speculative_algorithm is None and base.accept_length is None and base.checkpoint is None
@@ -39,7 +41,9 @@ def test_bench_serving_0_5_2_without_server_info(engine):
 def test_bench_serving_0_5_9_lands_as_the_story_alert(demo_url):
     """The seed's benchmark as SGLang writes it: EAGLE served for an EAGLE3 drafter, flagged on arrival."""
     engine = make_engine(demo_url)
-    result = load(engine, SGLANG / "bench_serving_0.5.9.jsonl", link=LinkOptions(deployment=PCIE))
+    result = load(
+        engine, SGLANG / "bench_serving_0.5.9.jsonl", IngestPolicy(link=LinkOptions(deployment=PCIE))
+    )
     assert result.store.linked == 1 and result.store.links[0].how == "by path"
     (bench,) = benchmarks(engine, source_format="sglang-bench-serving")
     assert (bench.checkpoint.run.name, bench.checkpoint.name) == ("k25-eagle3-10k", "epoch_3")
@@ -78,7 +82,7 @@ def test_bench_serving_0_5_23_reads_the_decode_server_of_pd_disaggregation(engin
 def test_one_batch_server_minus_one_is_unknown(demo_url):
     engine = make_engine(demo_url)
     link = LinkOptions(run="k25-eagle3-100k-ttt5", checkpoint="epoch_5", deployment=PCIE)
-    load(engine, SGLANG / "bench_one_batch_server.jsonl", link=link)
+    load(engine, SGLANG / "bench_one_batch_server.jsonl", IngestPolicy(link=link))
     base, spec = benchmarks(engine, source_format="sglang-one-batch")
     assert base.accept_length is None and base.speculative_algorithm is None  # acc_length -1
     assert (base.concurrency, base.decode_tps, base.output_throughput) == (1, 90.12, 90.12)
@@ -90,7 +94,11 @@ def test_one_batch_server_minus_one_is_unknown(demo_url):
 
 
 def test_offline_throughput_is_aggregate_over_every_prompt(engine):
-    load(engine, SGLANG / "bench_offline_throughput.jsonl", link=LinkOptions(deployment="1x H100"))
+    load(
+        engine,
+        SGLANG / "bench_offline_throughput.jsonl",
+        IngestPolicy(link=LinkOptions(deployment="1x H100")),
+    )
     (bench,) = benchmarks(engine)
     assert (bench.concurrency, bench.num_prompts, bench.dataset) == (1000, 1000, "offline")
     assert bench.output_throughput == 5659.96 and bench.decode_tps == pytest.approx(5.65996)
@@ -99,7 +107,7 @@ def test_offline_throughput_is_aggregate_over_every_prompt(engine):
 @pytest.mark.parametrize("name", ["bench_one_batch_server.jsonl", "bench_offline_throughput.jsonl"])
 def test_a_file_without_a_deployment_asks_for_one(engine, name):
     before = content(engine)
-    result = ingest_path(engine, SGLANG / name)
+    result = ingest(engine, PathSource(SGLANG / name))
     assert result.status == "failed"
     assert str(result.problems[0]) == (
         f"{SGLANG / name}:1: deployment: the file does not say which deployment it measured; "
@@ -159,7 +167,7 @@ def test_a_prefill_decode_disaggregated_run_is_stored_with_its_own_numbers(engin
     """SGLang bench_serving of a 1P1D deployment, 64 concurrent, 512 in / 128 out: the prefill server queues
     (median TTFT 17.5 s), so the aggregate, 437.5 tok/s, is far below per-request decode x concurrency (1000 /
     9.2 ms x 64 = 6,957 tok/s, a factor of 15.9). Nothing bounds an aggregate from below: it is stored."""
-    load(engine, SGLANG / "bench_serving_pd_64.jsonl", link=LinkOptions(deployment="1P1D H100"))
+    load(engine, SGLANG / "bench_serving_pd_64.jsonl", IngestPolicy(link=LinkOptions(deployment="1P1D H100")))
     (bench,) = benchmarks(engine)
     assert bench.decode_tps == pytest.approx(1000 / 9.2)
     assert (bench.concurrency, bench.output_throughput, bench.accept_length) == (64, 437.5, 2.17)
@@ -173,7 +181,7 @@ def test_the_disaggregated_run_pasted_in_sglang_issue_9585(engine):
     load(
         engine,
         SGLANG.parent / "real" / "sglang_bench_serving_pd_mooncake_9585.jsonl",
-        link=LinkOptions(deployment="1P1D"),
+        IngestPolicy(link=LinkOptions(deployment="1P1D")),
     )
     (bench,) = benchmarks(engine)
     assert bench.decode_tps == pytest.approx(1000 / 49.45251944893692)

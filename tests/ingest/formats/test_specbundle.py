@@ -8,7 +8,8 @@ from sqlalchemy import func, select
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Deployment, Run
 from specdash.db.schema import upgrade
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.sources import UploadSource
 from tests.conftest import REAL_FIXTURES, sqlite_url
 from tests.ingest_support import benchmarks, content, load
 
@@ -94,7 +95,7 @@ def test_batch_size_8_decode_is_per_request(bundle):
 def test_the_same_rows_in_another_file_add_nothing(bundle):
     engine, _ = bundle
     before = content(engine)
-    again = ingest_bytes(engine, "copy.json", DATA.read_bytes() + b"\n")
+    again = ingest(engine, UploadSource("copy.json", DATA.read_bytes() + b"\n"))
     assert again.status == "loaded" and again.store.duplicates == 740 and not again.store.created
     after = content(engine)
     assert len(after.pop("ingested_file")) == len(before.pop("ingested_file")) + 1

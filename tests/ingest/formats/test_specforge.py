@@ -8,7 +8,9 @@ from sqlalchemy import select, text
 from specdash.db.engine import reading
 from specdash.db.models import Checkpoint, Run
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy, OnInvalid
+from specdash.ingest.sources import UploadSource
 from tests.ingest_support import SPECFORGE, benchmarks, content, load, points
 
 
@@ -59,14 +61,14 @@ def test_console_log_metrics_checkpoints_and_run(engine):
 
 
 def test_run_option_names_the_run_of_a_log(engine):
-    load(engine, SPECFORGE / "train_console.log", link=LinkOptions(run="renamed"))
+    load(engine, SPECFORGE / "train_console.log", IngestPolicy(link=LinkOptions(run="renamed")))
     with reading(engine) as session:
         assert list(session.scalars(select(Run.name))) == ["renamed"]
     assert len(points(engine, "renamed")) == 70
 
 
 def test_eagle_repo_epoch_lines(engine):
-    load(engine, SPECFORGE / "train_eagle_repo.log", link=LinkOptions(run="eagle-llama"))
+    load(engine, SPECFORGE / "train_eagle_repo.log", IngestPolicy(link=LinkOptions(run="eagle-llama")))
     got = points(engine, "eagle-llama")
     assert got[("train/epoch_acc_2", 2)] == 0.47 and got[("train/epoch_ploss_0", 1)] == 0.96
     assert got[("test/epoch_acc_1", 2)] == 0.53 and len(got) == 18
@@ -93,7 +95,7 @@ def test_wandb_csv_export(engine):
 
 
 def test_tracker_history_jsonl(engine):
-    load(engine, SPECFORGE / "history.jsonl", link=LinkOptions(run="llama-eagle3-c"))
+    load(engine, SPECFORGE / "history.jsonl", IngestPolicy(link=LinkOptions(run="llama-eagle3-c")))
     got = points(engine, "llama-eagle3-c")
     assert got == {
         ("train/lr", 50): 1e-4,
@@ -112,9 +114,9 @@ def test_checkpoint_acceptance_is_derived_from_training_metrics(engine, metrics_
     checkpoint = b'{"kind": "checkpoint", "run": "llama-eagle3-b", "name": "epoch_0_step_120"}\n'
     if metrics_first:
         load(engine, SPECFORGE / "wandb_export.csv")
-        result = ingest_bytes(engine, "ckpt.jsonl", checkpoint)
+        result = ingest(engine, UploadSource("ckpt.jsonl", checkpoint))
     else:
-        ingest_bytes(engine, "ckpt.jsonl", checkpoint)
+        ingest(engine, UploadSource("ckpt.jsonl", checkpoint))
         result = load(engine, SPECFORGE / "wandb_export.csv")
     assert result.store.derived_acceptance == 1
     # the last step logged up to 120 is 100: acc_0 0.60, acc_1 0.44
@@ -126,7 +128,7 @@ def test_bench_eagle3_results(engine):
     result = load(
         engine,
         SPECFORGE / "bench_eagle3_results_20250821_120000.jsonl",
-        link=LinkOptions(deployment="1x H100"),
+        IngestPolicy(link=LinkOptions(deployment="1x H100")),
     )
     assert [link.how for link in result.store.links] == ["baseline", "by path", "baseline", "by path"]
     mt_base, mt_spec, gsm_base, gsm_spec = benchmarks(engine)
@@ -145,7 +147,11 @@ def test_bench_eagle3_results(engine):
 
 
 def test_specforge_benchmark_report(engine):
-    load(engine, SPECFORGE / "benchmark_20250822_091502.json", link=LinkOptions(deployment="1x H100"))
+    load(
+        engine,
+        SPECFORGE / "benchmark_20250822_091502.json",
+        IngestPolicy(link=LinkOptions(deployment="1x H100")),
+    )
     base, spec = benchmarks(engine)
     assert base.speculative_algorithm is None and base.decode_tps == pytest.approx(348.5 / 4)
     assert (spec.speculative_algorithm, spec.num_steps, spec.topk, spec.num_draft_tokens) == (
@@ -176,14 +182,18 @@ def test_metric_lines_are_data_never_code(engine, tmp_path):
         f"step 8: {{'x': __import__('os').system('touch {marker}')}}\n"
     )
     before = content(engine)
-    result = ingest_bytes(engine, "train.log", log.encode(), link=LinkOptions(run="r"))
+    result = ingest(engine, UploadSource("train.log", log.encode()), IngestPolicy(link=LinkOptions(run="r")))
     assert [str(p) for p in result.problems] == [
         "train.log:2: train/loss: must be a finite number, not nan",
         "train.log:3: metrics are not a dict of names to numbers",
         "train.log:4: metrics are not a dict of names to numbers",
     ]
     assert result.status == "failed" and content(engine) == before and not marker.exists()
-    kept = ingest_bytes(engine, "train.log", log.encode(), link=LinkOptions(run="r"), skip_invalid=True)
+    kept = ingest(
+        engine,
+        UploadSource("train.log", log.encode()),
+        IngestPolicy(link=LinkOptions(run="r"), on_invalid=OnInvalid.SKIP),
+    )
     assert kept.status == "loaded" and points(engine, "r") == {("train/acc_0", 5): 0.5}
 
 
@@ -191,7 +201,7 @@ def test_bulk_points_leave_foreign_keys_on(engine):
     lines = "".join(
         f"step {s}: {{'train/acc_0': 0.5, 'train/loss': {s / 1000}}}\n" for s in range(0, 4000, 2)
     )
-    result = ingest_bytes(engine, "bulk.log", lines.encode())
+    result = ingest(engine, UploadSource("bulk.log", lines.encode()))
     assert result.status == "loaded" and result.store.metric_points == 4000
     assert points(engine, "bulk")[("train/loss", 3998)] == 3.998
     with engine.connect() as connection:  # the pooled connection the ingest used

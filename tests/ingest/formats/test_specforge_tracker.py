@@ -5,7 +5,9 @@ from sqlalchemy import func, select
 from specdash.db.engine import reading
 from specdash.db.models import MetricPoint, Run
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_path
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import PathSource
 from tests.ingest_support import SPECFORGE, content, load, points
 
 EXPORT = SPECFORGE / "wandb_export_three_runs.csv"
@@ -41,7 +43,7 @@ def test_each_column_prefix_is_a_run_of_its_own(engine):
 
 def test_one_run_name_for_several_runs_is_refused(engine):
     before = content(engine)
-    result = ingest_path(engine, EXPORT, link=LinkOptions(run="mine"))
+    result = ingest(engine, PathSource(EXPORT), IngestPolicy(link=LinkOptions(run="mine")))
     assert result.status == "failed"
     assert [str(p) for p in result.problems] == [
         f"{EXPORT}:2: run: the export holds several runs (qwen3-8b-eagle3-ttt7, qwen3-8b-eagle3-ttt3, "

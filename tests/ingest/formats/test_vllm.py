@@ -7,7 +7,9 @@ import pytest
 
 from specdash.ingest.formats import detect_format
 from specdash.ingest.links import LinkOptions
-from specdash.ingest.load import ingest_bytes
+from specdash.ingest.pipeline import ingest
+from specdash.ingest.policy import IngestPolicy
+from specdash.ingest.sources import UploadSource
 from tests.conftest import FIXTURES
 from tests.ingest_support import VLLM, benchmarks, load
 
@@ -50,7 +52,11 @@ def test_the_depth_under_a_batch_size_schedule_is_the_counters_not_the_rates_len
     # vLLM PR #48944's replication, static_k3 at 400 tokens: scheduled K=3 of a drafter set up for 4, the
     # fourth position's rate 0.0; 32,640 draft tokens over 10,880 rounds is 3 a round
     name = "gemma4_h100nvl_b256/trial1/static_k3/ctx_400/measure_0.json"
-    load(engine, FIXTURES / "published" / "context" / name, link=LinkOptions(deployment="H100 NVL"))
+    load(
+        engine,
+        FIXTURES / "published" / "context" / name,
+        IngestPolicy(link=LinkOptions(deployment="H100 NVL")),
+    )
     (bench,) = benchmarks(engine)
     assert len(bench.position_survival) == 4 and bench.position_survival[3] == 0.0
     assert (bench.num_steps, bench.num_draft_tokens) == (3, 4)
@@ -147,7 +153,9 @@ def test_server_starts_of_one_throughput_line_each_are_one_benchmark_each(engine
     """Four `vllm serve` starts (one per benchmark arm), each killed after one 10-s interval: one `Avg
     generation throughput` line with 7-8 running and prefill in the same window. Each is a benchmark whose
     speed is a lower bound (the load began inside the interval); none is refused. Numbers from the lines."""
-    load(engine, VLLM / "server_starts_one_line_each.log", link=LinkOptions(deployment="1x H100"))
+    load(
+        engine, VLLM / "server_starts_one_line_each.log", IngestPolicy(link=LinkOptions(deployment="1x H100"))
+    )
     found = benchmarks(engine)
     assert [(b.speculative_algorithm, b.num_steps, b.num_draft_tokens, b.concurrency) for b in found] == [
         (None, None, None, 8),
@@ -188,7 +196,9 @@ def test_aggregated_lines_of_two_api_servers_in_the_same_second_are_neither_doub
         for pid, speed in zip((101, 202), pair, strict=True)
     )
     assert detect_format(text, "serve.log").name == "vllm-log"
-    result = ingest_bytes(engine, "serve.log", text.encode(), link=LinkOptions(deployment="2x 910B"))
+    result = ingest(
+        engine, UploadSource("serve.log", text.encode()), IngestPolicy(link=LinkOptions(deployment="2x 910B"))
+    )
     assert result.status == "loaded", [str(p) for p in result.problems]
     (bench,) = benchmarks(engine)
     # the median of the eight readings: 120.5 and 120.6 in the middle
@@ -232,7 +242,9 @@ def test_a_start_that_measured_nothing_gives_its_configuration_to_no_later_start
         "with config: model='Qwen/Qwen3-30B-A3B', speculative_config=None, tensor_parallel_size=4, "
         "quantization=fp8\n"
     ) + "".join(engine_line(8511, 43, s, 25.0 + s / 100) for s in (0, 10, 20, 30))
-    result = ingest_bytes(engine, "arms.log", text.encode(), link=LinkOptions(deployment="4x XPU"))
+    result = ingest(
+        engine, UploadSource("arms.log", text.encode()), IngestPolicy(link=LinkOptions(deployment="4x XPU"))
+    )
     assert result.status == "loaded", [str(p) for p in result.problems]
     (bench,) = benchmarks(engine)
     assert bench.raw["config"]["tp_size"] == 4
