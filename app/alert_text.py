@@ -5,6 +5,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from specdash.app.text import number_text
+from specdash.costmodel.domain import PredictionSource
 
 # The gap's sign, stated wherever a gap is shown.
 GAP_CONVENTION = (
@@ -15,10 +16,12 @@ AS_PREDICTED = 0.005
 
 
 def prediction_name(source: str | None) -> str:
-    if source in ("calibrated", "theory"):
-        return {"calibrated": "the calibrated prediction", "theory": "the first-principles prediction"}[
-            source
-        ]
+    builtin = {
+        PredictionSource.CALIBRATED: "the calibrated prediction",
+        PredictionSource.THEORY: "the first-principles prediction",
+    }
+    if source in builtin:
+        return builtin[PredictionSource(source)]
     return f"the prediction “{source}”" if source else "the prediction"
 
 

@@ -7,16 +7,17 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from specdash.app.text import abbreviate, plotly_text
+from specdash.costmodel.domain import PredictionSource
 from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX
 
 # D3 without its grey, which the "other runs" use
 RUN_COLOURS = [c for c in qualitative.D3 if c.upper() != "#7F7F7F"]
-SOURCE_DASH = {"theory": "solid", "calibrated": "dash"}
+SOURCE_DASH: dict[str, str] = {PredictionSource.THEORY: "solid", PredictionSource.CALIBRATED: "dash"}
 # Sources are told apart by marker and colour, never colour alone; every colour reads on white and on
 # Streamlit's dark background (black measured diamonds vanished in dark mode).
 MEASURED_STYLE = {"symbol": "diamond", "color": "#e4572e"}
-SOURCE_COLOURS = {"theory": "#4c78a8", "calibrated": "#2ca02c"}
-SOURCE_SYMBOLS = {"theory": "circle", "calibrated": "square"}
+SOURCE_COLOURS: dict[str, str] = {PredictionSource.THEORY: "#4c78a8", PredictionSource.CALIBRATED: "#2ca02c"}
+SOURCE_SYMBOLS: dict[str, str] = {PredictionSource.THEORY: "circle", PredictionSource.CALIBRATED: "square"}
 EXTERNAL_COLOURS = ["#9467bd", "#bcbd22", "#e377c2", "#17becf"]
 EXTERNAL_SYMBOLS = ["triangle-up", "x", "star", "cross"]
 EMPTY_HEIGHT = 220

@@ -10,6 +10,7 @@ from specdash.app import depth_overlay, state
 from specdash.app.text import md
 from specdash.app.whatif_charts import depth_figure
 from specdash.costmodel.domain import PredictionSource, TauSource
+from specdash.costmodel.throughput import draft_width
 
 
 def show(
@@ -23,7 +24,7 @@ def show(
     """Draw the chart for `checkpoint` and `deployment` ((id, name) each) at the setting's load and top-k;
     returns how many measured depths it drew."""
     (checkpoint_id, checkpoint_name), (deployment_id, deployment_name) = checkpoint, deployment
-    topk = topk or 1
+    topk = draft_width(topk)
     measured = state.measured_by_depth(url, checkpoint_id, deployment_id, dataset)
     at_load = measured[(measured["concurrency"] == concurrency) & (measured["topk"].fillna(1) == topk)]
     curve = state.depth_curve(url, checkpoint_id, deployment_id, concurrency, topk, None, dataset)

@@ -6,6 +6,7 @@ import streamlit as st
 from specdash.app import state, tables
 from specdash.app.tables import header
 from specdash.app.text import md
+from specdash.costmodel.domain import PredictionSource
 from specdash.db import profiles
 from specdash.db.profiles import ProfileError
 
@@ -33,9 +34,9 @@ def set_role(source: str, active: bool) -> str:
     """What a parameter set is for, in words (two are in use per deployment: see TWO_SETS)."""
     if not active:
         return "earlier version"
-    if source == "calibrated":
-        return "in use: calibrated, judges alerts"
-    return "in use: theory" if source == "theory" else f"in use: {source}"
+    if source == PredictionSource.CALIBRATED:
+        return f"in use: {source}, judges alerts"
+    return f"in use: {source}"
 
 
 def refreshed(summary) -> str:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from specdash.costmodel.throughput import draft_steps, verified_tokens
+from specdash.costmodel.throughput import draft_steps, draft_width, verified_tokens
 
 
 class PredictionSource(StrEnum):
@@ -95,7 +95,7 @@ class Setting:
     @property
     def width(self) -> int:
         """Candidates per draft step: the top-k, 1 (a chain) when not stated."""
-        return self.topk or 1
+        return draft_width(self.topk)
 
     @property
     def is_chain(self) -> bool:

@@ -83,11 +83,17 @@ def verified_tokens(
     return steps * topk * tokens_per_step + 1
 
 
+def draft_width(topk: int | None) -> int:
+    """Candidates per draft step: the top-k, 1 (a chain) when not stated. The one rule for a top-k not
+    stated; `Setting.width` and every reader of a stored or parsed top-k ask it."""
+    return topk or 1
+
+
 def draft_steps(num_steps: int | None, topk: int | None, num_draft_tokens: int | None) -> int | None:
     """K of a speculation setting: given, else N - 1 for a chain; None for a tree that does not say."""
     if num_steps:
         return num_steps
-    if num_draft_tokens and (topk or 1) == 1:
+    if num_draft_tokens and draft_width(topk) == 1:
         return num_draft_tokens - 1
     return None
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from specdash.costmodel.throughput import draft_width
 from specdash.db.models import Benchmark
 
 
@@ -56,7 +57,7 @@ def stated_contexts(
             checkpoint_id=row.checkpoint_id,
             speculative=row.speculative_algorithm is not None and bool(row.num_steps),
             num_steps=row.num_steps or 0,
-            topk=row.topk or 1,
+            topk=draft_width(row.topk),
             num_draft_tokens=row.num_draft_tokens,
             concurrency=row.concurrency,
             dataset=row.dataset,

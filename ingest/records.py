@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from specdash.costmodel.acceptance import drafts_a_block
 from specdash.costmodel.domain import Setting
 from specdash.costmodel.priors import drafter_family, is_block_family
+from specdash.costmodel.throughput import draft_width
 from specdash.db.models import BUILTIN_SOURCES
 from specdash.db.records import (
     MAX_DRAFT_TOKENS,
@@ -146,7 +147,7 @@ class SpeculationSetting(Record):
     @field_validator("num_draft_tokens")
     @classmethod
     def _enough_draft_tokens(cls, value: int | None, info: ValidationInfo) -> int | None:
-        steps, topk = info.data.get("num_steps"), info.data.get("topk") or 1
+        steps, topk = info.data.get("num_steps"), draft_width(info.data.get("topk"))
         if value is not None and steps is not None and topk == 1 and value < steps:
             raise ValueError(f"{value} draft tokens cannot hold {steps} draft steps (need >= num_steps)")
         return value

@@ -8,6 +8,7 @@ import streamlit as st
 from specdash.app import deploy_panel, state, tables, urlstate, widgets
 from specdash.app.leaderboard_charts import leaderboard_figure
 from specdash.app.text import md, number_text
+from specdash.costmodel.domain import PredictionSource
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.labels import gap_text, setting_label
 
@@ -52,7 +53,7 @@ def render() -> None:
 def filters(url: str, url_state: urlstate.UrlState, choices: dict) -> LeaderboardFilter:
     """The deployment, load, dataset, prediction source and ranking menus, as the filter they choose."""
     deployment_names = {name: i for i, name in choices["deployments"]}
-    sources = state.prediction_sources(url) or ["theory"]
+    sources = state.prediction_sources(url) or [PredictionSource.THEORY.value]
     row = st.columns([3, 1.5, 2, 1.4, 2])
     url_state.restore("leaderboard_deployment", "deployment", [EVERY_DEPLOYMENT, *deployment_names])
     deployment = row[0].selectbox(
@@ -79,7 +80,9 @@ def filters(url: str, url_state: urlstate.UrlState, choices: dict) -> Leaderboar
     url_state.restore("leaderboard_source", "source", sources)
     if st.session_state.get("leaderboard_source") not in sources:
         # a calibrated prediction, once there is one, is the model's best word
-        st.session_state["leaderboard_source"] = "calibrated" if "calibrated" in sources else sources[0]
+        st.session_state["leaderboard_source"] = (
+            PredictionSource.CALIBRATED.value if PredictionSource.CALIBRATED in sources else sources[0]
+        )
     source = row[3].selectbox("Prediction", sources, key="leaderboard_source")
     url_state.restore("leaderboard_rank_by", "rank", list(RANK_BY))
     rank_by = row[4].radio(

@@ -15,6 +15,7 @@ from specdash.app import (
     widgets,
 )
 from specdash.app.text import SEVERITY_ICONS, number_text, significant
+from specdash.costmodel.domain import PredictionSource
 from specdash.db.alerts import SEVERITIES
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.labels import setting_label
@@ -53,7 +54,14 @@ def render() -> None:
     sources = state.prediction_sources(url)
     # the prediction that judges the alerts is the one to look at first: calibrated once there is one, else
     # theory (an external one judges only the few benchmarks it covers)
-    judging = next((s for s in ("calibrated", "theory") if s in sources), sources[0]) if sources else "theory"
+    judging = (
+        next(
+            (s.value for s in (PredictionSource.CALIBRATED, PredictionSource.THEORY) if s in sources),
+            sources[0],
+        )
+        if sources
+        else PredictionSource.THEORY.value
+    )
     st.subheader("Deploy: the checkpoint to serve on each deployment and load")
     deploy_panel.show(url, LeaderboardFilter(source=judging), "overview_deploy")
 

@@ -13,6 +13,7 @@ from typing import Annotated, TextIO
 
 from pydantic import BeforeValidator, Field
 
+from specdash.costmodel.throughput import draft_width
 from specdash.db.records import NonNegFloat, PositiveFloat
 from specdash.ingest.formats.base import Format
 from specdash.ingest.formats.common import (
@@ -146,7 +147,7 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
     steps = result.num_steps or drafted_per_round(result) or (len(rates) if rates else None)
     speculative = algorithm is not None
     steps, draft_tokens = (
-        draft_setting(algorithm, steps, result.topk or 1, result.num_draft_tokens)
+        draft_setting(algorithm, steps, draft_width(result.topk), result.num_draft_tokens)
         if speculative
         else (None, None)
     )
@@ -173,7 +174,7 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         engine="vllm",
         speculative_algorithm=algorithm,
         num_steps=steps,
-        topk=(result.topk or 1) if steps else None,
+        topk=draft_width(result.topk) if steps else None,
         num_draft_tokens=draft_tokens,
         concurrency=load.concurrency,
         concurrency_source=load.concurrency_source,

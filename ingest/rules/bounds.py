@@ -29,7 +29,7 @@ Refusal = tuple[str, str]
 
 
 def setting_text(setting: SpeculationSetting) -> str:
-    return f"{setting.num_steps}/{setting.topk or 1}/{setting.num_draft_tokens}"
+    return f"{setting.num_steps}/{setting.setting().width}/{setting.num_draft_tokens}"
 
 
 def accept_length_refusal(setting: SpeculationSetting, value: float | None) -> Refusal | None:
@@ -57,7 +57,7 @@ def draft_tokens_refusal(setting: SpeculationSetting) -> Refusal | None:
     tokens = setting.num_draft_tokens
     if tokens is None or setting.speculative_algorithm is None or setting.drafts_a_block():
         return None
-    topk = setting.topk or 1
+    topk = setting.setting().width
     steps = setting.num_steps or MAX_STEPS
     most = 1 + topk + (steps - 1) * topk * topk
     if tokens <= most:
@@ -159,7 +159,7 @@ def survival_refusal(record: BenchmarkRecord) -> Refusal | None:
     printed digits. A log's summary takes its median accept length and its survival over other intervals,
     so it is not held to the identity (each log line's own values are bounded by stated_refusal)."""
     survival, stated = record.position_survival, record.accept_length
-    if not survival or stated is None or (record.topk or 1) != 1 or record.drafts_a_block():
+    if not survival or stated is None or not record.setting().is_chain or record.drafts_a_block():
         return None
     if record.interval_count is not None and record.concurrency_source != LIVE_CONCURRENCY:
         return None
