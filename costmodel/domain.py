@@ -33,6 +33,9 @@ class GapStatus(StrEnum):
     DISMISSED = "dismissed"
 
 
+ACTIVE_STATUSES = (GapStatus.OPEN.value, GapStatus.INVESTIGATING.value)  # an alert still to look into
+
+
 class Severity(StrEnum):
     """How much a diagnosis matters, the most severe first."""
 

@@ -35,7 +35,6 @@ NAMING_CONVENTION = {
 
 # An alert's investigation, from raised to closed; the first two are still being looked at (GapStatus).
 GAP_STATUSES = tuple(status.value for status in GapStatus)
-ACTIVE_STATUSES = (GapStatus.OPEN.value, GapStatus.INVESTIGATING.value)
 BUILTIN_SOURCES = tuple(source.value for source in PredictionSource)  # in order; any other is external
 
 

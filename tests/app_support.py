@@ -9,9 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import specdash.app
+from specdash.answers.refresh import refresh
 from specdash.db.calibration import apply_calibration, calibrate
 from specdash.db.engine import transaction
-from specdash.db.refresh import refresh
 from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES, built_template, copy_of
 

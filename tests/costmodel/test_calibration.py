@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
+from specdash.answers.refresh import refresh
 from specdash.costmodel import (
     CalibrationObservation,
     FittedParams,
@@ -21,7 +22,6 @@ from specdash.db.calibration import apply_calibration, calibrate, calibrate_all
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
 from specdash.db.profiles import effective_profile
-from specdash.db.refresh import refresh
 from specdash.ingest.load import ingest_bytes, ingest_path
 from tests.conftest import REAL_FIXTURES
 

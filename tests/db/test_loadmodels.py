@@ -11,6 +11,7 @@ import json
 import pytest
 from sqlalchemy import delete, select
 
+from specdash.answers.edits import apply_calibration_and_refresh
 from specdash.answers.schedule import checkpoint_schedule
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.loadmodel import LoadObservation
@@ -22,7 +23,6 @@ from specdash.db.live_models import Advisory
 from specdash.db.load_fit_models import LoadFit
 from specdash.db.loadmodels import deployment_load, fit_key
 from specdash.db.models import Deployment, ParameterSet, Prediction
-from specdash.db.profiles import apply_calibration_and_refresh
 from specdash.ingest.describe import describe
 from specdash.ingest.load import ingest_bytes
 from tests.conftest import FIXTURES

@@ -4,10 +4,10 @@ away, on the Overview and the Alerts page."""
 
 from sqlalchemy import func, select
 
+from specdash.answers.refresh import refresh
 from specdash.db.calibration import apply_calibration, calibrate
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert
-from specdash.db.refresh import refresh
 from tests.app_support import run_page
 
 
