@@ -1,7 +1,8 @@
 """The import contracts of the layout, read from the source with `ast` (function-level imports included):
 costmodel/ imports nothing of specdash's but itself; db/ never imports ingest/, app/, cli/ or answers/ (the
 service layer, which imports costmodel/ and db/ and never ingest/, app/ or cli/); app/ and
-cli/ never import each other; no import cycle; no `_private` name of one module used by another. And the
+cli/ never import each other; no import cycle; no `_private` name of one module used by another; the
+refresh's judging (PURE_MODULES) never reaches SQLAlchemy or the store, however indirectly. And the
 size of units: no function over 80 lines, no module over 450 (migrations and the demo document aside).
 
 Modules are named as installed (`specdash.db.refresh`); pyproject's package list names them, and each is
@@ -25,6 +26,16 @@ FORBIDDEN = {
     "app": ("cli",),
     "cli": ("app",),
 }
+# The refresh's judging: pure functions over typed rows, tested without a database; neither they nor
+# anything of specdash they import reaches the store (specdash.db) or SQLAlchemy.
+PURE_MODULES = (
+    "specdash.rows",
+    "specdash.answers.predicting",
+    "specdash.answers.gaps",
+    "specdash.answers.verdicts",
+    "specdash.answers.judging",
+)
+STORE_PACKAGES = ("sqlalchemy", "specdash.db")
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 450
 SIZE_EXEMPT = ("specdash.migrations.versions.", "specdash.demo")  # landed revisions; declarative data
@@ -170,6 +181,36 @@ def cycles(found: list[Import]) -> list[str]:
     ]
 
 
+def impure_imports(root: Path, pure: tuple[str, ...]) -> list[str]:
+    """Each import of the store (STORE_PACKAGES) by a pure module or by a specdash module it imports,
+    directly or through others: the module that imports it, and the pure module it reaches."""
+    known = modules(root)
+    found = imports(root)
+    reaches: dict[str, set[str]] = {}
+    for i in found:
+        reaches.setdefault(i.module, set()).add(i.target)
+    out = []
+    for start in pure:
+        seen, todo = {start}, [start]
+        while todo:
+            module = todo.pop()
+            for target in sorted(reaches.get(module, ())):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        for module in sorted(seen & set(known)):
+            path = known[module]
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                for name in names:
+                    if name.startswith(STORE_PACKAGES):
+                        where = path.relative_to(root)
+                        out.append(f"{where}:{node.lineno} imports {name} (reached from {start})")
+    return out
+
+
 def long_units(root: Path) -> list[str]:
     out = []
     for module, path in modules(root).items():
@@ -201,6 +242,33 @@ def test_no_import_cycles(found):
 
 def test_no_private_name_crosses_a_module(found):
     assert private_imports(found, ROOT) == []
+
+
+def test_the_judging_never_reaches_the_store():
+    assert set(PURE_MODULES) <= set(modules(ROOT))  # each named module exists
+    assert impure_imports(ROOT, PURE_MODULES) == []
+
+
+def test_the_purity_check_finds_a_store_import_however_deep(tmp_path):
+    """A pure module importing a helper that imports the store is caught, at the helper's import."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools]\npackages = ["specdash", "specdash.answers", "specdash.db"]\n'
+    )
+    files = {
+        "specdash/__init__.py": "",
+        "answers/__init__.py": "",
+        "answers/pure.py": "from specdash.answers import helper\n",
+        "answers/helper.py": "from sqlalchemy import select\nimport specdash.db.models\n",
+        "db/__init__.py": "",
+        "db/models.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert impure_imports(tmp_path, ("specdash.answers.pure",)) == [
+        "answers/helper.py:1 imports sqlalchemy (reached from specdash.answers.pure)",
+        "answers/helper.py:2 imports specdash.db.models (reached from specdash.answers.pure)",
+    ]
 
 
 def test_units_stay_small():
