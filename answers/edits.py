@@ -15,7 +15,7 @@ from specdash.db.runs import Removal
 def refresh_deployments(session: Session, deployment_ids: list[int]) -> RefreshSummary:
     """The predictions and gaps of every benchmark of these deployments, recomputed."""
     ids = profiles.deployment_benchmarks(session, deployment_ids)
-    return refresh(session, ids) if ids else RefreshSummary()
+    return refresh(session, ids)
 
 
 def save_deployment(
