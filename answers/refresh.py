@@ -9,7 +9,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
@@ -32,7 +33,6 @@ from specdash.db.stored import (
     write_gaps,
     write_predictions,
 )
-from specdash.db.sync import Stored
 from specdash.rows import AlertValues, BenchmarkRow, Groups, RefreshContext, prediction_key
 
 BATCH = 10_000  # benchmarks refreshed at a time
@@ -112,10 +112,8 @@ def _refresh_batches(
     whole = checkpoint_ids if len(batches) == 1 else None
     for batch in batches:
         stored = stored_predictions(session, batch, whole)
-        external = {
-            key: {s: row.values for s, row in sources.items()} for key, sources in stored.external.items()
-        }
-        judgement = judge_batch(batch, context, external)  # type: ignore[arg-type]  # external values are typed
+        external = {key: {s: v for s, (_, v) in sources.items()} for key, sources in stored.external.items()}
+        judgement = judge_batch(batch, context, external)
         summary.predictions += judgement.made
         summary.skipped += judgement.skipped
         summary.gaps += len(judgement.gaps)
@@ -131,35 +129,48 @@ def _write(
     wanted = {key + (source,): values for (key, source), values in judgement.predictions.items()}
     prediction_ids = write_predictions(session, wanted, stored.builtin, now)
     for key, sources in stored.external.items():
-        for source, row in sources.items():
-            prediction_ids[key + (source,)] = row.id
+        for source, (prediction_id, _) in sources.items():
+            prediction_ids[key + (source,)] = prediction_id
     gaps = {
         (benchmark_id, prediction_ids[key + (source,)]): values
         for (benchmark_id, key, source), values in judgement.gaps.items()
     }
     gap_ids = write_gaps(session, gaps, stored_gaps(session, list(judgement.verdicts)), now)
+    return _write_alerts(session, groups, judgement, prediction_ids, gap_ids, now)
+
+
+def _write_alerts(
+    session: Session,
+    groups: Groups,
+    judgement: Judgement,
+    prediction_ids: dict[tuple[Any, ...], int],
+    gap_ids: dict[tuple[Any, ...], int],
+    now: datetime,
+) -> int:
+    """Each benchmark's alert as its verdict settles it (answers/verdicts.settle_alert), written where it
+    changed with the history of each status moved; returns how many alerts were newly raised."""
     source_of_gap = _SourceOfGap(judgement, prediction_ids, gap_ids)
     superseded = {b.id for group in groups.values() for b in group if b.superseded_by_id is not None}
     alerts = stored_alerts(session, sorted(judgement.verdicts))
-    wanted_alerts: dict[tuple[Any, ...], AlertValues] = {}
+    wanted: dict[tuple[Any, ...], AlertValues] = {}
     events = []
     raised = 0
     for benchmark_id in sorted(judgement.verdicts):
         verdict = judgement.verdicts[benchmark_id]
-        old: Stored | None = alerts.get((benchmark_id,))
+        old = alerts.get((benchmark_id,))
         gap_id = gap_ids.get((benchmark_id, prediction_ids[verdict.key + (verdict.source,)]))
         change = settle_alert(
-            old.values if old is not None else None,  # type: ignore[arg-type]  # read as AlertValues
+            cast(AlertValues, old.values) if old is not None else None,  # stored_alerts reads AlertValues
             verdict,
             gap_id,
             source_of_gap,
             benchmark_id in superseded,
         )
-        wanted_alerts[(benchmark_id,)] = change.values
+        wanted[(benchmark_id,)] = change.values
         if change.event is not None:
             events.append((benchmark_id, *change.event))
         raised += change.raised
-    write_alerts(session, wanted_alerts, alerts, events, REFRESH_WHO, now)
+    write_alerts(session, wanted, alerts, events, REFRESH_WHO, now)
     return raised
 
 

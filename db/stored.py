@@ -43,7 +43,7 @@ class StoredPredictions(NamedTuple):
     ones (imported, compared with, never rewritten) by key and source."""
 
     builtin: dict[tuple[Any, ...], Stored]
-    external: dict[PredictionKey, dict[str, Stored]]
+    external: dict[PredictionKey, dict[str, tuple[int, PredictionValues]]]
 
 
 def stored_predictions(
@@ -51,7 +51,7 @@ def stored_predictions(
 ) -> StoredPredictions:
     """The stored predictions of these keys (of these checkpoints whole, when given)."""
     builtin: dict[tuple[Any, ...], Stored] = {}
-    external: dict[PredictionKey, dict[str, Stored]] = defaultdict(dict)
+    external: dict[PredictionKey, dict[str, tuple[int, PredictionValues]]] = defaultdict(dict)
     columns = [Prediction.__table__.c[name] for name in PREDICTION_VALUES]
     query = select(Prediction.id, *PREDICTION_KEY, Prediction.source, *columns)
     key_end = 1 + len(PREDICTION_KEY)
@@ -76,7 +76,7 @@ def stored_predictions(
             builtin[row[1 : key_end + 1]] = Stored(row[0], row[key_end + 1 :])
         else:
             key = PredictionKey._make(row[1:key_end])
-            external[key][source] = Stored(row[0], PredictionValues._make(row[key_end + 1 :]))
+            external[key][source] = (row[0], PredictionValues._make(row[key_end + 1 :]))
     return StoredPredictions(builtin, external)
 
 
