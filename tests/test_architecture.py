@@ -5,7 +5,7 @@ cli/ never import each other; no import cycle; no `_private` name of one module 
 refresh's judging (PURE_MODULES) never reaches SQLAlchemy or the store, however indirectly. And the
 size of units: no function over 80 lines, no module over 450 (migrations and the demo document aside).
 
-Modules are named as installed (`specdash.db.refresh`); pyproject's package list names them, and each is
+Modules are named as installed (`specdash.db.stored`); pyproject's package list names them, and each is
 its top-level folder (specdash.db -> db/, which specdash/db links to); `specdash.*` root modules live in
 specdash/."""
 
@@ -92,7 +92,7 @@ def imports(root: Path) -> list[Import]:
 
 
 def top(module: str) -> str:
-    """The top-level folder of a module: specdash.db.refresh -> db, specdash.config -> specdash."""
+    """The top-level folder of a module: specdash.db.stored -> db, specdash.config -> specdash."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and f"specdash.{parts[1]}" in PACKAGES else "specdash"
 
