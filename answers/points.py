@@ -1,7 +1,7 @@
 """The prediction of one point, measured or not: a checkpoint on a deployment at a depth, top-k, load and
 dataset, with its expected-error band and what it extrapolates. It is the stored predictions' own
-computation (db/predictions.predict_under) under the set that judges the deployment's benchmarks
-(db/verdicts.VERDICT_ORDER: calibrated, else theory), so a point that was benchmarked reads the same here
+computation (answers/predicting.predict_under) under the set that judges the deployment's benchmarks
+(answers/verdicts.VERDICT_ORDER: calibrated, else theory), so a point that was benchmarked reads the same here
 as on the Leaderboard and the Alerts page."""
 
 from collections.abc import Sequence
@@ -11,6 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.answers.context import context_model_for
+from specdash.answers.predicting import PredictionCache, predict_under, trained_accept_length
+from specdash.answers.verdicts import verdict_rank
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.context import ContextModel
 from specdash.costmodel.depth import DepthPoint
@@ -22,9 +24,8 @@ from specdash.costmodel.uncertainty import extrapolated_band, prior_error_band
 from specdash.db.acceptance import measured_acceptance
 from specdash.db.loadmodels import served_loads
 from specdash.db.models import Benchmark
-from specdash.db.predictions import PredictionCache, PredictionKey, predict_under, trained_accept_length
-from specdash.db.refresh_context import Drafter, RefreshContext, SetPlan, read_context
-from specdash.db.verdicts import verdict_rank
+from specdash.db.refresh_context import read_context
+from specdash.rows import Drafter, PredictionKey, RefreshContext, SetPlan
 
 
 @dataclass(frozen=True)

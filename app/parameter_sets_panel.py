@@ -3,11 +3,11 @@ for, and restoring an earlier version."""
 
 import streamlit as st
 
+from specdash.answers import edits
 from specdash.app import state, tables
 from specdash.app.tables import header
 from specdash.app.text import md
 from specdash.costmodel.domain import PredictionSource
-from specdash.db import profiles
 from specdash.db.profiles import ProfileError
 
 # decimals each parameter-set column is shown with
@@ -20,7 +20,7 @@ SET_DIGITS = {
     "verify_growth_comm": 3,
     "acc_to_acceptance": 3,
 }
-# Why a deployment has two sets in use at once (refresh predicts from both; db/verdicts.VERDICT_ORDER judges)
+# Why a deployment has two sets in use at once (refresh predicts from both; answers/verdicts.VERDICT_ORDER judges)
 TWO_SETS = (
     "A deployment has two sets in use at once, on purpose, one per kind of prediction:\n"
     "- **theory**: the profile as entered, with published priors for every cost it leaves blank; every "
@@ -115,7 +115,7 @@ def show(url: str) -> None:
             )
             if pick[1].button("Restore this version", icon=":material/restore:", key="settings_restore"):
                 try:
-                    pset, summary = state.write(profiles.restore_parameter_set, restore_id)
+                    pset, summary = state.write(edits.restore_parameter_set, restore_id)
                 except ProfileError as exc:
                     st.error(str(exc))
                 else:

@@ -15,9 +15,9 @@ from sqlalchemy import Engine, insert, make_url, select
 
 from bench import data, reference
 from bench.data import REPO, fresh_db
+from specdash.answers.refresh import refresh
 from specdash.db.engine import make_engine, transaction
 from specdash.db.models import Alert, AlertEvent, Benchmark
-from specdash.db.refresh import refresh
 from specdash.ingest.metric_points import MetricPointWriter
 
 # Refresh a few checkpoints at a time: each call then only compares against those checkpoints' predictions.

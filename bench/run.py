@@ -117,8 +117,8 @@ def ingest_cases(tmp: Path, scale: float, repeat: int, mlflow_repeat: int, defer
 
 def query_cases(tmp: Path, scale: float, repeat: int, deferred: list | None) -> dict:
     """specdash's refresh, queries and pages now; MLflow's query is appended to `deferred`."""
+    from specdash.answers.refresh import refresh
     from specdash.db.engine import make_engine, transaction
-    from specdash.db.refresh import refresh
 
     checkpoints = max(20, int(2_000 * scale))
     benchmarks = max(200, int(40_000 * scale))
@@ -238,9 +238,9 @@ def refresh_one(engine, n: int) -> float:
     the benchmark is added, refreshed and rolled back."""
     from sqlalchemy.orm import Session
 
+    from specdash.answers.refresh import refresh
     from specdash.db.engine import WRITE_OPTION
     from specdash.db.models import Benchmark
-    from specdash.db.refresh import refresh
 
     with Session(engine.execution_options(**{WRITE_OPTION: True})) as session:
         bench = Benchmark(

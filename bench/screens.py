@@ -19,10 +19,10 @@ from sqlalchemy import func, insert, select
 from bench import data
 from bench.dashboard import kept_store, log, scaled_sizes
 from bench.data import REPO
+from specdash.answers.refresh import refresh
 from specdash.db.acceptance_alerts import LIVE_FORMAT, judge_window
 from specdash.db.engine import make_engine, transaction
 from specdash.db.models import Benchmark
-from specdash.db.refresh import refresh
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]

@@ -8,8 +8,9 @@ import click
 
 from specdash.cli.common import db_option, open_db, shown
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES
+from specdash.costmodel.domain import ACTIVE_STATUSES
 from specdash.db.engine import reading, transaction
-from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES, SETTING_FIELDS
+from specdash.db.models import GAP_STATUSES, SETTING_FIELDS
 from specdash.labels import gap_text, setting_label
 
 LIST_FIELDS = (

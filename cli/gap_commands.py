@@ -6,10 +6,10 @@ import json
 
 import click
 
+from specdash.answers.refresh import refresh
 from specdash.cli.common import db_option, open_db, shown
 from specdash.db.engine import reading, transaction
 from specdash.db.models import BUILTIN_SOURCES, GAP_STATUSES, SETTING_FIELDS
-from specdash.db.refresh import refresh
 from specdash.ingest.csvtext import spreadsheet_safe
 from specdash.labels import gap_text, setting_label
 

@@ -1,4 +1,4 @@
-"""Alerts and their investigation. An alert is one benchmark's verdict (db/verdicts.py): its id is the
+"""Alerts and their investigation. An alert is one benchmark's verdict (answers/verdicts.py): its id is the
 benchmark's id, its status and note are the investigation's whatever prediction judges it. Filtered pages
 and groups of alerts, one alert in full with every source's gap as analysis, status changes one at a time
 or by group with who/when history, muted diagnoses per deployment, and superseding reruns."""
@@ -12,12 +12,11 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
-from specdash.costmodel.domain import GapStatus
+from specdash.costmodel.domain import ACTIVE_STATUSES, GapStatus
 from specdash.db import investigation
 from specdash.db.alert_paging import alert_choices, page_ids
 from specdash.db.bulk import chunks
 from specdash.db.models import (
-    ACTIVE_STATUSES,
     BENCHMARK_SETTING,
     Alert,
     AlertEvent,

@@ -4,7 +4,6 @@ training metrics is predicted and judged by (the "history" source of costmodel/s
 import statistics
 from collections import defaultdict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, select
@@ -15,6 +14,7 @@ from specdash.costmodel.domain import Setting
 from specdash.costmodel.throughput import draft_steps
 from specdash.db.bulk import select_in
 from specdash.db.models import Benchmark, Checkpoint, Run
+from specdash.rows import Reference
 
 # At most this many of a drafter's latest earlier benchmarks make its accept-length reference.
 HISTORY_WINDOW = 5
@@ -35,15 +35,6 @@ _SERIES_COLUMNS = (
     Run.speculative_algorithm.label("drafter_algorithm"),
     Run.hidden_size.label("drafter_hidden_size"),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Reference:
-    """The accept length a drafter's own benchmarks lead one to expect, and which ones."""
-
-    accept_length: float
-    benchmark_ids: tuple[int, ...]
-    text: str
 
 
 def acceptance_references(

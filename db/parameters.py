@@ -3,9 +3,7 @@ model's CostSet, and the measured no-speculation baselines they are applied to."
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -13,8 +11,8 @@ from sqlalchemy.orm import Session
 from specdash.costmodel.calibrated import CalibratedSet, CostSet
 from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.priors import DeploymentFacts, TargetArchitecture, architecture_for
-from specdash.costmodel.sources import choose_baseline
 from specdash.db.models import Benchmark, Deployment, ParameterSet
+from specdash.rows import Baselines
 
 PROFILE_FIELDS = (
     "baseline_tps",
@@ -127,83 +125,6 @@ def cost_set(pset: ParameterSet) -> CostSet:
 def profile_costs(deployment: Deployment) -> CostSet:
     """A deployment's profile as it stands, as an unsaved theory set (reading it writes nothing)."""
     return CostSet(**{name: getattr(deployment, name) for name in PROFILE_FIELDS})
-
-
-@dataclass(frozen=True)
-class Baselines:
-    """Median measured no-speculation tok/s per (deployment, concurrency, dataset) and per
-    (deployment, concurrency); the dataset's own baseline wins, since output lengths differ by dataset."""
-
-    by_dataset: dict[tuple[int, int, str], float]
-    by_concurrency: dict[tuple[int, int], float]
-
-    def lookup(self, deployment_id: int, concurrency: int, dataset: str | None) -> float | None:
-        own = self.by_dataset.get((deployment_id, concurrency, dataset or ""))
-        return own if own is not None else self.by_concurrency.get((deployment_id, concurrency))
-
-    def levels(self, deployment_id: int, dataset: str | None) -> Iterator[dict[int, float]]:
-        """The deployment's measured load levels {concurrency: tok/s}: the dataset's own, then all of them."""
-        yield dict(self._levels_by_dataset.get((deployment_id, dataset or ""), {}))
-        yield self.measured_loads(deployment_id)
-
-    def measured_loads(self, deployment_id: int) -> dict[int, float]:
-        """Every load the deployment was measured at without speculation: {concurrency: tok/s}."""
-        return dict(self._loads_by_deployment.get(deployment_id, {}))
-
-    # Indexes of the two maps, built once on first use: a refresh asks for levels once per prediction
-    # group, and scanning every baseline each time made it quadratic in the store.
-    @cached_property
-    def _levels_by_dataset(self) -> dict[tuple[int, str], dict[int, float]]:
-        index: dict[tuple[int, str], dict[int, float]] = defaultdict(dict)
-        for (deployment_id, concurrency, dataset), tps in self.by_dataset.items():
-            index[(deployment_id, dataset)][concurrency] = tps
-        return index
-
-    @cached_property
-    def _loads_by_deployment(self) -> dict[int, dict[int, float]]:
-        index: dict[int, dict[int, float]] = defaultdict(dict)
-        for (deployment_id, concurrency), tps in self.by_concurrency.items():
-            index[deployment_id][concurrency] = tps
-        return index
-
-    def choose(
-        self,
-        deployment_id: int,
-        concurrency: int,
-        dataset: str | None,
-        facts: DeploymentFacts,
-        comm_fraction: float = 0.0,
-        profile_tps: float | None = None,
-        extrapolate: bool = True,
-    ) -> float | None:
-        """The baseline at this load by costmodel.sources.choose_baseline: measured, else interpolated
-        between (or, with `extrapolate`, carried from) the deployment's measured loads, else the profile's."""
-        return choose_baseline(
-            self.lookup(deployment_id, concurrency, dataset),
-            self.levels(deployment_id, dataset),
-            concurrency,
-            facts,
-            comm_fraction,
-            profile_tps,
-            extrapolate,
-        )
-
-    def at_reference(
-        self,
-        deployment_id: int,
-        fit: CalibratedSet | None,
-        concurrency: int,
-        dataset: str | None,
-        facts: DeploymentFacts,
-        comm_fraction: float = 0.0,
-    ) -> float | None:
-        """The baseline at the load a calibrated set's fit states its drafting and overhead at (its
-        reference_concurrency), for CostSet.costs' reference_baseline_tps; None when the set has no
-        reference load or this is it."""
-        reference = fit.reference_concurrency if fit is not None else None
-        if reference is None or reference == concurrency:
-            return None
-        return self.choose(deployment_id, reference, dataset, facts, comm_fraction)
 
 
 def load_baselines(

@@ -1,5 +1,5 @@
 """Edits made from the Settings page: deployment cost profiles, gap thresholds and calibrated parameter
-sets, each followed by a refresh of the predictions and gaps it changes; and the parameter sets to list."""
+sets (answers/edits.py refreshes the predictions and gaps each changes); and the parameter sets to list."""
 
 import pandas as pd
 from pydantic import ValidationError
@@ -24,7 +24,6 @@ from specdash.db.parameters import (
     profile_costs,
 )
 from specdash.db.records import DeploymentRecord
-from specdash.db.refresh import RefreshSummary, refresh
 from specdash.db.settings import get_gap_threshold, set_gap_threshold
 
 # What the Settings page edits; the same fields and rules as a deployment record in a native file.
@@ -62,16 +61,14 @@ def _validated(values: dict) -> DeploymentRecord:
         raise ProfileError("\n".join(lines)) from None
 
 
-def _refresh_deployment(session: Session, deployment_id: int) -> RefreshSummary:
-    ids = list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id == deployment_id)))
-    return refresh(session, ids)
+def deployment_benchmarks(session: Session, deployment_ids: list[int]) -> list[int]:
+    """The ids of these deployments' benchmarks: what an edit of their profiles or thresholds changes."""
+    return list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id.in_(deployment_ids))))
 
 
-def save_deployment(
-    session: Session, values: dict, deployment_id: int | None = None
-) -> tuple[Deployment, RefreshSummary]:
+def save_deployment(session: Session, values: dict, deployment_id: int | None = None) -> Deployment:
     """Create a deployment (deployment_id None) or edit one; a changed cost profile becomes a new theory
-    parameter set and the deployment's predictions and gaps are recomputed. Raises ProfileError."""
+    parameter set. Raises ProfileError."""
     record = _validated(values)
     clash = session.scalar(select(Deployment.id).where(Deployment.name == record.name))
     if clash is not None and clash != deployment_id:
@@ -92,7 +89,7 @@ def save_deployment(
             setattr(deployment, name, getattr(record, name))
     session.flush()
     ensure_theory_set(session, deployment)
-    return deployment, _refresh_deployment(session, deployment.id)
+    return deployment
 
 
 def _set_recorded(session: Session, deployment: Deployment, name: str, value) -> None:
@@ -127,7 +124,7 @@ def _same(old, new) -> bool:
 
 def edit_deployment(
     session: Session, deployment_id: int, shown: dict, submitted: dict
-) -> tuple[Deployment, RefreshSummary, list[str]]:
+) -> tuple[Deployment, list[str]]:
     """Apply only the fields the user changed: `shown` is what the form was pre-filled with, `submitted`
     what came back. Untouched fields keep their stored values whatever the form's widgets round them to;
     a changed cost field makes a new theory parameter-set version. Returns the fields changed.
@@ -141,7 +138,7 @@ def edit_deployment(
         if name in submitted and not _same(shown.get(name), submitted[name])
     }
     if not changed:
-        return deployment, RefreshSummary(), []
+        return deployment, []
     merged = {**{name: getattr(deployment, name) for name in PROFILE_FIELDS}, **changed}
     record = _validated(merged)
     clash = session.scalar(select(Deployment.id).where(Deployment.name == record.name))
@@ -151,13 +148,13 @@ def edit_deployment(
         _set_recorded(session, deployment, name, getattr(record, name))
     session.flush()
     ensure_theory_set(session, deployment)
-    return deployment, _refresh_deployment(session, deployment.id), sorted(changed)
+    return deployment, sorted(changed)
 
 
-def restore_parameter_set(session: Session, parameter_set_id: int) -> tuple[ParameterSet, RefreshSummary]:
+def restore_parameter_set(session: Session, parameter_set_id: int) -> ParameterSet:
     """Make an earlier parameter set current again as a new version (the history keeps every version):
     a theory set's values go back into the deployment's profile; a calibrated set becomes the active
-    calibrated one. The deployment's predictions and gaps are recomputed."""
+    calibrated one."""
     old = session.get(ParameterSet, parameter_set_id)
     if old is None:
         raise ProfileError(f"parameter_set: no parameter set with id {parameter_set_id}")
@@ -195,11 +192,11 @@ def restore_parameter_set(session: Session, parameter_set_id: int) -> tuple[Para
         pset.version,
         note=f"v{old.version} made current again as v{pset.version}",
     )
-    return pset, _refresh_deployment(session, deployment.id)
+    return pset
 
 
-def set_deployment_threshold(session: Session, deployment_id: int, threshold: float | None) -> RefreshSummary:
-    """A deployment's own gap threshold (None: use the global one); diagnoses are recomputed with it."""
+def set_deployment_threshold(session: Session, deployment_id: int, threshold: float | None) -> None:
+    """A deployment's own gap threshold (None: use the global one)."""
     if threshold is not None and not 0 < threshold <= 1:
         raise ProfileError("gap_threshold: must be in (0, 1]")
     deployment = session.get(Deployment, deployment_id)
@@ -217,11 +214,10 @@ def set_deployment_threshold(session: Session, deployment_id: int, threshold: fl
         )
     deployment.gap_threshold = threshold
     session.flush()
-    return _refresh_deployment(session, deployment_id)
 
 
-def set_global_threshold(session: Session, threshold: float) -> RefreshSummary:
-    """The gap threshold of every deployment without its own; diagnoses that depend on it are recomputed."""
+def set_global_threshold(session: Session, threshold: float) -> None:
+    """The gap threshold of every deployment without its own."""
     before = get_gap_threshold(session)
     try:
         set_gap_threshold(session, threshold)
@@ -230,16 +226,6 @@ def set_global_threshold(session: Session, threshold: float) -> RefreshSummary:
     if before != threshold:
         record_change(session, "threshold", "setting", "global", "gap_threshold", before, threshold)
     session.flush()
-    return refresh(session)
-
-
-def apply_calibration_and_refresh(
-    session: Session, report: CalibrationReport
-) -> tuple[ParameterSet, RefreshSummary]:
-    """Save a calibration fit as the deployment's active calibrated parameter set, then predict with it:
-    every benchmark of the deployment gets a `calibrated` prediction and gap next to the theory one."""
-    pset = apply_calibration(session, report)
-    return pset, _refresh_deployment(session, report.deployment_id)
 
 
 def applied_version(session: Session, report: CalibrationReport) -> int | None:
@@ -273,16 +259,9 @@ def applied_version(session: Session, report: CalibrationReport) -> int | None:
     return None
 
 
-def apply_calibrations_and_refresh(
-    session: Session, reports: list[CalibrationReport]
-) -> tuple[list[ParameterSet], RefreshSummary]:
-    """Apply every fit not applied yet in one transaction, then one refresh of the deployments touched."""
-    sets = [apply_calibration(session, r) for r in reports if applied_version(session, r) is None]
-    touched = sorted({pset.deployment_id for pset in sets})
-    if not touched:
-        return [], RefreshSummary()
-    ids = list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id.in_(touched))))
-    return sets, refresh(session, ids)
+def apply_calibrations(session: Session, reports: list[CalibrationReport]) -> list[ParameterSet]:
+    """Apply every fit not applied yet, in one transaction."""
+    return [apply_calibration(session, r) for r in reports if applied_version(session, r) is None]
 
 
 def parameter_sets_frame(session: Session) -> pd.DataFrame:

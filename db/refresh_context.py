@@ -1,72 +1,23 @@
-"""What one refresh reads once and every batch of it shares: the deployments and what the priors know of
-them, each drafter's identity and trained rates, the active parameter sets as the cost model's CostSets,
-the measured baselines and the gap threshold."""
+"""The reading of what one refresh shares (specdash.rows.RefreshContext): the deployments and what the
+priors know of them, each drafter's identity and trained rates, the active parameter sets as the cost
+model's CostSets, the measured baselines and the gap threshold."""
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import NamedTuple
+from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.calibrated import CostSet
 from specdash.costmodel.context import decode_context, reference_context, spans_contexts
-from specdash.costmodel.estimated import BaselineEstimate
-from specdash.costmodel.loadmodel import LoadParams
-from specdash.costmodel.priors import DeploymentFacts
 from specdash.db.acceptance import checkpoint_rates
 from specdash.db.bulk import select_in
-from specdash.db.history import Reference
 from specdash.db.loadmodels import fitted_estimates
 from specdash.db.models import Benchmark, Checkpoint, Deployment, ParameterSet, Run, utcnow
-from specdash.db.parameters import Baselines, cost_set, deployment_facts, ensure_theory_set, load_baselines
+from specdash.db.parameters import cost_set, deployment_facts, ensure_theory_set, load_baselines
 from specdash.db.repeats import noise_by_deployment
 from specdash.db.settings import get_gap_threshold
-
-
-@dataclass(frozen=True, slots=True)
-class Drafter:
-    """What a checkpoint tells the cost model: its run's identity and its trained rates."""
-
-    speculative_algorithm: str | None
-    hidden_size: int | None
-    ttt_length: int | None
-    run_id: int
-    rates: tuple[float, ...]
-
-
-class SetPlan(NamedTuple):
-    """An active parameter set a deployment's predictions are made under."""
-
-    id: int
-    source: str  # theory | calibrated
-    costs: CostSet
-    band: float | None  # the fit's error band; None: the prior's, by accept-length source
-    load: LoadParams | None = None  # a calibrated set's round of batch and depth, on the deployment's target
-
-
-@dataclass(frozen=True)
-class RefreshContext:
-    deployments: dict[int, Deployment]
-    facts: dict[int, DeploymentFacts]
-    drafters: dict[int, Drafter]
-    plans: dict[int, list[SetPlan]]  # deployment id -> its active sets
-    versions: dict[int, int]  # parameter set id -> version, for the verdict's text
-    baselines: Baselines
-    global_threshold: float
-    now: datetime
-    # benchmark id -> what its drafter's earlier benchmarks say (drafters without training metrics)
-    references: dict[int, Reference] = field(default_factory=dict)
-    # deployment id -> baselines estimated from its speculative benchmarks (none ran without speculation)
-    estimates: dict[int, BaselineEstimate] = field(default_factory=dict)
-    # deployment id -> the measurement noise its repeat groups show (db/repeats.py)
-    noise: dict[int, float] = field(default_factory=dict)
-    # the deployments whose load model (behind `estimates`) was fitted for this refresh, not reused
-    refitted: tuple[int, ...] = ()
-    # deployment id -> the median context its benchmarks stated, where they span more than one
-    reference_contexts: dict[int, float] = field(default_factory=dict)
+from specdash.rows import DeploymentRow, Drafter, RefreshContext, SetPlan
 
 
 def read_context(
@@ -94,7 +45,9 @@ def read_context(
         versions[pset.id] = pset.version
     fitted = fitted_estimates(session, deployment_ids, keep=add_theory_sets)
     return RefreshContext(
-        deployments=deployments,
+        deployments={
+            i: DeploymentRow(d.name, d.baseline_tps, d.gap_threshold) for i, d in deployments.items()
+        },
         facts=facts,
         drafters=read_drafters(session, checkpoint_ids),
         plans=plans,
@@ -138,3 +91,21 @@ def read_drafters(session: Session, checkpoint_ids: Sequence[int] | None) -> dic
             session, query, Checkpoint.id, checkpoint_ids
         )
     }
+
+
+def widen_context(
+    session: Session, context: RefreshContext, needed: Collection[int], deployment_ids: set[int]
+) -> RefreshContext:
+    """The context with the baselines and estimates of the `needed` deployments too (backfilled
+    benchmarks may be on deployments the given ones are not); `deployment_ids`, those read so far, grows
+    with them."""
+    if set(needed) <= deployment_ids:
+        return context
+    fitted = fitted_estimates(session, sorted(set(needed) - deployment_ids), keep=True)
+    deployment_ids |= set(needed)
+    return replace(
+        context,
+        baselines=load_baselines(session, deployment_ids=sorted(deployment_ids)),
+        estimates={**context.estimates, **fitted.estimates},
+        refitted=(*context.refitted, *fitted.refitted),
+    )

@@ -1,4 +1,4 @@
-"""What a refresh did, apart from the refresh (db/refresh.py) so that a load with nothing to refresh
+"""What a refresh did, apart from the refresh (answers/refresh.py) so that a load with nothing to refresh
 (an ingest of training metrics) need not import the predictions, gaps and verdicts."""
 
 from dataclasses import dataclass, field

@@ -22,7 +22,6 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.refresh import RefreshSummary, refresh
 
 MAX_TAG = 40
 
@@ -266,9 +265,10 @@ def file_checkpoints(session: Session, file_id: int) -> list[int]:
     return list(session.scalars(query.distinct()))
 
 
-def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, RefreshSummary]:
-    """Undo an ingest: delete the file's benchmarks (their gaps with them) and its record; then refresh the
-    deployments it touched, since a removed no-speculation baseline changes their predictions."""
+def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, list[int]]:
+    """Undo an ingest: delete the file's benchmarks (their gaps with them) and its record; returns the
+    remaining benchmarks of the deployments it touched, to refresh (answers/edits.py), since a removed
+    no-speculation baseline changes their predictions."""
     removal = file_removal(session, file_id)
     benchmark_ids = select(Benchmark.id).where(Benchmark.ingested_file_id == file_id)
     deployments = set(
@@ -290,4 +290,4 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, Refre
     record_change(session, "undo ingest", "file", removal.what, note=_removed(removal))
     board.update(session, checkpoints)  # a checkpoint left without benchmarks there is refreshed by none
     remaining = list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id.in_(deployments))))
-    return removal, refresh(session, remaining) if remaining else RefreshSummary()
+    return removal, remaining

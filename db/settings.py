@@ -26,13 +26,8 @@ def get_gap_threshold(session: Session) -> float:
     return float(value) if value is not None else DEFAULT_GAP_THRESHOLD
 
 
-def applicable_threshold(deployment_threshold: float | None, global_threshold: float) -> float:
-    """The threshold a deployment's gaps are judged by: its own when set, else the global one."""
-    return deployment_threshold if deployment_threshold is not None else global_threshold
-
-
 def threshold_sql(global_threshold: float):
-    """applicable_threshold() as an SQL expression over Deployment.gap_threshold."""
+    """answers/gaps.applicable_threshold() as an SQL expression over Deployment.gap_threshold."""
     return func.coalesce(Deployment.gap_threshold, global_threshold)
 
 

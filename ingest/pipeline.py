@@ -210,7 +210,7 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
     everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
     if not everything and not summary.benchmark_ids:
         return RefreshSummary()  # nothing in scope (a file of training metrics): the refresh not even loaded
-    from specdash.db.refresh import refresh
+    from specdash.answers.refresh import refresh
 
     return refresh(session, None if everything else summary.benchmark_ids)
 

@@ -1,11 +1,11 @@
 """The import contracts of the layout, read from the source with `ast` (function-level imports included):
 costmodel/ imports nothing of specdash's but itself; db/ never imports ingest/, app/, cli/ or answers/ (the
 service layer, which imports costmodel/ and db/ and never ingest/, app/ or cli/); app/ and
-cli/ never import each other; the service layer's pure decisions (PURE_SERVICES) import neither
-sqlalchemy nor db/; no import cycle; no `_private` name of one module used by another. And the
+cli/ never import each other; no import cycle; no `_private` name of one module used by another; the
+service layer's pure decisions (PURE_MODULES: the refresh's judging, calibration, advice) never reaches SQLAlchemy or the store, however indirectly. And the
 size of units: no function over 80 lines, no module over 450 (migrations and the demo document aside).
 
-Modules are named as installed (`specdash.db.refresh`); pyproject's package list names them, and each is
+Modules are named as installed (`specdash.db.stored`); pyproject's package list names them, and each is
 its top-level folder (specdash.db -> db/, which specdash/db links to); `specdash.*` root modules live in
 specdash/."""
 
@@ -26,6 +26,20 @@ FORBIDDEN = {
     "app": ("cli",),
     "cli": ("app",),
 }
+# The refresh's judging: pure functions over typed rows, tested without a database; neither they nor
+# anything of specdash they import reaches the store (specdash.db) or SQLAlchemy.
+PURE_MODULES = (
+    "specdash.rows",
+    "specdash.answers.predicting",
+    "specdash.answers.gaps",
+    "specdash.answers.verdicts",
+    "specdash.answers.judging",
+    # calibration, depth advice and the load model's choice
+    "specdash.answers.advice",
+    "specdash.answers.calibration",
+    "specdash.answers.loadfits",
+)
+STORE_PACKAGES = ("sqlalchemy", "specdash.db")
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 450
 SIZE_EXEMPT = ("specdash.migrations.versions.", "specdash.demo")  # landed revisions; declarative data
@@ -82,7 +96,7 @@ def imports(root: Path) -> list[Import]:
 
 
 def top(module: str) -> str:
-    """The top-level folder of a module: specdash.db.refresh -> db, specdash.config -> specdash."""
+    """The top-level folder of a module: specdash.db.stored -> db, specdash.config -> specdash."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and f"specdash.{parts[1]}" in PACKAGES else "specdash"
 
@@ -171,6 +185,36 @@ def cycles(found: list[Import]) -> list[str]:
     ]
 
 
+def impure_imports(root: Path, pure: tuple[str, ...]) -> list[str]:
+    """Each import of the store (STORE_PACKAGES) by a pure module or by a specdash module it imports,
+    directly or through others: the module that imports it, and the pure module it reaches."""
+    known = modules(root)
+    found = imports(root)
+    reaches: dict[str, set[str]] = {}
+    for i in found:
+        reaches.setdefault(i.module, set()).add(i.target)
+    out = []
+    for start in pure:
+        seen, todo = {start}, [start]
+        while todo:
+            module = todo.pop()
+            for target in sorted(reaches.get(module, ())):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        for module in sorted(seen & set(known)):
+            path = known[module]
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                for name in names:
+                    if name.startswith(STORE_PACKAGES):
+                        where = path.relative_to(root)
+                        out.append(f"{where}:{node.lineno} imports {name} (reached from {start})")
+    return out
+
+
 def long_units(root: Path) -> list[str]:
     out = []
     for module, path in modules(root).items():
@@ -184,37 +228,6 @@ def long_units(root: Path) -> list[str]:
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
                     out.append(f"{path.relative_to(root)}:{node.lineno} {node.name}: {lines} lines")
-    return out
-
-
-# The service layer's decisions, pure functions over typed rows that tests call without a database: they
-# read and write nothing, so they import neither sqlalchemy nor the store, nor a service that does.
-PURE_SERVICES = ("specdash.answers.advice", "specdash.answers.calibration", "specdash.answers.loadfits")
-
-
-def impure_imports(root: Path, pure: tuple[str, ...] = PURE_SERVICES) -> list[str]:
-    """Each import of sqlalchemy, of db/ or of an impure service by a module named pure."""
-    known = modules(root)
-    out = []
-    for module in pure:
-        path = known[module]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            else:
-                continue
-            for name in names:
-                service = name.startswith("specdash.answers.") and name not in pure
-                if (
-                    name.split(".")[0] == "sqlalchemy"
-                    or (name == "specdash.db" or name.startswith("specdash.db."))
-                    or service
-                ):
-                    out.append(
-                        f"{path.relative_to(root)}:{node.lineno} imports {name}: a pure decision reads no store"
-                    )
     return out
 
 
@@ -233,6 +246,33 @@ def test_no_import_cycles(found):
 
 def test_no_private_name_crosses_a_module(found):
     assert private_imports(found, ROOT) == []
+
+
+def test_the_pure_decisions_never_reach_the_store():
+    assert set(PURE_MODULES) <= set(modules(ROOT))  # each named module exists
+    assert impure_imports(ROOT, PURE_MODULES) == []
+
+
+def test_the_purity_check_finds_a_store_import_however_deep(tmp_path):
+    """A pure module importing a helper that imports the store is caught, at the helper's import."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools]\npackages = ["specdash", "specdash.answers", "specdash.db"]\n'
+    )
+    files = {
+        "specdash/__init__.py": "",
+        "answers/__init__.py": "",
+        "answers/pure.py": "from specdash.answers import helper\n",
+        "answers/helper.py": "from sqlalchemy import select\nimport specdash.db.models\n",
+        "db/__init__.py": "",
+        "db/models.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert impure_imports(tmp_path, ("specdash.answers.pure",)) == [
+        "answers/helper.py:1 imports sqlalchemy (reached from specdash.answers.pure)",
+        "answers/helper.py:2 imports specdash.db.models (reached from specdash.answers.pure)",
+    ]
 
 
 def test_units_stay_small():
@@ -272,31 +312,6 @@ def test_the_checks_find_what_they_look_for(tmp_path):
         "db/store.py:4 uses specdash.db.other._hidden: a private name",
     ]
     assert long_units(tmp_path) == ["db/other.py: 461 lines (at most 450)"]
-
-
-def test_the_service_decisions_read_no_store():
-    assert impure_imports(ROOT) == []
-
-
-def test_the_purity_check_finds_a_store_read(tmp_path):
-    (tmp_path / "pyproject.toml").write_text(
-        '[tool.setuptools]\npackages = ["specdash", "specdash.answers"]\n'
-        '[tool.setuptools.package-dir]\n"specdash" = "specdash"\n"specdash.answers" = "answers"\n'
-    )
-    sources = {
-        "specdash/__init__.py": "",
-        "answers/__init__.py": "",
-        "answers/rule.py": "import sqlalchemy\nfrom specdash.db.models import Run\nfrom specdash.answers.flow import f\n",
-        "answers/flow.py": "from specdash.db import engine\n",
-    }
-    for name, text in sources.items():
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_text(text)
-    assert impure_imports(tmp_path, ("specdash.answers.rule",)) == [
-        "answers/rule.py:1 imports sqlalchemy: a pure decision reads no store",
-        "answers/rule.py:2 imports specdash.db.models: a pure decision reads no store",
-        "answers/rule.py:3 imports specdash.answers.flow: a pure decision reads no store",
-    ]
 
 
 def page_script_lines(path: Path) -> list[str]:

@@ -7,14 +7,15 @@ with its investigation: status, note, who/when history, and the benchmark that s
 import pandas as pd
 import streamlit as st
 
+from specdash.answers.verdicts import VERDICT_ORDER
 from specdash.app import identity, state, tables, urlstate
 from specdash.app.alert_charts import waterfall_figure
 from specdash.app.alert_text import GAP_CONVENTION, benchmark_facts, lead_line
 from specdash.app.text import SEVERITY_ICONS, md
+from specdash.costmodel.domain import ACTIVE_STATUSES
 from specdash.db import alerts
 from specdash.db.alerts import DIAGNOSIS_CODES, GROUPINGS, SEVERITIES, AlertChangeError, AlertFilters
-from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES
-from specdash.db.verdicts import VERDICT_ORDER
+from specdash.db.models import GAP_STATUSES
 from specdash.labels import gap_text, setting_label
 
 PAGE_ROWS = 50

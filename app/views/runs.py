@@ -4,6 +4,7 @@ nothing deleted), delete them, or undo an ingest, each delete showing the rows i
 import pandas as pd
 import streamlit as st
 
+from specdash.answers import edits
 from specdash.app import state, tables, urlstate
 from specdash.app.text import md
 from specdash.db import runs as run_store
@@ -195,7 +196,7 @@ def ingested_files(url: str) -> None:
         removal = state.file_removal(url, pending_file)
 
         def undo():
-            done, summary = state.write(run_store.delete_ingested_file, pending_file)
+            done, summary = state.write(edits.delete_ingested_file, pending_file)
             st.toast(f"Deleted {done.total:,} row(s); {summary.predictions} prediction(s) recomputed.")
 
         confirm(removal, "runs_pending_undo", undo)

@@ -4,6 +4,7 @@ calibration of a deployment's profile from its trusted benchmarks."""
 import pandas as pd
 import streamlit as st
 
+from specdash.answers import edits
 from specdash.app import advisory_panel, parameter_sets_panel, state, tables
 from specdash.app.parameter_sets_panel import refreshed
 from specdash.app.tables import MISSING, header
@@ -85,7 +86,7 @@ def global_threshold_form(global_threshold: float) -> None:
         )
         if st.form_submit_button("Save global threshold", icon=":material/save:"):
             try:
-                summary = state.write(profiles.set_global_threshold, value / 100)
+                summary = state.write(edits.set_global_threshold, value / 100)
             except ProfileError as exc:
                 st.error(str(exc))
             else:
@@ -126,7 +127,7 @@ def deployment_thresholds(deployments: pd.DataFrame, global_threshold: float) ->
     ):
         try:
             for deployment_id, threshold in changed:
-                summary = state.write(profiles.set_deployment_threshold, deployment_id, threshold)
+                summary = state.write(edits.set_deployment_threshold, deployment_id, threshold)
         except ProfileError as exc:
             st.error(str(exc))
         else:
@@ -231,10 +232,10 @@ def profile_form(url: str, deployments: pd.DataFrame, names: list[str]) -> None:
             try:
                 if editing:
                     deployment, summary, changed = state.write(
-                        profiles.edit_deployment, int(choice), as_profile(shown), as_profile(form)
+                        edits.edit_deployment, int(choice), as_profile(shown), as_profile(form)
                     )
                 else:
-                    deployment, summary = state.write(profiles.save_deployment, as_profile(form))
+                    deployment, summary = state.write(edits.save_deployment, as_profile(form))
                     changed = ["new"]
             except ProfileError as exc:
                 st.error(str(exc))
@@ -333,7 +334,7 @@ def calibration(deployments: pd.DataFrame, names: list[str]) -> None:
         icon=":material/done_all:",
         key="settings_apply_all",
     ):
-        sets, summary = state.write(profiles.apply_calibrations_and_refresh, pending)
+        sets, summary = state.write(edits.apply_calibrations_and_refresh, pending)
         st.toast(f"{len(sets)} calibrated parameter set(s) saved; {refreshed(summary)}")
         st.rerun()
     for report in reports:
@@ -384,7 +385,7 @@ def calibration_report(report, applied_version: int | None) -> None:
         icon=":material/done:",
         key=f"settings_apply_{report.deployment_id}",
     ):
-        pset, summary = state.write(profiles.apply_calibration_and_refresh, report)
+        pset, summary = state.write(edits.apply_calibration_and_refresh, report)
         st.toast(f"{report.deployment_name}: calibrated parameter set v{pset.version}; {refreshed(summary)}")
         st.rerun()
 

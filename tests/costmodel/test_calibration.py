@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from specdash.answers.calibrate import calibrate, calibrate_all
+from specdash.answers.refresh import refresh
 from specdash.costmodel import (
     CalibrationObservation,
     FittedParams,
@@ -22,7 +23,6 @@ from specdash.db.calibration import apply_calibration
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
 from specdash.db.profiles import effective_profile
-from specdash.db.refresh import refresh
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import PathSource, UploadSource
 from tests.conftest import REAL_FIXTURES

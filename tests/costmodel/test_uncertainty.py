@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import select, text
 
 from specdash.answers.calibrate import calibrate
+from specdash.answers.refresh import refresh
 from specdash.costmodel.uncertainty import (
     MIN_BAND,
     PRIOR_ACCEPTANCE_BAND,
@@ -20,7 +21,6 @@ from specdash.costmodel.uncertainty import (
 from specdash.db.calibration import apply_calibration
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Prediction
-from specdash.db.refresh import refresh
 from specdash.db.schema import downgrade, upgrade
 
 

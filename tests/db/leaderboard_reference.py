@@ -11,8 +11,9 @@ from specdash.db.leaderboard import COLUMNS as BOARD_COLUMNS
 from specdash.db.leaderboard import INTEGER_COLUMNS, LeaderboardFilter
 from specdash.db.leaderboard_sql import ENTRY, SETTING
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
-from specdash.db.parameters import Baselines, load_baselines
+from specdash.db.parameters import load_baselines
 from specdash.db.queries import frame_of
+from specdash.rows import Baselines
 
 COLUMNS = [name for name in BOARD_COLUMNS if name != "target_model"]
 

@@ -8,13 +8,14 @@ from dataclasses import replace
 import pytest
 from sqlalchemy import func, select
 
+from specdash.answers.edits import delete_ingested_file
 from specdash.db import board
 from specdash.db.board_models import LeaderboardEntry
 from specdash.db.deploy import deploy_table
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard, leaderboard_size
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, IngestedFile, Run
-from specdash.db.runs import delete_ingested_file, delete_runs
+from specdash.db.runs import delete_runs
 from specdash.db.schema import upgrade
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource

@@ -7,10 +7,10 @@ import sqlite3
 import pytest
 from sqlalchemy import event, func, select
 
+from specdash.answers.refresh import refresh
 from specdash.db import bulk
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Gap, Prediction
-from specdash.db.refresh import refresh
 from specdash.db.schema import upgrade
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.policy import IngestPolicy, OnConflict

@@ -3,6 +3,7 @@
 from sqlalchemy import select
 
 from specdash.answers.calibrate import calibrate
+from specdash.answers import edits
 from specdash.db import profiles, runs
 from specdash.db.calibration import apply_calibration
 from specdash.db.changes import acting_as, login_name, recent_changes
@@ -26,8 +27,8 @@ def test_profile_threshold_and_calibration_saves_are_recorded(demo_url):
         pcie = session.scalar(select(Deployment).where(Deployment.name == PCIE))
         shown = profiles.profile_values(session, pcie.id)
         # the demo's PCIe profile spends half a step in the all-reduce; ana measured 0.4
-        profiles.edit_deployment(session, pcie.id, shown, {**shown, "comm_fraction": 0.4})
-        profiles.set_deployment_threshold(session, pcie.id, 0.2)
+        edits.edit_deployment(session, pcie.id, shown, {**shown, "comm_fraction": 0.4})
+        edits.set_deployment_threshold(session, pcie.id, 0.2)
         (report,) = calibrate(session)
         first = apply_calibration(session, report)
         second = apply_calibration(session, report)
@@ -38,8 +39,8 @@ def test_profile_threshold_and_calibration_saves_are_recorded(demo_url):
         ("ana", "calibrate", "parameter_set", PCIE, "calibrated version", first.version, second.version),
     ]
     with transaction(engine) as session:  # the command line: the login name
-        restored, _ = profiles.restore_parameter_set(session, first.id)
-        profiles.set_deployment_threshold(session, pcie.id, 0.2)  # no change: nothing recorded
+        restored, _ = edits.restore_parameter_set(session, first.id)
+        edits.set_deployment_threshold(session, pcie.id, 0.2)  # no change: nothing recorded
     assert changes(engine)[4:] == [
         (
             login_name(),
@@ -62,7 +63,7 @@ def test_run_tags_archive_delete_and_undone_ingest_are_recorded(demo_url):
         runs.set_archived(session, [smoke.id], True)  # already archived: nothing more
         runs.delete_runs(session, [smoke.id])
         demo_file = session.scalars(select(IngestedFile)).one()
-        runs.delete_ingested_file(session, demo_file.id)
+        edits.delete_ingested_file(session, demo_file.id)
     recorded = changes(engine)
     assert recorded[:3] == [
         ("bo", "tags", "run", "k25-eagle3-ttt3-smoke", "tags", [], ["smoke", "ttt3"]),

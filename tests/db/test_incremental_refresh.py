@@ -1,4 +1,4 @@
-"""An ingest refreshes only what its file touched (db/refresh.py with benchmark ids); what it leaves in the
+"""An ingest refreshes only what its file touched (answers/refresh.py with benchmark ids); what it leaves in the
 store must be exactly what a full refresh of every benchmark computes: the same predictions, gaps,
 verdicts and alerts, row for row."""
 
@@ -7,10 +7,10 @@ import json
 import pytest
 from sqlalchemy import select
 
+from specdash.answers.refresh import refresh
 from specdash.db.board_models import LeaderboardEntry
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
-from specdash.db.refresh import refresh
 from specdash.db.schema import upgrade
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource

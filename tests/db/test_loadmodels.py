@@ -14,6 +14,7 @@ from sqlalchemy import delete, select
 from specdash.answers.advisories import refresh_advisories
 from specdash.answers.calibrate import calibrate_all
 from specdash.answers.deployment_load import deployment_load
+from specdash.answers.edits import apply_calibration_and_refresh
 from specdash.answers.schedule import checkpoint_schedule
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.load_observations import fit_key
@@ -23,7 +24,6 @@ from specdash.db.engine import reading, transaction
 from specdash.db.live_models import Advisory
 from specdash.db.load_fit_models import LoadFit
 from specdash.db.models import Deployment, ParameterSet, Prediction
-from specdash.db.profiles import apply_calibration_and_refresh
 from specdash.ingest.describe import describe
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource

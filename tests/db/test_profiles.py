@@ -3,6 +3,7 @@
 import pytest
 from sqlalchemy import select
 
+from specdash.answers import edits
 from specdash.app.text import unmd
 from specdash.db import profiles
 from specdash.db.engine import make_engine, reading, transaction
@@ -33,7 +34,7 @@ def test_edited_profile_becomes_a_new_version_and_moves_predictions(demo):
         story_before = session.get(Gap, 1).predicted_tps
     # a round overhead of 12.5 ms is what the EAGLE-flag benchmark's back-solve says is missing
     with transaction(demo) as session:
-        deployment, summary = profiles.save_deployment(
+        deployment, summary = edits.save_deployment(
             session, {**values, "round_overhead_ms": 12.5}, pcie(session).id
         )
     assert summary.predictions > 0
@@ -64,14 +65,14 @@ def test_invalid_profiles_write_nothing(demo, change, message):
         values = {name: getattr(pcie(session), name) for name in profiles.PROFILE_FIELDS}
         deployment_id = pcie(session).id
     with pytest.raises(ProfileError, match=message), transaction(demo) as session:
-        profiles.save_deployment(session, {**values, **change}, deployment_id)
+        edits.save_deployment(session, {**values, **change}, deployment_id)
     with reading(demo) as session:
         assert pcie(session).comm_fraction == 0.5
 
 
 def test_new_deployment(demo):
     with transaction(demo) as session:
-        deployment, summary = profiles.save_deployment(
+        deployment, summary = edits.save_deployment(
             session,
             {
                 "name": "2x L40S, TP2, PCIe",
@@ -89,20 +90,20 @@ def test_new_deployment(demo):
 
 def test_thresholds_change_what_is_an_alert(demo):
     with transaction(demo) as session:
-        profiles.set_deployment_threshold(session, pcie(session).id, 0.3)
+        edits.set_deployment_threshold(session, pcie(session).id, 0.3)
     with reading(demo) as session:
         # 22 % no longer counts on PCIe: the 16-token benchmark is an alert for its depth alone
         assert "exceeds the threshold" not in session.get(Alert, 12).reason
         assert open_alert_counts(session) == {"critical": 1, "warning": 3}
         assert session.get(Alert, 4).reason.endswith("gap +2.4% is within the threshold 30%")
     with transaction(demo) as session:
-        profiles.set_deployment_threshold(session, pcie(session).id, None)
-        profiles.set_global_threshold(session, 0.5)
+        edits.set_deployment_threshold(session, pcie(session).id, None)
+        edits.set_global_threshold(session, 0.5)
     with reading(demo) as session:
         assert get_gap_threshold(session) == 0.5
         assert session.get(Alert, 4).reason.endswith("gap +2.4% is within the threshold 50%")
     with pytest.raises(ProfileError, match="gap_threshold"), transaction(demo) as session:
-        profiles.set_global_threshold(session, 0)
+        edits.set_global_threshold(session, 0)
 
 
 def test_settings_page_saves_the_global_threshold(monkeypatch, demo_url):
@@ -244,7 +245,7 @@ def test_an_earlier_parameter_set_can_be_restored(monkeypatch, demo_url):
         values = profiles.profile_values(session, pcie(session).id)
         story_before = session.get(Gap, 1).predicted_tps
     with transaction(engine) as session:
-        profiles.edit_deployment(session, pcie(session).id, values, {**values, "round_overhead_ms": 12.5})
+        edits.edit_deployment(session, pcie(session).id, values, {**values, "round_overhead_ms": 12.5})
     with reading(engine) as session:
         assert session.get(Gap, 1).predicted_tps < 100  # 1000 * 2.1 / 25.5 ms
     first = theory_sets(demo_url, PCIE)[-2][0]  # the version active before the edit

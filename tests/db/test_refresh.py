@@ -5,10 +5,10 @@ import json
 import pytest
 from sqlalchemy import select, text
 
+from specdash.answers.refresh import refresh
 from specdash.costmodel.uncertainty import prior_error_band
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Deployment, Gap, Prediction
-from specdash.db.refresh import refresh
 from specdash.db.schema import upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
 from specdash.ingest.pipeline import ingest
@@ -211,7 +211,7 @@ def _verdicts(engine) -> dict[str, list[tuple]]:
 
 def test_a_refresh_in_small_batches_stores_what_one_batch_does(tmp_path, monkeypatch):
     """Refresh works a few checkpoints and groups at a time (bounded memory); the split must not show."""
-    from specdash.db import refresh as refresh_module
+    from specdash.answers import refresh as refresh_module
 
     results = []
     for batch in (refresh_module.BATCH, 7):
@@ -231,7 +231,8 @@ def test_a_refresh_in_small_batches_stores_what_one_batch_does(tmp_path, monkeyp
 
 
 def test_benchmark_rows_name_the_columns_refresh_selects():
-    from specdash.db.predictions import BENCHMARK_COLUMNS, BenchmarkRow
+    from specdash.db.refresh_scope import BENCHMARK_COLUMNS
+    from specdash.rows import BenchmarkRow
 
     assert BenchmarkRow._fields == tuple(column.key for column in BENCHMARK_COLUMNS)
 

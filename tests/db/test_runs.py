@@ -5,6 +5,7 @@ import sqlite3
 
 from sqlalchemy import func, select
 
+from specdash.answers import edits
 from specdash.app.text import unmd
 from specdash.db import runs as run_store
 from specdash.db.engine import make_engine, reading, transaction
@@ -117,7 +118,7 @@ def test_undoing_an_ingest_removes_its_benchmarks_and_lets_it_in_again(demo_url)
         removal = run_store.file_removal(session, file_id)
     assert removal.rows == {"ingested files": 1, "benchmarks": 1, "gaps and alerts": 1}
     with transaction(engine) as session:
-        run_store.delete_ingested_file(session, file_id)
+        edits.delete_ingested_file(session, file_id)
     assert counts(demo_url)["benchmarks"] == before["benchmarks"]
     assert counts(demo_url)["gaps and alerts"] == before["gaps and alerts"]
     again = ingest(engine, UploadSource("deep_rerun.json", data))

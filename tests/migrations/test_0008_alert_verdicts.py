@@ -5,9 +5,9 @@ import sqlite3
 
 from sqlalchemy import select
 
+from specdash.answers.refresh import refresh
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, AlertEvent
-from specdash.db.refresh import refresh
 from specdash.db.schema import downgrade, upgrade
 from tests.conftest import sqlite_url
 from tests.migration_support import fill_at

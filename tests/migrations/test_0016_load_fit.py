@@ -4,8 +4,8 @@ deployment measured only with speculation; a downgrade to 0015 drops the table a
 
 import sqlite3
 
+from specdash.answers.refresh import refresh
 from specdash.db.engine import make_engine, transaction
-from specdash.db.refresh import refresh
 from specdash.db.schema import current_revision, downgrade, upgrade
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource

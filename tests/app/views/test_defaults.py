@@ -6,9 +6,9 @@ from sqlalchemy import func, select
 
 from specdash.answers.calibrate import calibrate
 from specdash.db.calibration import apply_calibration
+from specdash.answers.refresh import refresh
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert
-from specdash.db.refresh import refresh
 from tests.app_support import run_page
 
 

@@ -132,8 +132,8 @@ def test_collapse_is_one_critical_alert_queued_once_and_its_recovery_in_history(
 
 @pytest.mark.parametrize("metrics_server", ["vllm_collapse.prom"], indirect=True)
 def test_a_refresh_keeps_the_collapse_alert(engine, metrics_server, recorded_clock):
+    from specdash.answers.refresh import refresh
     from specdash.db.engine import transaction
-    from specdash.db.refresh import refresh
 
     _, windows = scrape_all(engine, metrics_server, recorded_clock, run="r7", checkpoint="epoch_2")
     with transaction(engine) as session:

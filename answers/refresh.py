@@ -1,0 +1,257 @@
+"""Recompute the predictions, gaps and each benchmark's verdict of stored benchmarks: which benchmarks a
+change touches (db/refresh_scope.py), in what batches, each judged by answers/judging.judge_batch and
+written back through the store's one row sync (db/stored.py) where its numbers changed; the status and
+note of an existing alert are kept unless the verdict decides them (answers/verdicts.settle_alert). No ORM
+object per benchmark: tens of thousands take seconds."""
+
+import gc
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy.orm import Session
+
+from specdash.answers.judging import Judgement, judge_batch
+from specdash.answers.verdicts import REFRESH_WHO, settle_alert
+from specdash.costmodel.throughput import draft_steps
+from specdash.db import board, bulk
+from specdash.db.bulk import analyze_written, expire_loaded
+from specdash.db.history import acceptance_references
+from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, Prediction
+from specdash.db.refresh_context import read_context, widen_context
+from specdash.db.refresh_scope import benchmark_rows, drafter_rows, refresh_scope
+from specdash.db.refresh_summary import RefreshSummary
+from specdash.db.stored import (
+    StoredPredictions,
+    stored_alerts,
+    stored_gaps,
+    stored_predictions,
+    write_alerts,
+    write_gaps,
+    write_predictions,
+)
+from specdash.rows import AlertValues, BenchmarkRow, Groups, RefreshContext, prediction_key
+
+BATCH = 10_000  # benchmarks refreshed at a time
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """A refresh allocates a few objects per benchmark, none in reference cycles; the cyclic collector
+    would otherwise walk every live object of the process (a dashboard's, a benchmark harness's) many
+    times over. Paused for the refresh, it runs once afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> RefreshSummary:
+    """Predictions for every (checkpoint, deployment, setting, concurrency, dataset) among the benchmarks
+    in scope (all, or those given and what a new baseline affects), and their gaps."""
+    with _gc_paused():
+        return _refresh(session, benchmark_ids)
+
+
+def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSummary:
+    session.flush()  # what the caller added is read back below as rows
+    summary = RefreshSummary()
+    scope, deployment_ids, given = refresh_scope(session, benchmark_ids)
+    if not scope:
+        return summary
+    everything = benchmark_ids is None
+    # a refresh of some benchmarks reads only what their checkpoints and deployments need
+    context = read_context(
+        session, None if everything else sorted(scope), None if everything else sorted(deployment_ids)
+    )
+    in_scope = sum(map(len, scope.values()))
+    analyze_written(session, (Benchmark, Checkpoint), in_scope)  # a file's benchmarks, stored just now
+    # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
+    # drafter's benchmarks, however many a file brings.
+    for checkpoint_ids in _checkpoint_batches(scope):
+        benches = benchmark_rows(session, [i for c in checkpoint_ids for i in scope[c]])
+        summary.benchmarks += len(benches)
+        groups, unknown_depth = _groups(benches)
+        summary.skipped += unknown_depth
+        # drafters without training metrics: their own earlier benchmarks say what accept length to expect
+        untrained = [c for c in checkpoint_ids if not context.drafters[c].rates]
+        # only a drafter's own new benchmarks change its references (a baseline changes none)
+        backfilled = [c for c in untrained if c in given]
+        if not everything and backfilled:
+            _add_backfilled(groups, drafter_rows(session, backfilled), {b.id for b in benches})
+            context = widen_context(session, context, {key.deployment_id for key in groups}, deployment_ids)
+        part = replace(context, references=acceptance_references(session, untrained, _datasets(groups)))
+        _refresh_batches(session, groups, part, summary, checkpoint_ids)
+        if summary.benchmarks == len(benches):  # the first batch's writes: the statements after it
+            analyze_written(session, (Prediction, Gap, Alert), in_scope)
+        if not everything:  # the Leaderboard's entries of these checkpoints where refreshed (db/board.py)
+            board.update_at(session, _places(benches, groups))
+    summary.refitted = [context.deployments[d].name for d in context.refitted]
+    if everything:
+        board.update(session, None)
+    expire_loaded(session, (Prediction, Gap, Alert))
+    return summary
+
+
+def _refresh_batches(
+    session: Session,
+    groups: Groups,
+    context: RefreshContext,
+    summary: RefreshSummary,
+    checkpoint_ids: list[int],
+) -> None:
+    batches = list(_batches(groups))
+    # one batch holds these checkpoints whole: their predictions are read by checkpoint, in a few
+    # statements; a drafter split over batches reads each batch's own by key
+    whole = checkpoint_ids if len(batches) == 1 else None
+    for batch in batches:
+        stored = stored_predictions(session, batch, whole)
+        external = {key: {s: v for s, (_, v) in sources.items()} for key, sources in stored.external.items()}
+        judgement = judge_batch(batch, context, external)
+        summary.predictions += judgement.made
+        summary.skipped += judgement.skipped
+        summary.gaps += len(judgement.gaps)
+        summary.new_alerts += _write(session, batch, judgement, stored, context)
+
+
+def _write(
+    session: Session, groups: Groups, judgement: Judgement, stored: StoredPredictions, context: RefreshContext
+) -> int:
+    """A batch's judgement written where it changed: predictions, then gaps against their ids, then the
+    alerts; returns how many alerts were newly raised."""
+    now = context.now
+    wanted = {key + (source,): values for (key, source), values in judgement.predictions.items()}
+    prediction_ids = write_predictions(session, wanted, stored.builtin, now)
+    for key, sources in stored.external.items():
+        for source, (prediction_id, _) in sources.items():
+            prediction_ids[key + (source,)] = prediction_id
+    gaps = {
+        (benchmark_id, prediction_ids[key + (source,)]): values
+        for (benchmark_id, key, source), values in judgement.gaps.items()
+    }
+    gap_ids = write_gaps(session, gaps, stored_gaps(session, list(judgement.verdicts)), now)
+    return _write_alerts(session, groups, judgement, prediction_ids, gap_ids, now)
+
+
+def _write_alerts(
+    session: Session,
+    groups: Groups,
+    judgement: Judgement,
+    prediction_ids: dict[tuple[Any, ...], int],
+    gap_ids: dict[tuple[Any, ...], int],
+    now: datetime,
+) -> int:
+    """Each benchmark's alert as its verdict settles it (answers/verdicts.settle_alert), written where it
+    changed with the history of each status moved; returns how many alerts were newly raised."""
+    source_of_gap = _SourceOfGap(judgement, prediction_ids, gap_ids)
+    superseded = {b.id for group in groups.values() for b in group if b.superseded_by_id is not None}
+    alerts = stored_alerts(session, sorted(judgement.verdicts))
+    wanted: dict[tuple[Any, ...], AlertValues] = {}
+    events = []
+    raised = 0
+    for benchmark_id in sorted(judgement.verdicts):
+        verdict = judgement.verdicts[benchmark_id]
+        old = alerts.get((benchmark_id,))
+        gap_id = gap_ids.get((benchmark_id, prediction_ids[verdict.key + (verdict.source,)]))
+        change = settle_alert(
+            cast(AlertValues, old.values) if old is not None else None,  # stored_alerts reads AlertValues
+            verdict,
+            gap_id,
+            source_of_gap,
+            benchmark_id in superseded,
+        )
+        wanted[(benchmark_id,)] = change.values
+        if change.event is not None:
+            events.append((benchmark_id, *change.event))
+        raised += change.raised
+    write_alerts(session, wanted, alerts, events, REFRESH_WHO, now)
+    return raised
+
+
+class _SourceOfGap:
+    """The source of a gap's prediction among those judged (None for another), for the history of an
+    alert a new source resolves: worked out at the first such alert, rare among many."""
+
+    def __init__(self, judgement: Judgement, prediction_ids: dict, gap_ids: dict) -> None:
+        self.judgement, self.prediction_ids, self.gap_ids = judgement, prediction_ids, gap_ids
+        self.sources: dict[int, str | None] | None = None
+
+    def __call__(self, gap_id: int) -> str | None:
+        if self.sources is None:
+            ids = self.prediction_ids
+            of_prediction = {ids[key + (source,)]: source for (_, key, source) in self.judgement.gaps}
+            self.sources = {gap: of_prediction.get(pair[1]) for pair, gap in self.gap_ids.items()}
+        return self.sources.get(gap_id)
+
+
+def _datasets(groups: Groups) -> set[str] | None:
+    """The datasets of these groups ("" for none); None (any) for more than an IN list's worth."""
+    datasets = {key.dataset or "" for key in groups}
+    return None if len(datasets) > bulk.CHUNK // 2 else datasets
+
+
+def _places(benches: list[BenchmarkRow], groups: Groups) -> dict[int, set[tuple[int, int]]]:
+    """Each checkpoint's (deployment, load) places among these benchmarks (and backfilled ones)."""
+    places: dict[int, set[tuple[int, int]]] = defaultdict(set)
+    for bench in benches:
+        places[bench.checkpoint_id].add((bench.deployment_id, bench.concurrency))
+    for key in groups:
+        places[key.checkpoint_id].add((key.deployment_id, key.concurrency))
+    return places
+
+
+def _groups(benches: list[BenchmarkRow]) -> tuple[Groups, int]:
+    """The benchmarks by prediction key, and how many were left out: a tree that does not say K."""
+    groups: Groups = defaultdict(list)
+    skipped = 0
+    for bench in benches:
+        steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
+        if steps is None:
+            skipped += 1
+            continue
+        groups[prediction_key(bench, steps)].append(bench)
+    return groups, skipped
+
+
+def _add_backfilled(groups: Groups, rows: Iterable[BenchmarkRow], known: set[int]) -> None:
+    """A benchmark measured before stored ones (a backfill) changes their references: the untrained
+    drafters' other benchmarks (`rows`) are judged again."""
+    for bench in rows:
+        steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
+        if bench.id not in known and steps is not None:
+            groups[prediction_key(bench, steps)].append(bench)
+            known.add(bench.id)
+
+
+def _checkpoint_batches(scope: dict[int, list[int]]) -> Iterator[list[int]]:
+    """Consecutive checkpoints with about BATCH benchmarks in all (a checkpoint is never split)."""
+    batch: list[int] = []
+    size = 0
+    for checkpoint_id in sorted(scope):
+        batch.append(checkpoint_id)
+        size += len(scope[checkpoint_id])
+        if size >= BATCH:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _batches(groups: Groups) -> Iterator[Groups]:
+    """Consecutive groups of about BATCH benchmarks in all (a group is never split)."""
+    batch: Groups = {}
+    size = 0
+    for key, members in groups.items():
+        batch[key] = members
+        size += len(members)
+        if size >= BATCH:
+            yield batch
+            batch, size = {}, 0
+    if batch:
+        yield batch

@@ -1,0 +1,72 @@
+"""The one way a refresh writes derived rows (predictions, gaps, alerts): given the rows wanted and those
+stored, by key, insert the new, rewrite only those whose values changed, and say each key's id."""
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from specdash.db.bulk import insert_rows, update_rows
+from specdash.db.models import Base
+
+
+class Stored(NamedTuple):
+    """A row already in the store: its id and its values, as a plain tuple in the order compared."""
+
+    id: int
+    values: tuple[Any, ...]
+
+
+def sync_rows(
+    session: Session,
+    model: type[Base],
+    key_columns: Sequence[str],
+    value_columns: Sequence[str],
+    wanted: Mapping[tuple[Any, ...], tuple[Any, ...]],
+    stored: Mapping[tuple[Any, ...], Stored],
+    stamp: Mapping[str, Any] | None = None,
+    convert: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> dict[tuple[Any, ...], int]:
+    """Write `wanted` (key -> values, in the order of `key_columns` and `value_columns`) over `stored`:
+    new keys inserted, stored ones rewritten where their values differ (compared as plain tuples), the
+    others left as they are; `stamp` columns (a timestamp) go with every row written, and `convert` turns a
+    compared value into the one stored (JSON text into its object). Returns key -> id for the stored and
+    the new rows; a model keyed by its primary key (an alert by its benchmark) has the key as its id."""
+    stamp = dict(stamp or {})
+    names = (*key_columns, *value_columns)
+    new_rows: list[dict[str, Any]] = []
+    changed_rows: list[dict[str, Any]] = []
+    table = model.__table__
+    primary = next(iter(table.primary_key)).key
+    keyed_by_primary = tuple(key_columns) == (primary,)
+    for key, values in wanted.items():
+        row = stored.get(key)
+        if row is None:
+            new = dict(zip(names, key + values, strict=True))
+            new.update(stamp)
+            new_rows.append(new)
+        elif values != row.values:
+            changed = dict(zip(value_columns, values, strict=True))
+            changed[primary] = row.id
+            changed.update(stamp)
+            changed_rows.append(changed)
+    for name, to_stored in (convert or {}).items():
+        for written in (*new_rows, *changed_rows):
+            written[name] = to_stored(written[name])
+    ids = {key: row.id for key, row in stored.items()}
+    if keyed_by_primary:
+        insert_rows(session, model, new_rows)
+        ids.update((key, key[0]) for key in wanted if key not in ids)
+    elif new_rows:
+        # the new rows' ids are those above the largest before the insert (the refresh holds the store's
+        # write lock): read back by a range of the primary key, not by their keys
+        connection = session.connection()
+        id_column = table.c[primary]
+        before = connection.scalar(select(func.max(id_column))) or 0
+        insert_rows(session, model, new_rows)
+        query = select(id_column, *(table.c[name] for name in key_columns)).where(id_column > before)
+        for added in connection.execute(query):
+            ids[added[1:]] = added[0]
+    update_rows(session, model, changed_rows, key=primary)
+    return ids
