@@ -1,6 +1,7 @@
 """Root of the `specdash` command group. Commands load on first use, so `specdash ingest` does not pay
 for the dashboard's or the calibration's imports."""
 
+import gc
 import importlib
 
 import click
@@ -42,7 +43,12 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module, attribute = target.split(":")
-        return getattr(importlib.import_module(f"specdash.cli.{module}"), attribute)
+        command = getattr(importlib.import_module(f"specdash.cli.{module}"), attribute)
+        if not gc.get_freeze_count():
+            # what the imports built lives as long as the process: out of the collector's full walks, which a
+            # long command (an ingest of a million points) would otherwise repeat over all of it, and at exit
+            gc.freeze()
+        return command
 
     def invoke(self, ctx: click.Context):
         """Environment faults (database unreachable, disk full, lock held too long) end in one sentence
