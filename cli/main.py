@@ -9,6 +9,8 @@ import click
 from specdash import __version__
 from specdash.cli.common import db_option
 
+YOUNG_COLLECTION_OBJECTS = 20_000  # Python's default is 700
+
 # command name -> "module:attribute" under specdash.cli
 COMMANDS = {
     "init": "db_commands:init",
@@ -48,6 +50,9 @@ class LazyGroup(click.Group):
             # what the imports built lives as long as the process: out of the collector's full walks, which a
             # long command (an ingest of a million points) would otherwise repeat over all of it, and at exit
             gc.freeze()
+            # and the young objects a bulk load makes by the million (a tuple per logged step, mostly freed
+            # or untracked at once) looked at in fewer, larger collections
+            gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *gc.get_threshold()[1:])
         return command
 
     def invoke(self, ctx: click.Context):
