@@ -1,12 +1,15 @@
 """Root of the `specdash` command group. Commands load on first use, so `specdash ingest` does not pay
 for the dashboard's or the calibration's imports."""
 
+import gc
 import importlib
 
 import click
 
 from specdash import __version__
 from specdash.cli.common import db_option
+
+YOUNG_COLLECTION_OBJECTS = 20_000  # Python's default is 700
 
 # command name -> "module:attribute" under specdash.cli
 COMMANDS = {
@@ -42,7 +45,15 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module, attribute = target.split(":")
-        return getattr(importlib.import_module(f"specdash.cli.{module}"), attribute)
+        command = getattr(importlib.import_module(f"specdash.cli.{module}"), attribute)
+        if not gc.get_freeze_count():
+            # what the imports built lives as long as the process: out of the collector's full walks, which a
+            # long command (an ingest of a million points) would otherwise repeat over all of it, and at exit
+            gc.freeze()
+            # and the young objects a bulk load makes by the million (a tuple per logged step, mostly freed
+            # or untracked at once) looked at in fewer, larger collections
+            gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *gc.get_threshold()[1:])
+        return command
 
     def invoke(self, ctx: click.Context):
         """Environment faults (database unreachable, disk full, lock held too long) end in one sentence

@@ -48,10 +48,20 @@ def kept_widths(session: Session, run_id: int, key_id: int) -> tuple[int, ...]:
     return tuple(w for w in WIDTHS if kept(session, run_id, key_id, w))
 
 
+def paid_widths(count: int, first: int, last: int) -> tuple[int, ...]:
+    """The widths `count` points logged from step `first` to `last` keep rollups of."""
+    return tuple(w for w in WIDTHS if pays(count, first, last, w))
+
+
+def stored_count(session: Session, run_id: int, key_id: int) -> int:
+    """The points (run, key) has stored, counted up to DECIDE_POINTS + 1: as far as a decision needs."""
+    some = select(MetricPoint.step).where(*_where(run_id, key_id)).limit(DECIDE_POINTS + 1).subquery()
+    return session.scalar(select(func.count()).select_from(some)) or 0
+
+
 def undecided(session: Session, run_id: int, key_id: int) -> bool:
     """Whether a key without rollups may still start them: at most DECIDE_POINTS points stored."""
-    some = select(MetricPoint.step).where(*_where(run_id, key_id)).limit(DECIDE_POINTS + 1).subquery()
-    return (session.scalar(select(func.count()).select_from(some)) or 0) <= DECIDE_POINTS
+    return stored_count(session, run_id, key_id) <= DECIDE_POINTS
 
 
 def start(session: Session, run_id: int, key_id: int) -> tuple[int, ...]:
@@ -60,7 +70,7 @@ def start(session: Session, run_id: int, key_id: int) -> tuple[int, ...]:
     first, last = index_ends(session, MetricPoint.step, *_where(run_id, key_id))
     if not count:
         return ()
-    widths = tuple(w for w in WIDTHS if pays(count, first, last, w))
+    widths = paid_widths(count, first, last)
     for width in widths:
         rebuild(session, run_id, key_id, width, (first // width, last // width))
     return widths

@@ -185,11 +185,12 @@ class Rollups:
         self.enabled = enabled  # SQLite and PostgreSQL; another database keeps no rollups
         self._widths: dict[tuple[int, int], tuple[int, ...]] = {}  # (run, key) -> kept widths, for good
         self._open: set[tuple[int, int]] = set()  # (run, key) to decide after this flush
+        self._fresh: set[tuple[int, int]] = set()  # of those, the ones without a point stored before it
         self._statement: str | None = None
 
     def decide(self, pending: dict[tuple[int, tuple[str, ...]], Pending]) -> None:
         """Before a flush's points are stored: the kept widths of each (run, key) not known yet."""
-        self._open = set()
+        self._open, self._fresh = set(), set()
         if not self.enabled:
             return
         for run_id, key_id in (
@@ -198,14 +199,19 @@ class Rollups:
             if (run_id, key_id) in self._widths:
                 continue
             widths = rollups.kept_widths(self.session, run_id, key_id)
-            if widths or not rollups.undecided(self.session, run_id, key_id):
+            stored = 0 if widths else rollups.stored_count(self.session, run_id, key_id)
+            if widths or stored > rollups.DECIDE_POINTS:
                 self._widths[(run_id, key_id)] = widths
             else:
                 self._open.add((run_id, key_id))
+                if not stored:
+                    self._fresh.add((run_id, key_id))
 
     def merge(self, pending: dict[tuple[int, tuple[str, ...]], Pending], exact: bool) -> None:
         """After the flush stored the points of `pending`: their sums into the kept rollups when every point
         offered was stored (`exact`), else the buckets they touch recomputed from the store."""
+        if exact:
+            self._decide_fresh(pending)
         for run_id, key_id in self._open:
             widths = rollups.start(self.session, run_id, key_id)
             if widths or not rollups.undecided(self.session, run_id, key_id):
@@ -222,6 +228,20 @@ class Rollups:
         self._open = set()
         if rows:
             self._upsert(rows)
+
+    def _decide_fresh(self, pending: dict[tuple[int, tuple[str, ...]], Pending]) -> None:
+        """The keys whose stored points are all this flush's (every one offered stored) decided from the
+        flushed steps, not read back: their rollups are then these points' sums, merged like any other."""
+        for (run_id, _names), (ids, steps, _values) in pending.items():
+            fresh = [key_id for key_id in ids if (run_id, key_id) in self._fresh]
+            if not fresh or not steps:
+                continue
+            widths = rollups.paid_widths(len(steps), min(steps), max(steps))
+            for key_id in fresh:
+                self._open.discard((run_id, key_id))
+                if widths or len(steps) > rollups.DECIDE_POINTS:
+                    self._widths[(run_id, key_id)] = widths
+        self._fresh = set()
 
     def _sums(
         self, run_id: int, keys: list[tuple[int, int]], steps: list[int], values: list, exact: bool

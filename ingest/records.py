@@ -5,6 +5,7 @@ modules and produce the same records. Each field keeps its own type and range he
 compare fields or depend on the setting (ingest/rules/) apply to every record once parsed."""
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, get_args
@@ -276,7 +277,7 @@ class MetricRows:
     holds millions of points, so these skip pydantic and travel in batches."""
 
     run: str
-    steps: list[tuple[int, tuple[str, ...], list[float]]]
+    steps: Sequence[tuple[int, tuple[str, ...], Sequence[float]]]
     kind: ClassVar[str] = "metric_rows"
 
 

@@ -88,11 +88,11 @@ def _shape_of(quoted: tuple[str, ...], names: tuple[str, ...]) -> tuple[re.Patte
     return shape
 
 
-def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
+def _fast_pairs(text: str) -> tuple[tuple[str, ...], tuple[float, ...]] | None:
     """The common `{'name': number, ...}` line with string operations only; None when it is anything else."""
     if _LAST_SHAPE and (match := _LAST_SHAPE[0][0].fullmatch(text)) is not None:
         try:
-            return _LAST_SHAPE[0][1], list(map(float, match.groups()))
+            return _LAST_SHAPE[0][1], tuple(map(float, match.groups()))
         except ValueError:
             pass  # not all numbers: read the slow way below, which says so
     parts = text[1:-1].replace("': ", "', ").split(", ")
@@ -115,7 +115,7 @@ def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     if text.count("'") != 2 * len(quoted):
         return None  # a quoted value: not a plain number
     try:
-        found = names, list(map(float, parts[1::2]))
+        found = names, tuple(map(float, parts[1::2]))
     except ValueError:
         return None
     if not _LAST_SHAPE or _LAST_SHAPE[0][1] is not names:
@@ -123,7 +123,7 @@ def _fast_pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
     return found
 
 
-def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
+def _pairs(text: str) -> tuple[tuple[str, ...], tuple[float, ...]] | None:
     """Keys and numbers of a dict repr; None when it is not a dict of names to numbers."""
     found = _fast_pairs(text) if len(text) > 2 else None
     if found is not None:
@@ -135,7 +135,7 @@ def _pairs(text: str) -> tuple[tuple[str, ...], list[float]] | None:
         return None
     # numbers, and lists of numbers as `name/index`; strings and other values in the dict are not metrics
     numbers = {stored_name(k): v for key, item in value.items() for k, v in flatten(key, item)}
-    return tuple(numbers), list(numbers.values())
+    return tuple(numbers), tuple(numbers.values())
 
 
 def _run_of(run: str, args: dict[str, str]) -> RunRecord:
@@ -150,7 +150,7 @@ def _run_of(run: str, args: dict[str, str]) -> RunRecord:
     )
 
 
-def _problems(path: str, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
+def _problems(path: str, line: int, keys: tuple[str, ...], values: tuple[float, ...]) -> list[Problem]:
     """A logged step's values that cannot be stored: not finite, or under a key over the cap."""
     problems = []
     for key, value in zip(keys, values, strict=True):
@@ -170,11 +170,11 @@ class TrainingLog:
         self.args: dict[str, str] = {}
         self.run: str | None = None
         self.checked: set[tuple[str, ...]] = set()  # key tuples already known to be short enough
-        self.last_step: tuple[tuple[str, ...], list[float]] | None = None
+        self.last_step: tuple[tuple[str, ...], tuple[float, ...]] | None = None
         self.epoch_acc: dict[int, float] = {}
         self.epoch_newer = False  # epoch averages logged after the last step dict
         self.saved: set[str] = set()
-        self.batch: list[tuple[int, tuple[str, ...], list[float]]] = []
+        self.batch: list[tuple[int, tuple[str, ...], tuple[float, ...]]] = []
         self.batch_line = 0
 
     def run_name(self, line: int) -> Iterator[Located]:
@@ -187,13 +187,13 @@ class TrainingLog:
             )
             yield Located(line, _run_of(self.run, self.args))
 
-    def problems(self, line: int, keys: tuple[str, ...], values: list[float]) -> list[Problem]:
+    def problems(self, line: int, keys: tuple[str, ...], values: tuple[float, ...]) -> list[Problem]:
         if math.isfinite(sum(values)) and (keys in self.checked or max(map(len, keys)) <= MAX_KEY_CHARS):
             self.checked.add(keys)
             return []  # the common case, checked in one go
         return _problems(self.path, line, keys, values)
 
-    def add(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> bool:
+    def add(self, line: int, step: int, keys: tuple[str, ...], values: tuple[float, ...]) -> bool:
         """The common step added to the open batch without a generator (its run named, the batch not
         full, its values storable); False for any other, which metrics() takes."""
         batch = self.batch
@@ -202,7 +202,7 @@ class TrainingLog:
         batch.append((step, keys, values))
         return True
 
-    def metrics(self, line: int, step: int, keys: tuple[str, ...], values: list[float]) -> Iterator:
+    def metrics(self, line: int, step: int, keys: tuple[str, ...], values: tuple[float, ...]) -> Iterator:
         problems = self.problems(line, keys, values)
         if problems:
             yield from problems
@@ -305,7 +305,7 @@ def _position_line(log: TrainingLog, number: int, match: re.Match) -> Iterator:
     if key.startswith("train/epoch_acc_") and math.isfinite(number_value):
         log.epoch_acc[int(position)] = number_value  # an epoch average beats the last step's noisy value
         log.epoch_newer = True
-    yield from log.metrics(number, int(step), (key,), [number_value])
+    yield from log.metrics(number, int(step), (key,), (number_value,))
 
 
 FORMATS = [Format(NAME, HELP, detect, parse, decode_errors="replace", bulk_points=True)]

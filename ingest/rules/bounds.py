@@ -5,7 +5,7 @@ refusal as (field, message) naming the value and the bound or the contradicting 
 record keeps the rule."""
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from specdash.db.records import MAX_INT, MAX_STEPS, NAME_CHARS
@@ -260,7 +260,7 @@ def metric_rows_refusal(record: MetricRows) -> Refusal | None:
     return None
 
 
-def _plain_numbers(values: list[Any]) -> bool:
+def _plain_numbers(values: Sequence[Any]) -> bool:
     """Whether every value is a float or int (not bool) and finite: their sum is finite unless one is not
     (or the sum overflows, when the slow check decides)."""
     if not set(map(type, values)) <= {float, int}:

@@ -1,12 +1,14 @@
 """Every `specdash` command on a temporary database: exit codes, printed text, rows."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 from sqlalchemy import func, select
 
 from specdash.cli.main import COMMANDS as LAZY_COMMANDS
-from specdash.cli.main import cli
+from specdash.cli.main import YOUNG_COLLECTION_OBJECTS, cli
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Benchmark, Checkpoint, Gap, Prediction, Run
 from specdash.db.schema import downgrade, revision_history
@@ -19,6 +21,17 @@ def test_every_command_has_help_with_an_example(invoke, command):
     result = invoke(None, command, "--help")
     assert result.exit_code == 0
     assert "Example:" in result.output
+
+
+def test_a_command_freezes_what_its_imports_built():
+    """The modules a command imports live as long as its process: the collector's full walks (during a
+    million-point ingest, and at exit) leave them out, and its young collections come less often."""
+    code = (
+        "import gc; from specdash.cli.main import cli; assert not gc.get_freeze_count(); "
+        "cli.get_command(None, 'ingest'); print(gc.get_freeze_count() > 0, gc.get_threshold()[0])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", str(YOUNG_COLLECTION_OBJECTS)]
 
 
 def test_version(invoke):

@@ -233,3 +233,39 @@ def test_deleting_a_run_deletes_its_rollups(engine, tmp_path):
         delete_runs(session, [session.scalar(select(Run.id))])
     with reading(engine) as session:
         assert stored_rollups(session) == {}
+
+
+def test_a_new_key_is_decided_from_its_first_write_as_from_the_store(engine):
+    """A key with no point stored before a write is decided from the steps written, when every one was
+    stored: the same widths and sums as read back from the store. A step offered twice in that write (the
+    first offered stored) and a negative step are decided from the store as before."""
+    with transaction(engine) as session:
+        run_id = new_run(session)
+        offer(session, run_id, range(5_000), lambda s: float(s % 13), key="dense")
+        offer(session, run_id, range(0, 5_000, 100), lambda s: 1.0, key="sparse")
+        offer(session, run_id, [*range(3_000), 7, *range(3_000, 6_000)], lambda s: 2.0, key="twice")
+        offer(session, run_id, [-5, *range(5_000)], lambda s: 3.0, key="negative")
+        offer(session, run_id, range(5_000, 6_000), lambda s: 4.0, key="negative")
+        keys = key_ids(session)
+        assert_rollups_match_points(
+            session,
+            {
+                (run_id, keys["dense"]): (64, 4096),
+                (run_id, keys["sparse"]): (4096,),  # 50 points over 2 buckets of 4,096 steps
+                (run_id, keys["twice"]): (64, 4096),
+            },
+        )
+        assert {k[1:3] for k in stored_rollups(session)} == {
+            (keys["dense"], 64),
+            (keys["dense"], 4096),
+            (keys["sparse"], 4096),
+            (keys["twice"], 64),
+            (keys["twice"], 4096),
+        }
+        assert stored_rollups(session)[(run_id, keys["twice"], 64, 0)] == (
+            64,
+            sum(range(64)),
+            128.0,
+            2.0,
+            2.0,
+        )

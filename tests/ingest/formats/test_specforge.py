@@ -1,5 +1,7 @@
 """SpecForge training output, tracker exports and benchmark results, checked field by field."""
 
+import gc
+import io
 from datetime import UTC, datetime
 
 import pytest
@@ -7,9 +9,11 @@ from sqlalchemy import select, text
 
 from specdash.db.engine import reading
 from specdash.db.models import Checkpoint, Run
+from specdash.ingest.formats import specforge_log
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.policy import IngestPolicy, OnInvalid
+from specdash.ingest.records import MetricRows
 from specdash.ingest.sources import UploadSource
 from tests.ingest_support import SPECFORGE, benchmarks, content, load, points
 
@@ -224,3 +228,20 @@ def test_the_bare_console_of_the_rebuilt_trainer(engine):
     # eval/per_position_acc: [0.6875, 0.53125, 0.40625] at step 20 -> eval/acc_0..2
     assert [got[(f"eval/acc_{i}", 20)] for i in range(3)] == [0.6875, 0.53125, 0.40625]
     assert got[("eval/simulated_acc_len", 20)] == 2.1484375
+
+
+def test_logged_steps_leave_the_collector_nothing_to_walk():
+    """A log's million points are held as tuples of floats, which the cyclic collector stops tracking,
+    not as lists it would walk at every collection while the points wait for the store."""
+    text = (
+        "step 0: {'train/acc_0': 0.5, 'train/loss': 2.0}\nstep 50: {'train/acc_0': 0.6, 'train/loss': 1.9}\n"
+    )
+    items = list(specforge_log.parse(io.StringIO(text), "train.log"))
+    steps = [step for item in items if isinstance(item.record, MetricRows) for step in item.record.steps]
+    gc.collect()  # a collection untracks the values; the next, the step tuples holding them
+    gc.collect()
+    assert steps == [
+        (0, ("train/acc_0", "train/loss"), (0.5, 2.0)),
+        (50, ("train/acc_0", "train/loss"), (0.6, 1.9)),
+    ]
+    assert not any(gc.is_tracked(step) for step in steps)
