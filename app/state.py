@@ -12,6 +12,7 @@ from specdash.answers import depth as depth_answers
 from specdash.answers.calibrate import calibrate_all
 from specdash.app import identity
 from specdash.app.errors import show_failure
+from specdash.app.frames import frame
 from specdash.config import resolve_db_url
 from specdash.costmodel.domain import SettingAtLoad, TauSource
 from specdash.db import (
@@ -28,9 +29,10 @@ from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import parity as parity_queries
 from specdash.db import runs as run_store
 from specdash.db.alerts import AlertFilters
-from specdash.db.changes import acting_as, recent_changes
+from specdash.db.changes import ChangeEntry, acting_as, recent_changes
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.faults import explain
+from specdash.db.investigation import StatusChange
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
@@ -156,7 +158,9 @@ def follow_store(url: str) -> None:
 # --- Overview ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def changes(url: str, limit: int = 200) -> pd.DataFrame:
-    return read(url, recent_changes, limit)
+    # "from" and "to" as the page has always headed them (Python keywords: not field names)
+    history = frame(read(url, recent_changes, limit), ChangeEntry)
+    return history.rename(columns={"from_value": "from", "to_value": "to"})
 
 
 @st.cache_data(show_spinner=False)
@@ -434,7 +438,7 @@ def alert_detail(url: str, alert_id: int) -> dict | None:
 
 @st.cache_data(show_spinner=False)
 def alert_history(url: str, alert_id: int) -> pd.DataFrame:
-    return read(url, alerts.alert_history, alert_id)
+    return frame(read(url, alerts.alert_history, alert_id), StatusChange)
 
 
 @st.cache_data(show_spinner=False)

@@ -201,7 +201,7 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
     if fmt == "json":
         out = {k: detail[k] for k in LIST_FIELDS} | {
             "diagnoses": detail["diagnoses"],
-            "history": history.to_dict("records"),
+            "history": [event._asdict() for event in history],
             "sources": detail["analysis"].to_dict("records"),
         }
         click.echo(json.dumps(out, indent=2, default=str))
@@ -219,10 +219,10 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
         click.echo(shown(f"  {d['severity']:<8} {d['code']}: {d['message']}"))
     if detail["note"]:
         click.echo(shown(f"  note: {detail['note']}"))
-    for event in history.to_dict("records"):
+    for event in history:
         click.echo(
             shown(
-                f"  {event['at']:%Y-%m-%d %H:%M} {event['who']}: {event['from_status']} -> "
-                f"{event['to_status']}" + (f" ({event['note']})" if event["note"] else "")
+                f"  {event.at:%Y-%m-%d %H:%M} {event.who}: {event.from_status} -> "
+                f"{event.to_status}" + (f" ({event.note})" if event.note else "")
             )
         )

@@ -232,9 +232,9 @@ def source_gaps(session: Session, benchmark_id: int) -> pd.DataFrame:
     return frame
 
 
-def alert_history(session: Session, alert_id: int) -> pd.DataFrame:
+def alert_history(session: Session, alert_id: int) -> list[investigation.StatusChange]:
     """Who changed the alert's status or note, and when, oldest first."""
-    return investigation.history_frame(session, AlertEvent, AlertEvent.benchmark_id, alert_id)
+    return investigation.history(session, AlertEvent, AlertEvent.benchmark_id, alert_id)
 
 
 def change_status(

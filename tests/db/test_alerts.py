@@ -5,10 +5,12 @@ Alerts page."""
 import pytest
 from sqlalchemy import select
 
+from specdash.app.frames import frame
 from specdash.app.text import unmd
 from specdash.db import alerts
 from specdash.db.alerts import AlertChangeError, AlertFilters
 from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.investigation import StatusChange
 from specdash.db.models import Alert, AlertEvent, Benchmark
 from tests.app_support import run_page, table_with
 
@@ -74,7 +76,7 @@ def test_status_change_is_recorded_with_who_and_note(demo):
         alerts.change_status(session, STORY, "explained", "ben", "confirmed in the launch script")
     with reading(demo) as session:
         alert = session.get(Alert, STORY)
-        history = alerts.alert_history(session, STORY)
+        history = frame(alerts.alert_history(session, STORY), StatusChange)
         open_rows, _ = alerts.alert_page(session, AlertFilters(statuses=("open",)))
     assert alert.status == "explained" and alert.note == "confirmed in the launch script"
     assert history[["who", "from_status", "to_status"]].values.tolist() == [
