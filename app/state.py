@@ -28,6 +28,7 @@ from specdash.db import (
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import parity as parity_queries
 from specdash.db import runs as run_store
+from specdash.db.alert_rows import AlertGroup, MutedDiagnosis, RerunCandidate, SourceGap
 from specdash.db.alerts import AlertFilters
 from specdash.db.changes import ChangeEntry, acting_as, recent_changes
 from specdash.db.engine import make_engine, reading, transaction
@@ -418,12 +419,12 @@ def alert_page(url: str, filters: AlertFilters, offset: int, limit: int, count: 
 
 @st.cache_data(show_spinner=False)
 def alert_groups(url: str, filters: AlertFilters, by: str) -> pd.DataFrame:
-    return read(url, alerts.alert_groups, filters, by)
+    return frame(read(url, alerts.alert_groups, filters, by), AlertGroup)
 
 
 @st.cache_data(show_spinner=False)
 def mutes(url: str) -> pd.DataFrame:
-    return read(url, alerts.mutes_frame)
+    return frame(read(url, alerts.mutes), MutedDiagnosis)
 
 
 @st.cache_data(show_spinner=False)
@@ -433,7 +434,8 @@ def alert_choices(url: str) -> dict[str, list[str]]:
 
 @st.cache_data(show_spinner=False)
 def alert_detail(url: str, alert_id: int) -> dict | None:
-    return read(url, alerts.alert_detail, alert_id)
+    detail = read(url, alerts.alert_detail, alert_id)
+    return detail and detail | {"analysis": frame(detail["analysis"], SourceGap)}
 
 
 @st.cache_data(show_spinner=False)
@@ -443,4 +445,4 @@ def alert_history(url: str, alert_id: int) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def supersede_candidates(url: str, benchmark_id: int) -> pd.DataFrame:
-    return read(url, alerts.supersede_candidates, benchmark_id)
+    return frame(read(url, alerts.supersede_candidates, benchmark_id), RerunCandidate)

@@ -6,8 +6,9 @@ import json
 
 import click
 
-from specdash.cli.common import db_option, open_db, shown
+from specdash.cli.common import db_option, open_db, shown, text_table
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES
+from specdash.db.alert_rows import AlertGroup
 from specdash.db.engine import reading, transaction
 from specdash.db.models import ACTIVE_STATUSES, GAP_STATUSES, SETTING_FIELDS
 from specdash.labels import gap_text, setting_label
@@ -137,9 +138,9 @@ def alerts(ctx, status, severity, deployment, run, diagnosis, show, muted, group
             rows, total = queries.alert_page(session, filters, 0, limit)
     if group_by:
         if fmt == "json":
-            click.echo(groups.to_json(orient="records", indent=2))
+            click.echo(json.dumps([group._asdict() for group in groups], indent=2))
         else:
-            click.echo(groups.to_string(index=False) if not groups.empty else "no alerts")
+            click.echo(text_table(AlertGroup._fields, [tuple(g) for g in groups]) if groups else "no alerts")
         return
     if fmt == "json":
         click.echo(json.dumps([{k: r[k] for k in LIST_FIELDS} for r in rows], indent=2, default=str))
@@ -202,7 +203,7 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
         out = {k: detail[k] for k in LIST_FIELDS} | {
             "diagnoses": detail["diagnoses"],
             "history": [event._asdict() for event in history],
-            "sources": detail["analysis"].to_dict("records"),
+            "sources": [gap._asdict() for gap in detail["analysis"]],
         }
         click.echo(json.dumps(out, indent=2, default=str))
         return
