@@ -205,7 +205,7 @@ def top_alerts(url: str, limit: int, severities: tuple[str, ...] = ()) -> list[d
 # --- Runs ------------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def runs_table(url: str, search: str, include_archived: bool) -> pd.DataFrame:
-    return read(url, run_store.runs_table, search, include_archived)
+    return frame(read(url, run_store.runs_table, search, include_archived), run_store.RunListing)
 
 
 @st.cache_data(show_spinner=False)
@@ -215,7 +215,7 @@ def run_removal(url: str, run_ids: tuple[int, ...]):
 
 @st.cache_data(show_spinner=False)
 def ingested_files(url: str) -> pd.DataFrame:
-    return read(url, run_store.ingested_files)
+    return frame(read(url, run_store.ingested_files), run_store.IngestedFileEntry)
 
 
 @st.cache_data(show_spinner=False)
@@ -355,7 +355,7 @@ def measured_acceptance(url: str, checkpoint_id: int, dataset: str | None):
 # --- Settings ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def parameter_sets(url: str) -> pd.DataFrame:
-    return read(url, profiles.parameter_sets_frame)
+    return frame(read(url, profiles.parameter_sets), profiles.ParameterSetEntry)
 
 
 @st.cache_data(show_spinner=False)
