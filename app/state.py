@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from specdash.answers import depth as depth_answers
 from specdash.answers.calibrate import calibrate_all
 from specdash.app import identity
+from specdash.app.board_frames import board_frame, choices_frame
 from specdash.app.errors import show_failure
 from specdash.app.frames import frame
 from specdash.config import resolve_db_url
@@ -231,13 +232,13 @@ def leaderboard_choices(url: str) -> dict:
 
 @st.cache_data(show_spinner=False)
 def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
-    return read(url, deploy.deploy_view, flt)
+    return choices_frame(read(url, deploy.deploy_view, flt))
 
 
 @st.cache_data(show_spinner=False)
 def leaderboard(url: str, flt: LeaderboardFilter, offset: int = 0, limit: int | None = None) -> pd.DataFrame:
     """A page of the ranking (every entry without a limit): at scale it has tens of thousands."""
-    return read(url, leaderboard_queries.leaderboard, flt, offset, limit)
+    return board_frame(read(url, leaderboard_queries.leaderboard, flt, offset, limit))
 
 
 @st.cache_data(show_spinner=False)
