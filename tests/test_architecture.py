@@ -218,6 +218,41 @@ def impure_imports(root: Path, pure: tuple[str, ...] = PURE_SERVICES) -> list[st
     return out
 
 
+# Store modules that return typed rows, never DataFrames: app/ builds the frames it draws (app/frames.py).
+FRAMELESS_STORE = (
+    "specdash.db.advisories",
+    "specdash.db.alert_rows",
+    "specdash.db.alerts",
+    "specdash.db.changes",
+    "specdash.db.deploy",
+    "specdash.db.investigation",
+    "specdash.db.leaderboard",
+    "specdash.db.profiles",
+    "specdash.db.runs",
+)
+
+
+def pandas_imports(root: Path, frameless: tuple[str, ...] = FRAMELESS_STORE) -> list[str]:
+    """Each import of pandas (anywhere in it, function bodies too) by a module named frameless."""
+    known = modules(root)
+    out = []
+    for module in frameless:
+        path = known[module]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            out += [
+                f"{path.relative_to(root)}:{node.lineno} imports {name}: the store returns typed rows"
+                for name in names
+                if name.split(".")[0] == "pandas"
+            ]
+    return out
+
+
 @pytest.fixture(scope="module")
 def found() -> list[Import]:
     return imports(ROOT)
@@ -349,3 +384,26 @@ def test_the_page_check_finds_a_script(tmp_path):
         '"""A page."""\nimport streamlit as st\n\n\ndef render():\n    st.title("x")\n\n\nrender()\n'
     )
     assert page_script_lines(page) == []
+
+
+def test_the_store_returns_rows_not_frames():
+    assert pandas_imports(ROOT) == []
+
+
+def test_the_frame_check_finds_a_pandas_import(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools]\npackages = ["specdash", "specdash.db"]\n'
+        '[tool.setuptools.package-dir]\n"specdash" = "specdash"\n"specdash.db" = "db"\n'
+    )
+    sources = {
+        "specdash/__init__.py": "",
+        "db/__init__.py": "",
+        "db/rows.py": "def f():\n    import pandas as pd\n    from pandas.api import types\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert pandas_imports(tmp_path, ("specdash.db.rows",)) == [
+        "db/rows.py:2 imports pandas: the store returns typed rows",
+        "db/rows.py:3 imports pandas.api: the store returns typed rows",
+    ]
