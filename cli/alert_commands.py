@@ -138,7 +138,8 @@ def alerts(ctx, status, severity, deployment, run, diagnosis, show, muted, group
             rows, total = queries.alert_page(session, filters, 0, limit)
     if group_by:
         if fmt == "json":
-            click.echo(json.dumps([group._asdict() for group in groups], indent=2))
+            # laid out as this command has always written it ("key":value)
+            click.echo(json.dumps([group._asdict() for group in groups], indent=2, separators=(",", ":")))
         else:
             click.echo(text_table(AlertGroup._fields, [tuple(g) for g in groups]) if groups else "no alerts")
         return

@@ -93,7 +93,10 @@ def changes(ctx: click.Context, kind: str | None, limit: int, fmt: str) -> None:
     with reading(open_db(ctx)) as session:
         changes = recent_changes(session, limit, kind)
     if fmt == "json":
-        click.echo(json.dumps([_change_record(change) for change in changes], indent=2))
+        # laid out as these commands have always written it ("key":value)
+        click.echo(
+            json.dumps([_change_record(change) for change in changes], indent=2, separators=(",", ":"))
+        )
         return
     if not changes:
         click.echo("no changes recorded")
