@@ -8,8 +8,10 @@ import streamlit as st
 
 from specdash.answers.advisories import save_advice_settings
 from specdash.app import identity, state, tables
+from specdash.app.frames import frame
 from specdash.app.text import md
 from specdash.db import advisories
+from specdash.db.investigation import StatusChange
 from specdash.db.models import GAP_STATUSES, utcnow
 
 LIVE_SECONDS = 5  # how often a page looks for new lines while a log is being followed
@@ -54,8 +56,8 @@ def open_count(url: str) -> int:
 
 
 @st.cache_data(show_spinner=False)
-def history(url: str, advisory_id: int):
-    return state.read(url, advisories.advisory_history, advisory_id)
+def history(url: str, advisory_id: int) -> pd.DataFrame:
+    return frame(state.read(url, advisories.advisory_history, advisory_id), StatusChange)
 
 
 @st.cache_data(show_spinner=False)

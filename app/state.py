@@ -11,7 +11,9 @@ from sqlalchemy import Engine
 from specdash.answers import depth as depth_answers
 from specdash.answers.calibrate import calibrate_all
 from specdash.app import identity
+from specdash.app.board_frames import board_frame, choices_frame
 from specdash.app.errors import show_failure
+from specdash.app.frames import frame
 from specdash.config import resolve_db_url
 from specdash.costmodel.domain import SettingAtLoad, TauSource
 from specdash.db import (
@@ -27,10 +29,12 @@ from specdash.db import (
 from specdash.db import leaderboard as leaderboard_queries
 from specdash.db import parity as parity_queries
 from specdash.db import runs as run_store
+from specdash.db.alert_rows import AlertGroup, MutedDiagnosis, RerunCandidate, SourceGap
 from specdash.db.alerts import AlertFilters
-from specdash.db.changes import acting_as, recent_changes
+from specdash.db.changes import ChangeEntry, acting_as, recent_changes
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.faults import explain
+from specdash.db.investigation import StatusChange
 from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.schema import SchemaOutOfDate, check_schema
 from specdash.db.settings import get_gap_threshold
@@ -156,7 +160,9 @@ def follow_store(url: str) -> None:
 # --- Overview ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def changes(url: str, limit: int = 200) -> pd.DataFrame:
-    return read(url, recent_changes, limit)
+    # "from" and "to" as the page has always headed them (Python keywords: not field names)
+    history = frame(read(url, recent_changes, limit), ChangeEntry)
+    return history.rename(columns={"from_value": "from", "to_value": "to"})
 
 
 @st.cache_data(show_spinner=False)
@@ -200,7 +206,7 @@ def top_alerts(url: str, limit: int, severities: tuple[str, ...] = ()) -> list[d
 # --- Runs ------------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def runs_table(url: str, search: str, include_archived: bool) -> pd.DataFrame:
-    return read(url, run_store.runs_table, search, include_archived)
+    return frame(read(url, run_store.runs_table, search, include_archived), run_store.RunListing)
 
 
 @st.cache_data(show_spinner=False)
@@ -210,7 +216,7 @@ def run_removal(url: str, run_ids: tuple[int, ...]):
 
 @st.cache_data(show_spinner=False)
 def ingested_files(url: str) -> pd.DataFrame:
-    return read(url, run_store.ingested_files)
+    return frame(read(url, run_store.ingested_files), run_store.IngestedFileEntry)
 
 
 @st.cache_data(show_spinner=False)
@@ -226,13 +232,13 @@ def leaderboard_choices(url: str) -> dict:
 
 @st.cache_data(show_spinner=False)
 def deploy_table(url: str, flt: LeaderboardFilter) -> pd.DataFrame:
-    return read(url, deploy.deploy_view, flt)
+    return choices_frame(read(url, deploy.deploy_view, flt))
 
 
 @st.cache_data(show_spinner=False)
 def leaderboard(url: str, flt: LeaderboardFilter, offset: int = 0, limit: int | None = None) -> pd.DataFrame:
     """A page of the ranking (every entry without a limit): at scale it has tens of thousands."""
-    return read(url, leaderboard_queries.leaderboard, flt, offset, limit)
+    return board_frame(read(url, leaderboard_queries.leaderboard, flt, offset, limit))
 
 
 @st.cache_data(show_spinner=False)
@@ -350,7 +356,7 @@ def measured_acceptance(url: str, checkpoint_id: int, dataset: str | None):
 # --- Settings ----------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def parameter_sets(url: str) -> pd.DataFrame:
-    return read(url, profiles.parameter_sets_frame)
+    return frame(read(url, profiles.parameter_sets), profiles.ParameterSetEntry)
 
 
 @st.cache_data(show_spinner=False)
@@ -414,12 +420,12 @@ def alert_page(url: str, filters: AlertFilters, offset: int, limit: int, count: 
 
 @st.cache_data(show_spinner=False)
 def alert_groups(url: str, filters: AlertFilters, by: str) -> pd.DataFrame:
-    return read(url, alerts.alert_groups, filters, by)
+    return frame(read(url, alerts.alert_groups, filters, by), AlertGroup)
 
 
 @st.cache_data(show_spinner=False)
 def mutes(url: str) -> pd.DataFrame:
-    return read(url, alerts.mutes_frame)
+    return frame(read(url, alerts.mutes), MutedDiagnosis)
 
 
 @st.cache_data(show_spinner=False)
@@ -429,14 +435,15 @@ def alert_choices(url: str) -> dict[str, list[str]]:
 
 @st.cache_data(show_spinner=False)
 def alert_detail(url: str, alert_id: int) -> dict | None:
-    return read(url, alerts.alert_detail, alert_id)
+    detail = read(url, alerts.alert_detail, alert_id)
+    return detail and detail | {"analysis": frame(detail["analysis"], SourceGap)}
 
 
 @st.cache_data(show_spinner=False)
 def alert_history(url: str, alert_id: int) -> pd.DataFrame:
-    return read(url, alerts.alert_history, alert_id)
+    return frame(read(url, alerts.alert_history, alert_id), StatusChange)
 
 
 @st.cache_data(show_spinner=False)
 def supersede_candidates(url: str, benchmark_id: int) -> pd.DataFrame:
-    return read(url, alerts.supersede_candidates, benchmark_id)
+    return frame(read(url, alerts.supersede_candidates, benchmark_id), RerunCandidate)

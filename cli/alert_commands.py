@@ -6,9 +6,10 @@ import json
 
 import click
 
-from specdash.cli.common import db_option, open_db, shown
+from specdash.cli.common import db_option, open_db, shown, text_table
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES
 from specdash.costmodel.domain import ACTIVE_STATUSES
+from specdash.db.alert_rows import AlertGroup
 from specdash.db.engine import reading, transaction
 from specdash.db.models import GAP_STATUSES, SETTING_FIELDS
 from specdash.labels import gap_text, setting_label
@@ -138,9 +139,10 @@ def alerts(ctx, status, severity, deployment, run, diagnosis, show, muted, group
             rows, total = queries.alert_page(session, filters, 0, limit)
     if group_by:
         if fmt == "json":
-            click.echo(groups.to_json(orient="records", indent=2))
+            # laid out as this command has always written it ("key":value)
+            click.echo(json.dumps([group._asdict() for group in groups], indent=2, separators=(",", ":")))
         else:
-            click.echo(groups.to_string(index=False) if not groups.empty else "no alerts")
+            click.echo(text_table(AlertGroup._fields, [tuple(g) for g in groups]) if groups else "no alerts")
         return
     if fmt == "json":
         click.echo(json.dumps([{k: r[k] for k in LIST_FIELDS} for r in rows], indent=2, default=str))
@@ -202,8 +204,8 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
     if fmt == "json":
         out = {k: detail[k] for k in LIST_FIELDS} | {
             "diagnoses": detail["diagnoses"],
-            "history": history.to_dict("records"),
-            "sources": detail["analysis"].to_dict("records"),
+            "history": [event._asdict() for event in history],
+            "sources": [gap._asdict() for gap in detail["analysis"]],
         }
         click.echo(json.dumps(out, indent=2, default=str))
         return
@@ -220,10 +222,10 @@ def alert(ctx, alert_id, status, note, who, mute_reason, fmt) -> None:
         click.echo(shown(f"  {d['severity']:<8} {d['code']}: {d['message']}"))
     if detail["note"]:
         click.echo(shown(f"  note: {detail['note']}"))
-    for event in history.to_dict("records"):
+    for event in history:
         click.echo(
             shown(
-                f"  {event['at']:%Y-%m-%d %H:%M} {event['who']}: {event['from_status']} -> "
-                f"{event['to_status']}" + (f" ({event['note']})" if event["note"] else "")
+                f"  {event.at:%Y-%m-%d %H:%M} {event.who}: {event.from_status} -> "
+                f"{event.to_status}" + (f" ({event.note})" if event.note else "")
             )
         )

@@ -62,3 +62,17 @@ def open_db(ctx: click.Context, check: bool = True, lock_timeout: float | None =
         except SchemaOutOfDate as exc:
             raise click.ClickException(str(exc)) from None
     return engine
+
+
+def text_table(header: tuple[str, ...], rows: list[tuple]) -> str:
+    """Rows as right-aligned columns under their header, one space apart (the layout `changes` and
+    `alerts --group-by` have always printed); a number's column is one wider than its header."""
+    cells = [tuple(str(cell) for cell in row) for row in rows]
+    widths = [
+        max([len(name) + (1 if rows and isinstance(rows[0][i], int) else 0), *(len(row[i]) for row in cells)])
+        for i, name in enumerate(header)
+    ]
+    lines = [header, *cells]
+    return "\n".join(
+        " ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)) for line in lines
+    )

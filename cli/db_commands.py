@@ -1,8 +1,10 @@
 """`specdash init`, `specdash demo` and `specdash changes`."""
 
+import json
+
 import click
 
-from specdash.cli.common import db_option, make_cli_engine, open_db, shown
+from specdash.cli.common import db_option, make_cli_engine, open_db, shown, text_table
 from specdash.db.engine import reading
 from specdash.db.schema import current_revision, revision_history, upgrade
 from specdash.demo import DEMO_FILE_NAME, demo_bytes
@@ -89,13 +91,26 @@ def changes(ctx: click.Context, kind: str | None, limit: int, fmt: str) -> None:
     from specdash.db.changes import recent_changes
 
     with reading(open_db(ctx)) as session:
-        frame = recent_changes(session, limit, kind)
+        changes = recent_changes(session, limit, kind)
     if fmt == "json":
-        click.echo(frame.to_json(orient="records", date_format="iso", indent=2))
+        # laid out as these commands have always written it ("key":value)
+        click.echo(
+            json.dumps([_change_record(change) for change in changes], indent=2, separators=(",", ":"))
+        )
         return
-    if frame.empty:
+    if not changes:
         click.echo("no changes recorded")
         return
-    frame["at"] = frame["at"].map(lambda at: f"{at:%Y-%m-%d %H:%M}")
+    rows = [(f"{c.at:%Y-%m-%d %H:%M}", *c[1:]) for c in changes]
     # names and values from files as text: no escape sequence reaches the terminal
-    click.echo(frame.map(shown).to_string(index=False))
+    click.echo(text_table(CHANGE_HEADER, [tuple(shown(cell) for cell in row) for row in rows]))
+
+
+# what each change is called on the terminal and in JSON: "from" and "to" are Python keywords
+CHANGE_HEADER = ("at", "who", "action", "kind", "subject", "field", "from", "to", "note")
+
+
+def _change_record(change) -> dict:
+    """A change as JSON: its time in ISO form to the millisecond, as the history has always been written."""
+    values = (change.at.isoformat(timespec="milliseconds"), *change[1:])
+    return dict(zip(CHANGE_HEADER, values, strict=True))

@@ -2,7 +2,7 @@
 stored advisories with their status, note and history like the alerts, the changes the advice decides
 (answers/advice.py) written, and the minimum gain setting."""
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -19,9 +19,6 @@ from specdash.db.models import (
 )
 from specdash.db.parameters import ensure_theory_set, latest_active_set
 from specdash.db.settings import get_setting, set_setting
-
-if TYPE_CHECKING:  # pandas loads only where a frame is made: an ingest needs none
-    import pandas as pd
 
 ADVISOR = "specdash"  # who the history names when the advice itself changes
 MIN_GAIN_SETTING = "advisory_min_gain"
@@ -204,9 +201,9 @@ def open_advisory_count(session: Session) -> int:
     )
 
 
-def advisory_history(session: Session, advisory_id: int) -> "pd.DataFrame":
+def advisory_history(session: Session, advisory_id: int) -> list[investigation.StatusChange]:
     """Who changed the advisory's status or note (specdash itself as the advice changed), oldest first."""
-    return investigation.history_frame(session, AdvisoryEvent, AdvisoryEvent.advisory_id, advisory_id)
+    return investigation.history(session, AdvisoryEvent, AdvisoryEvent.advisory_id, advisory_id)
 
 
 def change_advisory_status(

@@ -6,15 +6,14 @@ or by group with who/when history, muted diagnoses per deployment, and supersedi
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 from sqlalchemy import ColumnElement, case, func, select, true
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
-from specdash.costmodel.diagnoses import SEVERITIES as DIAGNOSIS_SEVERITIES
 from specdash.costmodel.domain import ACTIVE_STATUSES, GapStatus
 from specdash.db import investigation
 from specdash.db.alert_paging import alert_choices, page_ids
+from specdash.db.alert_rows import AlertGroup, MutedDiagnosis, RerunCandidate, SourceGap
 from specdash.db.bulk import chunks
 from specdash.db.models import (
     BENCHMARK_SETTING,
@@ -28,7 +27,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.queries import frame_of
+from specdash.db.queries import plain
 from specdash.db.selects import GAP_DETAIL_COLUMNS, muted_clause, with_verdict_joins
 from specdash.db.settings import get_gap_threshold, threshold_sql
 
@@ -149,7 +148,7 @@ def alert_ids(session: Session, filters: AlertFilters) -> list[int]:
     return list(session.scalars(query))
 
 
-def alert_groups(session: Session, filters: AlertFilters, by: str) -> pd.DataFrame:
+def alert_groups(session: Session, filters: AlertFilters, by: str) -> list[AlertGroup]:
     """Alerts matching the filters counted per deployment, run or leading diagnosis, with how many of each
     severity: the triage view."""
     if by not in GROUPINGS:
@@ -162,17 +161,16 @@ def alert_groups(session: Session, filters: AlertFilters, by: str) -> pd.DataFra
             func.count().label("alerts"),
             *(
                 func.sum(case((Alert.severity == name, 1), else_=0)).label(name)
-                for name in DIAGNOSIS_SEVERITIES
+                for name in AlertGroup._fields[2:]  # the diagnosis severities
             ),
         )
         .group_by(column)
         .order_by(func.count().desc(), column)
     )
-    frame = pd.DataFrame(
-        session.execute(query).mappings().all(), columns=["group", "alerts", *DIAGNOSIS_SEVERITIES]
-    )
-    frame["group"] = frame["group"].fillna("(none)")
-    return frame
+    return [
+        AlertGroup(group if group is not None else "(none)", *counts)
+        for group, *counts in session.connection().execute(query)
+    ]
 
 
 def alert_detail(session: Session, alert_id: int) -> dict[str, Any] | None:
@@ -207,7 +205,7 @@ def alert_detail(session: Session, alert_id: int) -> dict[str, Any] | None:
     return detail
 
 
-def source_gaps(session: Session, benchmark_id: int) -> pd.DataFrame:
+def source_gaps(session: Session, benchmark_id: int) -> list[SourceGap]:
     """The benchmark against every prediction source (the verdict's is marked): analysis, not alerts."""
     query = (
         select(
@@ -225,15 +223,15 @@ def source_gaps(session: Session, benchmark_id: int) -> pd.DataFrame:
         .where(Gap.benchmark_id == benchmark_id)
         .order_by(Prediction.source)
     )
-    frame = frame_of(session, query)
-    frame["verdict"] = frame["verdict"].fillna(False).astype(bool)
-    frame["diagnoses"] = [", ".join(d["code"] for d in ds) for ds in frame["diagnoses"]]
-    return frame
+    return [
+        SourceGap._make((*row[:6], ", ".join(d["code"] for d in row[6]), bool(row[7])))
+        for row in session.connection().execute(query)
+    ]
 
 
-def alert_history(session: Session, alert_id: int) -> pd.DataFrame:
+def alert_history(session: Session, alert_id: int) -> list[investigation.StatusChange]:
     """Who changed the alert's status or note, and when, oldest first."""
-    return investigation.history_frame(session, AlertEvent, AlertEvent.benchmark_id, alert_id)
+    return investigation.history(session, AlertEvent, AlertEvent.benchmark_id, alert_id)
 
 
 def change_status(
@@ -340,7 +338,7 @@ def lift_mute(session: Session, mute_id: int, who: str) -> AlertMute:
     return mute
 
 
-def mutes_frame(session: Session, active_only: bool = True) -> pd.DataFrame:
+def mutes(session: Session, active_only: bool = True) -> list[MutedDiagnosis]:
     """Muted diagnoses per deployment, with who, why, when, and how many alerts each hides now."""
     hidden = (
         select(func.count())
@@ -369,10 +367,10 @@ def mutes_frame(session: Session, active_only: bool = True) -> pd.DataFrame:
         .where(AlertMute.lifted_at.is_(None) if active_only else true())
         .order_by(AlertMute.id)
     )
-    return frame_of(session, query)
+    return list(map(MutedDiagnosis._make, plain(session.connection().execute(query))))
 
 
-def supersede_candidates(session: Session, benchmark_id: int) -> pd.DataFrame:
+def supersede_candidates(session: Session, benchmark_id: int) -> list[RerunCandidate]:
     """Other benchmarks of the same checkpoint that could replace this one (e.g. its rerun with the right
     flags), newest first."""
     columns = (
@@ -385,7 +383,7 @@ def supersede_candidates(session: Session, benchmark_id: int) -> pd.DataFrame:
     )
     bench = session.get(Benchmark, benchmark_id)
     if bench is None or bench.checkpoint_id is None:
-        return pd.DataFrame(columns=[column.key for column in columns])
+        return []
     query = (
         select(*columns)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
@@ -396,7 +394,7 @@ def supersede_candidates(session: Session, benchmark_id: int) -> pd.DataFrame:
         )
         .order_by(Benchmark.id.desc())
     )
-    return pd.DataFrame(session.execute(query).mappings().all())
+    return list(map(RerunCandidate._make, plain(session.connection().execute(query))))
 
 
 def link_superseding(

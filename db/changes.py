@@ -10,15 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import date, datetime
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import Change, utcnow
-
-if TYPE_CHECKING:  # pandas loads only where a frame is made: an ingest needs none
-    import pandas as pd
 
 _WHO: ContextVar[str | None] = ContextVar("specdash_who", default=None)
 WHO_LENGTH = 200
@@ -86,29 +83,39 @@ def record_change(
     return change
 
 
-def recent_changes(session: Session, limit: int = 200, kind: str | None = None) -> "pd.DataFrame":
+class ChangeEntry(NamedTuple):
+    """One change as the history shows it: values as text ("" for none), who made it and when."""
+
+    at: datetime
+    who: str
+    action: str
+    kind: str
+    subject: str
+    field: str
+    from_value: str
+    to_value: str
+    note: str
+
+
+def recent_changes(session: Session, limit: int = 200, kind: str | None = None) -> list[ChangeEntry]:
     """The latest changes, newest first, as the Settings page and `specdash changes` show them."""
     query = select(Change).order_by(Change.at.desc(), Change.id.desc()).limit(limit)
     if kind:
         query = query.where(Change.kind == kind)
-    rows = [
-        {
-            "at": c.at,
-            "who": c.who or "",
-            "action": c.action,
-            "kind": c.kind,
-            "subject": c.subject,
-            "field": c.field or "",
-            "from": _shown(c.old_value),
-            "to": _shown(c.new_value),
-            "note": c.note or "",
-        }
+    return [
+        ChangeEntry(
+            at=c.at,
+            who=c.who or "",
+            action=c.action,
+            kind=c.kind,
+            subject=c.subject,
+            field=c.field or "",
+            from_value=_shown(c.old_value),
+            to_value=_shown(c.new_value),
+            note=c.note or "",
+        )
         for c in session.scalars(query)
     ]
-    columns = ["at", "who", "action", "kind", "subject", "field", "from", "to", "note"]
-    import pandas as pd
-
-    return pd.DataFrame(rows, columns=columns)
 
 
 def _shown(value) -> str:

@@ -3,7 +3,7 @@ resolved, dismissed), a note, and a history entry for every change saying who ma
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -11,10 +11,15 @@ from sqlalchemy.orm import Session
 from specdash.db.bulk import Column
 from specdash.db.models import GAP_STATUSES, utcnow
 
-if TYPE_CHECKING:  # pandas loads only where a frame is made: an ingest needs none
-    import pandas as pd
 
-HISTORY_COLUMNS = ("at", "who", "from_status", "to_status", "note")
+class StatusChange(NamedTuple):
+    """One entry of an alert's or advisory's history: who moved it from one status to another, and why."""
+
+    at: datetime
+    who: str | None
+    from_status: str | None
+    to_status: str
+    note: str | None
 
 
 class Investigated(Protocol):
@@ -96,10 +101,8 @@ def change_status(
     return event
 
 
-def history_frame(session: Session, event_model: type, owner: Column, owner_id: int) -> "pd.DataFrame":
+def history(session: Session, event_model: type, owner: Column, owner_id: int) -> list[StatusChange]:
     """Who changed a row's status or note, and when, oldest first (`owner`: the events' column naming it)."""
-    columns = [getattr(event_model, name) for name in HISTORY_COLUMNS]
+    columns = [getattr(event_model, name) for name in StatusChange._fields]
     query = select(*columns).where(owner == owner_id).order_by(event_model.id)  # type: ignore[attr-defined]
-    import pandas as pd
-
-    return pd.DataFrame(session.execute(query).mappings().all(), columns=list(HISTORY_COLUMNS))
+    return list(map(StatusChange._make, session.connection().execute(query)))

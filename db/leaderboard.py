@@ -2,8 +2,8 @@
 with the gap) per deployment and load, on one dataset or across datasets, each at its best setting."""
 
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-import pandas as pd
 from sqlalchemy import Select, and_, case, func, over, select
 from sqlalchemy.orm import Session
 
@@ -19,40 +19,46 @@ from specdash.db.leaderboard_sql import (
     ranked_entries,
 )
 from specdash.db.models import Benchmark, Checkpoint, Deployment, Run
-from specdash.db.queries import frame_of
-
-COLUMNS = [
-    "rank",
-    "run",
-    "checkpoint",
-    "deployment",
-    "concurrency",
-    *SETTING,
-    "measured_speedup",
-    "predicted_speedup",
-    "gap",
-    "error_band",
-    "measured_tps",
-    "predicted_tps",
-    "baseline_tps",
-    "datasets",
-    "benchmarks",
-    "open_alerts",
-    "checkpoint_id",
-    "deployment_id",
-    "target_model",  # the run's: the deploy answer groups by it
-]
 
 
-INTEGER_COLUMNS = (
-    "concurrency",
-    "benchmarks",
-    "open_alerts",
-    "datasets",
-    "num_steps",
-    "topk",
-    "num_draft_tokens",
-)
+class RankedEntry(NamedTuple):
+    """A checkpoint on a deployment at one load, at its best speculation setting: its place, speedups over
+    no speculation (measured and predicted, with the gap between them) and what they are the mean of."""
+
+    rank: int
+    run: str
+    checkpoint: str
+    deployment: str
+    concurrency: int
+    speculative_algorithm: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    measured_speedup: float | None  # x no speculation
+    predicted_speedup: float | None  # x no speculation, by the filter's source
+    gap: float | None  # 1 - measured / predicted speedup
+    error_band: float | None  # the prediction's expected relative error
+    measured_tps: float | None
+    predicted_tps: float | None
+    baseline_tps: float | None
+    datasets: int | None
+    benchmarks: int | None
+    open_alerts: int | None
+    checkpoint_id: int
+    deployment_id: int
+    target_model: str | None  # the run's: the deploy answer groups by it
+
+
+class PlaceWinner(NamedTuple):
+    """The first entry of a (deployment, load) by measured speedup, how many entries competed there and
+    the runner-up's measured speedup (None: none)."""
+
+    entry: RankedEntry
+    candidates: int
+    runner_up_speedup: float | None
+
+
+COLUMNS = list(RankedEntry._fields)
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,7 @@ def _stored_choices(session: Session) -> dict:
 
 def leaderboard(
     session: Session, flt: LeaderboardFilter, offset: int = 0, limit: int | None = None
-) -> pd.DataFrame:
+) -> list[RankedEntry]:
     """One row per (checkpoint, deployment, load) at its best speculation setting, ranked in the store;
     `limit` rows from `offset` (ranks offset + 1, ...), or every one.
 
@@ -137,12 +143,8 @@ def leaderboard(
     one with the highest speedup by `rank_by`; `gap` = 1 - measured / predicted speedup at that setting."""
     entries = _entries(session, flt)
     query = select(entries).order_by(*board_order(entries, flt.rank_by)).offset(offset).limit(limit)
-    rows = frame_of(session, query)
-    if rows.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    rows = _with_open_alerts(session, flt, rows)
-    rows.insert(0, "rank", range(offset + 1, offset + len(rows) + 1))
-    return _board_frame(rows)[COLUMNS]
+    rows = _with_open_alerts(session, flt, _named_rows(session, query))
+    return [_entry(row, rank) for rank, row in enumerate(rows, start=offset + 1)]
 
 
 def leaderboard_size(session: Session, flt: LeaderboardFilter) -> int:
@@ -150,7 +152,7 @@ def leaderboard_size(session: Session, flt: LeaderboardFilter) -> int:
     return session.scalar(select(func.count()).select_from(_entries(session, flt))) or 0
 
 
-def winners(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
+def winners(session: Session, flt: LeaderboardFilter) -> list[PlaceWinner]:
     """The first entry of each (deployment, load) by measured speedup (ties: the leaderboard's order), with
     how many entries competed there (`candidates`) and the runner-up's measured speedup."""
     entries = _entries(session, LeaderboardFilter(**{**vars(flt), "rank_by": "measured"}))
@@ -193,13 +195,10 @@ def winners(session: Session, flt: LeaderboardFilter) -> pd.DataFrame:
         .where(tops.c.place == 1)
         .order_by(tops.c.deployment_id, tops.c.concurrency)
     )
-    rows = frame_of(session, query).drop(columns=["place", "ties"], errors="ignore")
-    if rows.empty:
-        return pd.DataFrame(columns=[*COLUMNS, "candidates", "runner_up_speedup"])
-    rows = _with_open_alerts(session, flt, rows)
-    rows.insert(0, "rank", 1)
-    extra = rows[["candidates", "runner_up_speedup"]]
-    return pd.concat([_board_frame(rows)[COLUMNS], extra.astype({"runner_up_speedup": "float64"})], axis=1)
+    return [
+        PlaceWinner(_entry(row, 1), int(row["candidates"]), _float(row["runner_up_speedup"]))
+        for row in _with_open_alerts(session, flt, _named_rows(session, query))
+    ]
 
 
 def _entries(session: Session, flt: LeaderboardFilter):
@@ -234,15 +233,24 @@ def _entries(session: Session, flt: LeaderboardFilter):
     )
 
 
-def _with_open_alerts(session: Session, flt: LeaderboardFilter, rows: pd.DataFrame) -> pd.DataFrame:
+def _named_rows(session: Session, query: Select) -> list[dict[str, Any]]:
+    """The query's rows by column name: the stored view and the entries computed on the spot order their
+    columns apart (a page or the winners: a few hundred rows)."""
+    result = session.connection().execute(query)
+    names = list(result.keys())
+    return [dict(zip(names, row, strict=True)) for row in result]
+
+
+def _with_open_alerts(session: Session, flt: LeaderboardFilter, rows: list[dict]) -> list[dict]:
     """The rows with each entry's open alerts (raised, open verdicts of its competing benchmarks judged by
     the source), counted for these entries only; rows computed on the spot have them already."""
-    if "open_alerts" in rows.columns:
+    if not rows or "open_alerts" in rows[0]:
         return rows
-    checkpoints = sorted({int(c) for c in rows["checkpoint_id"]})
+    checkpoints = sorted({int(row["checkpoint_id"]) for row in rows})
     counts = _open_alert_counts(session, flt, checkpoints)
-    keys = zip(*(rows[name] for name in ENTRY), strict=True)
-    return rows.assign(open_alerts=[counts.get(tuple(int(v) for v in key), 0) for key in keys])
+    for row in rows:
+        row["open_alerts"] = counts.get(tuple(int(row[name]) for name in ENTRY), 0)
+    return rows
 
 
 def _open_alert_counts(session: Session, flt: LeaderboardFilter, checkpoints: list[int]) -> dict:
@@ -259,12 +267,39 @@ def _open_alert_counts(session: Session, flt: LeaderboardFilter, checkpoints: li
     return counts
 
 
-def _board_frame(rows: pd.DataFrame) -> pd.DataFrame:
-    """Entries as the store returns them, typed as the pages read them: the gap at the best setting,
-    counts and the setting as nullable integers, speedups as floats."""
-    for name in NUMBERS:
-        rows[name] = rows[name].astype("float64")
-    rows["gap"] = 1 - rows["measured_speedup"] / rows["predicted_speedup"]
-    for name in INTEGER_COLUMNS:
-        rows[name] = rows[name].astype("Int64")
-    return rows.reset_index(drop=True)
+def _entry(row: dict[str, Any], rank: int) -> RankedEntry:
+    """An entry as the store returns it, typed: speedups as floats (PostgreSQL's means are decimals), the
+    gap at the best setting, counts and the setting as integers."""
+    measured, predicted = _float(row["measured_speedup"]), _float(row["predicted_speedup"])
+    return RankedEntry(
+        rank=rank,
+        run=row["run"],
+        checkpoint=row["checkpoint"],
+        deployment=row["deployment"],
+        concurrency=int(row["concurrency"]),
+        speculative_algorithm=row["speculative_algorithm"],
+        num_steps=_int(row["num_steps"]),
+        topk=_int(row["topk"]),
+        num_draft_tokens=_int(row["num_draft_tokens"]),
+        measured_speedup=measured,
+        predicted_speedup=predicted,
+        gap=None if measured is None or not predicted else 1 - measured / predicted,
+        error_band=_float(row["error_band"]),
+        measured_tps=_float(row["measured_tps"]),
+        predicted_tps=_float(row["predicted_tps"]),
+        baseline_tps=_float(row["baseline_tps"]),
+        datasets=_int(row["datasets"]),
+        benchmarks=_int(row["benchmarks"]),
+        open_alerts=_int(row["open_alerts"]),
+        checkpoint_id=int(row["checkpoint_id"]),
+        deployment_id=int(row["deployment_id"]),
+        target_model=row["target_model"],
+    )
+
+
+def _float(value) -> float | None:
+    return None if value is None else float(value)
+
+
+def _int(value) -> int | None:
+    return None if value is None else int(value)

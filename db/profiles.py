@@ -1,7 +1,9 @@
 """Edits made from the Settings page: deployment cost profiles, gap thresholds and calibrated parameter
 sets (answers/edits.py refreshes the predictions and gaps each changes); and the parameter sets to list."""
 
-import pandas as pd
+from datetime import datetime
+from typing import NamedTuple
+
 from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -264,7 +266,29 @@ def apply_calibrations(session: Session, reports: list[CalibrationReport]) -> li
     return [apply_calibration(session, r) for r in reports if applied_version(session, r) is None]
 
 
-def parameter_sets_frame(session: Session) -> pd.DataFrame:
+class ParameterSetEntry(NamedTuple):
+    """A parameter set as Settings lists it: its cost parameters and, when calibrated, how well it fits."""
+
+    id: int
+    deployment_id: int
+    deployment: str
+    version: int
+    source: str
+    is_active: bool
+    baseline_tps: float | None
+    comm_fraction: float | None
+    draft_step_ms: float | None
+    round_overhead_ms: float | None
+    verify_growth_compute: float | None
+    verify_growth_comm: float | None
+    acc_to_acceptance: float
+    benchmarks: int | None  # the calibration's
+    cv_median_error: float | None  # leave-one-out median |relative error| of the fit
+    note: str | None
+    created_at: datetime
+
+
+def parameter_sets(session: Session) -> list[ParameterSetEntry]:
     """Every parameter set, newest version of each deployment first, with its fit quality when calibrated."""
     query = (
         select(
@@ -288,31 +312,12 @@ def parameter_sets_frame(session: Session) -> pd.DataFrame:
         .join(Deployment, ParameterSet.deployment_id == Deployment.id)
         .order_by(Deployment.name, ParameterSet.version.desc())
     )
-    rows = [dict(row) for row in session.execute(query).mappings()]
-    for row in rows:
-        fit = row.pop("fit") or {}
-        row["benchmarks"] = fit.get("n_benchmarks")
-        row["cv_median_error"] = fit.get("loo_median_abs_rel_error")
-    columns = [
-        "id",
-        "deployment_id",
-        "deployment",
-        "version",
-        "source",
-        "is_active",
-        "baseline_tps",
-        "comm_fraction",
-        "draft_step_ms",
-        "round_overhead_ms",
-        "verify_growth_compute",
-        "verify_growth_comm",
-        "acc_to_acceptance",
-        "benchmarks",
-        "cv_median_error",
-        "note",
-        "created_at",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    entries = []
+    for *numbers, fit, note, created_at in session.connection().execute(query):
+        fit = fit or {}
+        quality = (fit.get("n_benchmarks"), fit.get("loo_median_abs_rel_error"))
+        entries.append(ParameterSetEntry._make((*numbers, *quality, note, created_at)))
+    return entries
 
 
 def effective_profile(

@@ -2,8 +2,9 @@
 deleting a run or an ingested file (undoing an ingest) with the rows it would remove counted first."""
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
 
-import pandas as pd
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
@@ -22,6 +23,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
+from specdash.db.queries import plain
 
 MAX_TAG = 40
 
@@ -42,7 +44,36 @@ class Removal:
         return sum(self.rows.values())
 
 
-def runs_table(session: Session, search: str = "", include_archived: bool = False) -> pd.DataFrame:
+class RunListing(NamedTuple):
+    """A run as the Runs page lists it: what it trained, its tags, whether archived, what it holds."""
+
+    id: int
+    name: str
+    target_model: str | None
+    framework: str | None
+    status: str
+    ttt_length: int | None
+    tags: list[str]
+    archived_at: datetime | None
+    created_at: datetime
+    checkpoints: int
+    benchmarks: int
+
+
+class IngestedFileEntry(NamedTuple):
+    """An ingested file, who ingested it and when, and how many of its benchmarks are still stored."""
+
+    id: int
+    path: str
+    format: str
+    records: int
+    size_bytes: int
+    ingested_at: datetime
+    ingested_by: str | None
+    benchmarks: int
+
+
+def runs_table(session: Session, search: str = "", include_archived: bool = False) -> list[RunListing]:
     """Runs grouped by target model (runs without one last), with checkpoints, benchmarks, tags and
     whether archived; `search` matches the run name, target, framework or a tag (case-insensitive)."""
     checkpoints = (
@@ -74,34 +105,19 @@ def runs_table(session: Session, search: str = "", include_archived: bool = Fals
     )
     if not include_archived:
         query = query.where(Run.archived_at.is_(None))
-    columns = [
-        "id",
-        "name",
-        "target_model",
-        "framework",
-        "status",
-        "ttt_length",
-        "tags",
-        "archived_at",
-        "created_at",
-        "checkpoints",
-        "benchmarks",
+    runs = [
+        RunListing._make((*row[:6], list(row[6] or []), *row[7:]))
+        for row in session.connection().execute(query)
     ]
-    frame = pd.DataFrame(session.execute(query).mappings().all(), columns=columns)
-    frame["tags"] = frame["tags"].map(lambda tags: list(tags or []))
     words = search.strip().lower().split()
-    if words and not frame.empty:
-        text = (
-            frame["name"].fillna("")
-            + " "
-            + frame["target_model"].fillna("")
-            + " "
-            + frame["framework"].fillna("")
-            + " "
-            + frame["tags"].map(" ".join)
-        ).str.lower()
-        frame = frame[[all(w in t for w in words) for t in text]]
-    return frame.reset_index(drop=True)
+    if not words:
+        return runs
+    return [run for run in runs if all(word in _searched_text(run) for word in words)]
+
+
+def _searched_text(run: RunListing) -> str:
+    """What a search matches: the run's name, target, framework and tags, lower-case."""
+    return " ".join([run.name or "", run.target_model or "", run.framework or "", " ".join(run.tags)]).lower()
 
 
 def _run(session: Session, run_id: int) -> Run:
@@ -217,7 +233,7 @@ def _removed(removal: Removal) -> str:
     return "removed " + ", ".join(f"{what}: {count}" for what, count in removal.rows.items() if count)
 
 
-def ingested_files(session: Session) -> pd.DataFrame:
+def ingested_files(session: Session) -> list[IngestedFileEntry]:
     """Every ingested file, newest first, with how many of its benchmarks are still stored."""
     stored = (
         select(Benchmark.ingested_file_id, func.count().label("benchmarks"))
@@ -238,8 +254,7 @@ def ingested_files(session: Session) -> pd.DataFrame:
         .outerjoin(stored, stored.c.ingested_file_id == IngestedFile.id)
         .order_by(IngestedFile.ingested_at.desc(), IngestedFile.id.desc())
     )
-    columns = ["id", "path", "format", "records", "size_bytes", "ingested_at", "ingested_by", "benchmarks"]
-    return pd.DataFrame(session.execute(query).mappings().all(), columns=columns)
+    return list(map(IngestedFileEntry._make, plain(session.connection().execute(query))))
 
 
 def file_removal(session: Session, file_id: int) -> Removal:

@@ -6,9 +6,10 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from specdash.app.board_frames import INTEGER_COLUMNS
 from specdash.db.deploy import DEPLOY_COLUMNS
 from specdash.db.leaderboard import COLUMNS as BOARD_COLUMNS
-from specdash.db.leaderboard import INTEGER_COLUMNS, LeaderboardFilter
+from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.leaderboard_sql import ENTRY, SETTING
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from specdash.db.parameters import load_baselines

@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from specdash.answers.advisories import refresh_advisories
+from specdash.app.frames import frame
 from specdash.costmodel import CostParams
 from specdash.costmodel.advisor import CURVE_MIN_STEPS, EAGLE3_PRIOR, advise_depth, choose_curve
 from specdash.db.advisories import (
@@ -16,6 +17,7 @@ from specdash.db.advisories import (
     change_advisory_status,
 )
 from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.investigation import StatusChange
 from specdash.db.live_models import Advisory
 from specdash.db.models import Run
 from specdash.db.schema import current_revision, head_revision, upgrade
@@ -124,7 +126,7 @@ def test_advisory_for_a_new_run_uses_the_prior_then_resolves_when_its_curve_sett
     ).ok
     with reading(ttt3) as session:
         row = advisory_rows(session)[0]
-        history = advisory_history(session, row["id"])
+        history = frame(advisory_history(session, row["id"]), StatusChange)
     assert not row["active"] and row["status"] == "resolved"
     assert list(history["to_status"]) == ["open", "resolved"]
     assert list(history["who"]) == ["specdash", "specdash"]
@@ -167,7 +169,7 @@ def test_status_change_is_recorded_and_survives_a_refresh(ttt3):
     with transaction(ttt3) as session:
         refresh_advisories(session)
         row = advisory_rows(session)[0]
-        history = advisory_history(session, advisory_id)
+        history = frame(advisory_history(session, advisory_id), StatusChange)
     assert row["status"] == "dismissed" and row["note"] == "the TTT 3 run is a smoke test"
     assert list(history["who"]) == ["specdash", "ana"]
 

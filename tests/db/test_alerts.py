@@ -5,10 +5,13 @@ Alerts page."""
 import pytest
 from sqlalchemy import select
 
+from specdash.app.frames import frame
 from specdash.app.text import unmd
 from specdash.db import alerts
+from specdash.db.alert_rows import AlertGroup, MutedDiagnosis, RerunCandidate, SourceGap
 from specdash.db.alerts import AlertChangeError, AlertFilters
 from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.investigation import StatusChange
 from specdash.db.models import Alert, AlertEvent, Benchmark
 from tests.app_support import run_page, table_with
 
@@ -74,7 +77,7 @@ def test_status_change_is_recorded_with_who_and_note(demo):
         alerts.change_status(session, STORY, "explained", "ben", "confirmed in the launch script")
     with reading(demo) as session:
         alert = session.get(Alert, STORY)
-        history = alerts.alert_history(session, STORY)
+        history = frame(alerts.alert_history(session, STORY), StatusChange)
         open_rows, _ = alerts.alert_page(session, AlertFilters(statuses=("open",)))
     assert alert.status == "explained" and alert.note == "confirmed in the launch script"
     assert history[["who", "from_status", "to_status"]].values.tolist() == [
@@ -104,8 +107,8 @@ def test_invalid_status_changes_write_nothing(demo, status, who, note, message):
 
 def test_groups_and_a_group_status_change(demo):
     with reading(demo) as session:
-        by_diagnosis = alerts.alert_groups(session, AlertFilters(), "diagnosis")
-        by_run = alerts.alert_groups(session, AlertFilters(), "run")
+        by_diagnosis = frame(alerts.alert_groups(session, AlertFilters(), "diagnosis"), AlertGroup)
+        by_run = frame(alerts.alert_groups(session, AlertFilters(), "run"), AlertGroup)
     assert by_diagnosis.values.tolist() == [
         ["beyond_trained_depth", 3, 0, 3, 0],
         ["algorithm_mismatch", 1, 1, 0, 0],
@@ -141,7 +144,7 @@ def test_muting_a_diagnosis_on_a_deployment_hides_its_alerts_until_lifted(demo):
     with reading(demo) as session:
         rows, _ = alerts.alert_page(session, AlertFilters())
         muted, _ = alerts.alert_page(session, AlertFilters(muted=True))
-        mutes = alerts.mutes_frame(session)
+        mutes = frame(alerts.mutes(session), MutedDiagnosis)
         detail = alerts.alert_detail(session, DEEP)
     assert [r["alert_id"] for r in rows] == [3, 15]  # #15 is on NVLink: not muted there
     assert {r["alert_id"] for r in muted} == {11, 12}
@@ -155,13 +158,15 @@ def test_muting_a_diagnosis_on_a_deployment_hides_its_alerts_until_lifted(demo):
         alerts.lift_mute(session, mute.id, "ben")
     with reading(demo) as session:
         assert [r["alert_id"] for r in alerts.alert_page(session, AlertFilters())[0]] == [3, 12, 11, 15]
-        assert alerts.mutes_frame(session).empty
-        assert alerts.mutes_frame(session, active_only=False)["lifted_by"].tolist() == ["ben"]
+        assert frame(alerts.mutes(session), MutedDiagnosis).empty
+        assert frame(alerts.mutes(session, active_only=False), MutedDiagnosis)["lifted_by"].tolist() == [
+            "ben"
+        ]
 
 
 def test_rerun_supersedes_the_invalid_benchmark(demo):
     with reading(demo) as session:
-        candidates = alerts.supersede_candidates(session, STORY_BENCHMARK)
+        candidates = frame(alerts.supersede_candidates(session, STORY_BENCHMARK), RerunCandidate)
     assert candidates["benchmark_id"].tolist() == [RERUN_BENCHMARK]
     with transaction(demo) as session:
         events = alerts.link_superseding(session, STORY_BENCHMARK, RERUN_BENCHMARK, "ana", "wrong flag")
@@ -170,7 +175,7 @@ def test_rerun_supersedes_the_invalid_benchmark(demo):
         assert session.get(Benchmark, STORY_BENCHMARK).superseded_by_id == RERUN_BENCHMARK
         detail = alerts.alert_detail(session, STORY)
         rerun_detail = alerts.alert_detail(session, RERUN_BENCHMARK)
-        assert alerts.supersede_candidates(session, RERUN_BENCHMARK).empty
+        assert frame(alerts.supersede_candidates(session, RERUN_BENCHMARK), RerunCandidate).empty
     assert detail["status"] == "resolved" and detail["superseded_by_id"] == RERUN_BENCHMARK
     assert (
         detail["note"]
@@ -205,7 +210,7 @@ def test_alert_detail_holds_the_decomposition_and_every_source(demo):
     assert detail["compute_ms"] + detail["comm_ms"] + detail["draft_ms"] == pytest.approx(13.04, abs=0.01)
     assert detail["drafter_path"] == "/ckpt/k25-eagle3-10k/epoch_3" and detail["draft_hidden_size"] == 7168
     # the 7-step benchmark has both a theory and an external prediction; the external one judges it
-    analysis = external["analysis"].set_index("source")
+    analysis = frame(external["analysis"], SourceGap).set_index("source")
     assert set(analysis.index) == {"roofline-sim", "theory"}
     assert analysis["verdict"].to_dict() == {"roofline-sim": True, "theory": False}
 

@@ -9,9 +9,10 @@ import pytest
 from sqlalchemy import func, select
 
 from specdash.answers.edits import delete_ingested_file
+from specdash.app.board_frames import board_frame, choices_frame
 from specdash.db import board
 from specdash.db.board_models import LeaderboardEntry
-from specdash.db.deploy import deploy_table
+from specdash.db.deploy import DEPLOY_COLUMNS, deploy_table
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard, leaderboard_size
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, IngestedFile, Run
@@ -43,7 +44,7 @@ def stored(tmp_path_factory):
 
 def same_as_computed(session, flt: LeaderboardFilter) -> int:
     expected = pandas_leaderboard(session, flt)
-    assert_same(leaderboard(session, flt), expected)
+    assert_same(board_frame(leaderboard(session, flt)), expected)
     return len(expected)
 
 
@@ -68,26 +69,29 @@ def test_an_entry_on_one_dataset_is_stored_once(stored):
             LeaderboardFilter(dataset="gsm8k"),
             LeaderboardFilter(dataset="mtbench", rank_by="predicted"),
         ]:
-            table = leaderboard(session, flt)
+            table = board_frame(leaderboard(session, flt))
             assert set(table["datasets"]) == {1} and len(table) == len(pandas_leaderboard(session, flt))
 
 
 def test_a_page_is_a_slice_of_the_ranking(stored):
     with reading(stored) as session:
         for flt in [LeaderboardFilter(), LeaderboardFilter(source="calibrated", rank_by="predicted")]:
-            every = leaderboard(session, flt)
-            page = leaderboard(session, flt, 5, 7)
+            every = board_frame(leaderboard(session, flt))
+            page = board_frame(leaderboard(session, flt, 5, 7))
             assert page["rank"].tolist() == list(range(6, 13))
             assert_same(page.reset_index(drop=True), every.iloc[5:12].reset_index(drop=True))
             assert leaderboard_size(session, flt) == len(every) > 12
-            assert leaderboard(session, flt, len(every), 50).empty
+            assert board_frame(leaderboard(session, flt, len(every), 50)).empty
 
 
 def test_the_deploy_answer_from_stored_entries(stored):
     with reading(stored) as session:
         for flt in filters(stored):
             if flt.rank_by == "measured":
-                assert_same(deploy_table(session, flt), pandas_deploy_table(session, flt))
+                assert_same(
+                    choices_frame(deploy_table(session, flt))[DEPLOY_COLUMNS],
+                    pandas_deploy_table(session, flt),
+                )
 
 
 def test_a_checkpoint_rewritten_after_its_benchmarks_changed(stored, tmp_path):
@@ -135,7 +139,7 @@ def test_an_ingest_and_its_undo_keep_the_stored_ranking(real_url):
     with reading(engine) as session:
         deployment = session.scalar(select(Deployment.id).where(Deployment.name == f"SpecBundle: {LLAMA8B}"))
         flt = replace(flt, deployment_id=deployment, concurrency=1)
-        before = leaderboard(session, flt)
+        before = board_frame(leaderboard(session, flt))
         last = before["run"].iloc[-1]
     baseline = published(LLAMA8B, "gsm8k", 1)
     record = {
@@ -154,7 +158,7 @@ def test_an_ingest_and_its_undo_keep_the_stored_ranking(real_url):
     result = ingest(engine, UploadSource("faster.jsonl", native(record)))
     assert result.ok, result.problems
     with reading(engine) as session:
-        after = leaderboard(session, flt)
+        after = board_frame(leaderboard(session, flt))
         assert after["run"].iloc[0] == last and after["measured_speedup"].iloc[0] == pytest.approx(3.0)
         assert (after["num_steps"].iloc[0], after["num_draft_tokens"].iloc[0]) == (9, 10)
         for view in [flt, LeaderboardFilter(), LeaderboardFilter(dataset="gsm8k", rank_by="predicted")]:
@@ -163,7 +167,7 @@ def test_an_ingest_and_its_undo_keep_the_stored_ranking(real_url):
     with transaction(engine) as session:
         delete_ingested_file(session, file_id)
     with reading(engine) as session:
-        assert_same(leaderboard(session, flt), before)
+        assert_same(board_frame(leaderboard(session, flt)), before)
         same_as_computed(session, LeaderboardFilter())
 
 
@@ -174,7 +178,7 @@ def test_a_new_baseline_rewrites_every_entry_it_divides(real_url):
     with reading(engine) as session:
         deployment = session.scalar(select(Deployment.id).where(Deployment.name == f"SpecBundle: {LLAMA8B}"))
         flt = LeaderboardFilter(deployment_id=deployment, concurrency=1, dataset="gsm8k")
-        before = leaderboard(session, flt)
+        before = board_frame(leaderboard(session, flt))
     baseline = published(LLAMA8B, "gsm8k", 1)
     record = {
         "kind": "benchmark",
@@ -185,7 +189,7 @@ def test_a_new_baseline_rewrites_every_entry_it_divides(real_url):
     }
     assert ingest(engine, UploadSource("baseline.jsonl", native(record))).ok
     with reading(engine) as session:
-        after = leaderboard(session, flt)
+        after = board_frame(leaderboard(session, flt))
         assert after["run"].tolist() == before["run"].tolist()
         assert after["measured_speedup"].to_numpy() == pytest.approx(before["measured_speedup"] / 1.5)
         same_as_computed(session, flt)
@@ -196,7 +200,7 @@ def test_a_deleted_run_leaves_no_entry(real_url):
     engine = make_engine(real_url)
     with transaction(engine) as session:
         run = session.scalar(
-            select(Run).where(Run.name == leaderboard(session, LeaderboardFilter())["run"][0])
+            select(Run).where(Run.name == board_frame(leaderboard(session, LeaderboardFilter()))["run"][0])
         )
         delete_runs(session, [run.id])
     with reading(engine) as session:

@@ -4,9 +4,10 @@ from sqlalchemy import select
 
 from specdash.answers import edits
 from specdash.answers.calibrate import calibrate
+from specdash.app.frames import frame
 from specdash.db import profiles, runs
 from specdash.db.calibration import apply_calibration
-from specdash.db.changes import acting_as, login_name, recent_changes
+from specdash.db.changes import ChangeEntry, acting_as, login_name, recent_changes
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Change, Deployment, IngestedFile, Run
 
@@ -72,7 +73,7 @@ def test_run_tags_archive_delete_and_undone_ingest_are_recorded(demo_url):
     ]
     assert recorded[3][:4] == ("bo", "undo ingest", "file", f"file {demo_file.path}")
     with reading(engine) as session:
-        listed = recent_changes(session)
+        listed = frame(recent_changes(session), ChangeEntry)
         notes = dict(zip(listed["action"], listed["note"], strict=True))
     assert listed["action"].tolist() == ["undo ingest", "delete", "archive", "tags"]  # newest first
     assert notes["delete"].startswith("removed runs: 1, ")

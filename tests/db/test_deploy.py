@@ -6,6 +6,7 @@ from collections import defaultdict
 
 import pytest
 
+from specdash.app.board_frames import choices_frame
 from specdash.app.deploy_panel import deploy_frame, deployment_label, drafter_label, verdict_text
 from specdash.db.deploy import deploy_table
 from specdash.db.engine import make_engine, reading
@@ -32,7 +33,7 @@ def mean_speedups(drafter: str) -> dict[tuple, float]:
 
 def test_the_winner_its_setting_and_the_runner_up(real_url):
     with reading(make_engine(real_url)) as session:
-        table = deploy_table(session, LeaderboardFilter(source="theory"))
+        table = choices_frame(deploy_table(session, LeaderboardFilter(source="theory")))
     [row] = table[table["deployment"] == f"SpecBundle: {TARGET}"].to_dict("records")
     specforge, older = mean_speedups(SPECFORGE), mean_speedups(OLDER)
     best = max(specforge, key=specforge.get)
@@ -52,7 +53,7 @@ def test_short_names_drop_the_target_and_stay_unique(real_url):
     assert deployment_label(f"SpecBundle: {TARGET}", TARGET) == "SpecBundle"
     assert drafter_label("k25-eagle3-100k-ttt5", "Kimi-K2.5 (demo)") == "k25-eagle3-100k-ttt5"
     with reading(make_engine(real_url)) as session:
-        shown = deploy_frame(deploy_table(session, LeaderboardFilter(source="theory")))
+        shown = deploy_frame(choices_frame(deploy_table(session, LeaderboardFilter(source="theory"))))
     # with its target (its own column) a short name stands for one drafter
     pairs = shown.groupby(["target", "deploy"])["drafter (full name)"].nunique()
     assert (pairs == 1).all()
@@ -73,7 +74,7 @@ def test_no_prediction_only_when_none_exists(monkeypatch, calibrated_url):
     """The calibration skipped the demo's H200 (too few benchmarks): its winner is compared with its theory
     prediction, named, instead of reading "no prediction"."""
     with reading(make_engine(calibrated_url)) as session:
-        theory = deploy_table(session, LeaderboardFilter(source="theory"))
+        theory = choices_frame(deploy_table(session, LeaderboardFilter(source="theory")))
     at = run_page(monkeypatch, calibrated_url)
     assert not at.exception
     shown = next(d.value for d in at.dataframe if "deploy" in d.value.columns)
@@ -118,7 +119,7 @@ def test_long_names_keep_their_distinguishing_tail_and_fit_their_columns(real_ur
     assert keep_tail("8x RTX PRO 6000, TP8, PCIe", 20) == "8x RTX…00, TP8, PCIe"
     assert keep_tail("epoch_3", 20) == "epoch_3"
     with reading(make_engine(real_url)) as session:
-        table = deploy_table(session, LeaderboardFilter(source="theory"))
+        table = choices_frame(deploy_table(session, LeaderboardFilter(source="theory")))
     shown = deploy_frame(table)
     drafters = shown["deploy"].str.split(" / ").str[0]  # a checkpoint other than `published` follows
     for column, names in (

@@ -10,9 +10,10 @@ from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
+from specdash.app.board_frames import board_frame, choices_frame
 from specdash.cli.main import cli
 from specdash.db import board, curves
-from specdash.db.deploy import deploy_table
+from specdash.db.deploy import DEPLOY_COLUMNS, deploy_table
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.leaderboard import leaderboard
 from specdash.db.models import Benchmark, MetricKey, MetricPoint, Run
@@ -136,6 +137,9 @@ def test_the_leaderboard_computed_and_stored_on_postgres(pg_engine):
         with reading(pg_engine) as session:
             assert board.holds(session, "theory") is stored
             for flt in filters(pg_engine):
-                assert_same(leaderboard(session, flt), pandas_leaderboard(session, flt))
+                assert_same(board_frame(leaderboard(session, flt)), pandas_leaderboard(session, flt))
                 if flt.rank_by == "measured":
-                    assert_same(deploy_table(session, flt), pandas_deploy_table(session, flt))
+                    assert_same(
+                        choices_frame(deploy_table(session, flt))[DEPLOY_COLUMNS],
+                        pandas_deploy_table(session, flt),
+                    )

@@ -6,6 +6,7 @@ import sqlite3
 from sqlalchemy import func, select
 
 from specdash.answers import edits
+from specdash.app.frames import frame
 from specdash.app.text import unmd
 from specdash.db import runs as run_store
 from specdash.db.engine import make_engine, reading, transaction
@@ -137,4 +138,4 @@ def test_runs_from_revision_0005_upgrade_untagged_and_unarchived(tmp_path):
     with reading(engine) as session:
         run = session.scalars(select(Run).where(Run.name == "r1")).one()
         assert run.tags is None and run.archived_at is None
-        assert run_store.runs_table(session)["name"].tolist() == ["r1"]
+        assert frame(run_store.runs_table(session), run_store.RunListing)["name"].tolist() == ["r1"]

@@ -7,6 +7,7 @@ import sqlite3
 
 import pytest
 
+from specdash.app.board_frames import board_frame
 from specdash.db.engine import make_engine, reading
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard
 from specdash.db.schema import downgrade, upgrade
@@ -54,11 +55,11 @@ def test_the_upgrade_keeps_every_row_and_fills_in_the_entries(real_url, tmp_path
         deployment_id=deployment_id(sqlite_url(path), LLAMA8B_DEPLOYMENT), dataset="gsm8k"
     )
     with reading(engine) as session:
-        table = leaderboard(session, flt)
+        table = board_frame(leaderboard(session, flt))
         assert table["run"].tolist() == sorted(best, key=lambda d: -best[d])
         assert table["measured_speedup"].tolist() == pytest.approx(sorted(best.values(), reverse=True))
         for view in [flt, LeaderboardFilter(), LeaderboardFilter(rank_by="predicted", dataset="mtbench")]:
-            assert_same(leaderboard(session, view), pandas_leaderboard(session, view))
+            assert_same(board_frame(leaderboard(session, view)), pandas_leaderboard(session, view))
     downgrade(engine, "0014")
     with sqlite3.connect(path) as con:
         names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

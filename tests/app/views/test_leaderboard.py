@@ -8,6 +8,7 @@ from statistics import fmean
 import pytest
 from sqlalchemy import select
 
+from specdash.app.board_frames import board_frame
 from specdash.app.leaderboard_charts import entry_labels, leaderboard_figure
 from specdash.app.text import abbreviate
 from specdash.db.engine import make_engine, reading
@@ -39,7 +40,7 @@ def deployment_id(url: str, name: str) -> int:
 
 def board(url: str, **kwargs):
     with reading(make_engine(url)) as session:
-        return leaderboard(session, LeaderboardFilter(**kwargs))
+        return board_frame(leaderboard(session, LeaderboardFilter(**kwargs)))
 
 
 def test_one_dataset_ranks_drafters_by_their_best_measured_speedup(real_url):
