@@ -8,7 +8,6 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import ACTIVE_STATUSES, GapStatus, PredictionSource
-from specdash.costmodel.sources import advice_loads
 from specdash.db import investigation
 from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory, AdvisoryEvent, RunDeployment

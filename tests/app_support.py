@@ -10,11 +10,11 @@ from streamlit.testing.v1 import AppTest
 
 import specdash.app
 from specdash.answers.calibrate import calibrate
+from specdash.answers.refresh import refresh
 from specdash.db.calibration import apply_calibration
 from specdash.db.engine import transaction
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource
-from specdash.answers.refresh import refresh
 from tests.conftest import FIXTURES, built_template, copy_of
 
 APP = str(Path(specdash.app.__file__).resolve().parent / "main.py")

@@ -2,8 +2,8 @@
 
 from sqlalchemy import select
 
-from specdash.answers.calibrate import calibrate
 from specdash.answers import edits
+from specdash.answers.calibrate import calibrate
 from specdash.db import profiles, runs
 from specdash.db.calibration import apply_calibration
 from specdash.db.changes import acting_as, login_name, recent_changes

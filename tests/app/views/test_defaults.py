@@ -5,8 +5,8 @@ away, on the Overview and the Alerts page."""
 from sqlalchemy import func, select
 
 from specdash.answers.calibrate import calibrate
-from specdash.db.calibration import apply_calibration
 from specdash.answers.refresh import refresh
+from specdash.db.calibration import apply_calibration
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert
 from tests.app_support import run_page
