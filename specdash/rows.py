@@ -139,6 +139,16 @@ class DeploymentRow(NamedTuple):
     gap_threshold: float | None  # None: the global threshold
 
 
+class ActiveSet(NamedTuple):
+    """An active parameter set as the store keeps it, read as the cost model's CostSet."""
+
+    id: int
+    deployment_id: int
+    source: str  # theory | calibrated
+    version: int
+    costs: CostSet
+
+
 class SetPlan(NamedTuple):
     """An active parameter set a deployment's predictions are made under."""
 
