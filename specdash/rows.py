@@ -247,7 +247,7 @@ class Baselines:
 
 @dataclass(frozen=True)
 class RefreshContext:
-    """What one refresh reads once and every batch of it shares (db/refresh_context.read_context)."""
+    """What one refresh reads once and every batch of it shares (answers/refresh_context.refresh_context)."""
 
     deployments: dict[int, DeploymentRow]
     facts: dict[int, DeploymentFacts]
