@@ -7,12 +7,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.answers.calibration import CalibrationInputs, calibration_report
+from specdash.answers.estimates import estimated_baselines
 from specdash.costmodel.calibration_report import CalibrationReport, SkippedDeployment
 from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.estimated import BaselineEstimate
 from specdash.db.acceptance import checkpoint_rates
 from specdash.db.calibration import calibration_benchmarks
-from specdash.db.loadmodels import estimated_baselines
 from specdash.db.models import Deployment
 from specdash.db.parameters import (
     Baselines,

@@ -3,11 +3,12 @@ and advice at any concurrency use."""
 
 from sqlalchemy.orm import Session
 
+from specdash.answers.estimates import deployment_estimates
 from specdash.answers.loadfits import calibrated_load, estimated_load, measured_step_load
 from specdash.costmodel.calibrated import CalibratedSet
 from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.load_observations import DeploymentLoad
-from specdash.db.loadmodels import drafter_families, estimates, speculative_benchmarks
+from specdash.db.loadmodels import drafter_families, speculative_benchmarks
 from specdash.db.models import Deployment
 from specdash.db.parameters import deployment_facts, latest_active_set, load_baselines
 
@@ -32,5 +33,5 @@ def deployment_load(session: Session, deployment_id: int) -> DeploymentLoad | No
         return measured_step_load(facts, levels, stated, drafter_families(session, deployment.id))
     keyed, families = speculative_benchmarks(session, [deployment.id])
     # the stored fit while the data holds, as the refresh's predictions use it
-    estimate = estimates(session, keyed, families, {deployment.id: facts}, False).estimates.get(deployment.id)
-    return estimated_load(facts, families.get(deployment.id, {}), estimate)
+    fits = deployment_estimates(session, keyed, families, {deployment.id: facts}, keep=False)
+    return estimated_load(facts, families.get(deployment.id, {}), fits.estimates.get(deployment.id))

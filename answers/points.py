@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from specdash.answers.context import context_model_for
 from specdash.answers.predicting import PredictionCache, predict_under, trained_accept_length
+from specdash.answers.refresh_context import refresh_context
 from specdash.answers.verdicts import verdict_rank
 from specdash.costmodel.acceptance import predict_accept_length
 from specdash.costmodel.context import ContextModel
@@ -24,7 +25,6 @@ from specdash.costmodel.uncertainty import extrapolated_band, prior_error_band
 from specdash.db.acceptance import measured_acceptance
 from specdash.db.loadmodels import served_loads
 from specdash.db.models import Benchmark
-from specdash.db.refresh_context import read_context
 from specdash.rows import Drafter, PredictionKey, RefreshContext, SetPlan
 
 
@@ -226,7 +226,8 @@ def point_model(
     """The model of a checkpoint's points on a deployment (acceptance from `dataset`'s benchmarks, or all,
     when the checkpoint has no training rates or `acceptance` asks for MEASURED); None without an active set or an acceptance to predict
     with."""
-    context = read_context(session, [checkpoint_id], [deployment_id], add_theory_sets=False)  # writes nothing
+    # a reader's context: no theory set added, no load fit stored
+    context = refresh_context(session, [checkpoint_id], [deployment_id], add_theory_sets=False)
     plans: Sequence[SetPlan] = context.plans.get(deployment_id, ())
     drafter = context.drafters.get(checkpoint_id)
     if not plans or drafter is None:

@@ -15,13 +15,13 @@ from typing import Any, cast
 from sqlalchemy.orm import Session
 
 from specdash.answers.judging import Judgement, judge_batch
+from specdash.answers.refresh_context import refresh_context, widen_context
 from specdash.answers.verdicts import REFRESH_WHO, settle_alert
 from specdash.costmodel.throughput import draft_steps
 from specdash.db import board, bulk
 from specdash.db.bulk import analyze_written, expire_loaded
 from specdash.db.history import acceptance_references
 from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, Prediction
-from specdash.db.refresh_context import read_context, widen_context
 from specdash.db.refresh_scope import benchmark_rows, drafter_rows, refresh_scope
 from specdash.db.refresh_summary import RefreshSummary
 from specdash.db.stored import (
@@ -67,7 +67,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         return summary
     everything = benchmark_ids is None
     # a refresh of some benchmarks reads only what their checkpoints and deployments need
-    context = read_context(
+    context = refresh_context(
         session, None if everything else sorted(scope), None if everything else sorted(deployment_ids)
     )
     in_scope = sum(map(len, scope.values()))

@@ -9,6 +9,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from specdash.answers import depth as depth_answers
+from specdash.answers import whatif as whatif_answers
 from specdash.answers.calibrate import calibrate_all
 from specdash.app import identity
 from specdash.app.board_frames import board_frame, choices_frame
@@ -259,7 +260,7 @@ def deployments_frame(url: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def effective_profile(url: str, deployment_id: int, concurrency: int = 1) -> dict:
-    return read(url, profiles.effective_profile, deployment_id, concurrency=concurrency)
+    return read(url, whatif_answers.effective_profile, deployment_id, concurrency=concurrency)
 
 
 @st.cache_data(show_spinner=False)

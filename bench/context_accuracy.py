@@ -31,13 +31,13 @@ from sqlalchemy.engine import Engine
 from bench.costmodel_accuracy import error_quantiles, report_main
 from bench.data import REPO, fresh_db
 from specdash.answers.calibrate import calibrate_all
+from specdash.answers.estimates import fitted_estimates
 from specdash.answers.points import point_model
 from specdash.answers.refresh import refresh
 from specdash.answers.schedule import checkpoint_schedule
 from specdash.costmodel.context import decode_context
 from specdash.db.calibration import apply_calibration
 from specdash.db.engine import make_engine, reading, transaction
-from specdash.db.loadmodels import fitted_estimates
 from specdash.db.models import Benchmark, Deployment, IngestedFile
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.pipeline import ingest

@@ -6,13 +6,13 @@ import click
 from sqlalchemy import select
 
 from specdash.answers.calibrate import calibrate_all
+from specdash.answers.estimates import fitted_estimates
 from specdash.answers.refresh import refresh
 from specdash.cli.common import db_option, open_db
 from specdash.costmodel import CostParams
 from specdash.costmodel.calculator import DEFAULT_STEPS, Acceptance, calculate
 from specdash.db.calibration import apply_calibration
 from specdash.db.engine import transaction
-from specdash.db.loadmodels import fitted_estimates
 from specdash.db.models import Deployment
 
 

@@ -1,30 +1,27 @@
 """Each deployment's load observations and load fits as the store keeps them: its speculative benchmarks
-read as load observations, its drafters' families, its stored load fit (read and written), and the
-estimated no-speculation baselines of deployments measured only with speculation."""
+read as load observations, its drafters' families, its stored load fit (read and written), and the loads
+it was benchmarked at (answers/estimates.py estimates the baselines of those measured only with
+speculation)."""
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from specdash.costmodel.estimated import BaselineEstimate
 from specdash.costmodel.load_observations import (
     BenchmarkLoad,
     FitOutcome,
     StoredFit,
     benchmark_setting,
-    estimate_deployment,
     median_observations,
     observed_tau,
 )
 from specdash.costmodel.loadmodel import LoadObservation
-from specdash.costmodel.priors import DeploymentFacts, drafter_family
+from specdash.costmodel.priors import drafter_family
 from specdash.db.acceptance import checkpoint_rates
 from specdash.db.load_fit_models import LoadFit
-from specdash.db.models import Benchmark, Checkpoint, Deployment, Run, utcnow
-from specdash.db.parameters import deployment_facts, load_baselines
+from specdash.db.models import Benchmark, Checkpoint, Run, utcnow
 
 Keyed = dict[int, list[BenchmarkLoad]]
 
@@ -143,12 +140,6 @@ def drafter_families(session: Session, deployment_id: int) -> dict[str, str]:
     return families
 
 
-@dataclass(frozen=True)
-class FittedEstimates:
-    estimates: dict[int, BaselineEstimate]  # deployment id -> its estimated no-speculation baselines
-    refitted: tuple[int, ...] = ()  # the deployments whose load model was fitted now, not reused
-
-
 def stored_fits(session: Session, deployment_ids: Sequence[int]) -> dict[int, StoredFit]:
     """The stored load fits of these deployments, by deployment id."""
     return {
@@ -165,61 +156,6 @@ def store_load_fit(session: Session, deployment_id: int, outcome: FitOutcome) ->
         session.add(kept)
     kept.data_key, kept.benchmarks = outcome.data_key, outcome.benchmarks
     kept.estimate, kept.fitted_at = outcome.estimate.to_json(), utcnow()
-
-
-def estimates(
-    session: Session,
-    keyed: Keyed,
-    families: Mapping[int, Mapping[str, str]],
-    facts: Mapping[int, DeploymentFacts],
-    keep: bool,
-) -> FittedEstimates:
-    """Each deployment's estimate (estimate_deployment: its stored fit while the data holds, else fitted
-    now), the fits made now stored when `keep` (a reader's session writes nothing)."""
-    stored = stored_fits(session, list(keyed))
-    out: dict[int, BaselineEstimate] = {}
-    refitted: list[int] = []
-    for deployment_id, rows in keyed.items():
-        outcome = estimate_deployment(
-            rows, facts[deployment_id], families.get(deployment_id, {}), stored.get(deployment_id)
-        )
-        if outcome is None:
-            continue
-        out[deployment_id] = outcome.estimate
-        if not outcome.refitted:
-            continue
-        refitted.append(deployment_id)
-        if keep:
-            store_load_fit(session, deployment_id, outcome)
-    return FittedEstimates(out, tuple(refitted))
-
-
-def fitted_estimates(
-    session: Session, deployment_ids: Sequence[int] | None = None, keep: bool = False
-) -> FittedEstimates:
-    """The estimated no-speculation baselines of every deployment (of those given) with speculative
-    benchmarks and no benchmark without speculation, from its stored load fit unless its data changed
-    materially since (refit_needed); fits made now are stored when `keep` and named in `refitted`."""
-    measured = load_baselines(session)
-    without = [
-        d.id
-        for d in session.scalars(select(Deployment).order_by(Deployment.id))
-        if not measured.measured_loads(d.id) and (deployment_ids is None or d.id in deployment_ids)
-    ]
-    if not without:
-        return FittedEstimates({})
-    keyed, families = speculative_benchmarks(session, without)
-    deployments = session.scalars(select(Deployment).where(Deployment.id.in_(without)))
-    facts = {d.id: deployment_facts(d) for d in deployments}
-    return estimates(session, keyed, families, facts, keep)
-
-
-def estimated_baselines(
-    session: Session, deployment_ids: Sequence[int] | None = None
-) -> dict[int, BaselineEstimate]:
-    """Deployment id -> its estimated no-speculation baselines, for every deployment (of those given)
-    with speculative benchmarks and no benchmark without speculation (fitted_estimates; stores nothing)."""
-    return fitted_estimates(session, deployment_ids).estimates
 
 
 def served_loads(session: Session, deployment_id: int) -> list[int]:

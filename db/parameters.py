@@ -1,5 +1,6 @@
 """Versioned cost-parameter sets of a deployment (the theory profile and calibrated fits), read as the cost
-model's CostSet, and the measured no-speculation baselines they are applied to."""
+model's CostSet, and the measured no-speculation baselines they are applied to; the deployments as a
+refresh reads them."""
 
 import statistics
 from collections import defaultdict
@@ -12,7 +13,7 @@ from specdash.costmodel.calibrated import CalibratedSet, CostSet
 from specdash.costmodel.domain import PredictionSource
 from specdash.costmodel.priors import DeploymentFacts, TargetArchitecture, architecture_for
 from specdash.db.models import Benchmark, Deployment, ParameterSet
-from specdash.rows import Baselines
+from specdash.rows import ActiveSet, Baselines, DeploymentRow
 
 PROFILE_FIELDS = (
     "baseline_tps",
@@ -80,6 +81,30 @@ def ensure_theory_set(session: Session, deployment: Deployment) -> ParameterSet:
     session.add(pset)
     session.flush()
     return pset
+
+
+def ensure_theory_sets(session: Session) -> None:
+    """Every deployment's current profile gets its active theory set (ensure_theory_set)."""
+    for deployment in session.scalars(select(Deployment)):
+        ensure_theory_set(session, deployment)
+
+
+def read_deployments(session: Session) -> tuple[dict[int, DeploymentRow], dict[int, DeploymentFacts]]:
+    """Every deployment (by id, in id order) with its profile's baseline and threshold, and what the
+    priors know of it."""
+    deployments = session.scalars(select(Deployment).order_by(Deployment.id)).all()
+    return (
+        {d.id: DeploymentRow(d.name, d.baseline_tps, d.gap_threshold) for d in deployments},
+        {d.id: deployment_facts(d) for d in deployments},
+    )
+
+
+def read_active_sets(session: Session) -> list[ActiveSet]:
+    """Every active parameter set, read as the cost model's CostSet."""
+    return [
+        ActiveSet(pset.id, pset.deployment_id, pset.source, pset.version, cost_set(pset))
+        for pset in session.scalars(select(ParameterSet).where(ParameterSet.is_active.is_(True)))
+    ]
 
 
 def deployment_facts(deployment) -> DeploymentFacts:

@@ -139,6 +139,16 @@ class DeploymentRow(NamedTuple):
     gap_threshold: float | None  # None: the global threshold
 
 
+class ActiveSet(NamedTuple):
+    """An active parameter set as the store keeps it, read as the cost model's CostSet."""
+
+    id: int
+    deployment_id: int
+    source: str  # theory | calibrated
+    version: int
+    costs: CostSet
+
+
 class SetPlan(NamedTuple):
     """An active parameter set a deployment's predictions are made under."""
 
@@ -237,7 +247,7 @@ class Baselines:
 
 @dataclass(frozen=True)
 class RefreshContext:
-    """What one refresh reads once and every batch of it shares (db/refresh_context.read_context)."""
+    """What one refresh reads once and every batch of it shares (answers/refresh_context.refresh_context)."""
 
     deployments: dict[int, DeploymentRow]
     facts: dict[int, DeploymentFacts]

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from specdash.answers.calibrate import calibrate, calibrate_all
 from specdash.answers.refresh import refresh
+from specdash.answers.whatif import effective_profile
 from specdash.costmodel import (
     CalibrationObservation,
     FittedParams,
@@ -22,7 +23,6 @@ from specdash.costmodel import (
 from specdash.db.calibration import apply_calibration
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Benchmark, Deployment, Gap, ParameterSet, Prediction
-from specdash.db.profiles import effective_profile
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import PathSource, UploadSource
 from tests.conftest import REAL_FIXTURES

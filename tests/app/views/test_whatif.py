@@ -199,8 +199,8 @@ def test_a_drafter_known_from_benchmarks_starts_on_its_own_deployment(monkeypatc
 def test_a_deployment_measured_at_batch_8_only_starts_from_its_own_baseline(real_url):
     """SpecBundle measures its no-speculation baseline at batch 8 only: the What-if's batch-1 baseline is
     carried from it by the load model, not the 100 tok/s placeholder."""
+    from specdash.answers.whatif import effective_profile
     from specdash.db.models import Deployment
-    from specdash.db.profiles import effective_profile
 
     with reading(make_engine(real_url)) as session:
         llama70 = session.scalars(

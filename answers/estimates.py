@@ -1,0 +1,57 @@
+"""The estimated no-speculation baselines of the deployments measured only with speculation: their
+speculative benchmarks and stored load fits read, the fit reused or made now (answers/loadfits.py), and
+fits made now stored when the caller asks."""
+
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy.orm import Session
+
+from specdash.answers.loadfits import FittedEstimates, estimate_deployments, fitted, needing_estimates
+from specdash.costmodel.estimated import BaselineEstimate
+from specdash.costmodel.load_observations import BenchmarkLoad
+from specdash.costmodel.priors import DeploymentFacts
+from specdash.db.loadmodels import speculative_benchmarks, store_load_fit, stored_fits
+from specdash.db.parameters import load_baselines, read_deployments
+
+
+def fitted_estimates(
+    session: Session,
+    deployment_ids: Sequence[int] | None = None,
+    keep: bool = False,
+    facts: Mapping[int, DeploymentFacts] | None = None,
+) -> FittedEstimates:
+    """The estimated no-speculation baselines of every deployment (of those given) with speculative
+    benchmarks and no benchmark without speculation, from its stored load fit unless its data changed
+    materially since (refit_needed); fits made now are stored when `keep` and named in `refitted`.
+    `facts`, every deployment's, when the caller read them already."""
+    if facts is None:
+        facts = read_deployments(session)[1]
+    without = needing_estimates(sorted(facts), load_baselines(session), deployment_ids)
+    if not without:
+        return FittedEstimates({})
+    keyed, families = speculative_benchmarks(session, without)
+    return deployment_estimates(session, keyed, families, facts, keep)
+
+
+def deployment_estimates(
+    session: Session,
+    keyed: Mapping[int, Sequence[BenchmarkLoad]],
+    families: Mapping[int, Mapping[str, str]],
+    facts: Mapping[int, DeploymentFacts],
+    keep: bool,
+) -> FittedEstimates:
+    """Each deployment's estimate from these benchmarks (its stored fit while the data holds, else fitted
+    now), the fits made now stored when `keep` (a reader's session writes nothing)."""
+    outcomes = estimate_deployments(keyed, families, facts, stored_fits(session, list(keyed)))
+    for deployment_id, outcome in outcomes.items() if keep else ():
+        if outcome.refitted:
+            store_load_fit(session, deployment_id, outcome)
+    return fitted(outcomes)
+
+
+def estimated_baselines(
+    session: Session, deployment_ids: Sequence[int] | None = None
+) -> dict[int, BaselineEstimate]:
+    """Deployment id -> its estimated no-speculation baselines, for every deployment (of those given)
+    with speculative benchmarks and no benchmark without speculation (fitted_estimates; stores nothing)."""
+    return fitted_estimates(session, deployment_ids).estimates
