@@ -8,6 +8,7 @@ from specdash.app import (
     advisory_panel,
     alert_cards,
     deploy_panel,
+    frames,
     parity_charts,
     state,
     tables,
@@ -17,6 +18,7 @@ from specdash.app import (
 from specdash.app.text import SEVERITY_ICONS, number_text, significant
 from specdash.db.alerts import SEVERITIES
 from specdash.db.leaderboard import LeaderboardFilter
+from specdash.db.parity import ParityPoint
 from specdash.labels import setting_label
 
 ALERTS_SHOWN = 5
@@ -97,7 +99,7 @@ def parity(url: str, sources: list[str], judging: str, threshold: float) -> None
     url_state.publish("source", source, judging)
     url_state.publish("colour", colour_by, "run")
     points = state.parity(url, source)
-    frame = points.frame
+    frame = frames.frame(points.rows, ParityPoint)
     st.plotly_chart(
         parity_charts.parity_figure(frame, threshold, height=620, colour_by=colour_by),
         width="stretch",
