@@ -218,6 +218,40 @@ def impure_imports(root: Path, pure: tuple[str, ...] = PURE_SERVICES) -> list[st
     return out
 
 
+# Store modules that return typed rows: DataFrames are built in app/ (app/frames.py), so these never import
+# pandas. (specdash.db.queries joins once frame_of, still used by other store modules, leaves it.)
+TYPED_ROW_STORES = (
+    "specdash.db.checkpoint_queries",
+    "specdash.db.curves",
+    "specdash.db.depth_points",
+    "specdash.db.live_windows",
+    "specdash.db.outcomes",
+    "specdash.db.parity",
+    "specdash.db.rows",
+)
+
+
+def pandas_imports(root: Path, stores: tuple[str, ...] = TYPED_ROW_STORES) -> list[str]:
+    """Each import of pandas by a module named in `stores`."""
+    known = modules(root)
+    out = []
+    for module in stores:
+        path = known[module]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            out += [
+                f"{path.relative_to(root)}:{node.lineno} imports {name}: the store returns typed rows"
+                for name in names
+                if name.split(".")[0] == "pandas"
+            ]
+    return out
+
+
 @pytest.fixture(scope="module")
 def found() -> list[Import]:
     return imports(ROOT)
@@ -349,3 +383,24 @@ def test_the_page_check_finds_a_script(tmp_path):
         '"""A page."""\nimport streamlit as st\n\n\ndef render():\n    st.title("x")\n\n\nrender()\n'
     )
     assert page_script_lines(page) == []
+
+
+def test_the_typed_row_stores_import_no_pandas():
+    assert pandas_imports(ROOT) == []
+
+
+def test_the_pandas_check_finds_an_import(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools]\npackages = ["specdash", "specdash.db"]\n'
+        '[tool.setuptools.package-dir]\n"specdash" = "specdash"\n"specdash.db" = "db"\n'
+    )
+    for name, text in {
+        "specdash/__init__.py": "",
+        "db/__init__.py": "",
+        "db/rows.py": "import pandas as pd\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert pandas_imports(tmp_path, ("specdash.db.rows",)) == [
+        "db/rows.py:1 imports pandas: the store returns typed rows"
+    ]
