@@ -99,12 +99,52 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
     ).where(is_alert_sql(limit))
 
 
+class GapDetail(NamedTuple):
+    """A gap with what it is about (run, checkpoint, deployment, setting, prediction), its decomposition,
+    and its benchmark's alert: status, note, whether this gap is the one judged (`verdict`) and raised."""
+
+    gap_id: int
+    benchmark_id: int
+    run: str
+    checkpoint: str
+    deployment: str
+    source: str
+    parameter_set_id: int | None
+    speculative_algorithm: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+    dataset: str | None
+    label: str | None
+    measured_tps: float
+    predicted_tps: float
+    gap: float
+    measured_accept_length: float | None
+    predicted_accept_length: float | None
+    extrapolated: bool
+    error_band: float | None
+    measured_round_ms: float | None
+    predicted_round_ms: float | None
+    acceptance_factor: float | None
+    round_factor: float | None
+    unexplained_ms: float | None
+    severity: str | None
+    status: str
+    note: str | None
+    diagnoses: list[Any]
+    threshold: float
+    alert_id: int | None
+    verdict: bool
+    is_alert: bool
+
+
 def gap_rows(
     session: Session,
     threshold: float | None = None,
     status: str = GapStatus.OPEN,
     source: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[GapDetail]:
     """Gaps at or above the threshold (each deployment's own, else the global one), largest first."""
     query = gap_select(threshold, get_gap_threshold(session))
     if status != "all":
@@ -112,7 +152,7 @@ def gap_rows(
     if source:
         query = query.where(Prediction.source == source)
     query = query.order_by(func.abs(Gap.gap).desc(), Gap.id)
-    return [dict(row) for row in session.execute(query).mappings()]
+    return rows_of(session, query, GapDetail)
 
 
 def open_alert_counts(session: Session) -> dict[str, int]:
