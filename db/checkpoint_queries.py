@@ -1,7 +1,6 @@
 """Read queries behind the Checkpoints page: checkpoints of runs, their speculation settings, measured and
 predicted throughput per checkpoint, training curves downsampled in SQL, per-position acceptance."""
 
-from itertools import groupby
 from typing import Any, NamedTuple
 
 from sqlalchemy import Integer, cast, func, select
@@ -249,11 +248,10 @@ def _measured(session: Session, scope: tuple[Any, ...]) -> list[tuple]:
         .where(*scope)
         .group_by(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
     )
+    rows = session.connection().execute(query)
     return [
         (checkpoint_id, run, checkpoint, step, n, tps, _std(tps, tps_sq, n), tau, _std(tau, tau_sq, n_tau))
-        for checkpoint_id, run, checkpoint, step, n, tps, tps_sq, n_tau, tau, tau_sq in session.connection().execute(
-            query
-        )
+        for checkpoint_id, run, checkpoint, step, n, tps, tps_sq, n_tau, tau, tau_sq in rows
     ]
 
 
@@ -274,15 +272,11 @@ def _predicted(session: Session, scope: tuple[Any, ...]) -> dict[int, list[tuple
         .join(Prediction, Gap.prediction_id == Prediction.id)
         .where(*scope)
         .group_by(Benchmark.checkpoint_id, Prediction.source)
-        .order_by(Benchmark.checkpoint_id)
     )
-    rows = session.connection().execute(query)
-    return {
-        checkpoint_id: [
-            (source, tps, tau, band, bool(extrapolated)) for _, source, tps, tau, band, extrapolated in group
-        ]
-        for checkpoint_id, group in groupby(rows, key=lambda row: row[0])
-    }
+    predicted: dict[int, list[tuple]] = {}
+    for checkpoint_id, source, tps, tau, band, extrapolated in session.connection().execute(query):
+        predicted.setdefault(checkpoint_id, []).append((source, tps, tau, band, bool(extrapolated)))
+    return predicted
 
 
 def metric_keys(session: Session, run_ids: list[int]) -> list[str]:
