@@ -182,9 +182,10 @@ def prediction_sources(url: str) -> list[str]:
 
 
 @st.cache_data(show_spinner=False)
-def parity(url: str, source: str) -> parity_queries.ParityPoints:
-    """The parity plot's points (thinned past PARITY_POINTS) and how many there are in all."""
-    return read(url, parity_queries.parity_points, source, PARITY_POINTS)
+def parity(url: str, source: str) -> tuple[pd.DataFrame, int, bool]:
+    """The parity plot's frame (past PARITY_POINTS thinned), the benchmarks it stands for, counted or not."""
+    points = read(url, parity_queries.parity_points, source, PARITY_POINTS)
+    return frame(points.rows, parity_queries.ParityPoint), points.total, points.exact
 
 
 @st.cache_data(show_spinner=False)
