@@ -24,6 +24,7 @@ from specdash.db import (
     curves,
     deploy,
     depth_points,
+    outcomes,
     profiles,
     queries,
 )
@@ -187,14 +188,15 @@ def prediction_sources(url: str) -> list[str]:
 
 
 @st.cache_data(show_spinner=False)
-def parity(url: str, source: str) -> parity_queries.ParityPoints:
-    """The parity plot's points (thinned past PARITY_POINTS) and how many there are in all."""
-    return read(url, parity_queries.parity_points, source, PARITY_POINTS)
+def parity(url: str, source: str) -> tuple[pd.DataFrame, int, bool]:
+    """The parity plot's frame (past PARITY_POINTS thinned), the benchmarks it stands for, counted or not."""
+    points = read(url, parity_queries.parity_points, source, PARITY_POINTS)
+    return frame(points.rows, parity_queries.ParityPoint), points.total, points.exact
 
 
 @st.cache_data(show_spinner=False)
 def latest_checkpoints(url: str, limit: int) -> pd.DataFrame:
-    return read(url, queries.latest_checkpoints, limit)
+    return frame(read(url, queries.latest_checkpoints, limit), queries.LatestCheckpoint)
 
 
 @st.cache_data(show_spinner=False)
@@ -250,12 +252,12 @@ def leaderboard_size(url: str, flt: LeaderboardFilter) -> int:
 # --- Checkpoints -------------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False)
 def runs_frame(url: str) -> pd.DataFrame:
-    return read(url, queries.runs_frame)
+    return frame(read(url, queries.run_summaries), queries.RunSummary)
 
 
 @st.cache_data(show_spinner=False)
 def deployments_frame(url: str) -> pd.DataFrame:
-    return read(url, queries.deployments_frame)
+    return frame(read(url, queries.deployment_summaries), queries.DeploymentSummary)
 
 
 @st.cache_data(show_spinner=False)
@@ -265,7 +267,8 @@ def effective_profile(url: str, deployment_id: int, concurrency: int = 1) -> dic
 
 @st.cache_data(show_spinner=False)
 def measured_by_depth(url: str, checkpoint_id: int, deployment_id: int, dataset: str | None) -> pd.DataFrame:
-    return read(url, depth_points.measured_by_depth, checkpoint_id, deployment_id, dataset)
+    rows = read(url, depth_points.measured_by_depth, checkpoint_id, deployment_id, dataset)
+    return frame(rows, depth_points.DepthPoint)
 
 
 @st.cache_data(show_spinner=False)
@@ -299,12 +302,14 @@ def default_max_steps(url: str, checkpoint_id: int, deployment_id: int) -> int:
 
 @st.cache_data(show_spinner=False)
 def checkpoints_frame(url: str, run_ids: tuple[int, ...]) -> pd.DataFrame:
-    return read(url, checkpoint_queries.checkpoints_frame, list(run_ids))
+    rows = read(url, checkpoint_queries.checkpoint_summaries, list(run_ids))
+    return frame(rows, checkpoint_queries.CheckpointSummary)
 
 
 @st.cache_data(show_spinner=False)
 def benchmarked_deployments(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFrame:
-    return read(url, checkpoint_queries.benchmarked_deployments, list(checkpoint_ids))
+    rows = read(url, checkpoint_queries.benchmarked_deployments, list(checkpoint_ids))
+    return frame(rows, checkpoint_queries.BenchmarkedDeployment)
 
 
 @st.cache_data(show_spinner=False)
@@ -327,9 +332,10 @@ def checkpoint_comparison(
     setting: SettingAtLoad,
     dataset: str | None,
 ) -> pd.DataFrame:
-    return read(
+    rows = read(
         url, checkpoint_queries.checkpoint_comparison, list(checkpoint_ids), deployment_id, setting, dataset
     )
+    return frame(rows, checkpoint_queries.CheckpointComparison)
 
 
 @st.cache_data(show_spinner=False)
@@ -339,14 +345,15 @@ def metric_keys(url: str, run_ids: tuple[int, ...]) -> list[str]:
 
 @st.cache_data(show_spinner=False)
 def training_curves(url: str, run_ids: tuple[int, ...], keys: tuple[str, ...]) -> pd.DataFrame:
-    return read(url, curves.training_curves, list(run_ids), list(keys))
+    return frame(read(url, curves.training_curves, list(run_ids), list(keys)), curves.CurvePoint)
 
 
 @st.cache_data(show_spinner=False)
 def position_acceptance(
     url: str, checkpoint_ids: tuple[int, ...], from_benchmarks: bool = False
 ) -> pd.DataFrame:
-    return read(url, checkpoint_queries.position_acceptance_frame, list(checkpoint_ids), from_benchmarks)
+    rows = read(url, checkpoint_queries.position_acceptance, list(checkpoint_ids), from_benchmarks)
+    return frame(rows, checkpoint_queries.PositionAcceptance)
 
 
 @st.cache_data(show_spinner=False)
@@ -410,7 +417,7 @@ def preview_upload(
 
 @st.cache_data(show_spinner=False)
 def benchmark_outcomes(url: str, benchmark_ids: tuple[int, ...]) -> pd.DataFrame:
-    return read(url, queries.benchmark_outcomes, list(benchmark_ids))
+    return frame(read(url, outcomes.benchmark_outcomes, list(benchmark_ids)), outcomes.BenchmarkOutcome)
 
 
 # --- Alerts ------------------------------------------------------------------------------------------------

@@ -175,11 +175,12 @@ def query_cases(tmp: Path, scale: float, repeat: int, deferred: list | None) -> 
 def mlflow_query_case(tmp: Path, engine, repeat: int, query_s: float):
     """MLflow's search_runs over the same checkpoints and benchmarks, run later (MLflow is slow to import
     and to fill): a function returning its figures against specdash's `query_s`."""
+    from specdash.app.frames import frame as frame_of_rows
     from specdash.db import parity
     from specdash.db.engine import reading
 
     with reading(engine) as session:
-        frame = parity.parity_frame(session)
+        frame = frame_of_rows(parity.parity_rows(session), parity.ParityPoint)
     frame = frame.merge(benchmark_keys(engine), on="benchmark_id")
     checkpoints_n = frame[["run", "checkpoint"]].drop_duplicates().shape[0]
 
@@ -298,13 +299,11 @@ def overlay_work(engine, run_id: int):
             alerts.alert_page(session, alerts.AlertFilters(statuses=("open",)), 0, 5, count=False)
             queries.latest_checkpoints(session, LATEST_RUNS)
             # Checkpoints: the run's checkpoints on its first deployment and most covered setting
-            checkpoint_ids = checkpoint_queries.checkpoints_frame(session, [run_id])["id"].tolist()
-            deployment_id = int(
-                checkpoint_queries.benchmarked_deployments(session, checkpoint_ids)["id"].iloc[0]
-            )
+            checkpoint_ids = [c.id for c in checkpoint_queries.checkpoint_summaries(session, [run_id])]
+            deployment_id = checkpoint_queries.benchmarked_deployments(session, checkpoint_ids)[0].id
             setting = checkpoint_queries.speculation_settings(session, checkpoint_ids, deployment_id)[0]
             checkpoint_queries.checkpoint_comparison(session, checkpoint_ids, deployment_id, setting)
-            checkpoint_queries.position_acceptance_frame(session, checkpoint_ids)
+            checkpoint_queries.position_acceptance(session, checkpoint_ids)
 
     return work
 

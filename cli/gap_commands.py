@@ -3,15 +3,20 @@
 import csv
 import io
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from specdash.answers.refresh import refresh
 from specdash.cli.common import db_option, open_db, shown
+from specdash.costmodel.domain import Setting
 from specdash.db.engine import reading, transaction
 from specdash.db.models import BUILTIN_SOURCES, GAP_STATUSES, SETTING_FIELDS
 from specdash.ingest.csvtext import spreadsheet_safe
-from specdash.labels import gap_text, setting_label
+from specdash.labels import gap_text
+
+if TYPE_CHECKING:
+    from specdash.db.queries import GapDetail  # imports pandas: loaded by the commands that query only
 
 JSON_FIELDS = (
     "benchmark_id",
@@ -67,7 +72,7 @@ def predict(ctx: click.Context) -> None:
     )
 
 
-def _table(rows: list[dict]) -> str:
+def _table(rows: list["GapDetail"]) -> str:
     if not rows:
         return "no gaps above the threshold"
     header = (
@@ -85,22 +90,22 @@ def _table(rows: list[dict]) -> str:
     )
     lines: list[tuple[str, ...]] = [header]
     for r in rows:
-        setting = setting_label(r)
-        codes = ",".join(d["code"] for d in r["diagnoses"]) or "-"
+        setting = Setting.of(r.speculative_algorithm, r.num_steps, r.topk, r.num_draft_tokens).label
+        codes = ",".join(d["code"] for d in r.diagnoses) or "-"
         lines.append(
             tuple(
                 shown(cell)
                 for cell in (
-                    str(r["benchmark_id"]),
-                    r["run"],
-                    r["checkpoint"],
-                    r["deployment"],
+                    str(r.benchmark_id),
+                    r.run,
+                    r.checkpoint,
+                    r.deployment,
                     setting,
-                    r["source"],
-                    f"{r['measured_tps']:.1f}",
-                    f"{r['predicted_tps']:.1f}",
-                    gap_text(r["gap"]),
-                    r["status"],
+                    r.source,
+                    f"{r.measured_tps:.1f}",
+                    f"{r.predicted_tps:.1f}",
+                    gap_text(r.gap),
+                    r.status,
                     codes,
                 )
             )
@@ -111,11 +116,11 @@ def _table(rows: list[dict]) -> str:
     )
 
 
-def _json_rows(rows: list[dict]) -> list[dict]:
-    return [{key: row[key] for key in JSON_FIELDS} for row in rows]
+def _json_rows(rows: list["GapDetail"]) -> list[dict]:
+    return [{key: getattr(row, key) for key in JSON_FIELDS} for row in rows]
 
 
-def _csv(rows: list[dict]) -> str:
+def _csv(rows: list["GapDetail"]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=JSON_FIELDS, lineterminator="\n")
     writer.writeheader()

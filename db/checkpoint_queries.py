@@ -1,16 +1,14 @@
 """Read queries behind the Checkpoints page: checkpoints of runs, their speculation settings, measured and
 predicted throughput per checkpoint, training curves downsampled in SQL, per-position acceptance."""
 
-from typing import Any
+from typing import Any, NamedTuple
 
-import pandas as pd
 from sqlalchemy import Integer, cast, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import Setting, SettingAtLoad
 from specdash.db.acceptance import checkpoint_acceptance, measured_acceptance
 from specdash.db.models import (
-    BUILTIN_SOURCES,
     Benchmark,
     Checkpoint,
     Deployment,
@@ -20,12 +18,25 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
+from specdash.db.rows import rows_of
 
 
-def checkpoints_frame(session: Session, run_ids: list[int]) -> pd.DataFrame:
+class CheckpointSummary(NamedTuple):
+    """A checkpoint of a run with how many benchmarks it has."""
+
+    id: int
+    run: str
+    name: str
+    epoch: int | None
+    step: int | None
+    path: str | None
+    benchmarks: int
+
+
+def checkpoint_summaries(session: Session, run_ids: list[int]) -> list[CheckpointSummary]:
     """Checkpoints of the runs, in training order, with how many benchmarks each has."""
     if not run_ids:
-        return pd.DataFrame(columns=["id", "run", "name", "epoch", "step", "path", "benchmarks"])
+        return []
     # counted per checkpoint of these runs through the benchmark's checkpoint index, not for every one
     benchmarks = select(func.count()).where(Benchmark.checkpoint_id == Checkpoint.id).scalar_subquery()
     query = (
@@ -42,13 +53,21 @@ def checkpoints_frame(session: Session, run_ids: list[int]) -> pd.DataFrame:
         .where(Checkpoint.run_id.in_(run_ids))
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
     )
-    return pd.DataFrame(session.execute(query).mappings().all())
+    return rows_of(session, query, CheckpointSummary)
 
 
-def benchmarked_deployments(session: Session, checkpoint_ids: list[int]) -> pd.DataFrame:
+class BenchmarkedDeployment(NamedTuple):
+    """A deployment some checkpoints were benchmarked on, with how many of their benchmarks it ran."""
+
+    id: int
+    name: str
+    benchmarks: int
+
+
+def benchmarked_deployments(session: Session, checkpoint_ids: list[int]) -> list[BenchmarkedDeployment]:
     """Deployments the checkpoints were benchmarked on, the most used first."""
     if not checkpoint_ids:
-        return pd.DataFrame(columns=["id", "name", "benchmarks"])
+        return []
     query = (
         select(Deployment.id, Deployment.name, func.count(Benchmark.id).label("benchmarks"))
         .join(Benchmark, Benchmark.deployment_id == Deployment.id)
@@ -56,7 +75,7 @@ def benchmarked_deployments(session: Session, checkpoint_ids: list[int]) -> pd.D
         .group_by(Deployment.id, Deployment.name)
         .order_by(func.count(Benchmark.id).desc(), Deployment.name)
     )
-    return pd.DataFrame(session.execute(query).mappings().all())
+    return rows_of(session, query, BenchmarkedDeployment)
 
 
 def speculation_settings(
@@ -121,10 +140,13 @@ def _matches(setting: SettingAtLoad):
     )
 
 
-def _std(mean: pd.Series, mean_sq: pd.Series, n: pd.Series) -> pd.Series:
-    """Sample standard deviation from SQL's avg(x) and avg(x*x) (SQLite has no stddev)."""
-    variance = (mean_sq - mean**2).clip(lower=0) * n / (n - 1)
-    return variance.where(n > 1).pow(0.5)
+def _std(mean: float | None, mean_sq: float | None, n: int) -> float | None:
+    """Sample standard deviation from SQL's avg(x) and avg(x*x) (SQLite has no stddev); None below two."""
+    if n <= 1 or mean is None or mean_sq is None:
+        return None
+    mean, mean_sq = float(mean), float(mean_sq)  # PostgreSQL's avg is a Decimal
+    variance = max(mean_sq - mean**2, 0.0) * n / (n - 1)
+    return float(variance**0.5)
 
 
 def benchmark_datasets(session: Session, checkpoint_ids: list[int], deployment_id: int) -> list[str]:
@@ -144,30 +166,24 @@ def benchmark_datasets(session: Session, checkpoint_ids: list[int], deployment_i
     return list(session.scalars(query))
 
 
-COMPARISON_COLUMNS = [
-    "checkpoint_id",
-    "run",
-    "checkpoint",
-    "step",
-    "n",
-    "measured_tps",
-    "measured_tps_std",
-    "measured_accept_length",
-    "measured_accept_length_std",
-    "source",
-    "predicted_tps",
-    "predicted_accept_length",
-    "error_band",
-    "extrapolated",
-]
-PREDICTED_COLUMNS = [
-    "checkpoint_id",
-    "source",
-    "predicted_tps",
-    "predicted_accept_length",
-    "error_band",
-    "extrapolated",
-]
+class CheckpointComparison(NamedTuple):
+    """One checkpoint's measured tok/s and accept length at one setting (mean, sample standard deviation
+    over its `n` benchmarks) beside one prediction source's (`source` None: the checkpoint has none)."""
+
+    checkpoint_id: int
+    run: str
+    checkpoint: str
+    step: int | None
+    n: int
+    measured_tps: float
+    measured_tps_std: float | None
+    measured_accept_length: float | None
+    measured_accept_length_std: float | None
+    source: str | None
+    predicted_tps: float | None
+    predicted_accept_length: float | None
+    error_band: float | None
+    extrapolated: bool
 
 
 def checkpoint_comparison(
@@ -176,12 +192,13 @@ def checkpoint_comparison(
     deployment_id: int,
     setting: SettingAtLoad,
     dataset: str | None = None,
-) -> pd.DataFrame:
+) -> list[CheckpointComparison]:
     """Per checkpoint: measured tok/s and accept length (mean, standard deviation, number of benchmarks,
     superseded ones left out) and, per prediction source, the predicted ones, over every dataset unless one
-    is given. One row per checkpoint and source; `source` is None for a checkpoint without a prediction."""
+    is given. One row per checkpoint and source, in training order then by source; `source` is None for a
+    checkpoint without a prediction."""
     if not checkpoint_ids:
-        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+        return []
     scope = (
         Benchmark.checkpoint_id.in_(checkpoint_ids),
         Benchmark.deployment_id == deployment_id,
@@ -189,20 +206,30 @@ def checkpoint_comparison(
         *_matches(setting),
         *((Benchmark.dataset == dataset,) if dataset is not None else ()),
     )
-    measured = _measured(session, scope)
-    if measured.empty:
-        return pd.DataFrame(columns=COMPARISON_COLUMNS)
-    frame = measured.merge(_predicted(session, scope), on="checkpoint_id", how="left")
-    frame["extrapolated"] = frame["extrapolated"].fillna(0).astype(bool)
-    frame["source"] = frame["source"].astype(object).where(frame["source"].notna(), None)
-    order = frame["step"].fillna(-1)
-    return frame.assign(_order=order).sort_values(["run", "_order", "checkpoint", "source"])[
-        COMPARISON_COLUMNS
+    predicted = _predicted(session, scope)
+    unpredicted = (None, None, None, None, False)
+    rows = [
+        CheckpointComparison(*measured, *prediction)
+        for measured in _measured(session, scope)
+        for prediction in predicted.get(measured[0], [unpredicted])
     ]
+    return sorted(rows, key=_training_order)
 
 
-def _measured(session: Session, scope: tuple[Any, ...]) -> pd.DataFrame:
-    """Measured tok/s and accept length per checkpoint of the benchmarks in scope (mean, std, count)."""
+def _training_order(row: CheckpointComparison) -> tuple:
+    """By run, step (a checkpoint without one first), checkpoint name, then source (none last)."""
+    return (
+        row.run,
+        -1 if row.step is None else row.step,
+        row.checkpoint,
+        row.source is None,
+        row.source or "",
+    )
+
+
+def _measured(session: Session, scope: tuple[Any, ...]) -> list[tuple]:
+    """Measured tok/s and accept length per checkpoint of the benchmarks in scope (mean, std, count):
+    CheckpointComparison's first nine fields."""
     query = (
         select(
             Checkpoint.id.label("checkpoint_id"),
@@ -221,18 +248,17 @@ def _measured(session: Session, scope: tuple[Any, ...]) -> pd.DataFrame:
         .where(*scope)
         .group_by(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
     )
-    measured = pd.DataFrame(session.execute(query).mappings().all())
-    if not measured.empty:
-        measured["measured_tps_std"] = _std(measured["measured_tps"], measured["tps_sq"], measured["n"])
-        measured["measured_accept_length_std"] = _std(
-            measured["measured_accept_length"], measured["tau_sq"], measured["n_tau"]
-        )
-    return measured
+    rows = session.connection().execute(query)
+    return [
+        (checkpoint_id, run, checkpoint, step, n, tps, _std(tps, tps_sq, n), tau, _std(tau, tau_sq, n_tau))
+        for checkpoint_id, run, checkpoint, step, n, tps, tps_sq, n_tau, tau, tau_sq in rows
+    ]
 
 
-def _predicted(session: Session, scope: tuple[Any, ...]) -> pd.DataFrame:
-    """Per checkpoint and prediction source, its predictions' mean tok/s, tau and band over the
-    benchmarks in scope: a prediction applies to the benchmarks it was compared with (its gaps)."""
+def _predicted(session: Session, scope: tuple[Any, ...]) -> dict[int, list[tuple]]:
+    """Per checkpoint, per prediction source its predictions' mean tok/s, tau, band and whether any was
+    extrapolated, over the benchmarks in scope: a prediction applies to the benchmarks it was compared with
+    (its gaps). CheckpointComparison's last five fields."""
     query = (
         select(
             Benchmark.checkpoint_id,
@@ -247,34 +273,10 @@ def _predicted(session: Session, scope: tuple[Any, ...]) -> pd.DataFrame:
         .where(*scope)
         .group_by(Benchmark.checkpoint_id, Prediction.source)
     )
-    predicted = pd.DataFrame(session.execute(query).mappings().all())
-    return pd.DataFrame(columns=PREDICTED_COLUMNS) if predicted.empty else predicted
-
-
-def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per checkpoint: measured tok/s, then per prediction source its predicted tok/s and the gap
-    (1 - measured / predicted), then the accept lengths; the CSV download and the page's table."""
-    keys = ["run", "checkpoint", "step", "n", "measured_tps", "measured_tps_std"]
-    table = frame.drop_duplicates(["run", "checkpoint"]).reset_index(drop=True)
-    out = table[keys].copy()
-    sources = sorted(frame["source"].dropna().unique(), key=lambda s: (s not in BUILTIN_SOURCES, s))
-    by_source = {
-        s: g.set_index(["run", "checkpoint"]) for s, g in frame.dropna(subset=["source"]).groupby("source")
-    }
-    index = list(zip(table["run"], table["checkpoint"], strict=True))
-    for source in sources:
-        values = by_source[source]
-        predicted = pd.Series([values["predicted_tps"].get(i) for i in index], dtype="float64")
-        out[f"predicted_tps_{source}"] = predicted
-        out[f"gap_{source}"] = 1 - out["measured_tps"].astype("float64") / predicted
-    out["measured_accept_length"] = table["measured_accept_length"]
-    out["measured_accept_length_std"] = table["measured_accept_length_std"]
-    for source in sources:
-        values = by_source[source]
-        out[f"predicted_accept_length_{source}"] = pd.Series(
-            [values["predicted_accept_length"].get(i) for i in index], dtype="float64"
-        )
-    return out
+    predicted: dict[int, list[tuple]] = {}
+    for checkpoint_id, source, tps, tau, band, extrapolated in session.connection().execute(query):
+        predicted.setdefault(checkpoint_id, []).append((source, tps, tau, band, bool(extrapolated)))
+    return predicted
 
 
 def metric_keys(session: Session, run_ids: list[int]) -> list[str]:
@@ -293,17 +295,25 @@ def metric_keys(session: Session, run_ids: list[int]) -> list[str]:
     return sorted(session.scalars(query))
 
 
-POSITION_COLUMNS = ["run", "checkpoint", "step", "position", "rate", "source"]
+class PositionAcceptance(NamedTuple):
+    """A checkpoint's conditional acceptance rate at one draft position (0-based), and where it is from."""
+
+    run: str
+    checkpoint: str
+    step: int | None
+    position: int
+    rate: float
+    source: str
 
 
-def position_acceptance_frame(
+def position_acceptance(
     session: Session, checkpoint_ids: list[int], from_benchmarks: bool = False
-) -> pd.DataFrame:
+) -> list[PositionAcceptance]:
     """Conditional acceptance per draft position of the checkpoints, position 0-based: stored (training
     acc_i), and with `from_benchmarks` for a checkpoint without any, the one its benchmarks imply (source
     MEASURED_SOURCE_PREFIX + how); the columns are there even when no checkpoint has any."""
     if not checkpoint_ids:
-        return pd.DataFrame(columns=POSITION_COLUMNS)
+        return []
     stored = checkpoint_acceptance(session, checkpoint_ids)
     named = session.execute(
         select(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
@@ -312,14 +322,7 @@ def position_acceptance_frame(
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
     ).all()
     rows = [
-        dict(
-            run=run,
-            checkpoint=checkpoint,
-            step=step,
-            position=i,
-            rate=rate,
-            source=stored[checkpoint_id].source,
-        )
+        PositionAcceptance(run, checkpoint, step, i, rate, stored[checkpoint_id].source)
         for checkpoint_id, run, checkpoint, step in named
         if checkpoint_id in stored
         for i, rate in enumerate(stored[checkpoint_id].rates)
@@ -332,10 +335,10 @@ def position_acceptance_frame(
             measured = measured_acceptance(session, checkpoint_id)
             source = f"{MEASURED_SOURCE_PREFIX}{measured.source}"
             rows += [
-                dict(run=run, checkpoint=checkpoint, step=step, position=i, rate=rate, source=source)
+                PositionAcceptance(run, checkpoint, step, i, rate, source)
                 for i, rate in enumerate(measured.rates)
             ]
-    return pd.DataFrame(rows, columns=POSITION_COLUMNS)
+    return rows
 
 
 # Position-acceptance rows derived from benchmarks have a source starting with this (then survival or

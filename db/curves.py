@@ -8,8 +8,8 @@ read from its points, each bucket one range read of the primary key (run, key, s
 bucket expression made SQLite sort every point first (3 s for those 3.5 million points)."""
 
 import math
+from typing import NamedTuple
 
-import pandas as pd
 from sqlalchemy import Integer, bindparam, func, literal_column, select
 from sqlalchemy.orm import Session
 
@@ -19,22 +19,34 @@ from specdash.db.models import MetricKey, MetricPoint, MetricRollup, Run
 
 # Most points per (run, metric) line that reach the browser; longer series are bucketed by step.
 CURVE_POINTS = 400
-COLUMNS = ["run", "key", "step", "value", "min", "max", "bucket_steps"]
+
+
+class CurvePoint(NamedTuple):
+    """One point of a run's metric line: a bucket of `bucket_steps` steps with its mean step, mean value and
+    range (one logged point when bucket_steps is 1: min = max = value)."""
+
+    run: str
+    key: str
+    step: float
+    value: float
+    min: float
+    max: float
+    bucket_steps: int
 
 
 def training_curves(
     session: Session, run_ids: list[int], keys: list[str], max_points: int = CURVE_POINTS
-) -> pd.DataFrame:
+) -> list[CurvePoint]:
     """Training metrics of the runs, at most `max_points` per (run, key), by run name, key and step:
     every point of a short run (min = max = value), else bucketed by step."""
     if not run_ids or not keys:
-        return pd.DataFrame(columns=COLUMNS)
+        return []
     key_ids = dict(
         session.execute(
             select(MetricKey.name, MetricKey.id).where(MetricKey.name.in_(keys)).order_by(MetricKey.name)
         ).all()
     )
-    frames = []
+    points: list[CurvePoint] = []
     for run_id, run_name in session.execute(
         select(Run.id, Run.name).where(Run.id.in_(run_ids)).order_by(Run.name)
     ):
@@ -44,12 +56,12 @@ def training_curves(
         lowest = min(first for first, _ in spans.values())
         highest = max(last for _, last in spans.values())
         grid = (lowest, highest, max(1, math.ceil((highest - lowest + 1) / max_points)))
-        rows = [(name, *row) for name in spans for row in _key_buckets(session, run_id, key_ids[name], grid)]
-        frame = pd.DataFrame.from_records(rows, columns=["key", "step", "value", "min", "max"])
-        frames.append(frame.assign(run=run_name, bucket_steps=grid[2]))
-    if not frames:
-        return pd.DataFrame(columns=COLUMNS)
-    return pd.concat(frames, ignore_index=True)[COLUMNS]
+        points += [
+            CurvePoint(run_name, name, step, value, low, high, grid[2])
+            for name in spans
+            for step, value, low, high in _key_buckets(session, run_id, key_ids[name], grid)
+        ]
+    return points
 
 
 def _key_buckets(session: Session, run_id: int, key_id: int, grid: tuple[int, int, int]) -> list[tuple]:

@@ -1,18 +1,30 @@
 """What one checkpoint measured on one deployment at each draft depth and load: the points the What-if and
 Checkpoints pages draw on the predicted depth curve."""
 
-import pandas as pd
+from typing import NamedTuple
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import Benchmark
+from specdash.db.rows import rows_of
 
-DEPTH_COLUMNS = ["num_steps", "topk", "num_draft_tokens", "concurrency", "n", "measured_tps", "accept_length"]
+
+class DepthPoint(NamedTuple):
+    """What a checkpoint measured at one depth, top-k and load: the mean over its `n` benchmarks."""
+
+    num_steps: int
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+    n: int
+    measured_tps: float
+    accept_length: float | None
 
 
 def measured_by_depth(
     session: Session, checkpoint_id: int, deployment_id: int, dataset: str | None = None
-) -> pd.DataFrame:
+) -> list[DepthPoint]:
     """Speculative benchmarks of the checkpoint on the deployment (superseded ones left out), averaged per
     depth, top-k and load, on one dataset or over all; shallow and light loads first."""
     query = (
@@ -37,4 +49,4 @@ def measured_by_depth(
     )
     if dataset is not None:
         query = query.where(Benchmark.dataset == dataset)
-    return pd.DataFrame(session.execute(query).mappings().all(), columns=DEPTH_COLUMNS)
+    return rows_of(session, query, DepthPoint)

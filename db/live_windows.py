@@ -2,38 +2,55 @@
 drafter's windows over time beside what its judging prediction expected."""
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.acceptance_alerts import LIVE_FORMAT
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
+from specdash.db.rows import rows_of
 
 # At most this many windows are drawn (the latest): a day at one window a minute.
 MAX_WINDOWS = 1440
-SERIES_COLUMNS = (
-    "benchmark_id",
-    "measured_at",
-    "accept_length",
-    "predicted_accept_length",
-    "decode_tps",
-    "predicted_tps",
-    "output_throughput",
-    "concurrency",
-    "input_tokens",
-    "output_tokens",
-    "position_survival",
-    "engine",
-    "is_alert",
-    "severity",
-    "code",
-    "acceptance",
-)
 
 
-def live_targets(session: Session) -> list[dict[str, Any]]:
+class LiveWindow(NamedTuple):
+    """One live window of a drafter: what it measured, what its verdict's prediction expected (accept
+    length and per-request tok/s), its alert state, and how its acceptance changed (None: not stated)."""
+
+    benchmark_id: int
+    measured_at: datetime | None
+    accept_length: float | None
+    predicted_accept_length: float | None
+    decode_tps: float
+    predicted_tps: float | None
+    output_throughput: float | None
+    concurrency: int
+    input_tokens: int | None
+    output_tokens: int | None
+    position_survival: Any
+    engine: str | None
+    is_alert: bool | None
+    severity: str | None
+    code: str | None
+    acceptance: str | None
+
+
+class LiveTarget(NamedTuple):
+    """A (deployment, drafter) with live windows: how many, when the latest was measured and stored."""
+
+    deployment_id: int
+    deployment: str
+    checkpoint_id: int | None
+    run: str | None
+    checkpoint: str | None
+    windows: int
+    latest: datetime | None
+    stored: datetime | None
+
+
+def live_targets(session: Session) -> list[LiveTarget]:
     """Each (deployment, drafter) with live windows: names, ids, how many windows and the latest's time,
     the most recent first."""
     query = (
@@ -54,10 +71,10 @@ def live_targets(session: Session) -> list[dict[str, Any]]:
         .group_by(Deployment.id, Deployment.name, Benchmark.checkpoint_id, Run.name, Checkpoint.name)
         .order_by(func.max(Benchmark.created_at).desc())
     )
-    return [dict(row) for row in session.execute(query).mappings()]
+    return rows_of(session, query, LiveTarget)
 
 
-def live_series(session: Session, deployment_id: int, checkpoint_id: int | None) -> pd.DataFrame:
+def live_series(session: Session, deployment_id: int, checkpoint_id: int | None) -> list[LiveWindow]:
     """One drafter's live windows on one deployment, oldest first: what each measured, what its verdict's
     prediction expected (accept length and per-request tok/s), and its acceptance state."""
     checkpoint = (
@@ -91,13 +108,16 @@ def live_series(session: Session, deployment_id: int, checkpoint_id: int | None)
         .order_by(Benchmark.measured_at.desc(), Benchmark.id.desc())
         .limit(MAX_WINDOWS)
     )
-    rows = []
-    for row in session.execute(query).mappings():
-        values = dict(row)
-        raw = values.pop("raw") or {}
-        values["acceptance"] = (raw.get("acceptance") or {}).get("change")
-        rows.append(values)
-    return pd.DataFrame(rows[::-1], columns=list(SERIES_COLUMNS))
+    windows = [
+        LiveWindow._make((*window, _acceptance_change(raw)))
+        for *window, raw in session.connection().execute(query)
+    ]
+    return windows[::-1]
+
+
+def _acceptance_change(raw: dict[str, Any] | None) -> str | None:
+    """How the window's acceptance changed, as the scraper stored it in the window's raw record."""
+    return ((raw or {}).get("acceptance") or {}).get("change")
 
 
 def last_window_at(session: Session) -> datetime | None:

@@ -3,16 +3,39 @@ for a browser (the largest gaps and an even sample by benchmark id) whatever the
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
-import pandas as pd
 from sqlalchemy import Select, func, literal, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.bulk import index_ends
 from specdash.db.models import BENCHMARK_SETTING, SOURCE_KEY, Alert, Benchmark, Gap, Prediction
-from specdash.db.queries import frame_of, plain
+from specdash.db.queries import plain
+from specdash.db.rows import rows_of
 from specdash.db.selects import NAMES, with_gap_joins
+
+
+class ParityPoint(NamedTuple):
+    """One benchmark on the parity plot: its measured against one source's predicted tok/s, the gap
+    (1 - measured / predicted), and the status and severity of its alert."""
+
+    benchmark_id: int
+    gap_id: int
+    run: str | None
+    checkpoint: str | None
+    deployment: str
+    speculative_algorithm: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+    dataset: str | None
+    measured_tps: float
+    predicted_tps: float
+    gap: float
+    status: str
+    severity: str | None
 
 
 def _parity_select(source: str, by=None) -> Select:
@@ -64,30 +87,31 @@ class ParityPoints:
     """The parity plot's rows and how many benchmarks they stand for: counted when all are drawn, else
     estimated from the even sample (`exact` False), so the plot costs the same whatever the store holds."""
 
-    frame: pd.DataFrame
+    rows: list[ParityPoint]
     total: int
     exact: bool
 
 
 def parity_points(session: Session, source: str, max_points: int) -> ParityPoints:
-    """At most `max_points` rows of parity_frame: every benchmark when they fit, else the largest gaps (a
+    """At most `max_points` rows of parity_rows: every benchmark when they fit, else the largest gaps (a
     quarter of the points: a browser never receives tens of thousands) and an even sample by benchmark id
     of the rest, the total then estimated as the sample's hits times its stride."""
     if _counted_up_to(session, source, max_points) <= max_points:
         # few enough to draw: found from the source's predictions, not by scanning every gap
-        frame = frame_of(session, _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id))
-        return ParityPoints(frame, len(frame), True)
-    frame, hits, stride = _thinned(session, _parity_select(source), max_points)
-    return ParityPoints(frame, max(len(frame), hits * stride), False)
+        query = _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id)
+        rows = rows_of(session, query, ParityPoint)
+        return ParityPoints(rows, len(rows), True)
+    rows, hits, stride = _thinned(session, _parity_select(source), max_points)
+    return ParityPoints(rows, max(len(rows), hits * stride), False)
 
 
-def parity_frame(session: Session, source: str = PredictionSource.THEORY) -> pd.DataFrame:
+def parity_rows(session: Session, source: str = PredictionSource.THEORY) -> list[ParityPoint]:
     """One row per benchmark with its prediction from `source`, by benchmark id: the parity plot's data
     unthinned (parity_points bounds it for a browser)."""
-    return frame_of(session, _parity_select(source).order_by(Benchmark.id))
+    return rows_of(session, _parity_select(source).order_by(Benchmark.id), ParityPoint)
 
 
-def _thinned(session: Session, query: Select, max_points: int) -> tuple[pd.DataFrame, int, int]:
+def _thinned(session: Session, query: Select, max_points: int) -> tuple[list[ParityPoint], int, int]:
     """The largest gaps (a quarter of `max_points`) and an even sample by benchmark id; with how many
     sampled ids had a row and the sample's stride."""
     worst_n = max_points // 4
@@ -102,9 +126,10 @@ def _thinned(session: Session, query: Select, max_points: int) -> tuple[pd.DataF
     worst = sorted(extremes, key=lambda row: (-abs(row[gap_at]), row[0]))[:worst_n]
     ids, sampled, stride = _sampled_ids(session, max_points - worst_n)
     sample = plain(connection.execute(query.join(ids, sampled).order_by(Benchmark.id)))
-    frame = pd.DataFrame.from_records([*worst, *sample], columns=list(query.selected_columns.keys()))
-    frame = frame.drop_duplicates("benchmark_id")
-    return frame.sort_values("benchmark_id").reset_index(drop=True), len(sample), stride
+    # a benchmark both among the worst and sampled is drawn once
+    by_id = {row[0]: row for row in reversed([*worst, *sample])}
+    rows = [ParityPoint._make(by_id[benchmark_id]) for benchmark_id in sorted(by_id)]
+    return rows, len(sample), stride
 
 
 def _sampled_ids(session: Session, at_most: int):

@@ -1,14 +1,12 @@
-"""Read queries shared by the CLI and the dashboard; they return plain rows or DataFrames, never ORM state."""
+"""Read queries shared by the CLI and the dashboard; they return typed rows, never ORM state or DataFrames."""
 
-from typing import Any
+from typing import Any, NamedTuple
 
-import pandas as pd
-from sqlalchemy import Select, and_, bindparam, case, func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.models import (
-    BENCHMARK_SETTING,
     BUILTIN_SOURCES,
     SOURCE_KEY,
     Alert,
@@ -20,7 +18,8 @@ from specdash.db.models import (
     Prediction,
     Run,
 )
-from specdash.db.selects import GAP_DETAIL_COLUMNS, NAMES, muted_clause, with_gap_joins
+from specdash.db.rows import rows_of
+from specdash.db.selects import GAP_DETAIL_COLUMNS, muted_clause, with_gap_joins
 from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 
 
@@ -98,12 +97,52 @@ def gap_select(threshold: float | None, global_threshold: float) -> Select:
     ).where(is_alert_sql(limit))
 
 
+class GapDetail(NamedTuple):
+    """A gap with what it is about (run, checkpoint, deployment, setting, prediction), its decomposition,
+    and its benchmark's alert: status, note, whether this gap is the one judged (`verdict`) and raised."""
+
+    gap_id: int
+    benchmark_id: int
+    run: str
+    checkpoint: str
+    deployment: str
+    source: str
+    parameter_set_id: int | None
+    speculative_algorithm: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+    dataset: str | None
+    label: str | None
+    measured_tps: float
+    predicted_tps: float
+    gap: float
+    measured_accept_length: float | None
+    predicted_accept_length: float | None
+    extrapolated: bool
+    error_band: float | None
+    measured_round_ms: float | None
+    predicted_round_ms: float | None
+    acceptance_factor: float | None
+    round_factor: float | None
+    unexplained_ms: float | None
+    severity: str | None
+    status: str
+    note: str | None
+    diagnoses: list[Any]
+    threshold: float
+    alert_id: int | None
+    verdict: bool
+    is_alert: bool
+
+
 def gap_rows(
     session: Session,
     threshold: float | None = None,
     status: str = GapStatus.OPEN,
     source: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[GapDetail]:
     """Gaps at or above the threshold (each deployment's own, else the global one), largest first."""
     query = gap_select(threshold, get_gap_threshold(session))
     if status != "all":
@@ -111,7 +150,7 @@ def gap_rows(
     if source:
         query = query.where(Prediction.source == source)
     query = query.order_by(func.abs(Gap.gap).desc(), Gap.id)
-    return [dict(row) for row in session.execute(query).mappings()]
+    return rows_of(session, query, GapDetail)
 
 
 def open_alert_counts(session: Session) -> dict[str, int]:
@@ -158,20 +197,26 @@ def prediction_sources(session: Session) -> list[str]:
     return builtin + sorted(names - set(builtin))
 
 
-def frame_of(session: Session, query: Select) -> pd.DataFrame:
-    """A query's rows as a DataFrame with its labels as columns (there even when no row is), built from
-    plain tuples (several times faster than from mappings)."""
-    result = session.connection().execute(query)
-    return pd.DataFrame.from_records(plain(result), columns=list(result.keys()))
-
-
 def plain(rows) -> list[tuple]:
     """Rows as plain tuples: pandas asks each row whether it is a named tuple, and a SQLAlchemy Row
     answers that through a failed key lookup (at 4,000 rows that cost more than the query)."""
     return [tuple(row) for row in rows]
 
 
-def runs_frame(session: Session, include_archived: bool = False) -> pd.DataFrame:
+class RunSummary(NamedTuple):
+    """A run with how many checkpoints it has."""
+
+    id: int
+    name: str
+    framework: str | None
+    target_model: str | None
+    ttt_length: int | None
+    status: str | None
+    is_demo: bool
+    checkpoints: int
+
+
+def run_summaries(session: Session, include_archived: bool = False) -> list[RunSummary]:
     """Runs with their number of checkpoints; archived runs (Runs page) left out unless asked for."""
     checkpoints = (
         select(Checkpoint.run_id, func.count().label("checkpoints")).group_by(Checkpoint.run_id).subquery()
@@ -192,10 +237,32 @@ def runs_frame(session: Session, include_archived: bool = False) -> pd.DataFrame
     )
     if not include_archived:
         query = query.where(Run.archived_at.is_(None))
-    return pd.DataFrame(session.execute(query).mappings().all())
+    return rows_of(session, query, RunSummary)
 
 
-def deployments_frame(session: Session) -> pd.DataFrame:
+class DeploymentSummary(NamedTuple):
+    """A deployment with its cost profile, own gap threshold and how many benchmarks it has."""
+
+    id: int
+    name: str
+    gpu: str | None
+    num_gpus: int | None
+    tp_size: int | None
+    interconnect: str | None
+    engine: str | None
+    target_model: str | None
+    baseline_tps: float | None
+    comm_fraction: float | None
+    draft_step_ms: float | None
+    round_overhead_ms: float | None
+    verify_growth_compute: float | None
+    verify_growth_comm: float | None
+    gap_threshold: float | None
+    is_demo: bool
+    benchmarks: int
+
+
+def deployment_summaries(session: Session) -> list[DeploymentSummary]:
     """Every deployment with its cost profile, own threshold and number of benchmarks."""
     benchmarks = (
         select(Benchmark.deployment_id, func.count().label("benchmarks"))
@@ -225,7 +292,7 @@ def deployments_frame(session: Session) -> pd.DataFrame:
         .outerjoin(benchmarks, benchmarks.c.deployment_id == Deployment.id)
         .order_by(Deployment.name)
     )
-    return pd.DataFrame(session.execute(query).mappings().all())
+    return rows_of(session, query, DeploymentSummary)
 
 
 def _theory_baseline():
@@ -278,7 +345,28 @@ def _latest_checkpoint(in_runs: tuple) -> Any:
     return select(ranked).where(ranked.c.rank == 1).cte("latest")
 
 
-def latest_checkpoints(session: Session, limit: int | None = None) -> pd.DataFrame:
+class LatestCheckpoint(NamedTuple):
+    """A run's latest checkpoint and its best measured speedup over no speculation, with where and at
+    which setting it was measured (None where nothing was)."""
+
+    run: str
+    status: str | None
+    ttt_length: int | None
+    checkpoints: int
+    latest_checkpoint: str | None
+    step: int | None
+    best_speedup: float | None
+    measured_tps: float | None
+    baseline_tps: float | None
+    deployment: str | None
+    speculative_algorithm: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int | None
+
+
+def latest_checkpoints(session: Session, limit: int | None = None) -> list[LatestCheckpoint]:
     """Per run (the `limit` runs with the newest checkpoints; None: every run), its latest checkpoint
     (highest step, else newest) and that checkpoint's best measured speedup over no speculation
     (superseded benchmarks left out), with where it was measured; by run name."""
@@ -349,43 +437,4 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> pd.DataFra
     )
     if run_ids is not None:
         query = query.where(Run.id.in_(run_ids))
-    return pd.DataFrame(session.execute(query).mappings().all())
-
-
-def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> pd.DataFrame:
-    """What became of some benchmarks (e.g. those an upload created): each with its prediction from every
-    source and the gap; the row of the prediction that judges it says whether it is an alert and why."""
-    if not benchmark_ids:
-        return pd.DataFrame()
-    query = (
-        select(
-            Benchmark.id.label("benchmark_id"),
-            *NAMES,
-            *BENCHMARK_SETTING,
-            Benchmark.decode_tps.label("measured_tps"),
-            Benchmark.accept_length.label("measured_accept_length"),
-            Prediction.source,
-            Prediction.predicted_tps,
-            Prediction.accept_length.label("predicted_accept_length"),
-            Gap.id.label("gap_id"),
-            Gap.gap,
-            Alert.benchmark_id.label("alert_id"),
-            (Alert.gap_id == Gap.id).label("verdict"),
-            and_(Alert.gap_id == Gap.id, Alert.is_alert).label("is_alert"),
-            case((Alert.gap_id == Gap.id, Alert.severity), else_=Gap.severity).label("severity"),
-            case((Alert.gap_id == Gap.id, Alert.reason), else_=None).label("reason"),
-            Gap.diagnoses,
-        )
-        .join(Deployment, Benchmark.deployment_id == Deployment.id)
-        .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
-        .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
-        .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
-        .outerjoin(Alert, Alert.benchmark_id == Benchmark.id)
-        .where(Benchmark.id.in_(benchmark_ids))
-        .order_by(Benchmark.id, Prediction.source)
-    )
-    frame = pd.DataFrame(session.execute(query).mappings().all())
-    frame["is_alert"] = frame["is_alert"].fillna(False).astype(bool)
-    frame["verdict"] = frame["verdict"].fillna(False).astype(bool)
-    return frame
+    return rows_of(session, query, LatestCheckpoint)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from sqlalchemy import update
 
 from specdash.app import parity_charts
+from specdash.app.frames import frame as as_frame
 from specdash.app.text import md, plotly_text, unmd
 from specdash.cli.main import cli
 from specdash.db import parity
@@ -46,7 +47,7 @@ def test_the_alert_header_shows_the_name_as_text(monkeypatch, demo_url):
 def test_the_parity_hover_and_legend_hold_no_html(demo_url):
     rename_story_run(demo_url, MARKUP + " %{x}")
     with reading(make_engine(demo_url)) as session:
-        frame = parity.parity_frame(session, "theory")
+        frame = as_frame(parity.parity_rows(session, "theory"), parity.ParityPoint)
     figure = parity_charts.parity_figure(frame, 0.1)
     texts = [str(trace.name) for trace in figure.data] + [
         str(cell)

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pandas as pd
 import streamlit as st
 
-from specdash.app import state, tables
+from specdash.app import frames, state, tables
 from specdash.app.live_charts import accept_length_figure, survival_figure, tps_figure
 from specdash.db import live_windows
 from specdash.db.models import utcnow
@@ -17,18 +17,19 @@ SCRAPING_WINDOW = timedelta(minutes=5)
 
 
 @st.cache_data(show_spinner=False)
-def targets(url: str) -> list[dict]:
+def targets(url: str) -> list[live_windows.LiveTarget]:
     return state.read(url, live_windows.live_targets)
 
 
 @st.cache_data(show_spinner=False)
 def series(url: str, deployment_id: int, checkpoint_id: int | None):
-    return state.read(url, live_windows.live_series, deployment_id, checkpoint_id)
+    windows = state.read(url, live_windows.live_series, deployment_id, checkpoint_id)
+    return frames.frame(windows, live_windows.LiveWindow)
 
 
-def label(target: dict) -> str:
-    drafter = f"{target['run']}/{target['checkpoint']}" if target["checkpoint"] else "drafter not named"
-    return f"{target['deployment']}: {drafter} ({target['windows']} window(s))"
+def label(target: live_windows.LiveTarget) -> str:
+    drafter = f"{target.run}/{target.checkpoint}" if target.checkpoint else "drafter not named"
+    return f"{target.deployment}: {drafter} ({target.windows} window(s))"
 
 
 def render() -> None:
@@ -43,13 +44,13 @@ def render() -> None:
             "scrapes with `specdash scrape --once a.prom b.prom --seconds 30 --deployment NAME`."
         )
         st.stop()
-    scraping_note(found[0]["stored"])
+    scraping_note(found[0].stored)
     choice = st.selectbox(
         "Deployment and drafter", range(len(found)), format_func=lambda i: label(found[i]), key="live_target"
     )
     target = found[choice]
-    frame = series(url, int(target["deployment_id"]), target["checkpoint_id"])
-    latest_window(frame, int(target["windows"]))
+    frame = series(url, target.deployment_id, target.checkpoint_id)
+    latest_window(frame, target.windows)
     st.plotly_chart(accept_length_figure(frame), key="live_accept_length")
     st.plotly_chart(survival_figure(frame), key="live_survival")
     st.plotly_chart(tps_figure(frame), key="live_tps")

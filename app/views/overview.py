@@ -104,17 +104,16 @@ def parity(url: str, sources: list[str], judging: str, threshold: float) -> None
     colour_by = pick[1].selectbox("Colour by", parity_charts.PARITY_COLOUR_BY, key="overview_colour")
     url_state.publish("source", source, judging)
     url_state.publish("colour", colour_by, "run")
-    points = state.parity(url, source)
-    frame = points.frame
+    frame, total, exact = state.parity(url, source)
     st.plotly_chart(
         parity_charts.parity_figure(frame, threshold, height=620, colour_by=colour_by),
         width="stretch",
         key="overview_parity",
     )
     shown = (
-        f"{points.total:,} benchmarks"
-        if points.exact
-        else f"{len(frame):,} of about {significant(points.total):,} benchmarks shown: the largest gaps "
+        f"{total:,} benchmarks"
+        if exact
+        else f"{len(frame):,} of about {significant(total):,} benchmarks shown: the largest gaps "
         "and an even sample of the rest"
     )
     st.caption(

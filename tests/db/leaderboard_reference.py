@@ -13,8 +13,15 @@ from specdash.db.leaderboard import LeaderboardFilter
 from specdash.db.leaderboard_sql import ENTRY, SETTING
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from specdash.db.parameters import load_baselines
-from specdash.db.queries import frame_of
+from specdash.db.queries import plain
 from specdash.rows import Baselines
+
+
+def frame_of(session, query) -> pd.DataFrame:
+    """A query's rows as a DataFrame with its labels as columns (the reference ranks in pandas)."""
+    result = session.connection().execute(query)
+    return pd.DataFrame.from_records(plain(result), columns=list(result.keys()))
+
 
 COLUMNS = [name for name in BOARD_COLUMNS if name != "target_model"]
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from sqlalchemy import func, select
 
 from specdash.app.board_frames import board_frame, choices_frame
+from specdash.app.frames import frame as as_frame
 from specdash.cli.main import cli
 from specdash.db import board, curves
 from specdash.db.deploy import DEPLOY_COLUMNS, deploy_table
@@ -116,7 +117,9 @@ def test_training_metric_rollups_on_postgres(pg_engine, tmp_path):
     with reading(pg_engine) as session:
         keys = dict(session.execute(select(MetricKey.name, MetricKey.id)).all())
         assert_rollups_match_points(session, {(run_id, k): (64, 4096) for k in keys.values()})
-        frame = curves.training_curves(session, [run_id], ["train/loss"], max_points=100)
+        frame = as_frame(
+            curves.training_curves(session, [run_id], ["train/loss"], max_points=100), curves.CurvePoint
+        )
     # steps 0-29,999, 300 a bucket: the first holds the 64-step rollup buckets starting at 0-256 (steps
     # 0-319), values 0-99 three times (14,850) and 0-19 (190); the last those starting at 29,760-29,952
     # (steps 29,760-29,999), all 2.0

@@ -6,11 +6,15 @@ import pandas as pd
 import pytest
 from sqlalchemy import func, insert, select
 
+from specdash.app.comparison_table import comparison_table
+from specdash.app.frames import frame as as_frame
 from specdash.db import alerts, parity, queries
 from specdash.db import checkpoint_queries as cq
 from specdash.db import curves as curves_db
+from specdash.db.curves import CurvePoint
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Alert, Benchmark, Checkpoint, MetricKey, MetricPoint, Run
+from specdash.db.outcomes import BenchmarkOutcome, benchmark_outcomes
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource
 
@@ -63,15 +67,16 @@ def test_prediction_sources_put_theory_first(demo):
 
 def test_parity_thinning_keeps_the_largest_gaps(demo):
     with reading(demo) as session:
-        full = parity.parity_frame(session, "theory")
+        full = as_frame(parity.parity_rows(session, "theory"), parity.ParityPoint)
         every = parity.parity_points(session, "theory", 13)
         thin = parity.parity_points(session, "theory", 8)
         total = parity.parity_total(session, "theory")
     assert len(full) == total == 13
-    assert every.exact and every.total == 13 and every.frame.equals(full)
+    assert every.exact and every.total == 13 and as_frame(every.rows, parity.ParityPoint).equals(full)
     # the 2 largest gaps, then every 3rd benchmark id of the rest (ids 3..15 with gaps: 13 / 6 -> stride 3)
-    assert thin.frame["benchmark_id"].tolist() == [3, 6, 9, 12, 15]
-    assert thin.frame["benchmark_id"].is_unique
+    thin_frame = as_frame(thin.rows, parity.ParityPoint)
+    assert thin_frame["benchmark_id"].tolist() == [3, 6, 9, 12, 15]
+    assert thin_frame["benchmark_id"].is_unique
     # estimated, not counted: the 5 sampled ids that have a gap, 3 ids each
     assert not thin.exact and thin.total == 15
 
@@ -80,13 +85,13 @@ def test_superseded_benchmarks_leave_the_parity_plot(demo):
     with transaction(demo) as session:
         session.get(Benchmark, 3).superseded_by_id = 4
     with reading(demo) as session:
-        assert 3 not in set(parity.parity_frame(session)["benchmark_id"])
+        assert 3 not in {row.benchmark_id for row in parity.parity_rows(session)}
         assert parity.parity_total(session) == 12
 
 
 def test_latest_checkpoint_per_run_with_its_best_speedup(demo):
     with reading(demo) as session:
-        latest = queries.latest_checkpoints(session).set_index("run")
+        latest = as_frame(queries.latest_checkpoints(session), queries.LatestCheckpoint).set_index("run")
     ttt5 = latest.loc[TTT5]
     assert ttt5["latest_checkpoint"] == "epoch_5" and ttt5["checkpoints"] == 5
     # best of epoch_5: 5 steps on PCIe, 208.9 tok/s over the measured 90 tok/s baseline
@@ -102,10 +107,10 @@ def test_latest_checkpoints_of_the_newest_runs_only(demo):
     """Bounded by the runs asked for: the run whose checkpoint was stored last first, runs without a
     checkpoint after every run with one, each row as the unbounded table has it."""
     with reading(demo) as session:
-        everyone = queries.latest_checkpoints(session).set_index("run")
+        everyone = as_frame(queries.latest_checkpoints(session), queries.LatestCheckpoint).set_index("run")
         newest_checkpoint = session.scalar(select(Checkpoint).order_by(Checkpoint.id.desc()).limit(1))
         newest_run = session.get(Run, newest_checkpoint.run_id).name
-        one = queries.latest_checkpoints(session, 1)
+        one = as_frame(queries.latest_checkpoints(session, 1), queries.LatestCheckpoint)
         runs = session.scalar(select(func.count()).select_from(Run))
         last = queries.newest_runs(session, runs)
         without = ids(session, Run, name="k25-eagle3-ttt3-smoke")
@@ -116,7 +121,7 @@ def test_latest_checkpoints_of_the_newest_runs_only(demo):
 
 def test_benchmark_outcomes_mark_alerts(demo):
     with reading(demo) as session:
-        outcomes = queries.benchmark_outcomes(session, [1, 3])
+        outcomes = as_frame(benchmark_outcomes(session, [1, 3]), BenchmarkOutcome)
     baseline = outcomes[outcomes["benchmark_id"] == 1].iloc[0]
     assert pd.isna(baseline["source"]) and not baseline["is_alert"]
     story = outcomes[outcomes["benchmark_id"] == 3].iloc[0]
@@ -130,12 +135,14 @@ def test_benchmark_outcomes_mark_alerts(demo):
 def test_checkpoint_comparison_of_one_setting(demo):
     with reading(demo) as session:
         run_id = ids(session, Run, name=TTT5)[0]
-        checkpoints = cq.checkpoints_frame(session, [run_id])
+        checkpoints = as_frame(cq.checkpoint_summaries(session, [run_id]), cq.CheckpointSummary)
         checkpoint_ids = checkpoints["id"].tolist()
-        deployments = cq.benchmarked_deployments(session, checkpoint_ids)
+        deployments = as_frame(cq.benchmarked_deployments(session, checkpoint_ids), cq.BenchmarkedDeployment)
         pcie = int(deployments.iloc[0]["id"])
         settings = cq.speculation_settings(session, checkpoint_ids, pcie)
-        frame = cq.checkpoint_comparison(session, checkpoint_ids, pcie, settings[0])
+        frame = as_frame(
+            cq.checkpoint_comparison(session, checkpoint_ids, pcie, settings[0]), cq.CheckpointComparison
+        )
     assert checkpoints["name"].tolist() == [f"epoch_{e}" for e in range(1, 6)]
     assert deployments.iloc[0]["name"] == PCIE and deployments.iloc[0]["benchmarks"] == 8
     # every epoch was measured at 5 steps; the other depths only at epoch 5
@@ -146,7 +153,7 @@ def test_checkpoint_comparison_of_one_setting(demo):
     assert theory["measured_tps"].tolist() == pytest.approx([181.9, 197.5, 191.1, 203.1, 208.9])
     assert (theory["n"] == 1).all() and theory["measured_tps_std"].isna().all()
     assert set(frame[frame["checkpoint"] == "epoch_5"]["source"]) == {"theory", "roofline-sim"}
-    table = cq.comparison_table(frame)
+    table = comparison_table(frame)
     assert len(table) == 5
     assert table["predicted_tps_roofline-sim"].notna().tolist() == [False] * 4 + [True]
 
@@ -166,8 +173,13 @@ def test_repeated_benchmarks_give_a_mean_and_a_standard_deviation(demo):
     with reading(demo) as session:
         checkpoint_id = ids(session, Checkpoint, name="epoch_1")[0]
         setting = cq.speculation_settings(session, [checkpoint_id], 1)[0]
-        frame = cq.checkpoint_comparison(session, [checkpoint_id], 1, setting)
-        only_gsm8k = cq.checkpoint_comparison(session, [checkpoint_id], 1, setting, dataset="gsm8k")
+        frame = as_frame(
+            cq.checkpoint_comparison(session, [checkpoint_id], 1, setting), cq.CheckpointComparison
+        )
+        only_gsm8k = as_frame(
+            cq.checkpoint_comparison(session, [checkpoint_id], 1, setting, dataset="gsm8k"),
+            cq.CheckpointComparison,
+        )
         datasets = cq.benchmark_datasets(session, [checkpoint_id], 1)
     row = frame[frame["source"] == "theory"].iloc[0]
     assert row["n"] == 3
@@ -193,8 +205,12 @@ def test_long_training_curves_are_bucketed_in_sql(engine):
         )
     with reading(engine) as session:
         assert cq.metric_keys(session, [run_id]) == ["train/acc_0", "train/loss"]
-        curves = curves_db.training_curves(session, [run_id], ["train/loss"], max_points=400)
-        short = curves_db.training_curves(session, [run_id], ["train/loss"], max_points=50_000)
+        curves = as_frame(
+            curves_db.training_curves(session, [run_id], ["train/loss"], max_points=400), CurvePoint
+        )
+        short = as_frame(
+            curves_db.training_curves(session, [run_id], ["train/loss"], max_points=50_000), CurvePoint
+        )
     assert len(curves) == 400 and (curves["key"] == "train/loss").all()
     assert curves["bucket_steps"].iloc[0] == 50
     first = curves.iloc[0]
@@ -216,7 +232,7 @@ def test_curve_buckets_span_every_key_and_skip_empty_ones(engine):
             [{"run_id": run_id, "key_id": k, "step": s, "value": 2.0 * s} for k, s in points],
         )
     with reading(engine) as session:
-        curves = curves_db.training_curves(session, [run_id], ["b", "a"], max_points=10)
+        curves = as_frame(curves_db.training_curves(session, [run_id], ["b", "a"], max_points=10), CurvePoint)
     assert set(curves["bucket_steps"]) == {150}
     key_a, key_b = curves[curves["key"] == "a"], curves[curves["key"] == "b"]
     # a: buckets from 0, 150, 300 (empty: left out), 450, 600, 750, 900 (900-999)
@@ -231,7 +247,7 @@ def test_curve_buckets_span_every_key_and_skip_empty_ones(engine):
 def test_position_acceptance_in_training_order(demo):
     with reading(demo) as session:
         checkpoint_ids = ids(session, Checkpoint)
-        frame = cq.position_acceptance_frame(session, checkpoint_ids)
+        frame = as_frame(cq.position_acceptance(session, checkpoint_ids), cq.PositionAcceptance)
     epoch_1 = frame[(frame["run"] == TTT5) & (frame["checkpoint"] == "epoch_1")]
     assert epoch_1["rate"].tolist() == [0.742, 0.60, 0.58, 0.56, 0.55]
     assert epoch_1["position"].tolist() == [0, 1, 2, 3, 4]
@@ -239,10 +255,10 @@ def test_position_acceptance_in_training_order(demo):
 
 def test_empty_selections_give_empty_frames(engine):
     with reading(engine) as session:
-        assert cq.checkpoints_frame(session, []).empty
+        assert as_frame(cq.checkpoint_summaries(session, []), cq.CheckpointSummary).empty
         assert cq.speculation_settings(session, [], 1) == []
-        assert cq.checkpoint_comparison(session, [], 1, None).empty
-        assert curves_db.training_curves(session, [], ["x"]).empty
+        assert as_frame(cq.checkpoint_comparison(session, [], 1, None), cq.CheckpointComparison).empty
+        assert as_frame(curves_db.training_curves(session, [], ["x"]), CurvePoint).empty
         assert cq.metric_keys(session, []) == []
-        assert queries.benchmark_outcomes(session, []).empty
-        assert queries.latest_checkpoints(session).empty
+        assert as_frame(benchmark_outcomes(session, []), BenchmarkOutcome).empty
+        assert as_frame(queries.latest_checkpoints(session), queries.LatestCheckpoint).empty

@@ -11,6 +11,7 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import insert, select
 
+from specdash.app.frames import frame as as_frame
 from specdash.db import curves
 from specdash.db.engine import reading, transaction
 from specdash.db.models import MetricKey, MetricPoint, MetricRollup, Run
@@ -82,10 +83,15 @@ def test_a_dense_log_keeps_both_rollups_and_its_curves_are_read_from_them(engine
         stored = stored_rollups(session)
         assert sum(1 for k in stored if k[1] == loss and k[2] == 64) == 400  # 25,600 / 64
         assert sum(1 for k in stored if k[1] == loss and k[2] == 4096) == 7  # ceil(25,600 / 4,096)
-        frame = curves.training_curves(session, [run_id], ["train/loss", "train/acc_0"], max_points=100)
+        frame = as_frame(
+            curves.training_curves(session, [run_id], ["train/loss", "train/acc_0"], max_points=100),
+            curves.CurvePoint,
+        )
         raw = curves._buckets(session, run_id, loss, 0, 25_599, 256)
         # 60 points a line: 427 steps a bucket, rollup buckets of 64 go by where they start
-        uneven = curves.training_curves(session, [run_id], ["train/loss"], max_points=60)
+        uneven = as_frame(
+            curves.training_curves(session, [run_id], ["train/loss"], max_points=60), curves.CurvePoint
+        )
     line = frame[frame["key"] == "train/loss"]
     assert set(frame["bucket_steps"]) == {256} and len(line) == 100
     # steps 0-255: values 0-99 twice (4,950 each) and 0-55 (1,540): 11,440 / 256
@@ -115,9 +121,11 @@ def test_a_sparse_log_keeps_only_the_wide_rollup(engine, tmp_path):
         assert {k[2] for k in stored_rollups(session)} == {4096}
         assert_rollups_match_points(session, {(run_id, k): (4096,) for k in key_ids(session).values()})
         # 99,951 steps in 400 buckets: 250 steps, under two rollup buckets: read from the points
-        frame = curves.training_curves(session, [run_id], ["train/loss"])
+        frame = as_frame(curves.training_curves(session, [run_id], ["train/loss"]), curves.CurvePoint)
         # at 12 points a line, 8,330 steps a bucket: rollup buckets 0-2 (steps 0-12,287) start in the first
-        coarse = curves.training_curves(session, [run_id], ["train/loss"], max_points=12)
+        coarse = as_frame(
+            curves.training_curves(session, [run_id], ["train/loss"], max_points=12), curves.CurvePoint
+        )
     assert set(frame["bucket_steps"]) == {250} and len(frame) == 400
     assert set(coarse["bucket_steps"]) == {8330} and len(coarse) == 12
     # steps 0, 50, ..., 12,250 (246 points); loss = step % 100, 0 and 50 alternating
@@ -170,7 +178,9 @@ def test_steps_out_of_order_and_a_negative_step(engine):
         assert stored_rollups(session) == {}
         offer(session, run_id, range(10_000, 20_000), lambda s: 0.5)  # points, no rollup again
         assert stored_rollups(session) == {}
-        frame = curves.training_curves(session, [run_id], ["loss"], max_points=100)
+        frame = as_frame(
+            curves.training_curves(session, [run_id], ["loss"], max_points=100), curves.CurvePoint
+        )
     assert set(frame["bucket_steps"]) == {201}  # ceil(20,003 / 100)
     assert frame["step"].iloc[0] == pytest.approx((-3 + sum(range(198))) / 199)  # steps -3 and 0-197
 

@@ -5,6 +5,7 @@ downgrade to 0013 drops the table and keeps the points."""
 
 import sqlite3
 
+from specdash.app.frames import frame as as_frame
 from specdash.db import curves
 from specdash.db.engine import make_engine, reading
 from specdash.db.schema import current_revision, downgrade, upgrade
@@ -73,7 +74,9 @@ def test_points_survive_and_dense_keys_get_their_rollups(demo_url, tmp_path):
         (dense, 4096, 1, 4096, sum(range(4096, 8192)), 3 * 4096.0, 3.0, 3.0),
     ]
     with reading(engine) as session:
-        frame = curves.training_curves(session, [run_id], ["dense/loss"], max_points=2)
+        frame = as_frame(
+            curves.training_curves(session, [run_id], ["dense/loss"], max_points=2), curves.CurvePoint
+        )
     assert frame[["step", "value"]].to_numpy().tolist() == [[2047.5, 1.0], [6143.5, 3.0]]
     downgrade(engine, "0013")
     with sqlite3.connect(path) as con:

@@ -4,6 +4,7 @@ page following the store while windows arrive."""
 import pandas as pd
 import pytest
 
+from specdash.app.frames import frame as as_frame
 from specdash.app.live_charts import accept_length_figure, survival_figure, survival_frame, tps_figure
 from specdash.app.text import unmd
 from specdash.db import live_windows
@@ -31,8 +32,11 @@ def test_charts_of_a_collapse_and_its_recovery(db_url):
     engine = scrape(db_url, "vllm_collapse.prom")
     with reading(engine) as session:
         (target,) = live_windows.live_targets(session)
-        frame = live_windows.live_series(session, target["deployment_id"], target["checkpoint_id"])
-    assert (target["run"], target["checkpoint"], target["windows"]) == ("r7", "epoch_2", 4)
+        frame = as_frame(
+            live_windows.live_series(session, target.deployment_id, target.checkpoint_id),
+            live_windows.LiveWindow,
+        )
+    assert (target.run, target.checkpoint, target.windows) == ("r7", "epoch_2", 4)
     # hand-worked accept lengths of the scenario's four windows (tests/ingest/live/test_scrape.py)
     assert frame["accept_length"].round(3).tolist() == [2.4, 1.05, 1.02, 2.3]
     assert frame["acceptance"].tolist() == ["steady", "collapsed", "still collapsed", "recovered"]
@@ -94,7 +98,10 @@ def test_a_day_of_windows_is_drawn_in_lines_and_the_legend_clears_the_right_axis
     engine = scrape(db_url, "vllm_collapse.prom")
     with reading(engine) as session:
         (target,) = live_windows.live_targets(session)
-        frame = live_windows.live_series(session, target["deployment_id"], target["checkpoint_id"])
+        frame = as_frame(
+            live_windows.live_series(session, target.deployment_id, target.checkpoint_id),
+            live_windows.LiveWindow,
+        )
     # four windows keep a marker each; 201 (the four repeated) are past MARKERS_UP_TO = 200
     assert {t.mode for t in accept_length_figure(frame).data if t.name.startswith("measured")} == {
         "lines+markers"

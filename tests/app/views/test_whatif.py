@@ -7,6 +7,7 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import select
 
+from specdash.app.frames import frame as as_frame
 from specdash.app.text import unmd
 from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth, tau_chain
@@ -221,8 +222,9 @@ def test_checkpoints_page_shows_the_acceptance_a_drafter_without_training_metric
     with reading(make_engine(real_url)) as session:
         checkpoint = session.scalars(select(Checkpoint.id).join(Run).where(Run.name == SB_DRAFTER)).one()
         measured = acceptance.measured_acceptance(session, checkpoint)
-        assert checkpoint_queries.position_acceptance_frame(session, [checkpoint]).empty  # no training rates
-        frame = checkpoint_queries.position_acceptance_frame(session, [checkpoint], from_benchmarks=True)
+        assert not checkpoint_queries.position_acceptance(session, [checkpoint])  # no training rates
+        rows = checkpoint_queries.position_acceptance(session, [checkpoint], from_benchmarks=True)
+        frame = as_frame(rows, checkpoint_queries.PositionAcceptance)
     assert frame["rate"].tolist() == pytest.approx(list(measured.rates))
     assert frame["position"].tolist() == list(range(len(measured.rates))) and len(measured.rates) == 7
     assert set(frame["source"]) == {"benchmarks: accept_length"}
