@@ -8,8 +8,8 @@ from specdash.answers.refresh import refresh
 from specdash.db import profiles, runs
 from specdash.db.calibration import CalibrationReport, apply_calibration
 from specdash.db.models import Deployment, ParameterSet
-from specdash.db.refresh_summary import RefreshSummary
 from specdash.db.runs import Removal
+from specdash.rows import RefreshSummary
 
 
 def refresh_deployments(session: Session, deployment_ids: list[int]) -> RefreshSummary:

@@ -18,12 +18,11 @@ from specdash.answers.judging import Judgement, judge_batch
 from specdash.answers.refresh_context import refresh_context, widen_context
 from specdash.answers.verdicts import REFRESH_WHO, settle_alert
 from specdash.costmodel.throughput import draft_steps
-from specdash.db import board, bulk
+from specdash.db import bulk, leaderboard_entries
 from specdash.db.bulk import analyze_written, expire_loaded
 from specdash.db.history import acceptance_references
 from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, Prediction
 from specdash.db.refresh_scope import benchmark_rows, drafter_rows, refresh_scope
-from specdash.db.refresh_summary import RefreshSummary
 from specdash.db.stored import (
     StoredPredictions,
     stored_alerts,
@@ -33,7 +32,7 @@ from specdash.db.stored import (
     write_gaps,
     write_predictions,
 )
-from specdash.rows import AlertValues, BenchmarkRow, Groups, RefreshContext, prediction_key
+from specdash.rows import AlertValues, BenchmarkRow, Groups, RefreshContext, RefreshSummary, prediction_key
 
 BATCH = 10_000  # benchmarks refreshed at a time
 
@@ -90,11 +89,13 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         _refresh_batches(session, groups, part, summary, checkpoint_ids)
         if summary.benchmarks == len(benches):  # the first batch's writes: the statements after it
             analyze_written(session, (Prediction, Gap, Alert), in_scope)
-        if not everything:  # the Leaderboard's entries of these checkpoints where refreshed (db/board.py)
-            board.update_at(session, _places(benches, groups))
+        if (
+            not everything
+        ):  # the Leaderboard's entries of these checkpoints where refreshed (db/leaderboard_entries.py)
+            leaderboard_entries.update_at(session, _places(benches, groups))
     summary.refitted = [context.deployments[d].name for d in context.refitted]
     if everything:
-        board.update(session, None)
+        leaderboard_entries.update(session, None)
     expire_loaded(session, (Prediction, Gap, Alert))
     return summary
 

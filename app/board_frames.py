@@ -6,7 +6,7 @@ import pandas as pd
 from specdash.app.frames import frame
 from specdash.db.deploy import DeployChoice
 from specdash.db.leaderboard import RankedEntry
-from specdash.db.leaderboard_sql import NUMBERS
+from specdash.db.leaderboard_ranking import NUMBERS
 
 INTEGER_COLUMNS = (
     "concurrency",

@@ -8,7 +8,7 @@ from plotly.colors import qualitative
 
 from specdash.app.text import abbreviate, plotly_text
 from specdash.costmodel.domain import PredictionSource
-from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX
+from specdash.db.checkpoints import MEASURED_SOURCE_PREFIX
 
 # D3 without its grey, which the "other runs" use
 RUN_COLOURS = [c for c in qualitative.D3 if c.upper() != "#7F7F7F"]

@@ -20,7 +20,7 @@ from specdash.costmodel.domain import SettingAtLoad, TauSource
 from specdash.db import (
     acceptance,
     alerts,
-    checkpoint_queries,
+    checkpoints,
     curves,
     deploy,
     depth_points,
@@ -302,26 +302,26 @@ def default_max_steps(url: str, checkpoint_id: int, deployment_id: int) -> int:
 
 @st.cache_data(show_spinner=False)
 def checkpoints_frame(url: str, run_ids: tuple[int, ...]) -> pd.DataFrame:
-    rows = read(url, checkpoint_queries.checkpoint_summaries, list(run_ids))
-    return frame(rows, checkpoint_queries.CheckpointSummary)
+    rows = read(url, checkpoints.checkpoint_summaries, list(run_ids))
+    return frame(rows, checkpoints.CheckpointSummary)
 
 
 @st.cache_data(show_spinner=False)
 def benchmarked_deployments(url: str, checkpoint_ids: tuple[int, ...]) -> pd.DataFrame:
-    rows = read(url, checkpoint_queries.benchmarked_deployments, list(checkpoint_ids))
-    return frame(rows, checkpoint_queries.BenchmarkedDeployment)
+    rows = read(url, checkpoints.benchmarked_deployments, list(checkpoint_ids))
+    return frame(rows, checkpoints.BenchmarkedDeployment)
 
 
 @st.cache_data(show_spinner=False)
 def speculation_settings(
     url: str, checkpoint_ids: tuple[int, ...], deployment_id: int
 ) -> list[SettingAtLoad]:
-    return read(url, checkpoint_queries.speculation_settings, list(checkpoint_ids), deployment_id)
+    return read(url, checkpoints.speculation_settings, list(checkpoint_ids), deployment_id)
 
 
 @st.cache_data(show_spinner=False)
 def benchmark_datasets(url: str, checkpoint_ids: tuple[int, ...], deployment_id: int) -> list[str]:
-    return read(url, checkpoint_queries.benchmark_datasets, list(checkpoint_ids), deployment_id)
+    return read(url, checkpoints.benchmark_datasets, list(checkpoint_ids), deployment_id)
 
 
 @st.cache_data(show_spinner=False)
@@ -332,15 +332,13 @@ def checkpoint_comparison(
     setting: SettingAtLoad,
     dataset: str | None,
 ) -> pd.DataFrame:
-    rows = read(
-        url, checkpoint_queries.checkpoint_comparison, list(checkpoint_ids), deployment_id, setting, dataset
-    )
-    return frame(rows, checkpoint_queries.CheckpointComparison)
+    rows = read(url, checkpoints.checkpoint_comparison, list(checkpoint_ids), deployment_id, setting, dataset)
+    return frame(rows, checkpoints.CheckpointComparison)
 
 
 @st.cache_data(show_spinner=False)
 def metric_keys(url: str, run_ids: tuple[int, ...]) -> list[str]:
-    return read(url, checkpoint_queries.metric_keys, list(run_ids))
+    return read(url, checkpoints.metric_keys, list(run_ids))
 
 
 @st.cache_data(show_spinner=False)
@@ -352,8 +350,8 @@ def training_curves(url: str, run_ids: tuple[int, ...], keys: tuple[str, ...]) -
 def position_acceptance(
     url: str, checkpoint_ids: tuple[int, ...], from_benchmarks: bool = False
 ) -> pd.DataFrame:
-    rows = read(url, checkpoint_queries.position_acceptance, list(checkpoint_ids), from_benchmarks)
-    return frame(rows, checkpoint_queries.PositionAcceptance)
+    rows = read(url, checkpoints.position_acceptance, list(checkpoint_ids), from_benchmarks)
+    return frame(rows, checkpoints.PositionAcceptance)
 
 
 @st.cache_data(show_spinner=False)

@@ -284,7 +284,7 @@ def benchmark_keys(engine):
 def overlay_work(engine, run_id: int):
     """What the Overview page and one run's Checkpoints page ask of the store (the pages' own queries)."""
     from specdash.app.state import LATEST_RUNS, PARITY_POINTS
-    from specdash.db import alerts, checkpoint_queries, parity, queries
+    from specdash.db import alerts, checkpoints, parity, queries
     from specdash.db.engine import reading
     from specdash.db.settings import get_gap_threshold
 
@@ -299,11 +299,11 @@ def overlay_work(engine, run_id: int):
             alerts.alert_page(session, alerts.AlertFilters(statuses=("open",)), 0, 5, count=False)
             queries.latest_checkpoints(session, LATEST_RUNS)
             # Checkpoints: the run's checkpoints on its first deployment and most covered setting
-            checkpoint_ids = [c.id for c in checkpoint_queries.checkpoint_summaries(session, [run_id])]
-            deployment_id = checkpoint_queries.benchmarked_deployments(session, checkpoint_ids)[0].id
-            setting = checkpoint_queries.speculation_settings(session, checkpoint_ids, deployment_id)[0]
-            checkpoint_queries.checkpoint_comparison(session, checkpoint_ids, deployment_id, setting)
-            checkpoint_queries.position_acceptance(session, checkpoint_ids)
+            checkpoint_ids = [c.id for c in checkpoints.checkpoint_summaries(session, [run_id])]
+            deployment_id = checkpoints.benchmarked_deployments(session, checkpoint_ids)[0].id
+            setting = checkpoints.speculation_settings(session, checkpoint_ids, deployment_id)[0]
+            checkpoints.checkpoint_comparison(session, checkpoint_ids, deployment_id, setting)
+            checkpoints.position_acceptance(session, checkpoint_ids)
 
     return work
 

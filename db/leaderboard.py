@@ -8,8 +8,8 @@ from sqlalchemy import Select, and_, case, func, over, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import PredictionSource
-from specdash.db import board
-from specdash.db.leaderboard_sql import (
+from specdash.db import leaderboard_entries
+from specdash.db.leaderboard_ranking import (
     ENTRY,
     NUMBERS,
     SETTING,
@@ -71,8 +71,8 @@ class LeaderboardFilter(Competing):
 
 def leaderboard_choices(session: Session) -> dict:
     """Deployments with checkpoint benchmarks (most benchmarks first), their loads, and the datasets: from
-    the stored entries (db/board.py) when the store holds them, else from the benchmarks."""
-    if board.holds(session, PredictionSource.THEORY):
+    the stored entries (db/leaderboard_entries.py) when the store holds them, else from the benchmarks."""
+    if leaderboard_entries.holds(session, PredictionSource.THEORY):
         return _stored_choices(session)
     benched = (
         Benchmark.checkpoint_id.is_not(None),
@@ -107,7 +107,7 @@ def leaderboard_choices(session: Session) -> dict:
 def _stored_choices(session: Session) -> dict:
     """The choices among the stored entries: one row per entry across datasets (theory's, by measured
     speedup), the datasets named by an entry's rows (one stored per dataset, or across naming its only one)."""
-    stored = board.TABLE
+    stored = leaderboard_entries.TABLE
     view = (stored.c.source == PredictionSource.THEORY, stored.c.rank_by == "measured")
     across = (*view, stored.c.across.is_(True))
     benchmarks = func.sum(stored.c.benchmarks)
@@ -203,15 +203,15 @@ def winners(session: Session, flt: LeaderboardFilter) -> list[PlaceWinner]:
 
 def _entries(session: Session, flt: LeaderboardFilter):
     """The filter's entries, unordered, with names: the stored view when the store holds the source's
-    (db/board.py), else computed from the benchmarks (the same ranking: a store not refreshed since, a
+    (db/leaderboard_entries.py), else computed from the benchmarks (the same ranking: a store not refreshed since, a
     dataset of '', a source without gaps); `open_alerts` is filled in for the rows read."""
-    if flt.dataset == "" or not board.holds(session, flt.source):
+    if flt.dataset == "" or not leaderboard_entries.holds(session, flt.source):
         return ranked_entries(flt, flt.rank_by)
-    stored = board.TABLE
+    stored = leaderboard_entries.TABLE
     view = [stored.c.source == flt.source, stored.c.rank_by == flt.rank_by]
     if flt.dataset is None:
         view.append(stored.c.across.is_(True))
-    else:  # an entry on one dataset only is stored once, across datasets, naming it (db/board.py)
+    else:  # an entry on one dataset only is stored once, across datasets, naming it (db/leaderboard_entries.py)
         view += [stored.c.across.in_([False, True]), stored.c.dataset == flt.dataset]
     if flt.deployment_id is not None:
         view.append(stored.c.deployment_id == flt.deployment_id)

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import and_, case, select
 from sqlalchemy.orm import Session
 
+from specdash.db.gap_joins import NAMES
 from specdash.db.models import (
     BENCHMARK_SETTING,
     Alert,
@@ -17,7 +18,6 @@ from specdash.db.models import (
     Run,
 )
 from specdash.db.rows import rows_of
-from specdash.db.selects import NAMES
 
 
 class BenchmarkOutcome(NamedTuple):

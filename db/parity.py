@@ -10,10 +10,10 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db.bulk import index_ends
+from specdash.db.gap_joins import NAMES, with_gap_joins
 from specdash.db.models import BENCHMARK_SETTING, SOURCE_KEY, Alert, Benchmark, Gap, Prediction
 from specdash.db.queries import plain
 from specdash.db.rows import rows_of
-from specdash.db.selects import NAMES, with_gap_joins
 
 
 class ParityPoint(NamedTuple):

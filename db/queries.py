@@ -6,6 +6,7 @@ from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
+from specdash.db.gap_joins import GAP_DETAIL_COLUMNS, muted_clause, with_gap_joins
 from specdash.db.models import (
     BUILTIN_SOURCES,
     SOURCE_KEY,
@@ -19,7 +20,6 @@ from specdash.db.models import (
     Run,
 )
 from specdash.db.rows import rows_of
-from specdash.db.selects import GAP_DETAIL_COLUMNS, muted_clause, with_gap_joins
 from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 
 

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from specdash.db import board
+from specdash.db import leaderboard_entries
 from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory
 from specdash.db.models import (
@@ -219,7 +219,7 @@ def delete_runs(session: Session, run_ids: list[int]) -> Removal:
     session.execute(delete(Benchmark).where(Benchmark.id.in_(benchmark_ids)))
     session.execute(delete(Prediction).where(Prediction.id.in_(prediction_ids)))
     session.execute(delete(PositionAcceptance).where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids)))
-    board.forget(session, session.scalars(checkpoint_ids).all())
+    leaderboard_entries.forget(session, session.scalars(checkpoint_ids).all())
     session.execute(delete(MetricRollup).where(MetricRollup.run_id.in_(run_ids)))
     session.execute(delete(MetricPoint).where(MetricPoint.run_id.in_(run_ids)))
     session.execute(delete(Checkpoint).where(Checkpoint.run_id.in_(run_ids)))
@@ -303,6 +303,8 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, list[
     session.execute(delete(IngestedFile).where(IngestedFile.id == file_id))
     session.expire_all()
     record_change(session, "undo ingest", "file", removal.what, note=_removed(removal))
-    board.update(session, checkpoints)  # a checkpoint left without benchmarks there is refreshed by none
+    leaderboard_entries.update(
+        session, checkpoints
+    )  # a checkpoint left without benchmarks there is refreshed by none
     remaining = list(session.scalars(select(Benchmark.id).where(Benchmark.deployment_id.in_(deployments))))
     return removal, remaining

@@ -20,9 +20,9 @@ class SchemaOutOfDate(Exception):
 
 def store_metadata() -> MetaData:
     """Every table of the store in one MetaData, as Alembic compares it: the core tables (db/models.py),
-    the live-training ones (db/live_models.py), the Leaderboard's (db/board_models.py) and the load fits
+    the live-training ones (db/live_models.py), the Leaderboard's (db/leaderboard_models.py) and the load fits
     (db/load_fit_models.py), which build on the core's."""
-    from specdash.db import board_models, load_fit_models  # noqa: F401  (register their tables)
+    from specdash.db import leaderboard_models, load_fit_models  # noqa: F401  (register their tables)
     from specdash.db.live_models import Base
 
     return Base.metadata
@@ -102,8 +102,8 @@ def fill_derived(engine: Engine) -> None:
     benchmarks by this specdash's ranking, when there are none yet and something competes."""
     from sqlalchemy.orm import Session
 
-    from specdash.db import board
-    from specdash.db.board_models import LeaderboardEntry
+    from specdash.db import leaderboard_entries
+    from specdash.db.leaderboard_models import LeaderboardEntry
     from specdash.db.models import Benchmark
 
     with Session(engine) as session, session.begin():
@@ -112,7 +112,7 @@ def fill_derived(engine: Engine) -> None:
         competing = Benchmark.speculative_algorithm.is_not(None) & Benchmark.checkpoint_id.is_not(None)
         if session.query(Benchmark.id).filter(competing).first() is None:
             return
-        board.update(session, None)
+        leaderboard_entries.update(session, None)
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:

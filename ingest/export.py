@@ -14,6 +14,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.acceptance import checkpoint_rates
+from specdash.db.gap_joins import NAMES, with_gap_joins
 from specdash.db.models import (
     Alert,
     Benchmark,
@@ -28,7 +29,6 @@ from specdash.db.models import (
     Run,
 )
 from specdash.db.repeats import repeat_columns
-from specdash.db.selects import NAMES, with_gap_joins
 from specdash.ingest.csvtext import spreadsheet_safe
 
 STREAM_ROWS = 10_000

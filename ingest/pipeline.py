@@ -19,7 +19,6 @@ from specdash.db.changes import current_who, record_change
 from specdash.db.engine import file_transaction, transaction
 from specdash.db.models import Benchmark, IngestedFile
 from specdash.db.records import PATH_CHARS
-from specdash.db.refresh_summary import RefreshSummary
 from specdash.ingest.formats.base import Format
 from specdash.ingest.policy import COMMIT, IngestPolicy, Mode, OnConflict, OnInvalid
 from specdash.ingest.problems import Problem
@@ -29,6 +28,7 @@ from specdash.ingest.rules import FileRules
 from specdash.ingest.sources import Read, Source
 from specdash.ingest.store import Store, store_records
 from specdash.ingest.store_summary import StoreSummary
+from specdash.rows import RefreshSummary
 
 
 def ingest(engine: Engine, source: Source, policy: IngestPolicy = COMMIT) -> IngestResult:
@@ -192,7 +192,7 @@ def _record_file(session: Session, read: Read, fmt: Format, summary: StoreSummar
 def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
     """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record;
     the Leaderboard's entries of their checkpoints are rewritten without them."""
-    from specdash.db import board
+    from specdash.db import leaderboard_entries
     from specdash.db.runs import file_checkpoints
 
     checkpoints = file_checkpoints(session, ingested.id)
@@ -200,7 +200,7 @@ def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
     removed = cast(CursorResult[Any], deleted).rowcount
     session.delete(ingested)
     session.flush()
-    board.update(session, checkpoints)
+    leaderboard_entries.update(session, checkpoints)
     return f"replaced the earlier ingest of {ingested.path} ({removed} benchmark(s) removed)"
 
 

@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.answers.advice import AdvisorySummary
-from specdash.db.refresh_summary import RefreshSummary
 from specdash.ingest.problems import Problem
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
+from specdash.rows import RefreshSummary
 
 __all__ = ["IngestResult", "Preview"]
 

@@ -13,7 +13,7 @@ from specdash.app.comparison_table import comparison_table
 from specdash.app.text import md
 from specdash.costmodel.accuracies import accuracy_position
 from specdash.costmodel.domain import SettingAtLoad
-from specdash.db.checkpoint_queries import MEASURED_SOURCE_PREFIX
+from specdash.db.checkpoints import MEASURED_SOURCE_PREFIX
 from specdash.ingest.csvtext import spreadsheet_safe
 
 # More checkpoints than this on one axis stop being readable; the latest ones are preselected.

@@ -1,6 +1,6 @@
 """The Leaderboard and the deploy answer as they were computed before the ranking moved into SQL: every
 competing benchmark read into pandas and ranked there. Kept as the reference the SQL path must reproduce
-(tests/db/test_leaderboard_sql.py)."""
+(tests/db/test_leaderboard_ranking.py)."""
 
 import pandas as pd
 from sqlalchemy import func, select
@@ -10,7 +10,7 @@ from specdash.app.board_frames import INTEGER_COLUMNS
 from specdash.db.deploy import DEPLOY_COLUMNS
 from specdash.db.leaderboard import COLUMNS as BOARD_COLUMNS
 from specdash.db.leaderboard import LeaderboardFilter
-from specdash.db.leaderboard_sql import ENTRY, SETTING
+from specdash.db.leaderboard_ranking import ENTRY, SETTING
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from specdash.db.parameters import load_baselines
 from specdash.db.queries import plain

@@ -339,8 +339,8 @@ def test_the_filters_choices_are_the_values_of_the_verdicts(request, store):
     what listing every verdict with its joins gave; a run without a benchmark is no choice."""
     from sqlalchemy import insert
 
+    from specdash.db.gap_joins import with_verdict_joins
     from specdash.db.models import Deployment, Prediction, Run
-    from specdash.db.selects import with_verdict_joins
 
     engine = make_engine(request.getfixturevalue(store))
     with transaction(engine) as session:  # nothing benchmarked: no verdict names them

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 
 from specdash.answers.refresh import refresh
-from specdash.db.board_models import LeaderboardEntry
 from specdash.db.engine import make_engine, reading, transaction
+from specdash.db.leaderboard_models import LeaderboardEntry
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, Gap, Prediction, Run
 from specdash.db.schema import upgrade
 from specdash.ingest.pipeline import ingest

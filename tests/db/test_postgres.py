@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from specdash.app.board_frames import board_frame, choices_frame
 from specdash.app.frames import frame as as_frame
 from specdash.cli.main import cli
-from specdash.db import board, curves
+from specdash.db import curves, leaderboard_entries
 from specdash.db.deploy import DEPLOY_COLUMNS, deploy_table
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.leaderboard import leaderboard
@@ -23,7 +23,7 @@ from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import PathSource
 from tests.conftest import FIXTURES, REAL_FIXTURES, needs_postgres
 from tests.db.leaderboard_reference import pandas_deploy_table, pandas_leaderboard
-from tests.db.test_leaderboard_sql import assert_same, build_store, filters
+from tests.db.test_leaderboard_ranking import assert_same, build_store, filters
 from tests.db.test_rollups import assert_rollups_match_points, offer, specforge_log
 
 pytestmark = needs_postgres
@@ -130,15 +130,15 @@ def test_training_metric_rollups_on_postgres(pg_engine, tmp_path):
 
 
 def test_the_leaderboard_computed_and_stored_on_postgres(pg_engine):
-    """The varied store of tests/db/test_leaderboard_sql.py: the ranking computed from the benchmarks, then
+    """The varied store of tests/db/test_leaderboard_ranking.py: the ranking computed from the benchmarks, then
     read from the stored entries, is the pandas ranking under every filter; so is the deploy answer."""
     build_store(pg_engine)
     for stored in (False, True):
         if stored:
             with transaction(pg_engine) as session:
-                board.update(session, None)
+                leaderboard_entries.update(session, None)
         with reading(pg_engine) as session:
-            assert board.holds(session, "theory") is stored
+            assert leaderboard_entries.holds(session, "theory") is stored
             for flt in filters(pg_engine):
                 assert_same(board_frame(leaderboard(session, flt)), pandas_leaderboard(session, flt))
                 if flt.rank_by == "measured":

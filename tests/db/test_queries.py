@@ -9,7 +9,7 @@ from sqlalchemy import func, insert, select
 from specdash.app.comparison_table import comparison_table
 from specdash.app.frames import frame as as_frame
 from specdash.db import alerts, parity, queries
-from specdash.db import checkpoint_queries as cq
+from specdash.db import checkpoints as cq
 from specdash.db import curves as curves_db
 from specdash.db.curves import CurvePoint
 from specdash.db.engine import make_engine, reading, transaction

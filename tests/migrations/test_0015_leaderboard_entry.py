@@ -14,7 +14,7 @@ from specdash.db.schema import downgrade, upgrade
 from tests.app.views.test_leaderboard import LLAMA8B, LLAMA8B_DEPLOYMENT, deployment_id, published_speedups
 from tests.conftest import sqlite_url
 from tests.db.leaderboard_reference import pandas_leaderboard
-from tests.db.test_leaderboard_sql import assert_same
+from tests.db.test_leaderboard_ranking import assert_same
 
 
 def tables(path) -> dict[str, list[tuple]]:

@@ -224,7 +224,7 @@ def test_names_that_fit_are_left_alone():
 
 
 def test_the_table_shows_a_page_of_the_ranking_at_a_time(monkeypatch, db_url):
-    from tests.db.test_leaderboard_sql import build_store
+    from tests.db.test_leaderboard_ranking import build_store
 
     engine = make_engine(db_url)
     build_store(engine, runs_made=12)

@@ -13,7 +13,7 @@ from specdash.app.whatif_charts import depth_figure, depth_table
 from specdash.costmodel import CostParams, depth_sweep, optimal_depth, tau_chain
 from specdash.costmodel.measured import conditional_from_accept_lengths, conditional_from_measured
 from specdash.costmodel.priors import DeploymentFacts, architecture_for, resolve_costs
-from specdash.db import acceptance, checkpoint_queries
+from specdash.db import acceptance, checkpoints
 from specdash.db.engine import make_engine, reading
 from specdash.db.models import Checkpoint, Run
 from tests.app_support import chain_accept_lengths, run_page, specbundle_rows
@@ -222,9 +222,9 @@ def test_checkpoints_page_shows_the_acceptance_a_drafter_without_training_metric
     with reading(make_engine(real_url)) as session:
         checkpoint = session.scalars(select(Checkpoint.id).join(Run).where(Run.name == SB_DRAFTER)).one()
         measured = acceptance.measured_acceptance(session, checkpoint)
-        assert not checkpoint_queries.position_acceptance(session, [checkpoint])  # no training rates
-        rows = checkpoint_queries.position_acceptance(session, [checkpoint], from_benchmarks=True)
-        frame = as_frame(rows, checkpoint_queries.PositionAcceptance)
+        assert not checkpoints.position_acceptance(session, [checkpoint])  # no training rates
+        rows = checkpoints.position_acceptance(session, [checkpoint], from_benchmarks=True)
+        frame = as_frame(rows, checkpoints.PositionAcceptance)
     assert frame["rate"].tolist() == pytest.approx(list(measured.rates))
     assert frame["position"].tolist() == list(range(len(measured.rates))) and len(measured.rates) == 7
     assert set(frame["source"]) == {"benchmarks: accept_length"}

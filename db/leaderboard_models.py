@@ -1,4 +1,4 @@
-"""The Leaderboard's entries as stored (db/board.py keeps them): derived from the benchmarks, their
+"""The Leaderboard's entries as stored (db/leaderboard_entries.py keeps them): derived from the benchmarks, their
 predictions and baselines, written by every refresh of what they depend on, so the page reads a ranking
 instead of computing one from every benchmark."""
 

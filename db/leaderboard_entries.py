@@ -1,6 +1,6 @@
-"""The Leaderboard's stored entries (db/board_models.py): rewritten by every refresh for the checkpoints it
+"""The Leaderboard's stored entries (db/leaderboard_models.py): rewritten by every refresh for the checkpoints it
 touched, for every prediction source with gaps (a source without stored entries yet gets all of them), and
-deleted with their checkpoints. The ranking itself is db/leaderboard_sql.py's, so a stored view holds what
+deleted with their checkpoints. The ranking itself is db/leaderboard_ranking.py's, so a stored view holds what
 the ranking computed on the spot would return."""
 
 from collections import defaultdict
@@ -11,9 +11,9 @@ from sqlalchemy import BindParameter, Insert, Table, bindparam, delete, func, in
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import PredictionSource
-from specdash.db.board_models import LeaderboardEntry
 from specdash.db.bulk import chunks
-from specdash.db.leaderboard_sql import STORED, Places, stored_rows
+from specdash.db.leaderboard_models import LeaderboardEntry
+from specdash.db.leaderboard_ranking import STORED, Places, stored_rows
 from specdash.db.queries import prediction_sources
 
 TABLE: Table = LeaderboardEntry.__table__  # type: ignore[assignment]

@@ -38,7 +38,7 @@ NUMBERS = [
     "error_band",
 ]
 RANKINGS = ("measured", "predicted")
-# a stored entry's columns (db/board_models.py), after its source and ranking
+# a stored entry's columns (db/leaderboard_models.py), after its source and ranking
 STORED = ["across", "dataset", *ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]
 
 
@@ -270,7 +270,7 @@ def ranked_entries(flt, rank_by: str):
 def stored_rows(
     source: str, checkpoint_ids: Sequence[int] | BindParameter | None, places: Places | None = None
 ) -> CompoundSelect:
-    """The entries to store for a source (db/board.py), of these checkpoints (None: all; at `places` only,
+    """The entries to store for a source (db/leaderboard_entries.py), of these checkpoints (None: all; at `places` only,
     when given), ranked both ways, as (source, rank_by, *STORED) rows: across datasets (`across`), and per dataset for an entry
     measured on several. An entry measured on one dataset only ranks the same on it as across datasets:
     its across row names that dataset and stands for both (otherwise its dataset is '')."""

@@ -1,4 +1,4 @@
-"""The Leaderboard's stored entries (db/board.py) give what the ranking computed from the benchmarks gives
+"""The Leaderboard's stored entries (db/leaderboard_entries.py) give what the ranking computed from the benchmarks gives
 (the pandas reference, tests/db/leaderboard_reference.py), for every filter, a page at a time; and every
 write that changes a ranking keeps them so: a refresh after an ingest, a new baseline, an undone ingest, a
 deleted run, a checkpoint rewritten after its benchmarks changed."""
@@ -10,11 +10,11 @@ from sqlalchemy import func, select
 
 from specdash.answers.edits import delete_ingested_file
 from specdash.app.board_frames import board_frame, choices_frame
-from specdash.db import board
-from specdash.db.board_models import LeaderboardEntry
+from specdash.db import leaderboard_entries
 from specdash.db.deploy import DEPLOY_COLUMNS, deploy_table
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard, leaderboard_size
+from specdash.db.leaderboard_models import LeaderboardEntry
 from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, IngestedFile, Run
 from specdash.db.runs import delete_runs
 from specdash.db.schema import upgrade
@@ -22,7 +22,7 @@ from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource
 from tests.app_support import specbundle_rows
 from tests.db.leaderboard_reference import pandas_deploy_table, pandas_leaderboard
-from tests.db.test_leaderboard_sql import assert_same, build_store, filters
+from tests.db.test_leaderboard_ranking import assert_same, build_store, filters
 from tests.ingest_support import native
 
 pytestmark = pytest.mark.slow
@@ -32,12 +32,12 @@ LLAMA8B = "Llama-3.1-8B-Instruct"
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
-    """The varied store of tests/db/test_leaderboard_sql.py with its entries stored."""
+    """The varied store of tests/db/test_leaderboard_ranking.py with its entries stored."""
     engine = make_engine(f"sqlite:///{tmp_path_factory.mktemp('board') / 'stored.db'}")
     upgrade(engine)
     build_store(engine)
     with transaction(engine) as session:
-        board.update(session, None)
+        leaderboard_entries.update(session, None)
     yield engine
     engine.dispose()
 
@@ -51,7 +51,7 @@ def same_as_computed(session, flt: LeaderboardFilter) -> int:
 def test_every_view_stored_is_the_ranking_computed(stored):
     compared = 0
     with reading(stored) as session:
-        assert board.stored_sources(session) == {"theory", "calibrated", "roofline-sim"}
+        assert leaderboard_entries.stored_sources(session) == {"theory", "calibrated", "roofline-sim"}
         for flt in filters(stored):
             compared += same_as_computed(session, flt)
     assert compared > 1000
@@ -110,7 +110,7 @@ def test_a_checkpoint_rewritten_after_its_benchmarks_changed(stored, tmp_path):
         for alert in session.scalars(select(Alert).where(Alert.benchmark_id.in_([b.id for b in benches]))):
             alert.status = "resolved"
         session.flush()
-        board.update(session, [checkpoint.id])
+        leaderboard_entries.update(session, [checkpoint.id])
         for flt in filters(stored):
             same_as_computed(session, flt)
         kept = session.execute(
