@@ -39,7 +39,7 @@ def calibration_benchmarks(session: Session, deployment_id: int) -> list[Calibra
     rows = session.execute(
         select(*_CALIBRATION_COLUMNS)
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Checkpoint.run)
         .where(Benchmark.deployment_id == deployment_id, Benchmark.speculative_algorithm.is_not(None))
         .order_by(Benchmark.id)
     )

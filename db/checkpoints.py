@@ -49,7 +49,7 @@ def checkpoint_summaries(session: Session, run_ids: list[int]) -> list[Checkpoin
             Checkpoint.path,
             benchmarks.label("benchmarks"),
         )
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .where(Checkpoint.run_id.in_(run_ids))
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
     )
@@ -244,7 +244,7 @@ def _measured(session: Session, scope: tuple[Any, ...]) -> list[tuple]:
             func.avg(Benchmark.accept_length * Benchmark.accept_length).label("tau_sq"),
         )
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .where(*scope)
         .group_by(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
     )
@@ -317,7 +317,7 @@ def position_acceptance(
     stored = checkpoint_acceptance(session, checkpoint_ids)
     named = session.execute(
         select(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .where(Checkpoint.id.in_(checkpoint_ids))
         .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
     ).all()

@@ -53,7 +53,7 @@ def with_gap_joins(query: Select) -> Select:
         .outerjoin(Alert, Alert.benchmark_id == Gap.benchmark_id)
         .join(Prediction, Gap.prediction_id == Prediction.id)
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
     )
 
@@ -65,7 +65,7 @@ def with_verdict_joins(query: Select) -> Select:
         query.select_from(Alert)
         .join(Benchmark, Alert.benchmark_id == Benchmark.id)
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
         .outerjoin(Gap, Alert.gap_id == Gap.id)
         .outerjoin(Prediction, Gap.prediction_id == Prediction.id)

@@ -72,7 +72,7 @@ def _series(
     query = (
         select(*_SERIES_COLUMNS)
         .join(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .where(Benchmark.speculative_algorithm.is_not(None))
     )
     if datasets is not None:

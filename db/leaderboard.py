@@ -226,7 +226,7 @@ def _entries(session: Session, flt: LeaderboardFilter):
             *(stored.c[name] for name in [*ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]),
         )
         .join(Checkpoint, stored.c.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .join(Deployment, stored.c.deployment_id == Deployment.id)
         .where(*view, Run.archived_at.is_(None))  # archived runs compete no more
         .subquery("entries")

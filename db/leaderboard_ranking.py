@@ -260,7 +260,7 @@ def ranked_entries(flt, rank_by: str):
             best.c.entry_open_alerts.label("open_alerts"),
         )
         .join(Checkpoint, best.c.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .join(Deployment, best.c.deployment_id == Deployment.id)
         .where(best.c.pick == 1, Run.archived_at.is_(None))  # archived runs compete no more
         .subquery("entries")

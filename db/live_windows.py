@@ -66,7 +66,7 @@ def live_targets(session: Session) -> list[LiveTarget]:
         )
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Checkpoint.run)
         .where(Benchmark.source_format == LIVE_FORMAT)
         .group_by(Deployment.id, Deployment.name, Benchmark.checkpoint_id, Run.name, Checkpoint.name)
         .order_by(func.max(Benchmark.created_at).desc())

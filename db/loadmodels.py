@@ -55,7 +55,7 @@ def speculative_benchmarks(
             Run.speculative_algorithm.label("drafter_algorithm"),
         )
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Checkpoint.run)
         .where(Benchmark.speculative_algorithm.is_not(None), Benchmark.superseded_by_id.is_(None))
     )
     if deployment_ids is not None:
@@ -117,7 +117,7 @@ def drafter_families(session: Session, deployment_id: int) -> dict[str, str]:
     query = (
         select(*keys, func.max(tau), func.max(Benchmark.id).label("latest"))
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Checkpoint.run)
         .where(
             Benchmark.deployment_id == deployment_id,
             Benchmark.speculative_algorithm.is_not(None),

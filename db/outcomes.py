@@ -15,7 +15,6 @@ from specdash.db.models import (
     Deployment,
     Gap,
     Prediction,
-    Run,
 )
 from specdash.db.rows import rows_of
 
@@ -75,7 +74,7 @@ def benchmark_outcomes(session: Session, benchmark_ids: list[int]) -> list[Bench
         )
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Checkpoint.run)
         .outerjoin(Gap, Gap.benchmark_id == Benchmark.id)
         .outerjoin(Prediction, Gap.prediction_id == Prediction.id)
         .outerjoin(Alert, Alert.benchmark_id == Benchmark.id)

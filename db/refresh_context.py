@@ -36,7 +36,7 @@ def reference_contexts(session: Session, deployment_ids: Sequence[int] | None) -
 def read_drafters(session: Session, checkpoint_ids: Sequence[int] | None) -> dict[int, Drafter]:
     rates = checkpoint_rates(session, checkpoint_ids)
     query = select(Checkpoint.id, Run.speculative_algorithm, Run.hidden_size, Run.ttt_length, Run.id).join(
-        Run, Checkpoint.run_id == Run.id
+        Checkpoint.run
     )
     return {
         checkpoint_id: Drafter(algorithm, hidden_size, ttt_length, run_id, rates.get(checkpoint_id, ()))

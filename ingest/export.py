@@ -67,7 +67,7 @@ def _checkpoints(run: str | None) -> Select:
             Checkpoint.step,
             Checkpoint.path,
         )
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .order_by(Run.name, Checkpoint.step, Checkpoint.name)
     )
     return query.where(Run.name == run) if run else query
@@ -128,7 +128,7 @@ def _benchmarks(run: str | None) -> Select:
         )
         .join(Deployment, Benchmark.deployment_id == Deployment.id)
         .outerjoin(Checkpoint, Benchmark.checkpoint_id == Checkpoint.id)
-        .outerjoin(Run, Checkpoint.run_id == Run.id)
+        .outerjoin(Checkpoint.run)
         .outerjoin(IngestedFile, Benchmark.ingested_file_id == IngestedFile.id)
         .order_by(Benchmark.id)
     )
@@ -161,7 +161,7 @@ def _predictions(run: str | None) -> Select:
             Prediction.error_band,
         )
         .join(Checkpoint, Prediction.checkpoint_id == Checkpoint.id)
-        .join(Run, Checkpoint.run_id == Run.id)
+        .join(Checkpoint.run)
         .join(Deployment, Prediction.deployment_id == Deployment.id)
         .outerjoin(ParameterSet, Prediction.parameter_set_id == ParameterSet.id)
         .order_by(Prediction.id)
