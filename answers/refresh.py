@@ -71,6 +71,7 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     )
     in_scope = sum(map(len, scope.values()))
     analyze_written(session, (Benchmark, Checkpoint), in_scope)  # a file's benchmarks, stored just now
+    places: list[dict[int, set[tuple[int, int]]]] = []
     # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
     # drafter's benchmarks, however many a file brings.
     for checkpoint_ids in _checkpoint_batches(scope):
@@ -89,13 +90,15 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
         _refresh_batches(session, groups, part, summary, checkpoint_ids)
         if summary.benchmarks == len(benches):  # the first batch's writes: the statements after it
             analyze_written(session, (Prediction, Gap, Alert), in_scope)
-        if (
-            not everything
-        ):  # the Leaderboard's entries of these checkpoints where refreshed (db/leaderboard_entries.py)
-            leaderboard_entries.update_at(session, _places(benches, groups))
+        if not everything:  # where each batch refreshed its checkpoints' Leaderboard entries
+            places.append(_places(benches, groups))
     summary.refitted = [context.deployments[d].name for d in context.refitted]
+    # the Leaderboard's entries (db/leaderboard_entries.py) once every batch is written: a first refresh
+    # ranks every entry once, not again for each later batch
     if everything:
         leaderboard_entries.update(session, None)
+    else:
+        leaderboard_entries.update_at(session, places)
     expire_loaded(session, (Prediction, Gap, Alert))
     return summary
 

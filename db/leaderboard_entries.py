@@ -50,20 +50,43 @@ def update(session: Session, checkpoint_ids: Iterable[int] | None) -> None:
     _update(session, None if checkpoint_ids is None else sorted(set(checkpoint_ids)), None)
 
 
-def update_at(session: Session, places: Mapping[int, Collection[tuple[int, int]]]) -> None:
-    """Rewrite the stored entries of these checkpoints only at these (deployment, load) places each (an
-    entry is computed from the benchmarks and baselines at its own deployment and load): checkpoints
-    touched at the same few places in one statement, the others (or all, when that would take many
-    statements) whole."""
+def update_at(session: Session, batches: Sequence[Mapping[int, Collection[tuple[int, int]]]]) -> None:
+    """Rewrite the stored entries of each refresh batch's checkpoints only at these (deployment, load)
+    places each (an entry is computed from the benchmarks and baselines at its own deployment and load):
+    checkpoints touched at the same few places in one statement, the others (or all, when that would take
+    many statements) whole. Called once the batches are written: a source without stored entries yet gets
+    all of them once, not once and then again for every later batch's checkpoints."""
+    if not any(batches):
+        return
+    stored = stored_sources(session)
+    shown = sources(session)
+    for source in shown:
+        if source not in stored:
+            _rewrite(session, source, None, None)
+    for source in stored - set(shown):  # a source whose gaps are gone
+        session.execute(delete(TABLE).where(TABLE.c.source == source))
+    kept = [source for source in shown if source in stored]
+    for places in batches:
+        for ids, where in _place_groups(places):
+            for source in kept:
+                _rewrite(session, source, ids, where)
+
+
+def _place_groups(places: Mapping[int, Collection[tuple[int, int]]]) -> list[tuple[list[int], Places | None]]:
+    """The checkpoints rewritten together, and the places they are rewritten at (None: whole)."""
     together: dict[frozenset[tuple[int, int]] | None, list[int]] = defaultdict(list)
     for checkpoint_id, at in places.items():
         few = frozenset(at)
         together[few if len(few) <= FEW_PLACES else None].append(checkpoint_id)
     if len(together) > PLACE_GROUPS:
         together = {None: list(places)}
-    for key, ids in together.items():
-        where = None if key is None else Places(sorted({d for d, _ in key}), sorted({n for _, n in key}))
-        _update(session, sorted(ids), where)
+    return [
+        (
+            sorted(ids),
+            None if key is None else Places(sorted({d for d, _ in key}), sorted({n for _, n in key})),
+        )
+        for key, ids in together.items()
+    ]
 
 
 def _update(session: Session, ids: list[int] | None, places: Places | None) -> None:
