@@ -143,6 +143,12 @@ class BenchmarkWriter:
             return key in self._prefetched
         return self.session.scalar(select(Benchmark.id).where(Benchmark.record_key == key)) is not None
 
+    def finish(self) -> None:
+        """The last buffered benchmarks inserted; the file's record keys let go, as the refresh and advice
+        that follow in its transaction need only the ids (300,000 keys: tens of MB)."""
+        self.flush()
+        self._keys, self._prefetched, self._prefetched_all, self._key_of = set(), set(), set(), {}
+
     def flush(self) -> None:
         """Insert the buffered benchmarks in one multi-row statement; their ids in the order added."""
         rows, self._pending = self._pending, []

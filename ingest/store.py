@@ -224,7 +224,7 @@ class Store:
                     raise LinkError("target_deployment", str(exc)) from None
 
     def finish(self) -> StoreSummary:
-        self.benchmarks.flush()
+        self.benchmarks.finish()
         self.summary.new_names = self.benchmarks.names.new
         self._apply_targets()
         self.points.flush()

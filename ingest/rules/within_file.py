@@ -10,6 +10,7 @@ points, neither a repeat nor a conflict.
 Training logs are the exception: a resumed run re-logs the steps after its checkpoint, so a log's later
 values win (Resumes) and the summary says where it resumed and how many points were replaced."""
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,7 @@ REPEAT_KEY_FIELDS = (
 MAX_REPEATS_NAMED = 3
 
 
-@dataclass
+@dataclass(slots=True)
 class Measured:
     line: int | None
     decode_tps: float
@@ -52,6 +53,13 @@ def repeat_key(record: BenchmarkRecord) -> tuple[Any, ...]:
     target = (record.raw or {}).get("target_model")  # SpecBundle: one deployment may serve several
     lengths = length_class(record.input_tokens, record.output_tokens)  # outputs sampled anew each run
     return (str(target), *lengths, *(getattr(record, name) for name in REPEAT_KEY_FIELDS))
+
+
+def repeat_digest(record: BenchmarkRecord) -> bytes:
+    """repeat_key in 16 bytes: a file's every benchmark is remembered by it, and the key's own tuple of
+    strings (a few hundred bytes a benchmark) would grow the ingest's memory with the file."""
+    # the key holds only str, int and None, whose repr tells equal values from unequal ones
+    return hashlib.blake2b(repr(repeat_key(record)).encode(), digest_size=16).digest()
 
 
 def context_words(record: BenchmarkRecord) -> str:
@@ -71,8 +79,8 @@ class Ledger:
         self.is_log = is_log  # a server log's starts measure one setting again: levels, not repeats
         self.checkpoints: dict[tuple[str, str], tuple[int | None, list[float]]] = {}
         self.points: dict[tuple[str, str, int], tuple[int | None, float]] = {}
-        self.measured: dict[tuple[Any, ...], list[Measured]] = {}
-        self.repeats: dict[tuple[Any, ...], BenchmarkRecord] = {}  # key -> its first record, once they differ
+        self.measured: dict[bytes, list[Measured]] = {}  # by repeat_digest
+        self.repeats: dict[bytes, BenchmarkRecord] = {}  # digest -> its first record, once they differ
 
     def conflict(self, record: Any, line: int | None) -> Conflict | None:
         if isinstance(record, CheckpointRecord) and record.acceptance is not None:
@@ -108,7 +116,7 @@ class Ledger:
     def _benchmark(self, record: BenchmarkRecord, line: int | None) -> Conflict | None:
         """A repeat of a setting, load and dataset is kept; the same timestamped run with another speed
         contradicts itself."""
-        key = repeat_key(record)
+        key = repeat_digest(record)
         earlier = self.measured.setdefault(key, [])
         at = record.measured_at
         for before in earlier:

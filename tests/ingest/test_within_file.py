@@ -219,3 +219,26 @@ def test_two_sharegpt_runs_whose_sampled_outputs_differ_a_little_are_still_a_rep
     assert result.status == "loaded", [str(p) for p in result.problems]
     assert "1 repeat group(s) kept" in describe(result)
     assert "64.5 and 63.7 tok/s (lines 1, 2)" in describe(result)
+
+
+def test_a_benchmark_is_remembered_by_a_digest_of_its_repeat_key():
+    """The ledger holds every benchmark of a file: 16 bytes of key each, the same for one setting, load,
+    dataset and context, another when any of them differs (None is not the text 'None')."""
+    from specdash.ingest.records import BenchmarkRecord
+    from specdash.ingest.rules.within_file import Ledger, repeat_digest
+
+    fields = dict(kind="benchmark", deployment="8x H100", concurrency=4, dataset="mt-bench", decode_tps=60.0)
+    one = BenchmarkRecord(**fields)
+    assert repeat_digest(one) == repeat_digest(BenchmarkRecord(**{**fields, "decode_tps": 61.0}))
+    others = [
+        BenchmarkRecord(**{**fields, "concurrency": 8}),
+        BenchmarkRecord(**{**fields, "dataset": None}),
+        BenchmarkRecord(**{**fields, "dataset": "None"}),
+        BenchmarkRecord(**{**fields, "input_tokens": 1024}),
+    ]
+    assert len({repeat_digest(one), *map(repeat_digest, others)}) == 1 + len(others)
+    ledger = Ledger(is_log=False)
+    for line, record in enumerate([one, BenchmarkRecord(**{**fields, "decode_tps": 61.0}), *others]):
+        assert ledger.conflict(record, line) is None
+    assert [len(key) for key in ledger.measured] == [16] * 5
+    assert list(ledger.repeats) == [repeat_digest(one)] and "1 repeat group(s)" in (ledger.note() or "")
