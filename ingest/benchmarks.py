@@ -73,6 +73,7 @@ class BenchmarkWriter:
         self._prefetched_all: set[str] = set()
         self._key_of: dict[int, str] = {}
         self.names = NameGuard(session, rows, link)
+        self.ingested_file_id: int | None = None  # the file's row, when it is recorded (ingest/pipeline.py)
 
     def add(self, record: BenchmarkRecord, line: int | None = None) -> None:
         deployment_name = self.link.deployment or record.deployment
@@ -113,6 +114,7 @@ class BenchmarkWriter:
                 checkpoint_id=checkpoint.id if checkpoint else None,
                 source_format=self.source_format,
                 created_at=self._created_at,
+                ingested_file_id=self.ingested_file_id,
                 **fields,
             )
         )

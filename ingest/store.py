@@ -260,11 +260,14 @@ def store_records(
     problems: list[Problem],
     update: bool = False,
     action: str = "ingest --update",
+    ingested_file_id: int | None = None,
 ) -> Store:
     """Store validated records in the session's transaction, STORE_BATCH at a time (one duplicate check,
     one multi-row INSERT of benchmarks per batch); a record that cannot be linked is a problem on its line
     in `problems`, and the others are stored."""
     store = Store(session, link, fmt_name, update=update, source_name=name, change_action=action)
+    # the file's row is made before its benchmarks, which are inserted with it (no UPDATE of each after)
+    store.benchmarks.ingested_file_id = ingested_file_id
     batch: list[Located] = []
     for item in items:
         batch.append(item)

@@ -113,3 +113,24 @@ def test_a_file_refused_before_the_write_lock_is_a_result(engine):
     refused = ingest(engine, UploadSource("bad.jsonl", b'{"kind": "run"}\n'))
     assert refused.status == "failed" and refused.store is None and refused.problems
     assert content(engine) == before
+
+
+def test_each_benchmark_is_stored_with_its_file_and_a_refused_file_leaves_no_row(engine):
+    """The file's row is made before its benchmarks, which are inserted with its id; its record count is
+    written once they are stored; a file refused whole leaves neither its row nor its benchmarks."""
+    from sqlalchemy import select
+
+    from specdash.db.engine import reading
+    from specdash.db.models import Benchmark, IngestedFile
+
+    path = SGLANG / "bench_serving_0.5.23.jsonl"
+    result = ingest(engine, PathSource(path))
+    with reading(engine) as session:
+        files = session.scalars(select(IngestedFile)).all()
+        assert [(f.path[-len(path.name) :], f.records) for f in files] == [(path.name, 1)]
+        owners = session.scalars(select(Benchmark.ingested_file_id)).all()
+    assert result.store is not None and owners == [files[0].id]
+    bad = UploadSource("bad.jsonl", b'{"kind": "benchmark", "deployment": "x", "decode_tps": -1}\n')
+    assert ingest(engine, bad).status == "failed"
+    with reading(engine) as session:
+        assert session.scalar(select(IngestedFile.id).where(IngestedFile.path == "bad.jsonl")) is None
