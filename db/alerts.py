@@ -28,7 +28,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.queries import plain
+from specdash.db.rows import rows_of
 from specdash.db.settings import get_gap_threshold, threshold_sql
 
 # An alert's severity is its verdict's; "none" for an alert without one.
@@ -367,7 +367,7 @@ def mutes(session: Session, active_only: bool = True) -> list[MutedDiagnosis]:
         .where(AlertMute.lifted_at.is_(None) if active_only else true())
         .order_by(AlertMute.id)
     )
-    return list(map(MutedDiagnosis._make, plain(session.connection().execute(query))))
+    return rows_of(session, query, MutedDiagnosis)
 
 
 def supersede_candidates(session: Session, benchmark_id: int) -> list[RerunCandidate]:
@@ -394,7 +394,7 @@ def supersede_candidates(session: Session, benchmark_id: int) -> list[RerunCandi
         )
         .order_by(Benchmark.id.desc())
     )
-    return list(map(RerunCandidate._make, plain(session.connection().execute(query))))
+    return rows_of(session, query, RerunCandidate)
 
 
 def link_superseding(

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from specdash.db.bulk import Column
 from specdash.db.models import GAP_STATUSES, utcnow
+from specdash.db.rows import rows_of
 
 
 class StatusChange(NamedTuple):
@@ -105,4 +106,4 @@ def history(session: Session, event_model: type, owner: Column, owner_id: int) -
     """Who changed a row's status or note, and when, oldest first (`owner`: the events' column naming it)."""
     columns = [getattr(event_model, name) for name in StatusChange._fields]
     query = select(*columns).where(owner == owner_id).order_by(event_model.id)  # type: ignore[attr-defined]
-    return list(map(StatusChange._make, session.connection().execute(query)))
+    return rows_of(session, query, StatusChange)

@@ -23,7 +23,7 @@ from specdash.db.models import (
     Run,
     utcnow,
 )
-from specdash.db.queries import plain
+from specdash.db.rows import rows_of
 
 MAX_TAG = 40
 
@@ -254,7 +254,7 @@ def ingested_files(session: Session) -> list[IngestedFileEntry]:
         .outerjoin(stored, stored.c.ingested_file_id == IngestedFile.id)
         .order_by(IngestedFile.ingested_at.desc(), IngestedFile.id.desc())
     )
-    return list(map(IngestedFileEntry._make, plain(session.connection().execute(query))))
+    return rows_of(session, query, IngestedFileEntry)
 
 
 def file_removal(session: Session, file_id: int) -> Removal:
