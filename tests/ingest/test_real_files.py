@@ -306,6 +306,19 @@ GATE = {
     # 42757 x 3.56 / 152224 = 0.9999 token an entry (a gap carries one at least): per request 1000 / median
     # ITL 2.82, not x 3.46
     "real/sglang_console_spec_itl_per_token_pr9588.txt": [Expected(4, 1000 / 2.82, 1067.83, 3.46)],
+    # InferenceX's vLLM bench serve JSON (its fork of benchmark_serving.py): MiniMax-M2.5 on vLLM disaggregated
+    # over 16 MI355X (8 prefill + 8 decode), 512 concurrent, 1024 in / 1024 out; per request 1000 / median
+    # TPOT 39.0400 ms, aggregate as written (512 x 25.61 = 13115 tok/s bounds the 12787.6 measured)
+    "real/vllm_bench_serve_pd_minimax_c512_inferencex.json": [
+        Expected(512, 1000 / 39.040027885107854, 12787.631138149543, None)
+    ],
+    # InferenceX: Qwen3.5-397B-A17B-FP8 served by ATOM with MTP on 4 MI355X, 64 concurrent, 8192 in / 1024
+    # out; the file carries no spec_decode_* key, so no speculation is stored (its median ITL of 59.90 ms
+    # over a median TPOT of 33.01 ms is the only trace: about 1.8 tokens a streamed chunk); per request
+    # 1000 / 33.0147 ms, aggregate as written (64 x 30.29 = 1938.6 bounds the 1865.5 measured)
+    "real/vllm_bench_serve_atom_mtp_c64_inferencex.json": [
+        Expected(64, 1000 / 33.014678370962265, 1865.520522185723, None)
+    ],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
