@@ -211,6 +211,17 @@ GATE = {
         Expected(8, 1438.28 / 8, 1438.28, 4.51),
         Expected(8, 1796.37 / 8, 1796.37, 2.6),
     ],
+    # SpecForge's bench_model_speedup.py run of gpt-oss-120b at batch 1 (a feature branch): the target alone
+    # (steps 0, acc_length 1.0: no speculation) on mtbench, gsm8k, humaneval and mtbench again (348.65 then
+    # 333.45 tok/s: a repeat, both kept), then EAGLE3 3/1/4 on mtbench at 507.45 tok/s, accept length 2.68;
+    # "throughput" is completion_tokens / duration (27468 / 78.78 = 348.67), one request at a time
+    "real/specforge_gpt_oss_120b_eagle3_a8dad99a.jsonl": [
+        Expected(1, 348.65, 348.65, None),
+        Expected(1, 337.26, 337.26, None),
+        Expected(1, 349.82, 349.82, None),
+        Expected(1, 333.45, 333.45, None),
+        Expected(1, 507.45, 507.45, 2.68),
+    ],
     # The printed result blocks (serving-console): concurrency = "Max request concurrency:" (SGLang) or
     # "Maximum request concurrency:" (vLLM), per request = 1000 / "Median TPOT (ms):", aggregate = "Output
     # token throughput (tok/s):", accept length = SGLang's "Accept length:" or vLLM's "Acceptance length:".
