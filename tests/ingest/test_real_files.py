@@ -317,6 +317,25 @@ GATE = {
     # 42757 x 3.56 / 152224 = 0.9999 token an entry (a gap carries one at least): per request 1000 / median
     # ITL 2.82, not x 3.46
     "real/sglang_console_spec_itl_per_token_pr9588.txt": [Expected(4, 1000 / 2.82, 1067.83, 3.46)],
+    # vllm bench serve --save-result JSON with the server's spec_decode_* counters (dgx-spark-benchmarks, one
+    # DGX Spark): per request 1000 / median TPOT, aggregate as written, accept length 1 + accepted / drafts
+    # (the written spec_decode_acceptance_length); drafts per round = draft tokens / drafts.
+    # Nemotron-3-Super NVFP4 with MTP (172323 / 57441 = 3 a round), 1.5 requests/s capped at 25 in flight;
+    # median TPOT 272.567 ms, 70.71 tok/s; 1 + 92929 / 57441 = 2.618 (53.93 % = 92929 / 172323)
+    "real/vllm_bench_serve_nemotron3_super_mtp_c25_dgxspark.json": [
+        Expected(25, 1000 / 272.56683558655834, 70.71284518179225, 1 + 92929 / 57441)
+    ],
+    # gemma-4-26B-A4B with MTP (166600 / 41650 = 4 a round), 0.3 requests/s, no cap: Little's law, 132.35 /
+    # (1000 / 93.504) = 12.38, so 12 (the client saw 26 at most); 1 + 55458 / 41650 = 2.332
+    "real/vllm_bench_serve_gemma4_mtp_rate03_dgxspark.json": [
+        Expected(12, 1000 / 93.5037078153666, 132.34897756829602, 1 + 55458 / 41650)
+    ],
+    # Muse-Glimmer-30B with a DFlash drafter at 15 tokens (1406205 / 93747 = 15 a round) accepting 2 %,
+    # 1.0 requests/s, no cap, saturated (median TTFT 370 s in the queue): Little's law, 39.836 / (1000 /
+    # 3375.29) = 134.46, so 134; median TPOT 3375.29 ms; 1 + 29182 / 93747 = 1.311
+    "real/vllm_bench_serve_dflash15_rate1_saturated_dgxspark.json": [
+        Expected(134, 1000 / 3375.294334995717, 39.835874537560855, 1 + 29182 / 93747)
+    ],
     # InferenceX's vLLM bench serve JSON (its fork of benchmark_serving.py): MiniMax-M2.5 on vLLM disaggregated
     # over 16 MI355X (8 prefill + 8 decode), 512 concurrent, 1024 in / 1024 out; per request 1000 / median
     # TPOT 39.0400 ms, aggregate as written (512 x 25.61 = 13115 tok/s bounds the 12787.6 measured)
@@ -405,3 +424,17 @@ def test_the_gate_holds_every_real_file():
     held = {name.split("/", 1)[1] for name in GATE if name.startswith("real/")} | {"specbundle-data.json"}
     files = {p.name for p in REAL.iterdir() if not p.name.startswith("LICENSE") and p.suffix != ".md"}
     assert files == held
+
+
+def test_a_bench_serve_result_keeps_the_servers_per_position_acceptance(engine):
+    """dgx-spark-benchmarks' Nemotron-3-Super MTP run: 172323 draft tokens over 57441 drafts is 3 a round,
+    and the per-position acceptance the file writes as fractions (0.7668, 0.5119, 0.3391) is stored as they
+    are: they sum to 92929 / 57441 = 1.618, the accept length less the bonus token."""
+    path = REAL / "vllm_bench_serve_nemotron3_super_mtp_c25_dgxspark.json"
+    load(engine, path, IngestPolicy(link=LinkOptions(deployment="real")))
+    (stored,) = benchmarks(engine)
+    assert stored.num_steps == 3
+    assert stored.position_survival == pytest.approx(
+        [0.7667693807559061, 0.5119339844362041, 0.33911317699900767]
+    )
+    assert sum(stored.position_survival) == pytest.approx(92929 / 57441)
