@@ -211,6 +211,17 @@ GATE = {
         Expected(8, 1438.28 / 8, 1438.28, 4.51),
         Expected(8, 1796.37 / 8, 1796.37, 2.6),
     ],
+    # SpecForge's bench_model_speedup.py run of gpt-oss-120b at batch 1 (a feature branch): the target alone
+    # (steps 0, acc_length 1.0: no speculation) on mtbench, gsm8k, humaneval and mtbench again (348.65 then
+    # 333.45 tok/s: a repeat, both kept), then EAGLE3 3/1/4 on mtbench at 507.45 tok/s, accept length 2.68;
+    # "throughput" is completion_tokens / duration (27468 / 78.78 = 348.67), one request at a time
+    "real/specforge_gpt_oss_120b_eagle3_a8dad99a.jsonl": [
+        Expected(1, 348.65, 348.65, None),
+        Expected(1, 337.26, 337.26, None),
+        Expected(1, 349.82, 349.82, None),
+        Expected(1, 333.45, 333.45, None),
+        Expected(1, 507.45, 507.45, 2.68),
+    ],
     # The printed result blocks (serving-console): concurrency = "Max request concurrency:" (SGLang) or
     # "Maximum request concurrency:" (vLLM), per request = 1000 / "Median TPOT (ms):", aggregate = "Output
     # token throughput (tok/s):", accept length = SGLang's "Accept length:" or vLLM's "Acceptance length:".
@@ -306,6 +317,38 @@ GATE = {
     # 42757 x 3.56 / 152224 = 0.9999 token an entry (a gap carries one at least): per request 1000 / median
     # ITL 2.82, not x 3.46
     "real/sglang_console_spec_itl_per_token_pr9588.txt": [Expected(4, 1000 / 2.82, 1067.83, 3.46)],
+    # vllm bench serve --save-result JSON with the server's spec_decode_* counters (dgx-spark-benchmarks, one
+    # DGX Spark): per request 1000 / median TPOT, aggregate as written, accept length 1 + accepted / drafts
+    # (the written spec_decode_acceptance_length); drafts per round = draft tokens / drafts.
+    # Nemotron-3-Super NVFP4 with MTP (172323 / 57441 = 3 a round), 1.5 requests/s capped at 25 in flight;
+    # median TPOT 272.567 ms, 70.71 tok/s; 1 + 92929 / 57441 = 2.618 (53.93 % = 92929 / 172323)
+    "real/vllm_bench_serve_nemotron3_super_mtp_c25_dgxspark.json": [
+        Expected(25, 1000 / 272.56683558655834, 70.71284518179225, 1 + 92929 / 57441)
+    ],
+    # gemma-4-26B-A4B with MTP (166600 / 41650 = 4 a round), 0.3 requests/s, no cap: Little's law, 132.35 /
+    # (1000 / 93.504) = 12.38, so 12 (the client saw 26 at most); 1 + 55458 / 41650 = 2.332
+    "real/vllm_bench_serve_gemma4_mtp_rate03_dgxspark.json": [
+        Expected(12, 1000 / 93.5037078153666, 132.34897756829602, 1 + 55458 / 41650)
+    ],
+    # Muse-Glimmer-30B with a DFlash drafter at 15 tokens (1406205 / 93747 = 15 a round) accepting 2 %,
+    # 1.0 requests/s, no cap, saturated (median TTFT 370 s in the queue): Little's law, 39.836 / (1000 /
+    # 3375.29) = 134.46, so 134; median TPOT 3375.29 ms; 1 + 29182 / 93747 = 1.311
+    "real/vllm_bench_serve_dflash15_rate1_saturated_dgxspark.json": [
+        Expected(134, 1000 / 3375.294334995717, 39.835874537560855, 1 + 29182 / 93747)
+    ],
+    # InferenceX's vLLM bench serve JSON (its fork of benchmark_serving.py): MiniMax-M2.5 on vLLM disaggregated
+    # over 16 MI355X (8 prefill + 8 decode), 512 concurrent, 1024 in / 1024 out; per request 1000 / median
+    # TPOT 39.0400 ms, aggregate as written (512 x 25.61 = 13115 tok/s bounds the 12787.6 measured)
+    "real/vllm_bench_serve_pd_minimax_c512_inferencex.json": [
+        Expected(512, 1000 / 39.040027885107854, 12787.631138149543, None)
+    ],
+    # InferenceX: Qwen3.5-397B-A17B-FP8 served by ATOM with MTP on 4 MI355X, 64 concurrent, 8192 in / 1024
+    # out; the file carries no spec_decode_* key, so no speculation is stored (its median ITL of 59.90 ms
+    # over a median TPOT of 33.01 ms is the only trace: about 1.8 tokens a streamed chunk); per request
+    # 1000 / 33.0147 ms, aggregate as written (64 x 30.29 = 1938.6 bounds the 1865.5 measured)
+    "real/vllm_bench_serve_atom_mtp_c64_inferencex.json": [
+        Expected(64, 1000 / 33.014678370962265, 1865.520522185723, None)
+    ],
     # GuideLLM's own test assets: one synchronous benchmark, 0.998 in flight, median TPOT 4.8857 ms,
     # 198.13 output tok/s (the YAML dumps of the same report)
     "guidellm/benchmarks_stripped_v0.3.1.json": [
@@ -381,3 +424,17 @@ def test_the_gate_holds_every_real_file():
     held = {name.split("/", 1)[1] for name in GATE if name.startswith("real/")} | {"specbundle-data.json"}
     files = {p.name for p in REAL.iterdir() if not p.name.startswith("LICENSE") and p.suffix != ".md"}
     assert files == held
+
+
+def test_a_bench_serve_result_keeps_the_servers_per_position_acceptance(engine):
+    """dgx-spark-benchmarks' Nemotron-3-Super MTP run: 172323 draft tokens over 57441 drafts is 3 a round,
+    and the per-position acceptance the file writes as fractions (0.7668, 0.5119, 0.3391) is stored as they
+    are: they sum to 92929 / 57441 = 1.618, the accept length less the bonus token."""
+    path = REAL / "vllm_bench_serve_nemotron3_super_mtp_c25_dgxspark.json"
+    load(engine, path, IngestPolicy(link=LinkOptions(deployment="real")))
+    (stored,) = benchmarks(engine)
+    assert stored.num_steps == 3
+    assert stored.position_survival == pytest.approx(
+        [0.7667693807559061, 0.5119339844362041, 0.33911317699900767]
+    )
+    assert sum(stored.position_survival) == pytest.approx(92929 / 57441)
