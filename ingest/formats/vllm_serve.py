@@ -36,6 +36,8 @@ from specdash.ingest.records import SPECULATION_UNKNOWN
 from specdash.ingest.setting import algorithm_name
 
 NAME = "vllm-bench-serve"
+# tokens a streamed chunk carries (mean ITL / mean TPOT) past which a run speculated (streams_several_tokens)
+CHUNK_TOKENS_SPECULATING = 1.5
 HELP = (
     "vLLM bench serve --save-result JSON (or JSONL with --append-result), spec_decode_* and --metadata keys"
 )
@@ -67,6 +69,8 @@ class ServeResult(EngineModel):
     p99_ttft_ms: NonNegFloat | None = None
     median_itl_ms: NonNegFloat | None = None
     p99_itl_ms: NonNegFloat | None = None
+    mean_tpot_ms: PositiveFloat | None = None
+    mean_itl_ms: NonNegFloat | None = None
     spec_decode_acceptance_rate: Annotated[float, Field(ge=0, le=100)] | None = None
     spec_decode_acceptance_length: Annotated[float, Field(ge=1)] | None = None
     spec_decode_num_drafts: Annotated[int, Field(ge=0)] | None = None
@@ -107,6 +111,18 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
         yield Problem(path, exc.line, None, f"invalid JSON: {exc}", "parse")
 
 
+def streams_several_tokens(result: ServeResult) -> bool:
+    """Whether the server streamed several tokens a chunk: speculation (or a stream interval) that a file
+    without spec_decode_* keys does not state, as a client run against another engine writes it. An
+    inter-token gap is timed per streamed chunk and TPOT per token, so mean ITL / mean TPOT is the tokens a
+    chunk carries: 1 when each decode step streams its one token, about the accept length when a round
+    streams what it accepted. Half a token over one is beyond what uneven request lengths make of the two
+    means (they weight requests differently); such a run is never a step without speculation."""
+    if result.mean_itl_ms is None or not result.mean_tpot_ms:
+        return False
+    return result.mean_itl_ms / result.mean_tpot_ms > CHUNK_TOKENS_SPECULATING
+
+
 def _measured_at(date: str | None) -> datetime | None:
     try:
         return datetime.strptime(date, "%Y%m%d-%H%M%S") if date else None
@@ -140,8 +156,10 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
         yield missing_deployment(path, data.line)
         return
     rates = result.spec_decode_per_position_acceptance_rates or None
-    speculating = result.spec_decode_acceptance_length is not None or bool(
-        result.drafter or result.drafter_path
+    speculating = (
+        result.spec_decode_acceptance_length is not None
+        or bool(result.drafter or result.drafter_path)
+        or streams_several_tokens(result)
     )
     algorithm = algorithm_name(result.speculative_algorithm) or (SPECULATION_UNKNOWN if speculating else None)
     steps = result.num_steps or drafted_per_round(result) or (len(rates) if rates else None)
