@@ -32,6 +32,7 @@ from specdash.ingest.formats.common import (
     no_per_request,
     per_request,
     prose_or_source,
+    streamed_several_tokens,
     tokens_per_gap,
     validate,
 )
@@ -250,7 +251,15 @@ def record_from(block: Block, path: str, link, context: dict) -> Iterator:
         return
     accept_length = result.acceptance_length or result.accept_length
     rates = [p / 100 for p in result.position_percent] if result.position_percent else None
-    algorithm = SPECULATION_UNKNOWN if accept_length is not None or rates else None
+    gap_tokens = tokens_per_gap(
+        mean_itl_ms=result.mean_itl_ms,
+        mean_e2e_ms=result.mean_e2e_ms,
+        mean_ttft_ms=result.mean_ttft_ms,
+        output_tokens=result.total_output_tokens,
+        completed=result.completed,
+    )
+    speculated = accept_length is not None or rates or streamed_several_tokens(gap_tokens)
+    algorithm = SPECULATION_UNKNOWN if speculated else None
     drafted = len(rates) if rates else None
     if drafted is None and result.drafts and result.draft_tokens:
         drafted = round(result.draft_tokens / result.drafts) or None
@@ -263,13 +272,7 @@ def record_from(block: Block, path: str, link, context: dict) -> Iterator:
         concurrency=result.max_concurrency or result.concurrency,
         request_rate=result.request_rate,
         prompts=result.completed,
-        tokens_per_itl=tokens_per_gap(
-            mean_itl_ms=result.mean_itl_ms,
-            mean_e2e_ms=result.mean_e2e_ms,
-            mean_ttft_ms=result.mean_ttft_ms,
-            output_tokens=result.total_output_tokens,
-            completed=result.completed,
-        ),
+        tokens_per_itl=gap_tokens,
     )
     if load.decode_tps is None or load.concurrency is None:
         yield no_per_request(path, block.line)

@@ -27,6 +27,8 @@ from specdash.ingest.formats.common import (
     no_per_request,
     per_request,
     safe_raw,
+    streamed_several_tokens,
+    tokens_per_gap,
     validate,
 )
 from specdash.ingest.jsontext import JSONPositionError, LinedDict, iter_values_with_lines
@@ -36,8 +38,6 @@ from specdash.ingest.records import SPECULATION_UNKNOWN
 from specdash.ingest.setting import algorithm_name
 
 NAME = "vllm-bench-serve"
-# tokens a streamed chunk carries (mean ITL / mean TPOT) past which a run speculated (streams_several_tokens)
-CHUNK_TOKENS_SPECULATING = 1.5
 HELP = (
     "vLLM bench serve --save-result JSON (or JSONL with --append-result), spec_decode_* and --metadata keys"
 )
@@ -69,8 +69,9 @@ class ServeResult(EngineModel):
     p99_ttft_ms: NonNegFloat | None = None
     median_itl_ms: NonNegFloat | None = None
     p99_itl_ms: NonNegFloat | None = None
-    mean_tpot_ms: PositiveFloat | None = None
+    mean_ttft_ms: NonNegFloat | None = None
     mean_itl_ms: NonNegFloat | None = None
+    mean_e2el_ms: NonNegFloat | None = None
     spec_decode_acceptance_rate: Annotated[float, Field(ge=0, le=100)] | None = None
     spec_decode_acceptance_length: Annotated[float, Field(ge=1)] | None = None
     spec_decode_num_drafts: Annotated[int, Field(ge=0)] | None = None
@@ -111,16 +112,15 @@ def parse(stream: TextIO, path: str, link=None) -> Iterator:
         yield Problem(path, exc.line, None, f"invalid JSON: {exc}", "parse")
 
 
-def streams_several_tokens(result: ServeResult) -> bool:
-    """Whether the server streamed several tokens a chunk: speculation (or a stream interval) that a file
-    without spec_decode_* keys does not state, as a client run against another engine writes it. An
-    inter-token gap is timed per streamed chunk and TPOT per token, so mean ITL / mean TPOT is the tokens a
-    chunk carries: 1 when each decode step streams its one token, about the accept length when a round
-    streams what it accepted. Half a token over one is beyond what uneven request lengths make of the two
-    means (they weight requests differently); such a run is never a step without speculation."""
-    if result.mean_itl_ms is None or not result.mean_tpot_ms:
-        return False
-    return result.mean_itl_ms / result.mean_tpot_ms > CHUNK_TOKENS_SPECULATING
+def _gap_tokens(result: ServeResult) -> float | None:
+    """The tokens each inter-token gap stood for (vLLM's client times one gap a streamed chunk)."""
+    return tokens_per_gap(
+        mean_itl_ms=result.mean_itl_ms,
+        mean_e2e_ms=result.mean_e2el_ms,
+        mean_ttft_ms=result.mean_ttft_ms,
+        output_tokens=result.total_output_tokens,
+        completed=result.completed,
+    )
 
 
 def _measured_at(date: str | None) -> datetime | None:
@@ -159,7 +159,7 @@ def record_from(data: LinedDict, path: str, link) -> Iterator:
     speculating = (
         result.spec_decode_acceptance_length is not None
         or bool(result.drafter or result.drafter_path)
-        or streams_several_tokens(result)
+        or streamed_several_tokens(_gap_tokens(result))
     )
     algorithm = algorithm_name(result.speculative_algorithm) or (SPECULATION_UNKNOWN if speculating else None)
     steps = result.num_steps or drafted_per_round(result) or (len(rates) if rates else None)

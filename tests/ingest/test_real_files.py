@@ -343,9 +343,10 @@ GATE = {
         Expected(512, 1000 / 39.040027885107854, 12787.631138149543, None)
     ],
     # InferenceX: Qwen3.5-397B-A17B-FP8 served by ATOM with MTP on 4 MI355X, 64 concurrent, 8192 in / 1024
-    # out; the file carries no spec_decode_* key, its means say the speculation (mean ITL 92.76 ms over mean
-    # TPOT 32.21 ms: 2.88 tokens a streamed chunk) but not the accept length; per request 1000 / 33.0147 ms
-    # (median TPOT), aggregate as written (64 x 30.29 = 1938.6 bounds the 1865.5 measured)
+    # out; the file carries no spec_decode_* key, its means say the speculation (a gap a streamed chunk:
+    # (588102 - 640) tokens x mean ITL 92.7646 ms / (640 x (30556.42 - 968.44) ms decoding) = 2.88 tokens a
+    # gap) but not the accept length; per request 1000 / 33.0147 ms (median TPOT), aggregate as written
+    # (64 x 30.29 = 1938.6 bounds the 1865.5 measured)
     "real/vllm_bench_serve_atom_mtp_c64_inferencex.json": [
         Expected(64, 1000 / 33.014678370962265, 1865.520522185723, None)
     ],
@@ -441,9 +442,10 @@ def test_a_bench_serve_result_keeps_the_servers_per_position_acceptance(engine):
 
 
 def test_a_run_that_streamed_several_tokens_a_chunk_is_never_a_step_without_speculation(engine):
-    """InferenceX's ATOM MTP run has no spec_decode_* key, but mean ITL / mean TPOT = 92.764 / 32.209 = 2.88
-    tokens a streamed chunk: stored as speculation of an unknown kind, not as the deployment's baseline.
-    Its disaggregated MiniMax run without speculation streams 1.00 a chunk and stays a baseline."""
+    """InferenceX's ATOM MTP run has no spec_decode_* key, but its 587,462 tokens after the first ones took
+    640 x (30556.42 - 968.44) ms over gaps of 92.7646 ms on average: 2.88 tokens a streamed chunk. It is
+    stored as speculation of an unknown kind, not as the deployment's baseline. Its disaggregated MiniMax
+    run without speculation streams one token a chunk and stays a baseline."""
     policy = IngestPolicy(link=LinkOptions(deployment="real"))
     load(engine, REAL / "vllm_bench_serve_atom_mtp_c64_inferencex.json", policy)
     load(engine, REAL / "vllm_bench_serve_pd_minimax_c512_inferencex.json", policy)
