@@ -85,8 +85,9 @@ def parity_points(session: Session, source: str, max_points: int) -> ParityPoint
     of the rest; with the source's count of benchmarks, kept by the writes (one row read)."""
     total = parity_counts.counted(session, source)
     if total <= max_points:
-        # few enough to draw: found from the source's predictions, not by scanning every gap
-        query = _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id)
+        # few enough to draw: found from the source's predictions, not by scanning every gap (bounded all
+        # the same: a browser never gets more than max_points, whatever the count says)
+        query = _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id).limit(max_points)
         return ParityPoints(rows_of(session, query, ParityPoint), total)
     return ParityPoints(_thinned(session, _parity_select(source), max_points), total)
 
