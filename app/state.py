@@ -188,10 +188,10 @@ def prediction_sources(url: str) -> list[str]:
 
 
 @st.cache_data(show_spinner=False)
-def parity(url: str, source: str) -> tuple[pd.DataFrame, int, bool]:
-    """The parity plot's frame (past PARITY_POINTS thinned), the benchmarks it stands for, counted or not."""
+def parity(url: str, source: str) -> tuple[pd.DataFrame, int]:
+    """The parity plot's frame (past PARITY_POINTS thinned) and how many benchmarks it stands for."""
     points = read(url, parity_queries.parity_points, source, PARITY_POINTS)
-    return frame(points.rows, parity_queries.ParityPoint), points.total, points.exact
+    return frame(points.rows, parity_queries.ParityPoint), points.total
 
 
 @st.cache_data(show_spinner=False)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, insert
 
+from specdash.db import run_checkpoints
 from specdash.db.engine import transaction
 from specdash.db.models import Benchmark, Checkpoint, Deployment, PositionAcceptance, Run
 
@@ -122,6 +123,8 @@ def populate(engine: Engine, checkpoints: int, benchmarks: int) -> dict[str, int
                     )
                 )
         session.execute(insert(Checkpoint), ckpts)
+        # inserted as plain rows, not by an ingest: their runs' summary rows written as an ingest would
+        run_checkpoints.update(session, range(1, runs + 1))
         session.execute(insert(PositionAcceptance), acceptance)
         rows = []
         for d in deployments:

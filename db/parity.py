@@ -9,6 +9,7 @@ from sqlalchemy import Select, func, literal, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
+from specdash.db import parity_counts
 from specdash.db.bulk import index_ends
 from specdash.db.gap_joins import NAMES, with_gap_joins
 from specdash.db.models import BENCHMARK_SETTING, SOURCE_KEY, Alert, Benchmark, Gap, Prediction
@@ -57,7 +58,8 @@ def _parity_select(source: str, by=None) -> Select:
 
 
 def parity_total(session: Session, source: str = PredictionSource.THEORY) -> int:
-    """How many benchmarks have a prediction from `source` (superseded ones left out)."""
+    """How many benchmarks have a prediction from `source` (superseded ones left out), counted over every
+    gap of the store: the count db/parity_counts.py keeps, which the plot reads instead."""
     query = (
         select(func.count())
         .select_from(Gap)
@@ -68,41 +70,26 @@ def parity_total(session: Session, source: str = PredictionSource.THEORY) -> int
     return session.scalar(query) or 0
 
 
-def _counted_up_to(session: Session, source: str, at_most: int) -> int:
-    """parity_total, but counting stops past `at_most`: driven from the source's predictions
-    (ix_prediction_source_key), so a rare source is counted in a few steps and a common one stops early."""
-    gaps = (
-        select(Gap.id)
-        .select_from(Prediction)
-        .join(Gap, Gap.prediction_id == Prediction.id)
-        .join(Benchmark, Gap.benchmark_id == Benchmark.id)
-        .where(SOURCE_KEY == source, Benchmark.superseded_by_id.is_(None))
-        .limit(at_most + 1)
-    )
-    return session.scalar(select(func.count()).select_from(gaps.subquery())) or 0
-
-
 @dataclass(frozen=True)
 class ParityPoints:
-    """The parity plot's rows and how many benchmarks they stand for: counted when all are drawn, else
-    estimated from the even sample (`exact` False), so the plot costs the same whatever the store holds."""
+    """The parity plot's rows and how many benchmarks they stand for, counted whatever the store holds
+    (db/parity_counts.py keeps the count): all of them are drawn when they fit, else a bounded sample."""
 
     rows: list[ParityPoint]
     total: int
-    exact: bool
 
 
 def parity_points(session: Session, source: str, max_points: int) -> ParityPoints:
     """At most `max_points` rows of parity_rows: every benchmark when they fit, else the largest gaps (a
     quarter of the points: a browser never receives tens of thousands) and an even sample by benchmark id
-    of the rest, the total then estimated as the sample's hits times its stride."""
-    if _counted_up_to(session, source, max_points) <= max_points:
-        # few enough to draw: found from the source's predictions, not by scanning every gap
-        query = _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id)
-        rows = rows_of(session, query, ParityPoint)
-        return ParityPoints(rows, len(rows), True)
-    rows, hits, stride = _thinned(session, _parity_select(source), max_points)
-    return ParityPoints(rows, max(len(rows), hits * stride), False)
+    of the rest; with the source's count of benchmarks, kept by the writes (one row read)."""
+    total = parity_counts.counted(session, source)
+    if total <= max_points:
+        # few enough to draw: found from the source's predictions, not by scanning every gap (bounded all
+        # the same: a browser never gets more than max_points, whatever the count says)
+        query = _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id).limit(max_points)
+        return ParityPoints(rows_of(session, query, ParityPoint), total)
+    return ParityPoints(_thinned(session, _parity_select(source), max_points), total)
 
 
 def parity_rows(session: Session, source: str = PredictionSource.THEORY) -> list[ParityPoint]:
@@ -111,9 +98,8 @@ def parity_rows(session: Session, source: str = PredictionSource.THEORY) -> list
     return rows_of(session, _parity_select(source).order_by(Benchmark.id), ParityPoint)
 
 
-def _thinned(session: Session, query: Select, max_points: int) -> tuple[list[ParityPoint], int, int]:
-    """The largest gaps (a quarter of `max_points`) and an even sample by benchmark id; with how many
-    sampled ids had a row and the sample's stride."""
+def _thinned(session: Session, query: Select, max_points: int) -> list[ParityPoint]:
+    """The largest gaps (a quarter of `max_points`) and an even sample by benchmark id."""
     worst_n = max_points // 4
     # the largest |gap|s are among the largest and the smallest gaps: two walks of the gap index
     # (ordering by abs() would sort every row)
@@ -124,20 +110,19 @@ def _thinned(session: Session, query: Select, max_points: int) -> tuple[list[Par
         *plain(connection.execute(query.order_by(Gap.gap.asc()).limit(worst_n))),
     ]
     worst = sorted(extremes, key=lambda row: (-abs(row[gap_at]), row[0]))[:worst_n]
-    ids, sampled, stride = _sampled_ids(session, max_points - worst_n)
+    ids, sampled = _sampled_ids(session, max_points - worst_n)
     sample = plain(connection.execute(query.join(ids, sampled).order_by(Benchmark.id)))
     # a benchmark both among the worst and sampled is drawn once
     by_id = {row[0]: row for row in reversed([*worst, *sample])}
-    rows = [ParityPoint._make(by_id[benchmark_id]) for benchmark_id in sorted(by_id)]
-    return rows, len(sample), stride
+    return [ParityPoint._make(by_id[benchmark_id]) for benchmark_id in sorted(by_id)]
 
 
 def _sampled_ids(session: Session, at_most: int):
     """Benchmark ids at an even stride over those with gaps, at most `at_most` of them, generated in SQL
     (a recursive CTE): each is then looked up through the gap's (benchmark, prediction) index, instead of
-    testing every gap's id against the stride. With the stride, each sampled id standing for that many."""
+    testing every gap's id against the stride."""
     first, last = index_ends(session, Gap.benchmark_id)
     stride = max(1, math.ceil((last - first + 1) / at_most)) if first is not None else 1
     ids = select(literal(first or 0).label("id")).cte("sampled_ids", recursive=True)
     ids = ids.union_all(select(ids.c.id + stride).where(ids.c.id + stride <= (last or 0)))
-    return ids, ids.c.id == Gap.benchmark_id, stride
+    return ids, ids.c.id == Gap.benchmark_id

@@ -21,6 +21,7 @@ from specdash.db.models import (
 )
 from specdash.db.rows import rows_of
 from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
+from specdash.db.summary_models import RunCheckpoints
 
 
 def counts(session: Session) -> dict[str, int]:
@@ -309,40 +310,31 @@ def _theory_baseline():
 
 def newest_runs(session: Session, limit: int) -> list[int]:
     """The `limit` runs whose newest checkpoint was stored last (runs without one after them, newest
-    first): one pass over the checkpoint's run index, whatever the store holds."""
-    per_run = (
-        select(Checkpoint.run_id, func.max(Checkpoint.id).label("newest"))
-        .group_by(Checkpoint.run_id)
-        .subquery()
-    )
+    first): read from each run's summary row (db/run_checkpoints.py), whatever the store holds."""
     ids = session.scalars(
         select(Run.id)
-        .outerjoin(per_run, per_run.c.run_id == Run.id)
-        .order_by(func.coalesce(per_run.c.newest, 0).desc(), Run.id.desc())
+        .outerjoin(RunCheckpoints, RunCheckpoints.run_id == Run.id)
+        .order_by(func.coalesce(RunCheckpoints.newest_checkpoint_id, 0).desc(), Run.id.desc())
         .limit(limit)
     ).all()
     return list(ids)
 
 
 def _latest_checkpoint(in_runs: tuple) -> Any:
-    """Each run's latest checkpoint (highest step, else newest), as a CTE: read twice, computed once."""
-    ranked = (
+    """Each run's latest checkpoint (highest step, else newest) with its run's count of checkpoints, as
+    a CTE read twice: the runs' summary rows (db/run_checkpoints.py), no window over their checkpoints."""
+    return (
         select(
             Checkpoint.id,
-            Checkpoint.run_id,
+            RunCheckpoints.run_id,
             Checkpoint.name,
             Checkpoint.step,
-            func.row_number()
-            .over(
-                partition_by=Checkpoint.run_id,
-                order_by=(func.coalesce(Checkpoint.step, -1).desc(), Checkpoint.id.desc()),
-            )
-            .label("rank"),
+            RunCheckpoints.checkpoints,
         )
+        .join(Checkpoint, Checkpoint.id == RunCheckpoints.latest_checkpoint_id)
         .where(*in_runs)
-        .subquery()
+        .cte("latest")
     )
-    return select(ranked).where(ranked.c.rank == 1).cte("latest")
 
 
 class LatestCheckpoint(NamedTuple):
@@ -371,7 +363,7 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> list[Lates
     (highest step, else newest) and that checkpoint's best measured speedup over no speculation
     (superseded benchmarks left out), with where it was measured; by run name."""
     run_ids = None if limit is None else newest_runs(session, limit)
-    in_runs = () if run_ids is None else (Checkpoint.run_id.in_(run_ids),)
+    in_runs = () if run_ids is None else (RunCheckpoints.run_id.in_(run_ids),)
     latest = _latest_checkpoint(in_runs)
     # each benchmark's baseline looked up once here: inlined in the speedup, the filter and the window's
     # order it was looked up five times a row
@@ -406,18 +398,12 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> list[Lates
         .where(measured.c.baseline_tps.is_not(None))
         .subquery()
     )
-    counts = (
-        select(Checkpoint.run_id, func.count().label("checkpoints"))
-        .where(*in_runs)
-        .group_by(Checkpoint.run_id)
-        .subquery()
-    )
     query = (
         select(
             Run.name.label("run"),
             Run.status,
             Run.ttt_length,
-            func.coalesce(counts.c.checkpoints, 0).label("checkpoints"),
+            func.coalesce(latest.c.checkpoints, 0).label("checkpoints"),
             latest.c.name.label("latest_checkpoint"),
             latest.c.step,
             best.c.speedup.label("best_speedup"),
@@ -431,7 +417,6 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> list[Lates
             best.c.concurrency,
         )
         .outerjoin(latest, latest.c.run_id == Run.id)
-        .outerjoin(counts, counts.c.run_id == Run.id)
         .outerjoin(best, (best.c.checkpoint_id == latest.c.id) & (best.c.rank == 1))
         .order_by(Run.name)
     )

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from specdash.db import leaderboard_entries
+from specdash.db import leaderboard_entries, parity_counts, run_checkpoints
 from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory
 from specdash.db.models import (
@@ -207,9 +207,9 @@ def delete_runs(session: Session, run_ids: list[int]) -> Removal:
     # children first, so the same rows go on SQLite and PostgreSQL whatever the cascade settings
     benchmark_ids = select(Benchmark.id).where(Benchmark.checkpoint_id.in_(checkpoint_ids))
     prediction_ids = select(Prediction.id).where(Prediction.checkpoint_id.in_(checkpoint_ids))
-    session.execute(
-        delete(Gap).where(or_(Gap.benchmark_id.in_(benchmark_ids), Gap.prediction_id.in_(prediction_ids)))
-    )
+    gaps = or_(Gap.benchmark_id.in_(benchmark_ids), Gap.prediction_id.in_(prediction_ids))
+    parity_counts.deleting(session, gaps, benchmark_ids)
+    session.execute(delete(Gap).where(gaps))
     session.execute(
         update(Benchmark)
         .where(Benchmark.superseded_by_id.in_(benchmark_ids))
@@ -220,6 +220,7 @@ def delete_runs(session: Session, run_ids: list[int]) -> Removal:
     session.execute(delete(Prediction).where(Prediction.id.in_(prediction_ids)))
     session.execute(delete(PositionAcceptance).where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids)))
     leaderboard_entries.forget(session, session.scalars(checkpoint_ids).all())
+    run_checkpoints.forget(session, run_ids)
     session.execute(delete(MetricRollup).where(MetricRollup.run_id.in_(run_ids)))
     session.execute(delete(MetricPoint).where(MetricPoint.run_id.in_(run_ids)))
     session.execute(delete(Checkpoint).where(Checkpoint.run_id.in_(run_ids)))
@@ -292,6 +293,7 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, list[
         )
     )
     checkpoints = file_checkpoints(session, file_id)
+    parity_counts.deleting_benchmarks(session, benchmark_ids)
     session.execute(delete(Gap).where(Gap.benchmark_id.in_(benchmark_ids)))
     session.execute(
         update(Benchmark)

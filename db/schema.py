@@ -20,9 +20,9 @@ class SchemaOutOfDate(Exception):
 
 def store_metadata() -> MetaData:
     """Every table of the store in one MetaData, as Alembic compares it: the core tables (db/models.py),
-    the live-training ones (db/live_models.py), the Leaderboard's (db/leaderboard_models.py) and the load fits
-    (db/load_fit_models.py), which build on the core's."""
-    from specdash.db import leaderboard_models, load_fit_models  # noqa: F401  (register their tables)
+    the live-training ones (db/live_models.py), the Leaderboard's (db/leaderboard_models.py), the load fits
+    (db/load_fit_models.py) and the Overview's summary rows (db/summary_models.py), which build on the core's."""
+    from specdash.db import leaderboard_models, load_fit_models, summary_models  # noqa: F401  (register their tables)
     from specdash.db.live_models import Base
 
     return Base.metadata

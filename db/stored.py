@@ -7,10 +7,10 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Text, select, type_coerce
+from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
-from specdash.db import bulk
+from specdash.db import bulk, parity_counts
 from specdash.db.bulk import insert_rows, select_in
 from specdash.db.models import BUILTIN_SOURCES, Alert, AlertEvent, Gap, Prediction
 from specdash.db.sync import Stored, sync_rows
@@ -118,10 +118,15 @@ def write_gaps(
     stored: dict[tuple[Any, ...], Stored],
     now: datetime,
 ) -> dict[tuple[Any, ...], int]:
-    """The gaps wanted, by (benchmark, prediction), written where new or changed."""
-    return sync_rows(
+    """The gaps wanted, by (benchmark, prediction), written where new or changed; the new ones counted
+    in their sources' parity counts (db/parity_counts.py)."""
+    above_id = session.connection().scalar(select(func.max(Gap.id))) or 0
+    ids = sync_rows(
         session, Gap, GAP_KEY, GAP_VALUES, wanted, stored, {"updated_at": now}, {"diagnoses": json.loads}
     )
+    if len(ids) > len(stored):  # gaps were inserted
+        parity_counts.gaps_inserted(session, above_id)
+    return ids
 
 
 def stored_alerts(session: Session, benchmark_ids: list[int]) -> dict[tuple[Any, ...], Stored]:

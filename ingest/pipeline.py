@@ -205,10 +205,13 @@ def _record_file(session: Session, ingested: IngestedFile, read: Read, summary: 
 def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
     """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record;
     the Leaderboard's entries of their checkpoints are rewritten without them."""
-    from specdash.db import leaderboard_entries
+    from specdash.db import leaderboard_entries, parity_counts
     from specdash.db.runs import file_checkpoints
 
     checkpoints = file_checkpoints(session, ingested.id)
+    benchmark_ids = select(Benchmark.id).where(Benchmark.ingested_file_id == ingested.id)
+    # their gaps go by the cascade, and the benchmarks they superseded are superseded no more
+    parity_counts.deleting_benchmarks(session, benchmark_ids)
     deleted = session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == ingested.id))
     removed = cast(CursorResult[Any], deleted).rowcount
     session.delete(ingested)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from specdash.db import run_checkpoints
 from specdash.db.acceptance import accuracies_at
 from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
 from specdash.db.changes import record_change
@@ -279,6 +280,8 @@ def store_records(
         store.finish()
     except LinkError as exc:
         problems.append(Problem(name, None, exc.field, str(exc)))
+    # the runs the file named: their checkpoints created or changed here, summarised for the Overview
+    run_checkpoints.update(session, store.run_ids)
     return store
 
 

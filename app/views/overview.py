@@ -14,7 +14,7 @@ from specdash.app import (
     urlstate,
     widgets,
 )
-from specdash.app.text import SEVERITY_ICONS, number_text, significant
+from specdash.app.text import SEVERITY_ICONS, number_text
 from specdash.costmodel.domain import PredictionSource
 from specdash.db.alerts import SEVERITIES
 from specdash.db.leaderboard import LeaderboardFilter
@@ -104,7 +104,7 @@ def parity(url: str, sources: list[str], judging: str, threshold: float) -> None
     colour_by = pick[1].selectbox("Colour by", parity_charts.PARITY_COLOUR_BY, key="overview_colour")
     url_state.publish("source", source, judging)
     url_state.publish("colour", colour_by, "run")
-    frame, total, exact = state.parity(url, source)
+    frame, total = state.parity(url, source)
     st.plotly_chart(
         parity_charts.parity_figure(frame, threshold, height=620, colour_by=colour_by),
         width="stretch",
@@ -112,9 +112,8 @@ def parity(url: str, sources: list[str], judging: str, threshold: float) -> None
     )
     shown = (
         f"{total:,} benchmarks"
-        if exact
-        else f"{len(frame):,} of about {significant(total):,} benchmarks shown: the largest gaps "
-        "and an even sample of the rest"
+        if len(frame) == total
+        else f"{len(frame):,} of {total:,} benchmarks shown: the largest gaps and an even sample of the rest"
     )
     st.caption(
         f"{shown}. Inside the green band: within ±{threshold:.0%} of the prediction; below the diagonal: "

@@ -19,12 +19,18 @@ from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.leaderboard import leaderboard
 from specdash.db.models import Benchmark, MetricKey, MetricPoint, Run
 from specdash.db.schema import downgrade, store_metadata, upgrade
+from specdash.demo import DEMO_FILE_NAME, demo_bytes
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import PathSource
 from tests.conftest import FIXTURES, REAL_FIXTURES, needs_postgres
 from tests.db.leaderboard_reference import pandas_deploy_table, pandas_leaderboard
+from tests.db.summary_support import ingested, walk
 from tests.db.test_leaderboard_ranking import assert_same, build_store, filters
 from tests.db.test_rollups import assert_rollups_match_points, offer, specforge_log
+from tests.migrations.test_0018_overview_summaries import (
+    at_0017_with_a_superseded_benchmark,
+    upgraded_to_0018,
+)
 
 pytestmark = needs_postgres
 
@@ -146,3 +152,13 @@ def test_the_leaderboard_computed_and_stored_on_postgres(pg_engine):
                         choices_frame(deploy_table(session, flt))[DEPLOY_COLUMNS],
                         pandas_deploy_table(session, flt),
                     )
+
+
+def test_every_write_keeps_the_summary_rows_on_postgres(pg_engine):
+    walk(pg_engine)
+
+
+def test_the_upgrade_to_0018_fills_the_summaries_on_postgres(pg_engine):
+    ingested(pg_engine, DEMO_FILE_NAME, demo_bytes())
+    at_0017_with_a_superseded_benchmark(pg_engine)
+    upgraded_to_0018(pg_engine)

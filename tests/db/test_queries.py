@@ -72,13 +72,13 @@ def test_parity_thinning_keeps_the_largest_gaps(demo):
         thin = parity.parity_points(session, "theory", 8)
         total = parity.parity_total(session, "theory")
     assert len(full) == total == 13
-    assert every.exact and every.total == 13 and as_frame(every.rows, parity.ParityPoint).equals(full)
+    assert every.total == 13 and as_frame(every.rows, parity.ParityPoint).equals(full)
     # the 2 largest gaps, then every 3rd benchmark id of the rest (ids 3..15 with gaps: 13 / 6 -> stride 3)
     thin_frame = as_frame(thin.rows, parity.ParityPoint)
     assert thin_frame["benchmark_id"].tolist() == [3, 6, 9, 12, 15]
     assert thin_frame["benchmark_id"].is_unique
-    # estimated, not counted: the 5 sampled ids that have a gap, 3 ids each
-    assert not thin.exact and thin.total == 15
+    # counted, not estimated from the 5 sampled ids that have a gap (3 ids each: 15)
+    assert thin.total == 13
 
 
 def test_superseded_benchmarks_leave_the_parity_plot(demo):

@@ -35,7 +35,7 @@ def test_the_upgrade_keeps_every_row_and_fills_the_lengths_the_raw_records_state
     downgrade(engine, "0016")
     before = {name: rows(path, name, columns) for name, columns in tables(path).items()}
     assert "input_tokens" not in tables(path)["benchmark"]
-    upgrade(engine)
+    upgrade(engine, "0017")
     assert current_revision(engine) == "0017"
     after = tables(path)
     assert {
