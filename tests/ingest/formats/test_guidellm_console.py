@@ -117,3 +117,27 @@ def test_the_0_5_tables_read_as_the_report_of_the_same_run_says():
     assert tp2.concurrency == 1 and tp2.label == "synchronous"
     assert tp2.decode_tps == pytest.approx(1000 / 19.6) and tp2.output_throughput == 50.9
     assert tp2.decode_tps == pytest.approx(1000 / 19.64803342707455, rel=0.005)
+
+
+def test_a_row_where_nothing_completed_is_refused_on_its_line():
+    """0.2-0.3 print a level whose requests all failed as zeros (a constant rate past the server's limit):
+    no per-request speed to measure, refused as a report's benchmark without successful requests is."""
+    zeros = (
+        "  constant@5.60|       0.00|        0.00|         0.0|         0.0|  0.00|   0.00|  0.00|    0.0|"
+        + ("    0.0|    0.0|   0.0|    0.0|   0.0|   0.0|    0.0|   0.0\n")
+    )
+    closing = "=" * 158 + "\n"
+    text = SATURATED.removesuffix(closing) + zeros + closing
+    read = records(text, LinkOptions(deployment="H100, sglang"))
+    assert [r.line for r in read if isinstance(r, Located)] == [6, 7]
+    (problem,) = [r for r in read if isinstance(r, Problem)]
+    assert (problem.line, problem.message) == (8, "no successful requests to measure")
+
+
+def test_a_setting_in_the_printed_extras_is_stated():
+    """`--output-extras '{"setting": "EAGLE3/3/1/4"}'`: 0.2-0.3 print `Extras:setting=EAGLE3/3/1/4` in
+    Benchmarks Metadata, above the tables."""
+    text = "Benchmarks Metadata:\n    Extras:setting=EAGLE3/3/1/4\n" + SATURATED
+    read = records(text, LinkOptions(deployment="H100, sglang"))
+    settings = {(r.record.speculative_algorithm, r.record.num_steps) for r in read if isinstance(r, Located)}
+    assert settings == {("EAGLE3", 3)}
