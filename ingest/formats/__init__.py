@@ -12,6 +12,7 @@ __all__ = ["BY_NAME", "FORMATS", "Format", "Located", "detect_format"]
 def _registry() -> list[Format]:
     from specdash.ingest.formats import (
         guidellm,
+        guidellm_console,
         native,
         serving_console,
         sglang_batch,
@@ -33,6 +34,9 @@ def _registry() -> list[Format]:
     # The printed result block before the logs: a console capture may hold the server's lines around it.
     for module in (serving_console, specforge_tracker, speculators_log, specforge_log, vllm_log, sglang_log):
         formats.extend(module.FORMATS)
+    # GuideLLM's printed tables after the server logs: a capture holding an engine's own log lines (which
+    # state its speculation) is read as that log, the tables' figures staying in the one format detected.
+    formats.extend(guidellm_console.FORMATS)
     return formats
 
 

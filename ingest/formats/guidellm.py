@@ -148,7 +148,9 @@ def _strategy(bench: LinedDict) -> Mapping[str, Any]:
     return strategy if isinstance(strategy, Mapping) else {}
 
 
-def _setting(labels: Mapping[str, str], link: Any) -> SpeculationSetting:
+def stated_setting(labels: Mapping[str, str], link: Any) -> SpeculationSetting:
+    """The setting the caller or a `setting` label states; else speculating with an unknown setting (a
+    GuideLLM run does not say how the server speculated)."""
     stated = getattr(link, "setting", None) or labels.get("setting")
     if isinstance(stated, SpeculationSetting):
         return stated
@@ -193,7 +195,7 @@ def _benchmark(
         yield from metrics
         return
     try:
-        setting = _setting(labels, link)
+        setting = stated_setting(labels, link)
     except ValueError as exc:
         yield Problem(path, report.line, "setting", str(exc))
         return

@@ -364,6 +364,38 @@ GATE = {
     "real/guidellm_benchmarks_stripped_a1fe883a.yaml": [
         Expected(1, 1000 / 4.885653033852577, 198.13346751788123, None)
     ],
+    # IBM TechXchange GPU lab, GuideLLM 0.2 sweep of granite-3.3-8b-instruct on one L40S (30 requests a
+    # level, 512 in / 256 out), its printed Benchmarks Stats: concurrency = the Concurrency column rounded
+    # (29.63 -> 30, 3.26 -> 3, 5.31 -> 5, 7.13 -> 7, 8.82 -> 9, 10.36 -> 10, 12.26 -> 12, 13.52 -> 14,
+    # 14.69 -> 15), per request 1000 / the TPOT median, aggregate = the Out Tok/sec mean, as printed
+    "real/guidellm_console_granite_1gpu_sweep_techxchange.txt": [
+        Expected(1, 1000 / 25.1, 39.5, None),
+        Expected(30, 1000 / 36.2, 752.3, None),
+        Expected(3, 1000 / 27.1, 119.0, None),
+        Expected(5, 1000 / 28.1, 187.3, None),
+        Expected(7, 1000 / 29.0, 246.0, None),
+        Expected(9, 1000 / 29.7, 296.9, None),
+        Expected(10, 1000 / 30.3, 341.0, None),
+        Expected(12, 1000 / 31.6, 386.3, None),
+        Expected(14, 1000 / 32.4, 418.0, None),
+        Expected(15, 1000 / 33.1, 445.5, None),
+    ],
+    # the same sweep with the model on two L40S: 29.65 -> 30, 2.93 -> 3, 4.81 -> 5, 6.66 -> 7, 8.67 -> 9,
+    # 10.34 -> 10, 11.98 -> 12, 13.84 -> 14, 15.13 -> 15; the throughput run's 30 in flight at 1000 / 26.7
+    # = 37.45 tok/s each would be 1123.6 tok/s, 996.1 measured (requests queue: a lower aggregate is
+    # normal, never refused)
+    "real/guidellm_console_granite_2gpu_sweep_techxchange.txt": [
+        Expected(1, 1000 / 16.5, 58.7, None),
+        Expected(30, 1000 / 26.7, 996.1, None),
+        Expected(3, 1000 / 17.5, 165.1, None),
+        Expected(5, 1000 / 18.6, 258.1, None),
+        Expected(7, 1000 / 19.7, 339.2, None),
+        Expected(9, 1000 / 20.6, 421.3, None),
+        Expected(10, 1000 / 21.3, 483.5, None),
+        Expected(12, 1000 / 22.4, 536.3, None),
+        Expected(14, 1000 / 23.4, 590.9, None),
+        Expected(15, 1000 / 24.2, 632.6, None),
+    ],
 }
 
 

@@ -158,6 +158,7 @@ def test_formats_lists_every_format(invoke):
         "specforge-model-speedup",
         "sglang-one-batch-offline",
         "guidellm",
+        "guidellm-console",
         "serving-console",
     } == {f.name for f in FORMATS}
 
