@@ -144,7 +144,7 @@ def _store(
         ingested_file_id=file_id,
     )
     result.store = store.summary
-    result.message = "; ".join(filter(None, [result.message, *rules.notes]))
+    result.message = "; ".join(filter(None, [result.message, *rules.notes, read.skipped]))
     if read.streamed is not None:  # its parse problems first, as a spooled read lists them
         read.size_bytes = read.streamed.size_bytes or 0
         result.problems = read.streamed.problems + read.problems

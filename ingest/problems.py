@@ -8,6 +8,10 @@ from typing import Any
 from pydantic import ValidationError
 
 MAX_REPORTED = 50
+# The kind of a part of a file that holds nothing to measure (a load level where no request completed): the
+# tool wrote it, so it never refuses the file; it is said beside what was stored, and refuses only a file
+# that has nothing else.
+SKIPPED = "skipped"
 # pydantic's errors of a number outside its field's range: the refusal names the value it got.
 BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 # A record-level check names its field first: "accept_length: 9 is more than ...".
@@ -27,7 +31,7 @@ class Problem:
     line: int | None
     field: str | None
     message: str
-    kind: str = "validation"  # validation | parse
+    kind: str = "validation"  # validation | parse | skipped (SKIPPED)
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
@@ -105,3 +109,14 @@ def format_report(problems: list[Problem], limit: int = MAX_REPORTED) -> str:
     if len(ordered) > limit:
         lines.append(f"... and {len(ordered) - limit} more problems")
     return "\n".join(lines)
+
+
+def skipped_note(problems: list[Problem]) -> str | None:
+    """What was skipped as holding nothing to measure, said once per reason: `skipped, no successful
+    requests to measure: lines 40, 52`."""
+    lines: dict[str, list[str]] = {}
+    for problem in problems:
+        if problem.kind == SKIPPED:
+            lines.setdefault(problem.message, []).append(str(problem.line) if problem.line else "?")
+    parts = [f"skipped, {message}: line(s) {', '.join(at)}" for message, at in lines.items()]
+    return "; ".join(parts) or None

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.policy import IngestPolicy, OnInvalid
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import SKIPPED, Problem, skipped_note
 from specdash.ingest.read import (
     Opener,
     Progress,
@@ -48,6 +48,7 @@ class Read:
     size_bytes: int = 0
     count: int | None = None  # valid records read; None while a log stored as it is read is still read
     streamed: StreamedLog | None = None  # a training log stored as it is read (ingest/streamed.py)
+    skipped: str | None = None  # the parts that held nothing to measure (problems.skipped_note)
 
 
 class Source(Protocol):
@@ -68,8 +69,14 @@ class Source(Protocol):
 
 
 def _no_records(read: Read) -> Read:
-    if read.count == 0 and not read.problems:
-        read.problems.append(Problem(read.name, None, None, "no records found", "parse"))
+    """A file of no records refused; parts of a file that held nothing to measure said beside what it
+    stores, not as its problems (they refuse only a file that has nothing else)."""
+    if read.count == 0:
+        if not read.problems:
+            read.problems.append(Problem(read.name, None, None, "no records found", "parse"))
+        return read
+    read.skipped = skipped_note(read.problems)
+    read.problems = [p for p in read.problems if p.kind != SKIPPED]
     return read
 
 

@@ -38,7 +38,7 @@ from specdash.ingest.formats.common import (
 )
 from specdash.ingest.jsontext import JSONPositionError, LinedDict
 from specdash.ingest.lines import MAX_DOCUMENT_CHARS, read_document
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import SKIPPED, Problem
 from specdash.ingest.records import SPECULATION_UNKNOWN, SpeculationSetting
 from specdash.ingest.setting import parse_setting
 from specdash.ingest.yamltext import YAMLPositionError, invalid_document, load_yaml_or_json
@@ -219,7 +219,7 @@ def _benchmark(
     tpot, concurrency = metrics.time_per_output_token_ms.successful, metrics.request_concurrency.successful
     if not (tpot.median > 0 and concurrency.mean > 0):
         yield Problem(
-            path, bench.line_of("metrics"), f"{prefix}.metrics", "no successful requests to measure"
+            path, bench.line_of("metrics"), f"{prefix}.metrics", "no successful requests to measure", SKIPPED
         )
         return
     strategy = _strategy(bench)

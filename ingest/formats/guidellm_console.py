@@ -44,7 +44,7 @@ from specdash.ingest.formats.common import (
 )
 from specdash.ingest.formats.guidellm import stated_setting
 from specdash.ingest.lines import ANSI_ESCAPE, TooLong, bounded_lines
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import SKIPPED, Problem
 from specdash.ingest.records import SpeculationSetting
 
 NAME = "guidellm-console"
@@ -279,7 +279,7 @@ def row_record(
     fields = fields_of(printed)
     concurrency = fields.get("concurrency")
     if not (fields.get("median_tpot_ms") or 0) > 0 or not (concurrency or 0) > 0:
-        yield Problem(path, number, None, "no successful requests to measure")
+        yield Problem(path, number, None, "no successful requests to measure", SKIPPED)
         return
     load = client_load(
         median_tpot_ms=fields.get("median_tpot_ms"),

@@ -76,6 +76,17 @@ def test_a_v0_5_yaml_sweep(engine):
     assert rows[0].raw["guidellm_version"] == "0.5.4"
 
 
+def test_a_level_where_no_request_completed_is_skipped_not_refused(tmp_path, engine):
+    """The tool wrote a level with nothing to measure (its successful TPOT median 0, as when every request
+    of a rate past the server's limit failed): the file loads without it and says which line was skipped."""
+    text = (GUIDELLM / "sweep_v0.5.4.yaml").read_text()
+    failed = tmp_path / "failed_level.yaml"
+    failed.write_text(text.replace("median: 25.0", "median: 0.0", 1))
+    result = load(engine, failed)
+    assert [b.concurrency for b in benchmarks(engine)] == [1, 13]
+    assert "skipped, no successful requests to measure: line(s) " in result.message
+
+
 def test_reingesting_changes_nothing(engine):
     load(engine, GUIDELLM / "concurrent_eagle3_v0.7.json")
     before = content(engine)

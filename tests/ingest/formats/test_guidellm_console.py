@@ -11,8 +11,10 @@ from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.base import Located
 from specdash.ingest.formats.guidellm_console import parse
 from specdash.ingest.links import LinkOptions
+from specdash.ingest.pipeline import ingest
 from specdash.ingest.policy import IngestPolicy
-from specdash.ingest.problems import Problem
+from specdash.ingest.problems import SKIPPED, Problem
+from specdash.ingest.sources import PathSource
 from tests.conftest import REAL_FIXTURES
 from tests.ingest_support import benchmarks, load
 
@@ -119,19 +121,41 @@ def test_the_0_5_tables_read_as_the_report_of_the_same_run_says():
     assert tp2.decode_tps == pytest.approx(1000 / 19.64803342707455, rel=0.005)
 
 
-def test_a_row_where_nothing_completed_is_refused_on_its_line():
+ZEROS = (
+    "  constant@5.60|       0.00|        0.00|         0.0|         0.0|  0.00|   0.00|  0.00|    0.0|"
+    + ("    0.0|    0.0|   0.0|    0.0|   0.0|   0.0|    0.0|   0.0\n")
+)
+
+
+def test_a_row_where_nothing_completed_is_skipped_on_its_line():
     """0.2-0.3 print a level whose requests all failed as zeros (a constant rate past the server's limit):
-    no per-request speed to measure, refused as a report's benchmark without successful requests is."""
-    zeros = (
-        "  constant@5.60|       0.00|        0.00|         0.0|         0.0|  0.00|   0.00|  0.00|    0.0|"
-        + ("    0.0|    0.0|   0.0|    0.0|   0.0|   0.0|    0.0|   0.0\n")
-    )
+    no per-request speed to measure, skipped on its line as a report's benchmark without successful
+    requests is."""
     closing = "=" * 158 + "\n"
-    text = SATURATED.removesuffix(closing) + zeros + closing
+    text = SATURATED.removesuffix(closing) + ZEROS + closing
     read = records(text, LinkOptions(deployment="H100, sglang"))
     assert [r.line for r in read if isinstance(r, Located)] == [6, 7]
     (problem,) = [r for r in read if isinstance(r, Problem)]
     assert (problem.line, problem.message) == (8, "no successful requests to measure")
+    assert problem.kind == SKIPPED
+
+
+def test_a_sweep_with_a_failed_level_is_stored_without_it_and_says_so(tmp_path, engine):
+    """The tool wrote the failed level: the file is never refused for it. Its two measured rows are stored,
+    the summary says which line was skipped and why; a table of failed levels only has nothing to store and
+    is refused on that line."""
+    closing = "=" * 158 + "\n"
+    path = tmp_path / "sweep.txt"
+    path.write_text(SATURATED.removesuffix(closing) + ZEROS + closing)
+    result = load(engine, path, IngestPolicy(link=LinkOptions(deployment="H100, sglang")))
+    assert result.message.endswith("skipped, no successful requests to measure: line(s) 8")
+    assert [b.concurrency for b in benchmarks(engine)] == [1, 463]
+    header, rows = SATURATED.split("   synchronous")[0], ZEROS + closing
+    failed = tmp_path / "failed.txt"
+    failed.write_text(header + rows)
+    refused = ingest(engine, PathSource(failed), IngestPolicy(link=LinkOptions(deployment="H100, sglang")))
+    assert refused.status == "failed"
+    assert [str(p) for p in refused.problems] == [f"{failed}:6: no successful requests to measure"]
 
 
 def test_a_setting_in_the_printed_extras_is_stated():
