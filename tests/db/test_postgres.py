@@ -51,6 +51,15 @@ def test_demo_story_on_postgres(pg_url):
     assert runner.invoke(cli, ["--db", pg_url, "check"]).exit_code == 1
 
 
+def test_statements_are_planned_as_the_tables_are_and_foreign_key_checks_keep_their_plans(pg_engine):
+    """Nothing specdash sends is prepared (a generic plan made while a table was empty would be reused as it
+    grows); the server's own plans, those of its foreign-key checks, are cached as by default."""
+    with pg_engine.connect() as connection:
+        raw = connection.connection.driver_connection
+        assert raw is not None and raw.prepare_threshold is None
+        assert connection.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+
+
 def test_bad_file_writes_nothing_on_postgres(pg_engine):
     result = ingest(pg_engine, PathSource(FIXTURES / "native" / "bad_doc.json"))
     assert result.status == "failed" and len(result.problems) == 5
