@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from specdash.db.bulk import chunks, insert_rows, select_in
+from specdash.db.bulk import insert_rows, reserved_ids, select_in
 from specdash.db.models import Benchmark, Checkpoint, utcnow
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.records import OWN_HEAD_ALGORITHMS, SPECULATION_UNKNOWN, BenchmarkRecord
@@ -133,11 +133,8 @@ class BenchmarkWriter:
             id(r): benchmark_record_key(r) for r in records if getattr(r, "kind", None) == "benchmark"
         }
         keys = list(self._key_of.values())
-        self._prefetched = set()
-        for chunk in chunks(keys):
-            self._prefetched.update(
-                self.session.scalars(select(Benchmark.record_key).where(Benchmark.record_key.in_(chunk)))
-            )
+        stored = select_in(self.session, select(Benchmark.record_key), Benchmark.record_key, keys)
+        self._prefetched = {key for (key,) in stored}
         self._prefetched_all = set(keys)
 
     def _stored_key(self, key: str) -> bool:
@@ -157,12 +154,18 @@ class BenchmarkWriter:
         if not rows:
             return
         self.session.flush()
-        # one executemany without RETURNING (the ORM's sorted RETURNING cost more than the insert), then
-        # the new ids by record key in one chunked select
-        insert_rows(self.session, Benchmark, rows)
-        keys = [row["record_key"] for row in rows]
-        query = select(Benchmark.record_key, Benchmark.id)
-        id_of = dict(select_in(self.session, query, Benchmark.record_key, keys))
-        ids = [id_of[key] for key in keys]
+        ids = reserved_ids(self.session, Benchmark, len(rows))
+        if ids is not None:  # PostgreSQL: the rows go in with their ids
+            for row, new_id in zip(rows, ids, strict=True):
+                row["id"] = new_id
+            insert_rows(self.session, Benchmark, rows)
+        else:
+            # one executemany without RETURNING (the ORM's sorted RETURNING cost more than the insert),
+            # then the new ids by record key in one chunked select
+            insert_rows(self.session, Benchmark, rows)
+            keys = [row["record_key"] for row in rows]
+            query = select(Benchmark.record_key, Benchmark.id)
+            id_of = dict(select_in(self.session, query, Benchmark.record_key, keys))
+            ids = [id_of[key] for key in keys]
         self.summary.created["benchmark"] += len(ids)
         self.summary.benchmark_ids.extend(ids)

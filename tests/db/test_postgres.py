@@ -57,6 +57,15 @@ def test_demo_story_on_postgres(pg_url):
     assert runner.invoke(cli, ["--db", pg_url, "check"]).exit_code == 1
 
 
+def test_statements_are_planned_as_the_tables_are_and_foreign_key_checks_keep_their_plans(pg_engine):
+    """Nothing specdash sends is prepared (a generic plan made while a table was empty would be reused as it
+    grows); the server's own plans, those of its foreign-key checks, are cached as by default."""
+    with pg_engine.connect() as connection:
+        raw = connection.connection.driver_connection
+        assert raw is not None and raw.prepare_threshold is None
+        assert connection.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+
+
 def test_bad_file_writes_nothing_on_postgres(pg_engine):
     result = ingest(pg_engine, PathSource(FIXTURES / "native" / "bad_doc.json"))
     assert result.status == "failed" and len(result.problems) == 5
@@ -78,6 +87,46 @@ def test_specbundle_and_refresh_on_postgres(pg_engine):
     assert result.status == "loaded", result.problems[:3]
     assert result.store.created["benchmark"] == 500
     assert result.refresh.gaps > 0
+
+
+# when each row was written: the only columns that differ
+WRITTEN_AT = {"created_at", "updated_at"}
+COMPARED = ["benchmark", "prediction", "gap", "alert", "leaderboard_entry"]
+
+
+def stored_tables(engine) -> dict[str, list[tuple]]:
+    """Every row of the tables an ingest writes, in primary-key order, without when they were written."""
+    tables = {}
+    with reading(engine) as session:
+        for name in COMPARED:
+            table = store_metadata().tables[name]
+            columns = [c for c in table.columns if c.name not in WRITTEN_AT]
+            query = select(*columns).order_by(*table.primary_key.columns)
+            tables[name] = [tuple(row) for row in session.execute(query)]
+    return tables
+
+
+def test_a_file_is_stored_row_for_row_as_on_sqlite(pg_engine, tmp_path):
+    """Ids drawn from PostgreSQL's sequences and COPY store what SQLite's inserts store: the same ids,
+    benchmarks, predictions, gaps, verdicts and Leaderboard entries."""
+    sqlite = make_engine(f"sqlite:///{tmp_path / 'same.db'}")
+    upgrade(sqlite)
+    for engine in (sqlite, pg_engine):
+        result = ingest(engine, PathSource(REAL_FIXTURES / "specbundle-data.json"))
+        assert result.status == "loaded", result.problems[:3]
+    on_sqlite, on_postgres = stored_tables(sqlite), stored_tables(pg_engine)
+    sqlite.dispose()
+    for name in COMPARED:
+        assert len(on_postgres[name]) == len(on_sqlite[name]) > 0, name
+        if name != "leaderboard_entry":
+            assert on_postgres[name] == on_sqlite[name], name
+    # the entries' means are each engine's AVG, summed in its own order: equal to the last bits
+    for pg_row, sqlite_row in zip(
+        on_postgres["leaderboard_entry"], on_sqlite["leaderboard_entry"], strict=True
+    ):
+        assert [pytest.approx(v, rel=1e-12) if isinstance(v, float) else v for v in sqlite_row] == list(
+            pg_row
+        )
 
 
 def test_text_and_integers_at_the_bounds_load_the_same_as_on_sqlite(pg_engine, tmp_path):
