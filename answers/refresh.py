@@ -20,6 +20,7 @@ from specdash.answers.verdicts import REFRESH_WHO, settle_alert
 from specdash.costmodel.throughput import draft_steps
 from specdash.db import bulk, leaderboard_entries
 from specdash.db.bulk import analyze_written, expire_loaded
+from specdash.db.engine import bounded_sorts
 from specdash.db.history import acceptance_references
 from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, Prediction
 from specdash.db.refresh_scope import benchmark_rows, checkpoint_places, drafter_rows, refresh_scope
@@ -92,10 +93,11 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     summary.refitted = [context.deployments[d].name for d in context.refitted]
     # the Leaderboard's entries (db/leaderboard_entries.py) once every batch is written: a first refresh
     # ranks every entry once, not again for each later batch
-    if everything:
-        leaderboard_entries.update(session, None)
-    else:
-        leaderboard_entries.update_at(session, places)
+    with bounded_sorts(session):  # its statements sort every gap of the checkpoints they rank
+        if everything:
+            leaderboard_entries.update(session, None)
+        else:
+            leaderboard_entries.update_at(session, places)
     expire_loaded(session, (Prediction, Gap, Alert))
     return summary
 
