@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy.orm import Session
 
@@ -20,9 +20,10 @@ from specdash.answers.verdicts import REFRESH_WHO, settle_alert
 from specdash.costmodel.throughput import draft_steps
 from specdash.db import bulk, leaderboard_entries
 from specdash.db.bulk import analyze_written, expire_loaded
+from specdash.db.engine import bounded_sorts
 from specdash.db.history import acceptance_references
 from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, Prediction
-from specdash.db.refresh_scope import benchmark_rows, drafter_rows, refresh_scope
+from specdash.db.refresh_scope import benchmark_rows, checkpoint_places, drafter_rows, refresh_scope
 from specdash.db.stored import (
     StoredPredictions,
     stored_alerts,
@@ -72,35 +73,67 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     in_scope = sum(map(len, scope.values()))
     analyze_written(session, (Benchmark, Checkpoint), in_scope)  # a file's benchmarks, stored just now
     places: list[dict[int, set[tuple[int, int]]]] = []
-    # A few checkpoints at a time, and their groups in batches: memory stays bounded by the largest
-    # drafter's benchmarks, however many a file brings.
-    for checkpoint_ids in _checkpoint_batches(scope):
-        benches = benchmark_rows(session, [i for c in checkpoint_ids for i in scope[c]])
-        summary.benchmarks += len(benches)
-        groups, unknown_depth = _groups(benches)
-        summary.skipped += unknown_depth
-        # drafters without training metrics: their own earlier benchmarks say what accept length to expect
-        untrained = [c for c in checkpoint_ids if not context.drafters[c].rates]
-        # only a drafter's own new benchmarks change its references (a baseline changes none)
-        backfilled = [c for c in untrained if c in given]
-        if not everything and backfilled:
-            _add_backfilled(groups, drafter_rows(session, backfilled), {b.id for b in benches})
-            context = widen_context(session, context, {key.deployment_id for key in groups}, deployment_ids)
-        part = replace(context, references=acceptance_references(session, untrained, _datasets(groups)))
-        _refresh_batches(session, groups, part, summary, checkpoint_ids)
-        if summary.benchmarks == len(benches):  # the first batch's writes: the statements after it
+    # A few checkpoints at a time, a large one's groups over several parts: memory stays bounded by a
+    # batch's benchmarks, however many a file or one drafter brings.
+    backfilled = set() if everything else {c for c in given if not context.drafters[c].rates}
+    split_of = None  # the checkpoint the previous part held part of
+    for n, part in enumerate(_parts(session, scope, backfilled)):
+        context, at = _refresh_part(session, part, context, summary, backfilled, deployment_ids)
+        if n == 0:  # the first batch's writes: the statements after it
             analyze_written(session, (Prediction, Gap, Alert), in_scope)
-        if not everything:  # where each batch refreshed its checkpoints' Leaderboard entries
-            places.append(_places(benches, groups))
+        if everything:
+            continue
+        # where each batch refreshed its checkpoints' Leaderboard entries; a split drafter's at once
+        if part.split_of is not None and part.split_of == split_of:
+            for checkpoint_id, where in at.items():
+                places[-1].setdefault(checkpoint_id, set()).update(where)
+        else:
+            places.append(at)
+        split_of = part.split_of
     summary.refitted = [context.deployments[d].name for d in context.refitted]
     # the Leaderboard's entries (db/leaderboard_entries.py) once every batch is written: a first refresh
     # ranks every entry once, not again for each later batch
-    if everything:
-        leaderboard_entries.update(session, None)
-    else:
-        leaderboard_entries.update_at(session, places)
+    with bounded_sorts(session):  # its statements sort every gap of the checkpoints they rank
+        if everything:
+            leaderboard_entries.update(session, None)
+        else:
+            leaderboard_entries.update_at(session, places)
     expire_loaded(session, (Prediction, Gap, Alert))
     return summary
+
+
+def _refresh_part(
+    session: Session,
+    part: "_Part",
+    context: RefreshContext,
+    summary: RefreshSummary,
+    backfilled: set[int],
+    deployment_ids: set[int],
+) -> tuple[RefreshContext, dict[int, set[tuple[int, int]]]]:
+    """Refresh one part's benchmarks; returns the context (wider when backfilled benchmarks are on other
+    deployments) and the part's Leaderboard places."""
+    benches = benchmark_rows(session, part.benchmark_ids)
+    summary.benchmarks += len(benches)
+    groups, unknown_depth = _groups(benches)
+    summary.skipped += unknown_depth
+    # drafters without training metrics: their own earlier benchmarks say what accept length to expect
+    untrained = [c for c in part.checkpoint_ids if not context.drafters[c].rates]
+    # only a drafter's own new benchmarks change its references (a baseline changes none): its other
+    # benchmarks are judged again, those of this part's groups when it is split
+    drafters = [c for c in untrained if c in backfilled]
+    if drafters:
+        others = (
+            drafter_rows(session, drafters)
+            if part.split_of is None
+            else benchmark_rows(session, list(part.others))
+        )
+        _add_backfilled(groups, others, {b.id for b in benches})
+        context = widen_context(session, context, {key.deployment_id for key in groups}, deployment_ids)
+    references = acceptance_references(session, untrained, _datasets(groups))
+    # a part that holds its checkpoints whole reads their predictions by checkpoint
+    whole = part.checkpoint_ids if part.split_of is None else None
+    _refresh_batches(session, groups, replace(context, references=references), summary, whole)
+    return context, _places(benches, groups)
 
 
 def _refresh_batches(
@@ -108,11 +141,11 @@ def _refresh_batches(
     groups: Groups,
     context: RefreshContext,
     summary: RefreshSummary,
-    checkpoint_ids: list[int],
+    checkpoint_ids: list[int] | None,
 ) -> None:
     batches = list(_batches(groups))
-    # one batch holds these checkpoints whole: their predictions are read by checkpoint, in a few
-    # statements; a drafter split over batches reads each batch's own by key
+    # one batch holds these checkpoints whole (when given): their predictions are read by checkpoint,
+    # in a few statements; a drafter split over batches reads each batch's own by key
     whole = checkpoint_ids if len(batches) == 1 else None
     for batch in batches:
         stored = stored_predictions(session, batch, whole)
@@ -233,11 +266,58 @@ def _add_backfilled(groups: Groups, rows: Iterable[BenchmarkRow], known: set[int
             known.add(bench.id)
 
 
+class _Part(NamedTuple):
+    """Benchmarks refreshed together: whole checkpoints, or whole prediction groups of one checkpoint too
+    large for a batch (`split_of`) with, for a backfilled drafter, its other benchmarks in those groups."""
+
+    checkpoint_ids: list[int]
+    benchmark_ids: list[int]
+    split_of: int | None = None
+    others: tuple[int, ...] = ()
+
+
+def _parts(session: Session, scope: dict[int, list[int]], backfilled: set[int]) -> Iterator[_Part]:
+    """The scope in parts of about BATCH benchmarks: consecutive checkpoints, a larger one on its own
+    over several parts."""
+    for checkpoint_ids in _checkpoint_batches(scope):
+        first = checkpoint_ids[0]
+        if len(checkpoint_ids) > 1 or len(scope[first]) <= BATCH:
+            yield _Part(checkpoint_ids, [i for c in checkpoint_ids for i in scope[c]])
+            continue
+        # a backfilled drafter's other benchmarks are judged again: they go with the part of their group
+        ids = set(scope[first])
+        places = checkpoint_places(session, first, None if first in backfilled else scope[first])
+        for members in _split(places):
+            mine = [i for i in members if i in ids]
+            yield _Part([first], mine, first, tuple(i for i in members if i not in ids))
+
+
+def _split(places: Iterable[tuple[int, int, int, str | None]]) -> Iterator[list[int]]:
+    """Benchmark ids, from their (id, deployment, load, dataset), in parts of about BATCH that never split
+    a prediction group (which has one deployment, load and dataset), a dataset's groups together where
+    they fit: a part's acceptance references are read for its datasets only."""
+    units: dict[tuple[str, int, int], list[int]] = defaultdict(list)
+    for benchmark_id, deployment_id, concurrency, dataset in places:
+        units[(dataset or "", deployment_id, concurrency)].append(benchmark_id)
+    part: list[int] = []
+    for unit in sorted(units):
+        part += units[unit]
+        if len(part) >= BATCH:
+            yield sorted(part)
+            part = []
+    if part:
+        yield sorted(part)
+
+
 def _checkpoint_batches(scope: dict[int, list[int]]) -> Iterator[list[int]]:
-    """Consecutive checkpoints with about BATCH benchmarks in all (a checkpoint is never split)."""
+    """Consecutive checkpoints with about BATCH benchmarks in all; one with more than BATCH on its own
+    (_parts splits it)."""
     batch: list[int] = []
     size = 0
     for checkpoint_id in sorted(scope):
+        if len(scope[checkpoint_id]) > BATCH and batch:
+            yield batch
+            batch, size = [], 0
         batch.append(checkpoint_id)
         size += len(scope[checkpoint_id])
         if size >= BATCH:

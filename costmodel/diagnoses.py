@@ -337,12 +337,12 @@ def judge(
     size = abs(gap)
     limit = max(threshold, band or 0.0)
     excess = size / limit if limit > 0 else float("inf")
-    band_text = f" and the prediction's error band ±{band:.0%}" if band else ""
     gap_alert = size >= threshold and (band is None or size > band)
     parts, severity = [], None
     if gap_alert:
         gap_severity = Severity.INFO if gap < 0 else _excess_severity(excess)
         severity = gap_severity
+        band_text = f" and the prediction's error band ±{band:.0%}" if band else ""
         parts.append(f"gap {gap:+.1%} exceeds the threshold {threshold:.0%}{band_text} ({excess:.1f}x)")
     shortfall = 1.0 - acceptance_factor if acceptance_factor is not None else 0.0
     if accept_length_source == TauSource.HISTORY and shortfall > HISTORY_SHORTFALL:
@@ -350,14 +350,16 @@ def judge(
             severity, Severity.WARNING if shortfall >= EXCESS_WARNING * HISTORY_SHORTFALL else Severity.INFO
         )
         parts.append(f"accept length {shortfall:.0%} below the drafter's history")
-    configuration = [d for d in diagnoses if d.code in CONFIGURATION_CODES]
-    if configuration:
-        severity = _worst(severity, *(d.severity for d in configuration))
-        parts.insert(
-            0, f"{configuration[0].code}: an invalid or out-of-range benchmark alerts whatever its gap"
-        )
-    codes = {d.code for d in diagnoses}
-    lead = next((code for code in LEAD_ORDER if code in codes), None)
+    lead = None
+    if diagnoses:  # most benchmarks have none: nothing to lead with
+        configuration = [d for d in diagnoses if d.code in CONFIGURATION_CODES]
+        if configuration:
+            severity = _worst(severity, *(d.severity for d in configuration))
+            parts.insert(
+                0, f"{configuration[0].code}: an invalid or out-of-range benchmark alerts whatever its gap"
+            )
+        codes = {d.code for d in diagnoses}
+        lead = next((code for code in LEAD_ORDER if code in codes), None)
     if parts:
         return Verdict(True, severity, lead, "; ".join(parts))
     if size < threshold:

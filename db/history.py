@@ -4,9 +4,10 @@ training metrics is predicted and judged by (the "history" source of costmodel/s
 import statistics
 from collections import defaultdict
 from collections.abc import Collection, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
-from sqlalchemy import Row, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import normalised_algorithm
@@ -37,6 +38,26 @@ _SERIES_COLUMNS = (
 )
 
 
+class SeriesRow(NamedTuple):
+    """A benchmark of a drafter's series (_SERIES_COLUMNS, in order): a plain named tuple, whose fields
+    read in C (a SQLAlchemy Row's by name cost several times as much, a score of times a benchmark)."""
+
+    id: int
+    checkpoint_id: int
+    dataset: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+    accept_length: float | None
+    speculative_algorithm: str | None
+    draft_hidden_size: int | None
+    superseded_by_id: int | None
+    measured_at: datetime | None
+    drafter_algorithm: str | None
+    drafter_hidden_size: int | None
+
+
 def acceptance_references(
     session: Session, checkpoint_ids: Sequence[int], datasets: Collection[str] | None = None
 ) -> dict[int, Reference]:
@@ -54,7 +75,7 @@ def acceptance_references(
         for bench, pick in _earlier(members):
             load = "the same" if pick[0].concurrency == bench.concurrency else "other"
             ids = tuple(m.id for m in pick)
-            tau = statistics.median(m.accept_length for m in pick)
+            tau = statistics.median(m.accept_length for m in pick if m.accept_length)  # trusted: each has one
             out[bench.id] = Reference(
                 tau,
                 ids,
@@ -66,7 +87,7 @@ def acceptance_references(
 
 def _series(
     session: Session, checkpoint_ids: Sequence[int], datasets: Collection[str] | None
-) -> dict[tuple[Any, ...], list[Row]]:
+) -> dict[tuple[Any, ...], list[SeriesRow]]:
     """The checkpoints' speculative benchmarks (on these datasets, when given) by (checkpoint, dataset, K,
     topk, N)."""
     query = (
@@ -80,25 +101,31 @@ def _series(
         query = query.where(
             named | Benchmark.dataset.is_(None) | (Benchmark.dataset == "") if "" in datasets else named
         )
-    series: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
-    for row in select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids):
-        steps = draft_steps(row.num_steps, row.topk, row.num_draft_tokens)
-        if steps is not None:
-            width = Setting(None, steps, row.topk).width
-            key = (row.checkpoint_id, row.dataset or "", steps, width, row.num_draft_tokens)
+    series: dict[tuple[Any, ...], list[SeriesRow]] = defaultdict(list)
+    # a drafter's series share a few settings: each one's K and width worked out once
+    settings: dict[tuple[Any, ...], tuple[int, int] | None] = {}
+    make = SeriesRow._make
+    for row in map(make, select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids)):
+        setting = (row.num_steps, row.topk, row.num_draft_tokens)
+        if setting not in settings:
+            steps = draft_steps(*setting)
+            settings[setting] = None if steps is None else (steps, Setting(None, steps, row.topk).width)
+        known = settings[setting]
+        if known is not None:
+            key = (row.checkpoint_id, row.dataset or "", *known, row.num_draft_tokens)
             series[key].append(row)
     return series
 
 
-def _earlier(members: list[Row]) -> list[tuple[Row, list[Row]]]:
+def _earlier(members: list[SeriesRow]) -> list[tuple[SeriesRow, list[SeriesRow]]]:
     """Each benchmark of a series with the trusted ones before it that make its reference (the first of
     a series has none and is left out)."""
     dated = all(m.measured_at is not None for m in members)
     members.sort(key=lambda m: (m.measured_at, m.id) if dated else (m.id,))
     # one walk in order: the trusted ones so far, and per load (a live drafter's series runs to
     # hundreds of thousands: rescanning every earlier one per benchmark was quadratic)
-    trusted: list[Row] = []
-    trusted_at: dict[int, list[Row]] = defaultdict(list)
+    trusted: list[SeriesRow] = []
+    trusted_at: dict[int, list[SeriesRow]] = defaultdict(list)
     out = []
     for bench in members:
         pick = _nearest(trusted, trusted_at.get(bench.concurrency))
@@ -110,7 +137,7 @@ def _earlier(members: list[Row]) -> list[tuple[Row, list[Row]]]:
     return out
 
 
-def _trusted(row: Row) -> bool:
+def _trusted(row: SeriesRow) -> bool:
     if row.superseded_by_id is not None or not row.accept_length or row.accept_length <= 0:
         return False
     served, trained = (
@@ -123,6 +150,6 @@ def _trusted(row: Row) -> bool:
     return not (fed and expected and fed != expected)
 
 
-def _nearest(earlier: list[Row], same_load: list[Row] | None) -> list[Row]:
+def _nearest(earlier: list[SeriesRow], same_load: list[SeriesRow] | None) -> list[SeriesRow]:
     """Same load first, else other loads; the latest ones, at most HISTORY_WINDOW."""
     return (same_load or earlier)[-HISTORY_WINDOW:]

@@ -155,3 +155,15 @@ def drafter_rows(session: Session, checkpoint_ids: list[int]) -> Iterator[Benchm
     make = BenchmarkRow._make
     for row in select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids):
         yield make(row)
+
+
+def checkpoint_places(
+    session: Session, checkpoint_id: int, ids: list[int] | None
+) -> list[tuple[int, int, int, str | None]]:
+    """(id, deployment, load, dataset) of these benchmarks of a checkpoint (None: of its every speculative
+    one, as drafter_rows reads them): what a refresh splits a large drafter's benchmarks by."""
+    query = select(Benchmark.id, Benchmark.deployment_id, Benchmark.concurrency, Benchmark.dataset)
+    if ids is not None:
+        return [(i, d, load, name) for i, d, load, name in select_in(session, query, Benchmark.id, ids)]
+    where = (Benchmark.checkpoint_id == checkpoint_id, Benchmark.speculative_algorithm.is_not(None))
+    return [(i, d, load, name) for i, d, load, name in session.connection().execute(query.where(*where))]

@@ -68,6 +68,8 @@ def repeated_baselines(session: Session, benchmark_ids: list[int]) -> set[int]:
         return set()
     counts: dict[tuple, int] = defaultdict(int)
     others = given.where(Benchmark.deployment_id.in_(sorted({key[0] for key in keys})))
-    for row in session.execute(others):
+    # through the Core connection: column tuples, without the ORM's result machinery (a big file's
+    # baselines are every one on their deployments)
+    for row in session.connection().execute(others):
         counts[tuple(row)] += 1
     return {key[0] for key in keys if counts[key] > 1}

@@ -66,6 +66,11 @@ def stored_predictions(
         query = query.where(
             Prediction.deployment_id.in_(sorted(deployments)), Prediction.concurrency.in_(sorted(loads))
         )
+    # and, for part of a drafter, at its keys' datasets: a large drafter's parts hold a few datasets
+    # each (answers/refresh.py), and each part would read every earlier part's predictions to keep none
+    datasets = {key.dataset for key in keys}
+    if not whole and len(datasets) <= bulk.CHUNK // 2:
+        query = query.where(Prediction.dataset.in_(sorted(datasets)))
     for row in select_in(session, query, Prediction.checkpoint_id, ids):
         # keys and values as plain tuples, sliced in C: they hash and compare as the named ones they are
         # looked up by and compared with; an external one is read by name

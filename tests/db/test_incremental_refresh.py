@@ -238,3 +238,55 @@ def entries(engine) -> list[tuple]:
     with reading(engine) as session:
         rows = session.execute(select(LeaderboardEntry.__table__)).mappings().all()
     return sorted(tuple(sorted((k, v) for k, v in row.items())) for row in rows)
+
+
+LARGER_FILES = {
+    # more of a drafter's benchmarks than a batch, measured before its stored ones: its others are judged
+    # again, each with its group's part
+    "backfilled benchmarks": lines(
+        *(
+            eagle(
+                "drafter-1", "epoch_0", deployment, load, 150.0 - load, 2.2, measured_at="2026-11-01T10:00:00"
+            )
+            | {"dataset": dataset}
+            for deployment in (H100, L40S)
+            for load in (1, 3, 8)
+            for dataset in DATASETS[:2]
+        )
+    ),
+    "baseline at a new load": SMALL_FILES["baseline at a new load"],
+}
+
+
+@pytest.mark.parametrize("name", list(LARGER_FILES))
+def test_a_checkpoint_larger_than_a_batch_is_refreshed_to_what_one_batch_stores(tmp_path, monkeypatch, name):
+    """A drafter with more benchmarks than a batch is refreshed over several parts, each of whole
+    prediction groups (its backfilled benchmarks with their groups' part): the split must not show, in
+    an ingest's refresh or a full one."""
+    from specdash.answers import refresh as refresh_module
+
+    read = refresh_module.benchmark_rows
+    parts: list[int] = []  # the benchmarks of each part read
+
+    def benchmark_rows(session, ids):
+        parts.append(len(ids))
+        return read(session, ids)
+
+    monkeypatch.setattr(refresh_module, "benchmark_rows", benchmark_rows)
+    results = []
+    for batch in (refresh_module.BATCH, 3):
+        monkeypatch.setattr(refresh_module, "BATCH", batch)
+        engine = store(tmp_path, f"batch-{batch}.db")
+        parts.clear()
+        for file, data in (("store.jsonl", bigger_store()), ("larger.jsonl", LARGER_FILES[name])):
+            assert ingest(engine, UploadSource(file, data)).status == "loaded"
+        incremental = snapshot(engine) | {"entries": entries(engine)}
+        with transaction(engine) as session:
+            full = refresh(session)
+        assert snapshot(engine) | {"entries": entries(engine)} == incremental
+        results.append((incremental, full))
+        assert batch > 3 or max(parts) < 20  # a drafter's benchmarks over several parts
+        engine.dispose()
+    (one, one_full), (split, split_full) = results
+    assert split == one and split_full == one_full
+    assert len(one["gaps"]) >= 240  # 20 benchmarks on each of 12 drafters (and the small file's)
