@@ -113,7 +113,7 @@ def format_report(problems: list[Problem], limit: int = MAX_REPORTED) -> str:
 
 def skipped_note(problems: list[Problem]) -> str | None:
     """What was skipped as holding nothing to measure, said once per reason: `skipped, no successful
-    requests to measure: lines 40, 52`."""
+    requests to measure: line(s) 40, 52`."""
     lines: dict[str, list[str]] = {}
     for problem in problems:
         if problem.kind == SKIPPED:
