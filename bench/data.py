@@ -59,20 +59,20 @@ def metric_rows(steps: int) -> list[tuple[int, int, int, float]]:
     return rows
 
 
+DEPLOYMENTS = [
+    dict(id=1, name="8x RTX PRO 6000, TP8, PCIe", baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.64),
+    dict(id=2, name="8x H200, TP8, NVLink", baseline_tps=125.0, comm_fraction=0.12, draft_step_ms=0.45),
+    dict(id=3, name="4x L40S, TP4, PCIe", baseline_tps=70.0, comm_fraction=0.35, draft_step_ms=0.9),
+    dict(id=4, name="8x B200, TP8, NVLink", baseline_tps=160.0, comm_fraction=0.1, draft_step_ms=0.35),
+]
+CONCURRENCIES = [1, 8]
+CHECKPOINTS_PER_RUN = 20
+
+
 def populate(engine: Engine, checkpoints: int, benchmarks: int) -> dict[str, int]:
     """Runs of 20 checkpoints each, benchmarks spread over checkpoints, four deployments, baselines."""
     rng = random.Random(SEED)
-    per_run = 20
-    runs = max(1, checkpoints // per_run)
-    deployments = [
-        dict(
-            id=1, name="8x RTX PRO 6000, TP8, PCIe", baseline_tps=90.0, comm_fraction=0.5, draft_step_ms=0.64
-        ),
-        dict(id=2, name="8x H200, TP8, NVLink", baseline_tps=125.0, comm_fraction=0.12, draft_step_ms=0.45),
-        dict(id=3, name="4x L40S, TP4, PCIe", baseline_tps=70.0, comm_fraction=0.35, draft_step_ms=0.9),
-        dict(id=4, name="8x B200, TP8, NVLink", baseline_tps=160.0, comm_fraction=0.1, draft_step_ms=0.35),
-    ]
-    concurrencies = [1, 8]
+    runs = max(1, checkpoints // CHECKPOINTS_PER_RUN)
     with transaction(engine) as session:
         session.execute(
             insert(Deployment),
@@ -80,90 +80,93 @@ def populate(engine: Engine, checkpoints: int, benchmarks: int) -> dict[str, int
                 dict(
                     d, round_overhead_ms=0.0, verify_growth_compute=0.0, verify_growth_comm=0.0, is_demo=False
                 )
-                for d in deployments
+                for d in DEPLOYMENTS
             ],
         )
-        session.execute(
-            insert(Run),
-            [
-                dict(
-                    id=r,
-                    name=f"bench-run-{r:04d}",
-                    framework="specforge",
-                    speculative_algorithm="EAGLE3",
-                    ttt_length=7,
-                    hidden_size=12288,
-                    status="finished",
-                    is_demo=False,
-                )
-                for r in range(1, runs + 1)
-            ],
-        )
-        ckpts, acceptance = [], []
-        for c in range(1, checkpoints + 1):
-            run_id = (c - 1) // per_run + 1
-            index = (c - 1) % per_run
-            ckpts.append(
-                dict(
-                    id=c,
-                    run_id=min(run_id, runs),
-                    name=f"epoch_{index // 4 + 1}_step_{(index + 1) * 2000}",
-                    step=(index + 1) * 2000,
-                    path=f"/ckpt/bench-run-{run_id:04d}/{index}",
-                )
-            )
-            quality = 0.55 + 0.3 * (index / per_run) + rng.uniform(-0.05, 0.05)
-            for p in range(POSITIONS):
-                acceptance.append(
-                    dict(
-                        checkpoint_id=c,
-                        position=p,
-                        rate=round(quality * (1 - 0.03 * p), 4),
-                        source="training",
-                    )
-                )
+        session.execute(insert(Run), [_run_row(r) for r in range(1, runs + 1)])
+        ckpts, acceptance = _checkpoint_rows(checkpoints, runs, rng)
         session.execute(insert(Checkpoint), ckpts)
         # inserted as plain rows, not by an ingest: their runs' summary rows written as an ingest would
         run_checkpoints.update(session, range(1, runs + 1))
         session.execute(insert(PositionAcceptance), acceptance)
-        rows = []
-        for d in deployments:
-            for conc in concurrencies:
-                rows.append(
-                    dict(
-                        record_key=f"baseline-{d['id']}-{conc}",
-                        deployment_id=d["id"],
-                        concurrency=conc,
-                        decode_tps=d["baseline_tps"] / (1 + 0.1 * (conc - 1)),
-                        source_format="bench",
-                    )
-                )
-        for b in range(benchmarks - len(rows)):
-            c = b % checkpoints + 1
-            d = deployments[(b // checkpoints) % len(deployments)]
-            steps, topk, tokens = SETTINGS[(b // (checkpoints * len(deployments))) % len(SETTINGS)]
-            conc = concurrencies[b % 2]
-            tau = 1 + rng.uniform(1.0, 2.5)
-            rows.append(
-                dict(
-                    record_key=f"bench-{b}",
-                    checkpoint_id=c,
-                    deployment_id=d["id"],
-                    engine="sglang",
-                    speculative_algorithm="EAGLE3" if rng.random() > 0.01 else "EAGLE",
-                    num_steps=steps,
-                    topk=topk,
-                    num_draft_tokens=tokens,
-                    concurrency=conc,
-                    dataset="mtbench",
-                    accept_length=round(tau, 3),
-                    decode_tps=round(d["baseline_tps"] * tau / 1.3 * rng.uniform(0.8, 1.1), 2),
-                    source_format="bench",
-                )
-            )
+        rows = _benchmark_rows(checkpoints, benchmarks, rng)
         for start in range(0, len(rows), 10_000):
             session.execute(insert(Benchmark), rows[start : start + 10_000])
     return {"runs": runs, "checkpoints": checkpoints, "benchmarks": benchmarks}
+
+
+def _run_row(run_id: int) -> dict:
+    return dict(
+        id=run_id,
+        name=f"bench-run-{run_id:04d}",
+        framework="specforge",
+        speculative_algorithm="EAGLE3",
+        ttt_length=7,
+        hidden_size=12288,
+        status="finished",
+        is_demo=False,
+    )
+
+
+def _checkpoint_rows(checkpoints: int, runs: int, rng: random.Random) -> tuple[list[dict], list[dict]]:
+    """Each checkpoint's row and its trained per-position acceptance (later checkpoints accept more)."""
+    ckpts, acceptance = [], []
+    for c in range(1, checkpoints + 1):
+        run_id = (c - 1) // CHECKPOINTS_PER_RUN + 1
+        index = (c - 1) % CHECKPOINTS_PER_RUN
+        ckpts.append(
+            dict(
+                id=c,
+                run_id=min(run_id, runs),
+                name=f"epoch_{index // 4 + 1}_step_{(index + 1) * 2000}",
+                step=(index + 1) * 2000,
+                path=f"/ckpt/bench-run-{run_id:04d}/{index}",
+            )
+        )
+        quality = 0.55 + 0.3 * (index / CHECKPOINTS_PER_RUN) + rng.uniform(-0.05, 0.05)
+        for p in range(POSITIONS):
+            acceptance.append(
+                dict(checkpoint_id=c, position=p, rate=round(quality * (1 - 0.03 * p), 4), source="training")
+            )
+    return ckpts, acceptance
+
+
+def _benchmark_rows(checkpoints: int, benchmarks: int, rng: random.Random) -> list[dict]:
+    """A baseline per deployment and load, then speculative benchmarks spread over the checkpoints,
+    deployments, settings and loads."""
+    rows = [
+        dict(
+            record_key=f"baseline-{d['id']}-{conc}",
+            deployment_id=d["id"],
+            concurrency=conc,
+            decode_tps=d["baseline_tps"] / (1 + 0.1 * (conc - 1)),
+            source_format="bench",
+        )
+        for d in DEPLOYMENTS
+        for conc in CONCURRENCIES
+    ]
+    for b in range(benchmarks - len(rows)):
+        d = DEPLOYMENTS[(b // checkpoints) % len(DEPLOYMENTS)]
+        steps, topk, tokens = SETTINGS[(b // (checkpoints * len(DEPLOYMENTS))) % len(SETTINGS)]
+        tau = 1 + rng.uniform(1.0, 2.5)
+        rows.append(
+            dict(
+                record_key=f"bench-{b}",
+                checkpoint_id=b % checkpoints + 1,
+                deployment_id=d["id"],
+                engine="sglang",
+                speculative_algorithm="EAGLE3" if rng.random() > 0.01 else "EAGLE",
+                num_steps=steps,
+                topk=topk,
+                num_draft_tokens=tokens,
+                concurrency=CONCURRENCIES[b % 2],
+                dataset="mtbench",
+                accept_length=round(tau, 3),
+                decode_tps=round(d["baseline_tps"] * tau / 1.3 * rng.uniform(0.8, 1.1), 2),
+                source_format="bench",
+            )
+        )
+    return rows
 
 
 def fresh_db(folder: Path, name: str) -> str:

@@ -11,14 +11,13 @@ from specdash.costmodel.domain import PredictionSource
 from specdash.db import leaderboard_entries
 from specdash.db.leaderboard_ranking import (
     ENTRY,
-    NUMBERS,
-    SETTING,
     Competing,
     benchmark_rows,
     board_order,
+    named_entries,
     ranked_entries,
 )
-from specdash.db.models import Benchmark, Checkpoint, Deployment, Run
+from specdash.db.models import Benchmark, Deployment
 
 
 class RankedEntry(NamedTuple):
@@ -217,20 +216,7 @@ def _entries(session: Session, flt: LeaderboardFilter):
         view.append(stored.c.deployment_id == flt.deployment_id)
     if flt.concurrency is not None:
         view.append(stored.c.concurrency == flt.concurrency)
-    return (
-        select(
-            Run.name.label("run"),
-            Checkpoint.name.label("checkpoint"),
-            Deployment.name.label("deployment"),
-            Run.target_model,
-            *(stored.c[name] for name in [*ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]),
-        )
-        .join(Checkpoint, stored.c.checkpoint_id == Checkpoint.id)
-        .join(Checkpoint.run)
-        .join(Deployment, stored.c.deployment_id == Deployment.id)
-        .where(*view, Run.archived_at.is_(None))  # archived runs compete no more
-        .subquery("entries")
-    )
+    return named_entries(stored, [], *view)
 
 
 def _named_rows(session: Session, query: Select) -> list[dict[str, Any]]:

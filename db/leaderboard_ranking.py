@@ -250,19 +250,26 @@ def ranked_entries(flt, rank_by: str):
     and every open alert of the entry; with the run's, checkpoint's and deployment's names and the run's
     target."""
     best = picked(per_setting(flt), [], rank_by)
+    return named_entries(best, [best.c.entry_open_alerts.label("open_alerts")], best.c.pick == 1)
+
+
+def named_entries(entries, extra: list, *where):
+    """`entries`' rows (an entry's place, setting, numbers, datasets and benchmarks) with the run's,
+    checkpoint's and deployment's names and the run's target, and `extra` columns; those of runs not
+    archived that meet `where`: the Leaderboard's rows, computed (ranked_entries) or stored."""
     return (
         select(
             Run.name.label("run"),
             Checkpoint.name.label("checkpoint"),
             Deployment.name.label("deployment"),
             Run.target_model,
-            *(best.c[name] for name in [*ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]),
-            best.c.entry_open_alerts.label("open_alerts"),
+            *(entries.c[name] for name in [*ENTRY, *SETTING, *NUMBERS, "datasets", "benchmarks"]),
+            *extra,
         )
-        .join(Checkpoint, best.c.checkpoint_id == Checkpoint.id)
+        .join(Checkpoint, entries.c.checkpoint_id == Checkpoint.id)
         .join(Checkpoint.run)
-        .join(Deployment, best.c.deployment_id == Deployment.id)
-        .where(best.c.pick == 1, Run.archived_at.is_(None))  # archived runs compete no more
+        .join(Deployment, entries.c.deployment_id == Deployment.id)
+        .where(*where, Run.archived_at.is_(None))  # archived runs compete no more
         .subquery("entries")
     )
 
