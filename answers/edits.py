@@ -1,13 +1,14 @@
 """Edits that change what the refresh computes (a deployment's profile or threshold, the global threshold,
-a parameter set, an undone ingest), each made in the store (db/profiles.py, db/runs.py) and followed by the
+a parameter set, an undone ingest, a rerun superseding a benchmark), each made in the store (db/profiles.py, db/runs.py) and followed by the
 refresh of the predictions and gaps it changes."""
 
 from sqlalchemy.orm import Session
 
 from specdash.answers.refresh import refresh
 from specdash.db import profiles, runs
+from specdash.db.alerts import link_superseding
 from specdash.db.calibration import CalibrationReport, apply_calibration
-from specdash.db.models import Deployment, ParameterSet
+from specdash.db.models import AlertEvent, Deployment, ParameterSet
 from specdash.db.runs import Removal
 from specdash.rows import RefreshSummary
 
@@ -82,3 +83,14 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, Refre
     removed no-speculation baseline changes their predictions."""
     removal, remaining = runs.delete_ingested_file(session, file_id)
     return removal, refresh(session, remaining) if remaining else RefreshSummary()
+
+
+def supersede(
+    session: Session, benchmark_id: int, superseding_id: int, who: str, note: str | None = None
+) -> list[AlertEvent]:
+    """A valid rerun supersedes a benchmark (db/alerts.link_superseding): the benchmark competes no more,
+    and a superseded no-speculation run is no longer a baseline, so what both touch is refreshed, the
+    Leaderboard's entries at their places with it. Raises AlertChangeError."""
+    events = link_superseding(session, benchmark_id, superseding_id, who, note)
+    refresh(session, [benchmark_id, superseding_id])
+    return events

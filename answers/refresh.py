@@ -52,14 +52,20 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def refresh(session: Session, benchmark_ids: Iterable[int] | None = None) -> RefreshSummary:
+def refresh(
+    session: Session, benchmark_ids: Iterable[int] | None = None, *, rank_all: bool = False
+) -> RefreshSummary:
     """Predictions for every (checkpoint, deployment, setting, concurrency, dataset) among the benchmarks
-    in scope (all, or those given and what a new baseline affects), and their gaps."""
+    in scope (all, or those given and what a new baseline affects), and their gaps; then the Leaderboard's
+    entries of the checkpoints in scope. A refresh of all ranks again only the checkpoints whose
+    predictions or gaps it wrote: every other write an entry is computed from (benchmarks, superseding,
+    profiles, external predictions) keeps the entries itself; `rank_all` ranks every entry again, for a
+    caller that changed those and refreshes everything."""
     with _gc_paused():
-        return _refresh(session, benchmark_ids)
+        return _refresh(session, benchmark_ids, rank_all)
 
 
-def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSummary:
+def _refresh(session: Session, benchmark_ids: Iterable[int] | None, rank_all: bool) -> RefreshSummary:
     session.flush()  # what the caller added is read back below as rows
     summary = RefreshSummary()
     scope, deployment_ids, given = refresh_scope(session, benchmark_ids)
@@ -77,8 +83,9 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     # batch's benchmarks, however many a file or one drafter brings.
     backfilled = set() if everything else {c for c in given if not context.drafters[c].rates}
     split_of = None  # the checkpoint the previous part held part of
+    written: set[int] = set()  # the checkpoints whose predictions or gaps were written
     for n, part in enumerate(_parts(session, scope, backfilled)):
-        context, at = _refresh_part(session, part, context, summary, backfilled, deployment_ids)
+        context, at = _refresh_part(session, part, context, summary, backfilled, deployment_ids, written)
         if n == 0:  # the first batch's writes: the statements after it
             analyze_written(session, (Prediction, Gap, Alert), in_scope)
         if everything:
@@ -95,7 +102,8 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None) -> RefreshSu
     # ranks every entry once, not again for each later batch
     with bounded_sorts(session):  # its statements sort every gap of the checkpoints they rank
         if everything:
-            leaderboard_entries.update(session, None)
+            whole = rank_all or len(written) == len(scope)
+            leaderboard_entries.update(session, None if whole else written)
         else:
             leaderboard_entries.update_at(session, places)
     expire_loaded(session, (Prediction, Gap, Alert))
@@ -109,9 +117,11 @@ def _refresh_part(
     summary: RefreshSummary,
     backfilled: set[int],
     deployment_ids: set[int],
+    written: set[int],
 ) -> tuple[RefreshContext, dict[int, set[tuple[int, int]]]]:
-    """Refresh one part's benchmarks; returns the context (wider when backfilled benchmarks are on other
-    deployments) and the part's Leaderboard places."""
+    """Refresh one part's benchmarks (the checkpoints whose predictions or gaps it wrote added to
+    `written`); returns the context (wider when backfilled benchmarks are on other deployments) and the
+    part's Leaderboard places."""
     benches = benchmark_rows(session, part.benchmark_ids)
     summary.benchmarks += len(benches)
     groups, unknown_depth = _groups(benches)
@@ -132,7 +142,7 @@ def _refresh_part(
     references = acceptance_references(session, untrained, _datasets(groups))
     # a part that holds its checkpoints whole reads their predictions by checkpoint
     whole = part.checkpoint_ids if part.split_of is None else None
-    _refresh_batches(session, groups, replace(context, references=references), summary, whole)
+    _refresh_batches(session, groups, replace(context, references=references), summary, whole, written)
     return context, _places(benches, groups)
 
 
@@ -142,6 +152,7 @@ def _refresh_batches(
     context: RefreshContext,
     summary: RefreshSummary,
     checkpoint_ids: list[int] | None,
+    written: set[int],
 ) -> None:
     batches = list(_batches(groups))
     # one batch holds these checkpoints whole (when given): their predictions are read by checkpoint,
@@ -154,17 +165,26 @@ def _refresh_batches(
         summary.predictions += judgement.made
         summary.skipped += judgement.skipped
         summary.gaps += len(judgement.gaps)
-        summary.new_alerts += _write(session, batch, judgement, stored, context)
+        summary.new_alerts += _write(session, batch, judgement, stored, context, written)
 
 
 def _write(
-    session: Session, groups: Groups, judgement: Judgement, stored: StoredPredictions, context: RefreshContext
+    session: Session,
+    groups: Groups,
+    judgement: Judgement,
+    stored: StoredPredictions,
+    context: RefreshContext,
+    written: set[int],
 ) -> int:
     """A batch's judgement written where it changed: predictions, then gaps against their ids, then the
-    alerts; returns how many alerts were newly raised."""
+    alerts; returns how many alerts were newly raised. The checkpoints of the predictions written and of
+    the gaps inserted go to `written` (an entry reads a gap's prediction, not the gap's own values)."""
     now = context.now
     wanted = {key + (source,): values for (key, source), values in judgement.predictions.items()}
-    prediction_ids = write_predictions(session, wanted, stored.builtin, now)
+    predictions = write_predictions(session, wanted, stored.builtin, now)
+    # a prediction's row key starts with its checkpoint (db/stored.PREDICTION_ROW_KEY)
+    written.update(key[0] for key in (*predictions.inserted, *predictions.rewritten))
+    prediction_ids = predictions.ids
     for key, sources in stored.external.items():
         for source, (prediction_id, _) in sources.items():
             prediction_ids[key + (source,)] = prediction_id
@@ -172,8 +192,11 @@ def _write(
         (benchmark_id, prediction_ids[key + (source,)]): values
         for (benchmark_id, key, source), values in judgement.gaps.items()
     }
-    gap_ids = write_gaps(session, gaps, stored_gaps(session, list(judgement.verdicts)), now)
-    return _write_alerts(session, groups, judgement, prediction_ids, gap_ids, now)
+    synced = write_gaps(session, gaps, stored_gaps(session, list(judgement.verdicts)), now)
+    if synced.inserted:
+        checkpoint_of = {bench.id: key.checkpoint_id for key, group in groups.items() for bench in group}
+        written.update(checkpoint_of[benchmark_id] for benchmark_id, _ in synced.inserted)
+    return _write_alerts(session, groups, judgement, prediction_ids, synced.ids, now)
 
 
 def _write_alerts(

@@ -55,7 +55,7 @@ threshold_option = click.option(
 @click.pass_context
 def predict(ctx: click.Context) -> None:
     """Compute cost-model predictions for every benchmarked (checkpoint, deployment, setting) and refresh
-    the gaps.
+    the gaps, the verdicts and every Leaderboard entry.
 
     \b
     Example:
@@ -63,7 +63,7 @@ def predict(ctx: click.Context) -> None:
     """
     engine = open_db(ctx)
     with transaction(engine) as session:
-        summary = refresh(session)
+        summary = refresh(session, rank_all=True)
     click.echo(
         f"{summary.predictions} prediction(s) for {summary.benchmarks} benchmark(s); "
         f"{summary.gaps} gap(s) refreshed, {summary.new_alerts} new alert(s)"

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from specdash.db import bulk, parity_counts
 from specdash.db.bulk import insert_rows, select_in
 from specdash.db.models import BUILTIN_SOURCES, Alert, AlertEvent, Gap, Prediction
-from specdash.db.sync import Stored, sync_rows
+from specdash.db.sync import Stored, Synced, sync_rows
 from specdash.rows import (
     ALERT_VALUES,
     GAP_VALUES,
@@ -90,7 +90,7 @@ def write_predictions(
     wanted: dict[tuple[Any, ...], PredictionValues],
     stored: dict[tuple[Any, ...], Stored],
     now: datetime,
-) -> dict[tuple[Any, ...], int]:
+) -> Synced:
     """The built-in predictions wanted, by (PredictionKey fields..., source), written where new or
     changed; created_at says when the numbers were computed, so unchanged ones keep theirs."""
     return sync_rows(
@@ -122,16 +122,16 @@ def write_gaps(
     wanted: Mapping[tuple[Any, ...], GapValues],
     stored: dict[tuple[Any, ...], Stored],
     now: datetime,
-) -> dict[tuple[Any, ...], int]:
+) -> Synced:
     """The gaps wanted, by (benchmark, prediction), written where new or changed; the new ones counted
     in their sources' parity counts (db/parity_counts.py)."""
     above_id = session.connection().scalar(select(func.max(Gap.id))) or 0
-    ids = sync_rows(
+    synced = sync_rows(
         session, Gap, GAP_KEY, GAP_VALUES, wanted, stored, {"updated_at": now}, {"diagnoses": json.loads}
     )
-    if len(ids) > len(stored):  # gaps were inserted
+    if synced.inserted:
         parity_counts.gaps_inserted(session, above_id)
-    return ids
+    return synced
 
 
 def stored_alerts(session: Session, benchmark_ids: list[int]) -> dict[tuple[Any, ...], Stored]:

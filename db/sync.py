@@ -11,6 +11,15 @@ from specdash.db.bulk import insert_rows, update_rows
 from specdash.db.models import Base
 
 
+class Synced(NamedTuple):
+    """What a sync did: each key's id (stored and new), and the keys of the rows it inserted and of those it
+    rewrote (what depends on them, the Leaderboard's entries, is written again for those only)."""
+
+    ids: dict[tuple[Any, ...], int]
+    inserted: list[tuple[Any, ...]]
+    rewritten: list[tuple[Any, ...]]
+
+
 class Stored(NamedTuple):
     """A row already in the store: its id and its values, as a plain tuple in the order compared."""
 
@@ -27,16 +36,18 @@ def sync_rows(
     stored: Mapping[tuple[Any, ...], Stored],
     stamp: Mapping[str, Any] | None = None,
     convert: Mapping[str, Callable[[Any], Any]] | None = None,
-) -> dict[tuple[Any, ...], int]:
+) -> Synced:
     """Write `wanted` (key -> values, in the order of `key_columns` and `value_columns`) over `stored`:
     new keys inserted, stored ones rewritten where their values differ (compared as plain tuples), the
     others left as they are; `stamp` columns (a timestamp) go with every row written, and `convert` turns a
     compared value into the one stored (JSON text into its object). Returns key -> id for the stored and
-    the new rows; a model keyed by its primary key (an alert by its benchmark) has the key as its id."""
+    the new rows (a model keyed by its primary key, an alert by its benchmark, has the key as its id) and
+    the keys inserted and rewritten."""
     stamp = dict(stamp or {})
     names = (*key_columns, *value_columns)
     new_rows: list[dict[str, Any]] = []
     changed_rows: list[dict[str, Any]] = []
+    inserted, rewritten = [], []
     table = model.__table__
     primary = next(iter(table.primary_key)).key
     keyed_by_primary = tuple(key_columns) == (primary,)
@@ -46,11 +57,13 @@ def sync_rows(
             new = dict(zip(names, key + values, strict=True))
             new.update(stamp)
             new_rows.append(new)
+            inserted.append(key)
         elif values != row.values:
             changed = dict(zip(value_columns, values, strict=True))
             changed[primary] = row.id
             changed.update(stamp)
             changed_rows.append(changed)
+            rewritten.append(key)
     for name, to_stored in (convert or {}).items():
         for written in (*new_rows, *changed_rows):
             written[name] = to_stored(written[name])
@@ -69,4 +82,4 @@ def sync_rows(
         for added in connection.execute(query):
             ids[added[1:]] = added[0]
     update_rows(session, model, changed_rows, key=primary)
-    return ids
+    return Synced(ids, inserted, rewritten)

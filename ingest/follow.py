@@ -189,12 +189,13 @@ class Follower:
 
     def _supersede(self, session, old_ids: list[int], new_ids: list[int]) -> None:
         """A server log summarised again: its new benchmark replaces the one its earlier version gave."""
-        from specdash.db.alerts import AlertChangeError, link_superseding
+        from specdash.answers.edits import supersede
+        from specdash.db.alerts import AlertChangeError
 
         if len(old_ids) != 1 or len(new_ids) != 1 or old_ids == new_ids:
             return
         try:
-            link_superseding(
+            supersede(
                 session,
                 old_ids[0],
                 new_ids[0],

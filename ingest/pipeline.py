@@ -228,7 +228,10 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
         return RefreshSummary()  # nothing in scope (a file of training metrics): the refresh not even loaded
     from specdash.answers.refresh import refresh
 
-    return refresh(session, None if everything else summary.benchmark_ids)
+    # the Leaderboard's entries are computed from benchmarks, external predictions and profiles: a file
+    # that changed any of them has every entry ranked again (a refresh of all ranks only what it wrote)
+    changed = summary.benchmark_ids or summary.updated or summary.created["prediction"]
+    return refresh(session, None if everything else summary.benchmark_ids, rank_all=bool(changed))
 
 
 def _advise(session: Session, store: Store) -> AdvisorySummary:

@@ -7,6 +7,7 @@ with its investigation: status, note, who/when history, and the benchmark that s
 import pandas as pd
 import streamlit as st
 
+from specdash.answers.edits import supersede
 from specdash.answers.verdicts import VERDICT_ORDER
 from specdash.app import identity, state, tables, urlstate
 from specdash.app.alert_charts import waterfall_figure
@@ -427,7 +428,7 @@ def superseded_by(url: str, alert: dict, who: str) -> None:
             reason = st.text_input("Why the first run is invalid", key=f"alerts_rerun_note_{aid}")
             if st.form_submit_button("Link rerun and resolve", icon=":material/link:"):
                 try:
-                    state.write(alerts.link_superseding, alert["benchmark_id"], rerun, who, reason)
+                    state.write(supersede, alert["benchmark_id"], rerun, who, reason)
                 except AlertChangeError as exc:
                     st.error(str(exc))
                 else:

@@ -1,21 +1,24 @@
 """The Leaderboard's stored entries (db/leaderboard_entries.py) give what the ranking computed from the benchmarks gives
 (the pandas reference, tests/db/leaderboard_reference.py), for every filter, a page at a time; and every
 write that changes a ranking keeps them so: a refresh after an ingest, a new baseline, an undone ingest, a
-deleted run, a checkpoint rewritten after its benchmarks changed."""
+deleted run, a checkpoint rewritten after its benchmarks changed, a superseded benchmark, a refresh of all
+that changed one deployment's predictions."""
 
 from dataclasses import replace
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select, text
 
-from specdash.answers.edits import delete_ingested_file
+from specdash.answers.edits import delete_ingested_file, supersede
+from specdash.answers.refresh import refresh
 from specdash.app.board_frames import board_frame, choices_frame
 from specdash.db import leaderboard_entries
 from specdash.db.deploy import DEPLOY_COLUMNS, deploy_table
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard, leaderboard_size
 from specdash.db.leaderboard_models import LeaderboardEntry
-from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, IngestedFile, Run
+from specdash.db.leaderboard_ranking import SETTING
+from specdash.db.models import Alert, Benchmark, Checkpoint, Deployment, IngestedFile, ParameterSet, Run
 from specdash.db.runs import delete_runs
 from specdash.db.schema import upgrade
 from specdash.ingest.pipeline import ingest
@@ -208,4 +211,83 @@ def test_a_deleted_run_leaves_no_entry(real_url):
         assert not session.scalar(
             select(func.count()).where(LeaderboardEntry.checkpoint_id.not_in(checkpoints))
         )
+        same_as_computed(session, LeaderboardFilter())
+
+
+# On SQLite an entry written again gets a new rowid: the checkpoints whose entries a write ranked again.
+WITH_ROWIDS = text("SELECT rowid, * FROM leaderboard_entry ORDER BY rowid")
+RANKED_SINCE = text("SELECT DISTINCT checkpoint_id FROM leaderboard_entry WHERE rowid > :last")
+
+
+def test_a_full_refresh_ranks_again_only_the_checkpoints_it_rewrote(real_url):
+    """Nothing changed: a refresh of every benchmark ranks nothing again. A deployment's round overhead
+    one millisecond longer: every prediction there changes, and exactly the checkpoints benchmarked there
+    are ranked again, to what the ranking computes."""
+    engine = make_engine(real_url)
+    with transaction(engine) as session:
+        before = session.execute(WITH_ROWIDS).all()
+        refresh(session)
+        assert session.execute(WITH_ROWIDS).all() == before
+        last = before[-1][0]
+        deployment = session.scalar(select(Deployment.id).where(Deployment.name == f"SpecBundle: {LLAMA8B}"))
+        pset = session.scalar(
+            select(ParameterSet).where(ParameterSet.deployment_id == deployment, ParameterSet.is_active)
+        )
+        pset.round_overhead_ms = (pset.round_overhead_ms or 0.0) + 1.0
+        session.flush()
+        there = set(
+            session.scalars(
+                select(Benchmark.checkpoint_id).where(
+                    Benchmark.deployment_id == deployment, Benchmark.speculative_algorithm.is_not(None)
+                )
+            )
+        )
+        summary = refresh(session)
+        assert summary.predictions > 0 and len(there) > 1
+        assert set(session.scalars(RANKED_SINCE, {"last": last})) == there
+    with reading(engine) as session:
+        same_as_computed(session, LeaderboardFilter())
+        same_as_computed(session, LeaderboardFilter(deployment_id=deployment, concurrency=1))
+
+
+def test_a_superseded_benchmark_competes_no_more(real_url):
+    """A valid rerun supersedes a benchmark of an entry's best setting: the entry is ranked again without
+    it, as the ranking computes it."""
+    engine = make_engine(real_url)
+    entry = LeaderboardEntry.__table__.c
+    place = (Benchmark.checkpoint_id, Benchmark.deployment_id, Benchmark.concurrency)
+    with reading(engine) as session:
+        # an entry (theory, ranked by measured speedup, across datasets) whose checkpoint has two benchmarks
+        # or more at its place
+        several = (
+            select(*place)
+            .where(Benchmark.speculative_algorithm.is_not(None))
+            .group_by(*place)
+            .having(func.count() > 1)
+            .subquery()
+        )
+        at = [entry.checkpoint_id, entry.deployment_id, entry.concurrency]
+        best = session.execute(
+            select(*at, *(entry[name] for name in SETTING))
+            .join(several, and_(*(several.c[c.name] == c for c in at)))
+            .where(entry.source == "theory", entry.rank_by == "measured", entry.across.is_(True))
+            .order_by(*at)
+            .limit(1)
+        ).one()
+        mine = [c == v for c, v in zip(place, best[:3], strict=True)]
+        old = session.scalar(
+            select(func.min(Benchmark.id)).where(
+                *mine, *(Benchmark.__table__.c[name] == best[3 + i] for i, name in enumerate(SETTING))
+            )
+        )
+        new = session.scalar(select(func.max(Benchmark.id)).where(*mine, Benchmark.id != old))
+        flt = LeaderboardFilter(deployment_id=best[1], concurrency=best[2])
+        before = board_frame(leaderboard(session, flt))
+    with transaction(engine) as session:
+        supersede(session, old, new, "ana", "launched without the drafter")
+    with reading(engine) as session:
+        after = board_frame(leaderboard(session, flt))
+        changed = ["benchmarks", "datasets", "measured_speedup", "num_steps", "num_draft_tokens"]
+        assert not after[changed].equals(before[changed])
+        same_as_computed(session, flt)
         same_as_computed(session, LeaderboardFilter())
