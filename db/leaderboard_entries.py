@@ -66,10 +66,27 @@ def update_at(session: Session, batches: Sequence[Mapping[int, Collection[tuple[
     for source in stored - set(shown):  # a source whose gaps are gone
         session.execute(delete(TABLE).where(TABLE.c.source == source))
     kept = [source for source in shown if source in stored]
+    for ids, where in _merged_groups(batches):
+        for source in kept:
+            _rewrite(session, source, ids, where)
+
+
+def _merged_groups(
+    batches: Sequence[Mapping[int, Collection[tuple[int, int]]]],
+) -> list[tuple[list[int], Places | None]]:
+    """Every batch's groups (_place_groups), those rewritten whole merged into one: each statement computes
+    the baselines' medians over the whole store again (a 300,000-benchmark file's six drafters, one batch
+    each, took 10.0 s CPU in six statements and 7.2 s in one)."""
+    whole: set[int] = set()
+    placed: list[tuple[list[int], Places | None]] = []
     for places in batches:
         for ids, where in _place_groups(places):
-            for source in kept:
-                _rewrite(session, source, ids, where)
+            if where is None:
+                whole.update(ids)
+            else:
+                placed.append((ids, where))
+    rest = [(kept, where) for ids, where in placed if (kept := [i for i in ids if i not in whole])]
+    return ([(sorted(whole), None)] if whole else []) + rest
 
 
 def _place_groups(places: Mapping[int, Collection[tuple[int, int]]]) -> list[tuple[list[int], Places | None]]:
