@@ -1,6 +1,6 @@
 """The change history: every write that replaces a stored value says who, when, what, from and to."""
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from specdash.answers import edits
 from specdash.answers.calibrate import calibrate
@@ -9,7 +9,7 @@ from specdash.db import profiles, runs
 from specdash.db.calibration import apply_calibration
 from specdash.db.changes import ChangeEntry, acting_as, login_name, recent_changes
 from specdash.db.engine import make_engine, reading, transaction
-from specdash.db.models import Change, Deployment, IngestedFile, Run
+from specdash.db.models import Benchmark, Change, Deployment, IngestedFile, Run
 
 PCIE = "8x RTX PRO 6000, TP8, PCIe"
 
@@ -148,3 +148,33 @@ def test_the_advisor_gain_and_the_webhook_are_recorded_the_webhook_masked(engine
         ("https://hooks.slack.com/***", None),
     ]
     assert "secret" not in repr(recorded)
+
+
+def test_benchmarks_deleted_move_the_store_version(demo_url):
+    """Benchmarks are not counted in the store version (PostgreSQL scans to count): a file replaced by
+    itself deletes its benchmark and stores it again under the same id, and the change history moves it."""
+    from specdash.db.queries import store_version
+    from specdash.ingest.pipeline import ingest
+    from specdash.ingest.policy import IngestPolicy, OnConflict
+    from specdash.ingest.sources import UploadSource
+    from tests.ingest_support import native
+
+    engine = make_engine(demo_url)
+    plain = native({"kind": "benchmark", "deployment": "lab box", "concurrency": 3, "decode_tps": 61.0})
+    assert ingest(engine, UploadSource("plain.jsonl", plain)).ok
+
+    def version_and_ids() -> tuple:
+        with reading(engine) as session:
+            ids = (session.scalar(select(func.max(model.id))) for model in (IngestedFile, Benchmark))
+            return store_version(session), tuple(ids)
+
+    before, ids = version_and_ids()
+    with acting_as("ana"):
+        result = ingest(
+            engine, UploadSource("plain.jsonl", plain), IngestPolicy(on_conflict=OnConflict.REPLACE)
+        )
+    assert result.ok and "1 benchmark(s) removed" in result.message
+    after, ids_after = version_and_ids()
+    assert ids_after == ids  # SQLite numbers the new rows as the deleted ones were
+    assert after != before
+    assert changes(engine)[-1][:4] == ("ana", "ingest --replace", "file", "plain.jsonl")
