@@ -70,9 +70,19 @@ def one_of(connection: Connection, column: Column, values: Sequence[Any]) -> Col
     return column.in_(values)
 
 
+class JsonText(str):
+    """A JSON column's value already encoded (a gap's diagnoses, compared as the text stored): inserted as
+    it is, where a value of any other type is encoded first."""
+
+
+def json_value(value: Any) -> Any:
+    """What a JSON column stores for `value`: its text."""
+    return value if isinstance(value, JsonText) else json.dumps(value)
+
+
 # How SQLAlchemy's SQLite dialect stores these types (JSON text, DateTime as ISO text with microseconds).
 _SQLITE_CONVERTERS: dict[type, Callable[[Any], Any]] = {
-    JSON: json.dumps,
+    JSON: json_value,
     DateTime: lambda value: value.strftime("%Y-%m-%d %H:%M:%S.%f"),
     Boolean: int,
 }
@@ -126,7 +136,7 @@ def _copy_rows(connection: Connection, table: Table, rows: list[dict[str, Any]])
             values = list(row.values())
             for index in as_json:
                 if values[index] is not None:
-                    values[index] = json.dumps(values[index])
+                    values[index] = json_value(values[index])
             copy.write_row(values)
 
 

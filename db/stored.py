@@ -1,7 +1,6 @@
 """The derived rows a refresh compares with before it writes: a batch's stored predictions, gaps and alerts
 as typed rows, and their writes through the one row sync (db/sync.py)."""
 
-import json
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
@@ -126,9 +125,7 @@ def write_gaps(
     """The gaps wanted, by (benchmark, prediction), written where new or changed; the new ones counted
     in their sources' parity counts (db/parity_counts.py)."""
     above_id = session.connection().scalar(select(func.max(Gap.id))) or 0
-    synced = sync_rows(
-        session, Gap, GAP_KEY, GAP_VALUES, wanted, stored, {"updated_at": now}, {"diagnoses": json.loads}
-    )
+    synced = sync_rows(session, Gap, GAP_KEY, GAP_VALUES, wanted, stored, {"updated_at": now}, ("diagnoses",))
     if synced.inserted:
         parity_counts.gaps_inserted(session, above_id)
     return synced

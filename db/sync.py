@@ -1,13 +1,14 @@
 """The one way a refresh writes derived rows (predictions, gaps, alerts): given the rows wanted and those
 stored, by key, insert the new, rewrite only those whose values changed, and say each key's id."""
 
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.db.bulk import insert_rows, update_rows
+from specdash.db.bulk import JsonText, insert_rows, update_rows
 from specdash.db.models import Base
 
 
@@ -35,12 +36,12 @@ def sync_rows(
     wanted: Mapping[tuple[Any, ...], tuple[Any, ...]],
     stored: Mapping[tuple[Any, ...], Stored],
     stamp: Mapping[str, Any] | None = None,
-    convert: Mapping[str, Callable[[Any], Any]] | None = None,
+    encoded: Sequence[str] = (),
 ) -> Synced:
     """Write `wanted` (key -> values, in the order of `key_columns` and `value_columns`) over `stored`:
     new keys inserted, stored ones rewritten where their values differ (compared as plain tuples), the
-    others left as they are; `stamp` columns (a timestamp) go with every row written, and `convert` turns a
-    compared value into the one stored (JSON text into its object). Returns key -> id for the stored and
+    others left as they are; `stamp` columns (a timestamp) go with every row written, and the JSON columns
+    `encoded` are compared as their stored text (inserted as it is, decoded for an update). Returns key -> id for the stored and
     the new rows (a model keyed by its primary key, an alert by its benchmark, has the key as its id) and
     the keys inserted and rewritten."""
     stamp = dict(stamp or {})
@@ -64,9 +65,13 @@ def sync_rows(
             changed.update(stamp)
             changed_rows.append(changed)
             rewritten.append(key)
-    for name, to_stored in (convert or {}).items():
-        for written in (*new_rows, *changed_rows):
-            written[name] = to_stored(written[name])
+    for name in encoded:
+        for written in new_rows:
+            if written[name] is not None:
+                written[name] = JsonText(written[name])
+        for written in changed_rows:
+            if written[name] is not None:
+                written[name] = json.loads(written[name])
     ids = {key: row.id for key, row in stored.items()}
     if keyed_by_primary:
         insert_rows(session, model, new_rows)

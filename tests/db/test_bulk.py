@@ -5,7 +5,7 @@ import json
 import sqlite3
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import event, func, select, text
 
 from specdash.answers.refresh import refresh
 from specdash.db import bulk
@@ -102,3 +102,23 @@ def test_a_file_transaction_reads_the_store_without_its_memory_map(tmp_path):
             assert connection.exec_driver_sql("PRAGMA mmap_size").scalar() == SQLITE_MMAP_BYTES
             assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
     engine.dispose()
+
+
+def test_diagnoses_are_stored_as_the_text_they_are_compared_as(demo_url):
+    """A gap's diagnoses are judged as JSON text and inserted as that text; a rewritten gap's go through
+    the column's type. Either way the store holds one JSON array, read back as a list of diagnoses."""
+    engine = make_engine(demo_url)
+    with reading(engine) as session:
+        texts = dict(session.execute(text("SELECT id, diagnoses FROM gap")).all())
+        diagnosed = [i for i, value in texts.items() if value != "[]"]
+        assert diagnosed and all(json.dumps(json.loads(value)) == value for value in texts.values())
+        first = session.get(Gap, diagnosed[0])
+        assert isinstance(first.diagnoses, list) and first.diagnoses[0]["code"]
+    with transaction(engine) as session:
+        session.execute(text("UPDATE gap SET diagnoses = '[]' WHERE id = :id"), {"id": diagnosed[0]})
+        refresh(session)
+    with reading(engine) as session:
+        assert (
+            session.execute(text("SELECT diagnoses FROM gap WHERE id = :id"), {"id": diagnosed[0]}).scalar()
+            == texts[diagnosed[0]]
+        )
