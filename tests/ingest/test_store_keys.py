@@ -24,8 +24,8 @@ def test_a_repeated_record_is_a_duplicate_and_the_keys_go_once_the_file_is_store
 
 def test_a_record_keeps_the_key_it_was_stored_under():
     """Keys stored by earlier versions: the same records must find them (a duplicate, not a new benchmark).
-    Computed apart from specdash's code with the formula: sha256 of json.dumps(fields but raw, label, kind, concurrency_source,
-    input_tokens and output_tokens, sort_keys=True)."""
+    Computed apart from specdash's code with the formula: sha256 of json.dumps(the fields but raw, label,
+    kind, concurrency_source, input_tokens and output_tokens, sort_keys=True)."""
     every_field = BenchmarkRecord.model_validate(
         {
             "deployment": "8x H100, TP8, NVLink",
