@@ -48,11 +48,55 @@ class DeploymentLoad:
 
 class StoredFit(NamedTuple):
     """A deployment's load fit as stored: the key of the data it was fitted on, how many benchmarks that
-    data held, and the estimate it made."""
+    data held, and the estimate it made; and the shape of its data at the last check that it held, with
+    the store's largest benchmark id then (None: not checked since it was made)."""
 
     data_key: str
     benchmarks: int
     estimate: dict[str, Any]
+    shape: "LoadShape | None" = None
+    checked_through: int | None = None
+
+
+class LoadShape(NamedTuple):
+    """What decides whether a deployment's stored load fit still holds (fit_key, refit_needed), without
+    its benchmarks' numbers: the loads, settings (steps, top-k, verified tokens) and drafters of its load
+    observations, each drafter's family, and how many benchmarks they rest on."""
+
+    loads: frozenset[float]
+    settings: frozenset[tuple[int, int, int]]
+    drafters: frozenset[str]
+    families: Mapping[str, str]
+    benchmarks: int
+
+    def with_later(self, later: "LoadShape") -> "LoadShape":
+        """This shape with that of benchmarks stored after it (their drafters' families are the latest)."""
+        return LoadShape(
+            self.loads | later.loads,
+            self.settings | later.settings,
+            self.drafters | later.drafters,
+            {**self.families, **later.families},
+            self.benchmarks + later.benchmarks,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "loads": sorted(self.loads),
+            "settings": sorted(self.settings),
+            "drafters": sorted(self.drafters),
+            "families": dict(sorted(self.families.items())),
+            "benchmarks": self.benchmarks,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "LoadShape":
+        return cls(
+            frozenset(float(load) for load in data["loads"]),
+            frozenset((int(k), int(w), int(n)) for k, w, n in data["settings"]),
+            frozenset(str(d) for d in data["drafters"]),
+            {str(d): str(f) for d, f in data["families"].items()},
+            int(data["benchmarks"]),
+        )
 
 
 class FitOutcome(NamedTuple):
@@ -63,6 +107,19 @@ class FitOutcome(NamedTuple):
     refitted: bool
     data_key: str
     benchmarks: int
+    shape: LoadShape | None = None  # of the data it holds for
+
+
+def shape_of(rows: Sequence[BenchmarkLoad], families: Mapping[str, str]) -> LoadShape:
+    """The shape of these benchmarks' load observations (db/loadmodels.load_shapes reads it in the store)."""
+    keys = {key for key, _, _ in rows}
+    return LoadShape(
+        frozenset(float(max(key[4], 1)) for key in keys),
+        frozenset((key[1], key[2], key[3]) for key in keys),
+        frozenset(key[0] for key in keys),
+        dict(families),
+        len(rows),
+    )
 
 
 def median_observations(rows: Iterable[BenchmarkLoad]) -> list[LoadObservation]:
@@ -162,15 +219,38 @@ def fit_key(
     """What a stored fit must share with the data now to be reused, but for how many benchmarks there are:
     the loads, settings and drafters (with their families) of the observations and what the priors know of
     the deployment."""
+    shape = LoadShape(
+        frozenset(o.concurrency for o in observations),
+        frozenset((o.steps, o.topk, o.draft_tokens or 0) for o in observations),
+        frozenset(o.drafter for o in observations),
+        families,
+        len(observations),
+    )
+    return shape_key(shape, facts)
+
+
+def shape_key(shape: LoadShape, facts: DeploymentFacts) -> str:
+    """fit_key of observations of this shape."""
     payload = [
         FIT_VERSION,
-        sorted({o.concurrency for o in observations}),
-        sorted({(o.steps, o.topk, o.draft_tokens or 0) for o in observations}),
-        sorted({o.drafter for o in observations}),
-        sorted(families.items()),
+        sorted(shape.loads),
+        sorted(shape.settings),
+        sorted(shape.drafters),
+        sorted(shape.families.items()),
         repr(facts),
     ]
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+
+def stored_outcome(shape: LoadShape, facts: DeploymentFacts, stored: StoredFit | None) -> FitOutcome | None:
+    """The stored fit's estimate while it holds for data of this shape (refit_needed says no), else None:
+    whether a deployment's fit is reused is decided without reading its benchmarks one by one."""
+    key = shape_key(shape, facts)
+    if stored is None or refit_needed(stored, key, shape.benchmarks):
+        return None
+    return FitOutcome(
+        BaselineEstimate.from_json(stored.estimate, facts.architecture), False, key, shape.benchmarks, shape
+    )
 
 
 def refit_needed(stored: StoredFit | None, key: str, benchmarks: int) -> bool:
@@ -191,13 +271,14 @@ def estimate_deployment(
     no, else fitted now (None when they cannot be fitted)."""
     observations = median_observations(rows)
     key = fit_key(observations, facts, families)
+    shape = shape_of(rows, families)
     if not refit_needed(stored, key, len(rows)):
         assert stored is not None  # refit_needed says so
         return FitOutcome(
-            BaselineEstimate.from_json(stored.estimate, facts.architecture), False, key, len(rows)
+            BaselineEstimate.from_json(stored.estimate, facts.architecture), False, key, len(rows), shape
         )
     estimate = estimate_for(observations, facts, families)
-    return None if estimate is None else FitOutcome(estimate, True, key, len(rows))
+    return None if estimate is None else FitOutcome(estimate, True, key, len(rows), shape)
 
 
 def fit_deployment_load(

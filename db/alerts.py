@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
 from specdash.costmodel.domain import ACTIVE_STATUSES, GapStatus
-from specdash.db import investigation, parity_counts
+from specdash.db import investigation, loadmodels, parity_counts
 from specdash.db.alert_rows import AlertGroup, MutedDiagnosis, RerunCandidate, SourceGap
 from specdash.db.bulk import chunks
 from specdash.db.gap_joins import GAP_DETAIL_COLUMNS, muted_clause, with_verdict_joins
@@ -425,6 +425,7 @@ def link_superseding(
             f"benchmark {old.id} is already superseded by benchmark {old.superseded_by_id}"
         )
     parity_counts.superseding(session, old.id)  # the earlier ones below were superseded already
+    loadmodels.recheck_fits(session)  # a superseded benchmark leaves its deployment's load observations
     old.superseded_by_id = new.id
     # Benchmarks the old one superseded now point at the newest run, so chains stay one link long.
     for earlier in session.scalars(select(Benchmark).where(Benchmark.superseded_by_id == old.id)):

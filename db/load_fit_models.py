@@ -27,3 +27,8 @@ class LoadFit(Base):
     benchmarks: Mapped[int] = mapped_column(Integer)  # the benchmarks its observations were read from
     estimate: Mapped[dict[str, Any]] = mapped_column(JSON)  # levels, rule and the fitted model
     fitted_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # the last check that the fit holds (revision 0019; none yet: the next refresh checks in full): the
+    # store's largest benchmark id then, how many benchmarks the data held, and its shape (LoadShape)
+    checked_through: Mapped[int | None] = mapped_column(Integer)
+    checked_benchmarks: Mapped[int | None] = mapped_column(Integer)
+    shape: Mapped[dict[str, Any] | None] = mapped_column(JSON)

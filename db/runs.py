@@ -8,7 +8,7 @@ from typing import NamedTuple
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from specdash.db import leaderboard_entries, parity_counts, run_checkpoints
+from specdash.db import leaderboard_entries, loadmodels, parity_counts, run_checkpoints
 from specdash.db.changes import record_change
 from specdash.db.live_models import Advisory
 from specdash.db.models import (
@@ -217,6 +217,7 @@ def delete_runs(session: Session, run_ids: list[int]) -> Removal:
         .execution_options(synchronize_session=False)
     )
     session.execute(delete(Benchmark).where(Benchmark.id.in_(benchmark_ids)))
+    loadmodels.recheck_fits(session)  # a load fit's data may have lost benchmarks
     session.execute(delete(Prediction).where(Prediction.id.in_(prediction_ids)))
     session.execute(delete(PositionAcceptance).where(PositionAcceptance.checkpoint_id.in_(checkpoint_ids)))
     leaderboard_entries.forget(session, session.scalars(checkpoint_ids).all())
@@ -302,6 +303,7 @@ def delete_ingested_file(session: Session, file_id: int) -> tuple[Removal, list[
         .execution_options(synchronize_session=False)
     )
     session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == file_id))
+    loadmodels.recheck_fits(session)  # a load fit's data may have lost benchmarks
     session.execute(delete(IngestedFile).where(IngestedFile.id == file_id))
     session.expire_all()
     record_change(session, "undo ingest", "file", removal.what, note=_removed(removal))

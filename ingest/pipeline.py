@@ -205,7 +205,7 @@ def _record_file(session: Session, ingested: IngestedFile, read: Read, summary: 
 def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
     """Remove the benchmarks an earlier ingest stored (their gaps and history go with them) and its record;
     the Leaderboard's entries of their checkpoints are rewritten without them."""
-    from specdash.db import leaderboard_entries, parity_counts
+    from specdash.db import leaderboard_entries, loadmodels, parity_counts
     from specdash.db.runs import file_checkpoints
 
     checkpoints = file_checkpoints(session, ingested.id)
@@ -213,6 +213,7 @@ def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
     # their gaps go by the cascade, and the benchmarks they superseded are superseded no more
     parity_counts.deleting_benchmarks(session, benchmark_ids)
     deleted = session.execute(delete(Benchmark).where(Benchmark.ingested_file_id == ingested.id))
+    loadmodels.recheck_fits(session)  # a load fit's data may have lost benchmarks
     removed = cast(CursorResult[Any], deleted).rowcount
     session.delete(ingested)
     session.flush()
@@ -226,6 +227,10 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
     everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
     if not everything and not summary.benchmark_ids:
         return RefreshSummary()  # nothing in scope (a file of training metrics): the refresh not even loaded
+    if summary.updated or summary.acceptance_changed:
+        from specdash.db.loadmodels import recheck_fits
+
+        recheck_fits(session)  # a drafter's family or the rates its accept lengths are chained from changed
     from specdash.answers.refresh import refresh
 
     # the Leaderboard's entries are computed from benchmarks, external predictions and profiles: a file

@@ -313,3 +313,53 @@ def test_the_fit_key_changes_with_a_load_a_depth_a_drafter_or_the_deployment_not
         fit_key([obs(), obs(load=8.0)], DeploymentFacts(gpu="A100", tp_size=1), families),
     ):
         assert changed != base
+
+
+def _drafter_lines(run: str, *args, **kwargs) -> bytes:
+    """_sweep_lines of another drafter (run)."""
+    return _sweep_lines(*args, **kwargs).replace(b'"run": "cached"', f'"run": "{run}"'.encode())
+
+
+def test_a_stored_fit_is_checked_against_the_benchmarks_stored_since(engine, monkeypatch):
+    """The ingest that fits a deployment's load model keeps the shape of its data and the store's largest
+    benchmark id; a later file's refresh reads the shape of the benchmarks stored since only (a scraped
+    window reads one, not the deployment's 100,000), and the shape it keeps is the one read whole."""
+    from specdash.costmodel.load_observations import LoadShape
+    from specdash.db import loadmodels
+
+    assert ingest(engine, UploadSource("a.jsonl", _sweep_lines((1, 8), range(4)))).ok  # 24 benchmarks
+    with reading(engine) as session:
+        fit = session.scalars(select(LoadFit)).one()
+        assert (fit.checked_through, fit.checked_benchmarks) == (24, 24)
+    read_after = []
+    whole = loadmodels.load_shapes
+
+    def spy(session, deployment_ids, after=None):
+        read_after.append(after)
+        return whole(session, deployment_ids, after)
+
+    monkeypatch.setattr(loadmodels, "load_shapes", spy)
+    small = ingest(engine, UploadSource("b.jsonl", _sweep_lines((8,), range(1), start=100, depths=(3,))))
+    assert small.ok and small.refresh.refitted == []
+    assert read_after == [24]
+    with reading(engine) as session:
+        fit = session.scalars(select(LoadFit)).one()
+        assert (fit.benchmarks, fit.checked_through, fit.checked_benchmarks) == (24, 25, 25)
+        assert LoadShape.from_json(fit.shape) == whole(session, [fit.deployment_id])[fit.deployment_id]
+
+
+def test_a_deleted_drafter_has_the_fit_checked_whole_and_made_again(engine):
+    """Two drafters' benchmarks fitted together; one drafter's run deleted: the next refresh reads the
+    deployment's data whole, finds a drafter and half the benchmarks gone, and fits again. Read from the
+    last check on only, the deleted benchmarks would still count and the fit would be kept."""
+    from specdash.answers.refresh import refresh
+    from specdash.db.models import Run
+    from specdash.db.runs import delete_runs
+
+    assert ingest(engine, UploadSource("a.jsonl", _sweep_lines((1, 8), range(4)))).ok
+    other = ingest(engine, UploadSource("b.jsonl", _drafter_lines("other", (1, 8), range(4), start=100)))
+    assert other.refresh.refitted == ["1x H100, TP1"] and _stored_fit(engine)[0] == 48
+    with transaction(engine) as session:
+        delete_runs(session, [session.scalar(select(Run.id).where(Run.name == "other"))])
+        assert refresh(session).refitted == ["1x H100, TP1"]
+    assert _stored_fit(engine)[0] == 24
