@@ -42,13 +42,17 @@ def chunks(values: Sequence[Any], size: int | None = None) -> Iterator[Sequence[
 
 
 def index_ends(session: Session, column: Column, *where: Any) -> tuple[Any, Any]:
-    """min and max of an indexed `column` over the rows `where` selects (None, None for none): each its own
-    scalar subquery, which SQLite answers from an end of the index; asked both at once (or over an IN list)
-    it scans every entry."""
+    """min and max of an indexed `column` over the rows `where` selects (None, None for none)."""
+    first, last = session.execute(index_ends_select(column, *where)).one()
+    return first, last
+
+
+def index_ends_select(column: Column, *where: Any) -> Select:
+    """The select of index_ends: min and max each its own scalar subquery, which SQLite answers from an end
+    of the index; asked both at once (or over an IN list) it scans every entry."""
     low = select(func.min(column)).where(*where).scalar_subquery()
     high = select(func.max(column)).where(*where).scalar_subquery()
-    first, last = session.execute(select(low, high)).one()
-    return first, last
+    return select(low, high)
 
 
 def select_in(session: Session, query: Select, column: Column, values: Sequence[Any] | None) -> Iterator[Row]:
