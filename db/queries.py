@@ -1,8 +1,9 @@
 """Read queries shared by the CLI and the dashboard; they return typed rows, never ORM state or DataFrames."""
 
+from functools import cache
 from typing import Any, NamedTuple
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Integer, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
@@ -308,16 +309,20 @@ def _theory_baseline():
     )
 
 
+# built once: the Overview asks on every render, and a statement built per call (with its cache key) cost
+# more than the SQLite work of this one
+_NEWEST_RUNS = (
+    select(Run.id)
+    .outerjoin(RunCheckpoints, RunCheckpoints.run_id == Run.id)
+    .order_by(func.coalesce(RunCheckpoints.newest_checkpoint_id, 0).desc(), Run.id.desc())
+    .limit(bindparam("limit", type_=Integer))
+)
+
+
 def newest_runs(session: Session, limit: int) -> list[int]:
     """The `limit` runs whose newest checkpoint was stored last (runs without one after them, newest
     first): read from each run's summary row (db/run_checkpoints.py), whatever the store holds."""
-    ids = session.scalars(
-        select(Run.id)
-        .outerjoin(RunCheckpoints, RunCheckpoints.run_id == Run.id)
-        .order_by(func.coalesce(RunCheckpoints.newest_checkpoint_id, 0).desc(), Run.id.desc())
-        .limit(limit)
-    ).all()
-    return list(ids)
+    return list(session.connection().execute(_NEWEST_RUNS, {"limit": limit}).scalars())
 
 
 def _latest_checkpoint(in_runs: tuple) -> Any:
@@ -362,8 +367,17 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> list[Lates
     """Per run (the `limit` runs with the newest checkpoints; None: every run), its latest checkpoint
     (highest step, else newest) and that checkpoint's best measured speedup over no speculation
     (superseded benchmarks left out), with where it was measured; by run name."""
-    run_ids = None if limit is None else newest_runs(session, limit)
-    in_runs = () if run_ids is None else (RunCheckpoints.run_id.in_(run_ids),)
+    if limit is None:
+        return rows_of(session, _latest_checkpoints_select(False), LatestCheckpoint)
+    run_ids = newest_runs(session, limit)
+    return rows_of(session, _latest_checkpoints_select(True), LatestCheckpoint, {"run_ids": run_ids})
+
+
+@cache
+def _latest_checkpoints_select(of_runs: bool) -> Select:
+    """latest_checkpoints' statement, of the runs bound as `run_ids` when `of_runs`: built once each (the
+    Overview asks on every render)."""
+    in_runs = (RunCheckpoints.run_id.in_(bindparam("run_ids", expanding=True)),) if of_runs else ()
     latest = _latest_checkpoint(in_runs)
     # each benchmark's baseline looked up once here: inlined in the speedup, the filter and the window's
     # order it was looked up five times a row
@@ -420,6 +434,6 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> list[Lates
         .outerjoin(best, (best.c.checkpoint_id == latest.c.id) & (best.c.rank == 1))
         .order_by(Run.name)
     )
-    if run_ids is not None:
-        query = query.where(Run.id.in_(run_ids))
-    return rows_of(session, query, LatestCheckpoint)
+    if of_runs:
+        query = query.where(Run.id.in_(bindparam("run_ids", expanding=True)))
+    return query
