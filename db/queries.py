@@ -24,19 +24,18 @@ from specdash.db.rows import rows_of
 from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 from specdash.db.summary_models import RunCheckpoints
 
+# What the Overview counts, one scalar subquery each in one statement built once (four statements built per
+# render cost more than counting).
+_COUNTED_MODELS = {"deployments": Deployment, "runs": Run, "checkpoints": Checkpoint, "benchmarks": Benchmark}
+_COUNTS = select(
+    *(select(func.count()).select_from(model).scalar_subquery() for model in _COUNTED_MODELS.values())
+)
+
 
 def counts(session: Session) -> dict[str, int]:
     """What the Overview counts (not metric points: counting a million rows costs more than the page)."""
-
-    def n(model) -> int:
-        return session.scalar(select(func.count()).select_from(model)) or 0
-
-    return {
-        "deployments": n(Deployment),
-        "runs": n(Run),
-        "checkpoints": n(Checkpoint),
-        "benchmarks": n(Benchmark),
-    }
+    row = session.connection().execute(_COUNTS).one()
+    return {name: n or 0 for name, n in zip(_COUNTED_MODELS, row, strict=True)}
 
 
 def store_version(session: Session) -> tuple:
@@ -155,46 +154,60 @@ def gap_rows(
     return rows_of(session, query, GapDetail)
 
 
+# open_alert_counts' statements, built once (the Overview asks on every render): every open alert by
+# severity, from the index ix_alert_open_counts alone; whether some mute is active; and the muted ones by
+# severity, found among those whose leading diagnosis (code) an active mute names, which alone need their
+# benchmark's deployment
+_RAISED = (Alert.status == GapStatus.OPEN, Alert.is_alert.is_(True))
+_OPEN_BY_SEVERITY = select(Alert.severity, func.count()).where(*_RAISED).group_by(Alert.severity)
+_MUTED_CODES = select(AlertMute.diagnosis).where(AlertMute.lifted_at.is_(None))
+_ANY_MUTED = select(_MUTED_CODES.exists())
+_MUTED_BY_SEVERITY = (
+    select(Alert.severity, func.count())
+    .join(Benchmark, Alert.benchmark_id == Benchmark.id)
+    .where(*_RAISED, Alert.code.in_(_MUTED_CODES.scalar_subquery()), muted_clause())
+    .group_by(Alert.severity)
+)
+
+
 def open_alert_counts(session: Session) -> dict[str, int]:
     """Open alerts (raised verdicts, muted ones left out) by severity; "none" for one without a severity.
-
-    Every open alert is counted from the index ix_alert_open_counts alone; the muted ones, found among
-    those whose leading diagnosis (code) some active mute names, are then taken off: only they need
-    their benchmark's deployment."""
-    raised = (Alert.status == GapStatus.OPEN, Alert.is_alert.is_(True))
-    counts = dict(
-        session.execute(select(Alert.severity, func.count()).where(*raised).group_by(Alert.severity)).all()
-    )
-    muted_codes = select(AlertMute.diagnosis).where(AlertMute.lifted_at.is_(None))
-    muted = (
-        select(Alert.severity, func.count())
-        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
-        .where(*raised, Alert.code.in_(muted_codes.scalar_subquery()), muted_clause())
-        .group_by(Alert.severity)
-    )
-    if session.scalar(select(muted_codes.exists())):
-        for severity, n in session.execute(muted):
+    Every open alert is counted, then the muted ones are taken off."""
+    connection = session.connection()
+    counts = dict(connection.execute(_OPEN_BY_SEVERITY).all())
+    if connection.execute(_ANY_MUTED).scalar():
+        for severity, n in connection.execute(_MUTED_BY_SEVERITY):
             counts[severity] -= n
     return {severity or "none": n for severity, n in counts.items() if n}
 
 
-def prediction_sources(session: Session) -> list[str]:
-    """Prediction sources that have gaps: theory and calibrated first, then external names.
-
-    The stored sources are walked on the index ix_prediction_source_key (the next source after each, a
-    recursive CTE), and each is kept when one of its predictions has a gap: a few index steps per source
-    where DISTINCT read every prediction."""
+def _stored_sources() -> Select:
+    """The stored sources walked on the index ix_prediction_source_key (the next source after each, a
+    recursive CTE): a few index steps per source where DISTINCT read every prediction."""
     after = select(func.min(SOURCE_KEY)).scalar_subquery()
     walk = select(after.label("name")).cte("sources", recursive=True)
     following = select(func.min(SOURCE_KEY)).where(SOURCE_KEY > walk.c.name).scalar_subquery()
     walk = walk.union_all(select(following).where(walk.c.name.is_not(None)))
-    stored = [name for name in session.scalars(select(walk.c.name)) if name is not None]
-    judged = (
-        select(Gap.id)
-        .join(Prediction, Gap.prediction_id == Prediction.id)
-        .where(SOURCE_KEY == bindparam("name"))
-    )
-    names = {name for name in stored if session.scalar(select(judged.exists()), {"name": name})}
+    return select(walk.c.name)
+
+
+# prediction_sources' statements, built once (the Overview asks on every render): the stored sources, and
+# whether one of the source `name`'s predictions has a gap
+_STORED_SOURCES = _stored_sources()
+_JUDGED = select(
+    select(Gap.id)
+    .join(Prediction, Gap.prediction_id == Prediction.id)
+    .where(SOURCE_KEY == bindparam("name"))
+    .exists()
+)
+
+
+def prediction_sources(session: Session) -> list[str]:
+    """Prediction sources that have gaps: theory and calibrated first, then external names. Each stored
+    source is kept when one of its predictions has a gap."""
+    connection = session.connection()
+    stored = [name for name in connection.execute(_STORED_SOURCES).scalars() if name is not None]
+    names = {name for name in stored if connection.execute(_JUDGED, {"name": name}).scalar()}
     builtin = [name for name in BUILTIN_SOURCES if name in names]
     return builtin + sorted(names - set(builtin))
 
