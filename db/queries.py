@@ -155,13 +155,16 @@ def gap_rows(
 
 
 # open_alert_counts' statements, built once (the Overview asks on every render): every open alert by
-# severity, from the index ix_alert_open_counts alone; whether some mute is active; and the muted ones by
-# severity, found among those whose leading diagnosis (code) an active mute names, which alone need their
-# benchmark's deployment
+# severity, from the index ix_alert_open_counts alone, with whether some mute is active (one uncorrelated
+# test, asked in the same statement); and the muted ones by severity, found among those whose leading
+# diagnosis (code) an active mute names, which alone need their benchmark's deployment
 _RAISED = (Alert.status == GapStatus.OPEN, Alert.is_alert.is_(True))
-_OPEN_BY_SEVERITY = select(Alert.severity, func.count()).where(*_RAISED).group_by(Alert.severity)
 _MUTED_CODES = select(AlertMute.diagnosis).where(AlertMute.lifted_at.is_(None))
-_ANY_MUTED = select(_MUTED_CODES.exists())
+_OPEN_BY_SEVERITY = (
+    select(Alert.severity, func.count(), _MUTED_CODES.exists().label("some_muted"))
+    .where(*_RAISED)
+    .group_by(Alert.severity)
+)
 _MUTED_BY_SEVERITY = (
     select(Alert.severity, func.count())
     .join(Benchmark, Alert.benchmark_id == Benchmark.id)
@@ -174,40 +177,43 @@ def open_alert_counts(session: Session) -> dict[str, int]:
     """Open alerts (raised verdicts, muted ones left out) by severity; "none" for one without a severity.
     Every open alert is counted, then the muted ones are taken off."""
     connection = session.connection()
-    counts = dict(connection.execute(_OPEN_BY_SEVERITY).all())
-    if connection.execute(_ANY_MUTED).scalar():
+    counts = {}
+    some_muted = False
+    for severity, n, muted in connection.execute(_OPEN_BY_SEVERITY):
+        counts[severity] = n
+        some_muted = some_muted or bool(muted)
+    if some_muted:
         for severity, n in connection.execute(_MUTED_BY_SEVERITY):
             counts[severity] -= n
     return {severity or "none": n for severity, n in counts.items() if n}
 
 
-def _stored_sources() -> Select:
+def _stored_sources():
     """The stored sources walked on the index ix_prediction_source_key (the next source after each, a
-    recursive CTE): a few index steps per source where DISTINCT read every prediction."""
+    recursive CTE ending in a NULL): a few index steps per source where DISTINCT read every prediction."""
     after = select(func.min(SOURCE_KEY)).scalar_subquery()
     walk = select(after.label("name")).cte("sources", recursive=True)
     following = select(func.min(SOURCE_KEY)).where(SOURCE_KEY > walk.c.name).scalar_subquery()
-    walk = walk.union_all(select(following).where(walk.c.name.is_not(None)))
-    return select(walk.c.name)
+    return walk.union_all(select(following).where(walk.c.name.is_not(None)))
 
 
-# prediction_sources' statements, built once (the Overview asks on every render): the stored sources, and
-# whether one of the source `name`'s predictions has a gap
-_STORED_SOURCES = _stored_sources()
-_JUDGED = select(
+# The stored sources, each with whether one of its predictions has a gap: built once (the Overview asks on
+# every render), one statement however many sources
+_SOURCES = _stored_sources()
+_JUDGED_SOURCES = select(
+    _SOURCES.c.name,
     select(Gap.id)
     .join(Prediction, Gap.prediction_id == Prediction.id)
-    .where(SOURCE_KEY == bindparam("name"))
+    .where(SOURCE_KEY == _SOURCES.c.name)
     .exists()
+    .label("judged"),
 )
 
 
 def prediction_sources(session: Session) -> list[str]:
     """Prediction sources that have gaps: theory and calibrated first, then external names. Each stored
     source is kept when one of its predictions has a gap."""
-    connection = session.connection()
-    stored = [name for name in connection.execute(_STORED_SOURCES).scalars() if name is not None]
-    names = {name for name in stored if connection.execute(_JUDGED, {"name": name}).scalar()}
+    names = {name for name, judged in session.connection().execute(_JUDGED_SOURCES) if judged}
     builtin = [name for name in BUILTIN_SOURCES if name in names]
     return builtin + sorted(names - set(builtin))
 
