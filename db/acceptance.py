@@ -22,6 +22,12 @@ class StoredAcceptance(NamedTuple):
     source: str  # what set them: "training" (acc_i) today
 
 
+# built once: the Checkpoints page reads it on every render
+_STORED_RATES = select(
+    PositionAcceptance.checkpoint_id, PositionAcceptance.rate, PositionAcceptance.source
+).order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position)
+
+
 def checkpoint_acceptance(
     session: Session, checkpoint_ids: Sequence[int] | None
 ) -> dict[int, StoredAcceptance]:
@@ -29,10 +35,8 @@ def checkpoint_acceptance(
     are left out."""
     rates: dict[int, list[float]] = defaultdict(list)
     sources: dict[int, str] = {}
-    query = select(PositionAcceptance.checkpoint_id, PositionAcceptance.rate, PositionAcceptance.source)
-    ordered = query.order_by(PositionAcceptance.checkpoint_id, PositionAcceptance.position)
     for checkpoint_id, rate, source in select_in(
-        session, ordered, PositionAcceptance.checkpoint_id, checkpoint_ids
+        session, _STORED_RATES, PositionAcceptance.checkpoint_id, checkpoint_ids
     ):
         rates[checkpoint_id].append(rate)
         sources.setdefault(checkpoint_id, source)

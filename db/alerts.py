@@ -4,9 +4,10 @@ and groups of alerts, one alert in full with every source's gap as analysis, sta
 or by group with who/when history, muted diagnoses per deployment, and superseding reruns."""
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, case, func, select, true
+from sqlalchemy import ColumnElement, Integer, Select, bindparam, case, func, select, true
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.diagnoses import ALERT_SEVERITIES, DIAGNOSIS_CODES, SEVERITY_ORDER
@@ -93,8 +94,15 @@ def alert_select(global_threshold: float):
     )
 
 
-def _filtered(session: Session, filters: AlertFilters):
-    query = alert_select(get_gap_threshold(session))
+def _filtered(session: Session, filters: AlertFilters) -> Select:
+    return _filtered_select(filters, get_gap_threshold(session))
+
+
+@lru_cache(maxsize=64)
+def _filtered_select(filters: AlertFilters, global_threshold: float) -> Select:
+    """The verdicts matching the filters, built once per filters and threshold: the Overview asks for the
+    same ones on every render, and building this select (and its cache key) cost more than its SQL."""
+    query = alert_select(global_threshold)
     if filters.raised is not None:
         query = query.where(Alert.is_alert.is_(filters.raised))
     if filters.muted is not None:
@@ -118,8 +126,8 @@ def _filtered(session: Session, filters: AlertFilters):
     return query
 
 
-def _rows(session: Session, query) -> list[dict]:
-    rows = [dict(row) for row in session.execute(query).mappings()]
+def _rows(session: Session, query, parameters: dict[str, Any] | None = None) -> list[dict]:
+    rows = [dict(row) for row in session.connection().execute(query, parameters).mappings()]
     for row in rows:
         row["muted"] = bool(row["muted"])
         row["diagnoses"] = row["diagnoses"] or []  # none while the verdict's gap is gone
@@ -134,12 +142,43 @@ def alert_page(
 ) -> tuple[list[dict], int | None]:
     """One page of alerts matching the filters, the most severe first and within a severity the largest
     gap, and how many match in all (None with count=False: a top-N view need not count them all)."""
-    query = _filtered(session, filters)
-    keys = query.with_only_columns(Alert.benchmark_id)
-    total = (session.scalar(select(func.count()).select_from(keys.subquery())) or 0) if count else None
-    ids = page_ids(session, keys, offset, limit)
-    rows = {row["alert_id"]: row for row in _rows(session, query.where(Alert.benchmark_id.in_(ids)))}
+    statements = _page_statements(filters, get_gap_threshold(session))
+    connection = session.connection()
+    total = (connection.execute(statements.total).scalar() or 0) if count else None
+    ids = page_ids(session, statements, offset, limit)
+    rows = {row["alert_id"]: row for row in _rows(session, statements.rows, {"ids": ids})}
     return [rows[i] for i in ids], total
+
+
+@dataclass(frozen=True)
+class PageStatements:
+    """The statements of a page of alerts matching some filters: how many match, their ids by severity
+    (how many of a severity, and its ids from `offset`, at most `limit`, largest gap first) and the rows
+    of the alerts bound as `ids`."""
+
+    total: Select
+    by_severity: tuple[tuple[Select, Select], ...]
+    rows: Select
+
+
+@lru_cache(maxsize=64)
+def _page_statements(filters: AlertFilters, global_threshold: float) -> PageStatements:
+    """Built once per filters and threshold: the Overview asks for the same top five on every render."""
+    query = _filtered_select(filters, global_threshold)
+    keys = query.with_only_columns(Alert.benchmark_id)
+    unranked = Alert.severity.is_(None) | Alert.severity.not_in(list(SEVERITY_ORDER))
+    by_severity = []
+    for severity in [*(Alert.severity == name for name in SEVERITY_ORDER), unranked]:
+        part = keys.where(severity)
+        ordered = part.order_by(func.abs(func.coalesce(Gap.gap, 0)).desc(), Alert.benchmark_id)
+        page = ordered.offset(bindparam("offset", type_=Integer)).limit(bindparam("limit", type_=Integer))
+        by_severity.append((_count_of(part), page))
+    rows = query.where(Alert.benchmark_id.in_(bindparam("ids", expanding=True)))
+    return PageStatements(_count_of(keys), tuple(by_severity), rows)
+
+
+def _count_of(query: Select) -> Select:
+    return select(func.count()).select_from(query.subquery())
 
 
 def alert_ids(session: Session, filters: AlertFilters) -> list[int]:
@@ -439,24 +478,21 @@ def link_superseding(
 
 
 # --- paging and filter choices: one page found without sorting every alert that matches -------------
-def page_ids(session: Session, keys: Select, offset: int, limit: int) -> list[int]:
-    """The page's alert ids among `keys` (a select of Alert.benchmark_id over the verdict joins), the most
-    severe first: one severity at a time, each sorted by its largest gaps alone and only until the page is
-    full (sorting all 120,000 open alerts of a 400,000-benchmark store for the Overview's top five cost a
-    second). A severity the offset skips whole is only counted."""
+def page_ids(session: Session, statements: PageStatements, offset: int, limit: int) -> list[int]:
+    """The page's alert ids, the most severe first: one severity at a time, each sorted by its largest gaps
+    alone and only until the page is full (sorting all 120,000 open alerts of a 400,000-benchmark store for
+    the Overview's top five cost a second). A severity the offset skips whole is only counted."""
     ids: list[int] = []
-    unranked = Alert.severity.is_(None) | Alert.severity.not_in(list(SEVERITY_ORDER))
-    for severity in [*(Alert.severity == name for name in SEVERITY_ORDER), unranked]:
+    connection = session.connection()
+    for counted, ordered in statements.by_severity:
         if len(ids) >= limit:
             break
-        part = keys.where(severity)
         if offset:
-            n = session.scalar(select(func.count()).select_from(part.subquery())) or 0
+            n = connection.execute(counted).scalar() or 0
             if n <= offset:
                 offset -= n
                 continue
-        ordered = part.order_by(func.abs(func.coalesce(Gap.gap, 0)).desc(), Alert.benchmark_id)
-        ids += session.scalars(ordered.offset(offset).limit(limit - len(ids)))
+        ids += connection.execute(ordered, {"offset": offset, "limit": limit - len(ids)}).scalars()
         offset = 0
     return ids
 

@@ -1,9 +1,10 @@
 """Read queries behind the Checkpoints page: checkpoints of runs, their speculation settings, measured and
 predicted throughput per checkpoint, training curves downsampled in SQL, per-position acceptance."""
 
+from functools import lru_cache
 from typing import Any, NamedTuple
 
-from sqlalchemy import Integer, cast, func, select
+from sqlalchemy import Integer, Select, bindparam, cast, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import Setting, SettingAtLoad
@@ -33,27 +34,37 @@ class CheckpointSummary(NamedTuple):
     benchmarks: int
 
 
+def _bound_list(name: str):
+    """A list of values bound at each run (an IN list expanded then): the Checkpoints page's statements are
+    built once, since one built per call (with its cache key) cost more than its SQL."""
+    return bindparam(name, expanding=True)
+
+
+# counted per checkpoint of these runs through the benchmark's checkpoint index, not for every one
+_BENCHMARKS_OF_CHECKPOINT = (
+    select(func.count()).where(Benchmark.checkpoint_id == Checkpoint.id).scalar_subquery()
+)
+_CHECKPOINT_SUMMARIES = (
+    select(
+        Checkpoint.id,
+        Run.name.label("run"),
+        Checkpoint.name,
+        Checkpoint.epoch,
+        Checkpoint.step,
+        Checkpoint.path,
+        _BENCHMARKS_OF_CHECKPOINT.label("benchmarks"),
+    )
+    .join(Checkpoint.run)
+    .where(Checkpoint.run_id.in_(_bound_list("run_ids")))
+    .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
+)
+
+
 def checkpoint_summaries(session: Session, run_ids: list[int]) -> list[CheckpointSummary]:
     """Checkpoints of the runs, in training order, with how many benchmarks each has."""
     if not run_ids:
         return []
-    # counted per checkpoint of these runs through the benchmark's checkpoint index, not for every one
-    benchmarks = select(func.count()).where(Benchmark.checkpoint_id == Checkpoint.id).scalar_subquery()
-    query = (
-        select(
-            Checkpoint.id,
-            Run.name.label("run"),
-            Checkpoint.name,
-            Checkpoint.epoch,
-            Checkpoint.step,
-            Checkpoint.path,
-            benchmarks.label("benchmarks"),
-        )
-        .join(Checkpoint.run)
-        .where(Checkpoint.run_id.in_(run_ids))
-        .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
-    )
-    return rows_of(session, query, CheckpointSummary)
+    return rows_of(session, _CHECKPOINT_SUMMARIES, CheckpointSummary, {"run_ids": run_ids})
 
 
 class BenchmarkedDeployment(NamedTuple):
@@ -64,18 +75,46 @@ class BenchmarkedDeployment(NamedTuple):
     benchmarks: int
 
 
+_BENCHMARKED_DEPLOYMENTS = (
+    select(Deployment.id, Deployment.name, func.count(Benchmark.id).label("benchmarks"))
+    .join(Benchmark, Benchmark.deployment_id == Deployment.id)
+    .where(Benchmark.checkpoint_id.in_(_bound_list("checkpoint_ids")))
+    .group_by(Deployment.id, Deployment.name)
+    .order_by(func.count(Benchmark.id).desc(), Deployment.name)
+)
+
+
 def benchmarked_deployments(session: Session, checkpoint_ids: list[int]) -> list[BenchmarkedDeployment]:
     """Deployments the checkpoints were benchmarked on, the most used first."""
     if not checkpoint_ids:
         return []
-    query = (
-        select(Deployment.id, Deployment.name, func.count(Benchmark.id).label("benchmarks"))
-        .join(Benchmark, Benchmark.deployment_id == Deployment.id)
-        .where(Benchmark.checkpoint_id.in_(checkpoint_ids))
-        .group_by(Deployment.id, Deployment.name)
-        .order_by(func.count(Benchmark.id).desc(), Deployment.name)
+    parameters = {"checkpoint_ids": checkpoint_ids}
+    return rows_of(session, _BENCHMARKED_DEPLOYMENTS, BenchmarkedDeployment, parameters)
+
+
+_SETTING_COLUMNS = (
+    Benchmark.speculative_algorithm,
+    Benchmark.num_steps,
+    Benchmark.topk,
+    Benchmark.num_draft_tokens,
+    Benchmark.concurrency,
+)
+_SPECULATION_SETTINGS = (
+    select(*_SETTING_COLUMNS)
+    .where(
+        Benchmark.checkpoint_id.in_(_bound_list("checkpoint_ids")),
+        Benchmark.deployment_id == bindparam("deployment_id"),
+        Benchmark.speculative_algorithm.is_not(None),
     )
-    return rows_of(session, query, BenchmarkedDeployment)
+    .group_by(*_SETTING_COLUMNS)
+    .order_by(
+        func.count(Benchmark.checkpoint_id.distinct()).desc(),
+        Benchmark.speculative_algorithm,
+        Benchmark.num_steps,
+        Benchmark.num_draft_tokens,
+        Benchmark.concurrency,
+    )
+)
 
 
 def speculation_settings(
@@ -85,58 +124,40 @@ def speculation_settings(
     first."""
     if not checkpoint_ids:
         return []
-    covered = func.count(Benchmark.checkpoint_id.distinct())
-    query = (
-        select(
-            Benchmark.speculative_algorithm,
-            Benchmark.num_steps,
-            Benchmark.topk,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-        )
-        .where(
-            Benchmark.checkpoint_id.in_(checkpoint_ids),
-            Benchmark.deployment_id == deployment_id,
-            Benchmark.speculative_algorithm.is_not(None),
-        )
-        .group_by(
-            Benchmark.speculative_algorithm,
-            Benchmark.num_steps,
-            Benchmark.topk,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-        )
-        .order_by(
-            covered.desc(),
-            Benchmark.speculative_algorithm,
-            Benchmark.num_steps,
-            Benchmark.num_draft_tokens,
-            Benchmark.concurrency,
-        )
-    )
+    parameters = {"checkpoint_ids": checkpoint_ids, "deployment_id": deployment_id}
     settings = []
-    for algorithm, steps, topk, tokens, concurrency in session.execute(query):
+    for algorithm, steps, topk, tokens, concurrency in session.connection().execute(
+        _SPECULATION_SETTINGS, parameters
+    ):
         setting = Setting.of(algorithm, steps, topk, tokens)
         settings.append(SettingAtLoad(**vars(setting), concurrency=concurrency))
     return settings
 
 
-def _matches(setting: SettingAtLoad):
-    """The setting's benchmarks among a few checkpoints' (the caller scopes by checkpoint). The algorithm
-    and the load are compared as expressions, so that SQLite, without statistics, reads them through the
-    checkpoint index rather than an index on (algorithm, deployment, load) or (deployment, load): those
-    hold every checkpoint's benchmarks of the setting (50,000 on a deployment at scale 10: 38 ms a query
-    against 1 ms)."""
+# A setting's parts as the benchmarks are compared with them, by name: a part is bound by its name, or one
+# not stated (None) tested for NULL.
+_SETTING_PARTS = {
+    "speculative_algorithm": func.coalesce(Benchmark.speculative_algorithm, ""),
+    "num_steps": Benchmark.num_steps,
+    "topk": Benchmark.topk,
+    "num_draft_tokens": Benchmark.num_draft_tokens,
+    "concurrency": Benchmark.concurrency + 0,
+}
 
-    def same(column, value):
-        return column.is_(None) if value is None else column == value
 
-    return (
-        func.coalesce(Benchmark.speculative_algorithm, "") == setting.speculative_algorithm,
-        same(Benchmark.num_steps, setting.num_steps),
-        same(Benchmark.topk, setting.topk),
-        same(Benchmark.num_draft_tokens, setting.num_draft_tokens),
-        Benchmark.concurrency + 0 == setting.concurrency,
+def _setting_values(setting: SettingAtLoad) -> dict[str, Any]:
+    return {name: getattr(setting, name) for name in _SETTING_PARTS}
+
+
+def _matches(unstated: frozenset[str]) -> tuple[Any, ...]:
+    """The setting's benchmarks among a few checkpoints' (the caller scopes by checkpoint), its parts bound
+    by name but the `unstated` ones. The algorithm and the load are compared as expressions, so that SQLite,
+    without statistics, reads them through the checkpoint index rather than an index on (algorithm,
+    deployment, load) or (deployment, load): those hold every checkpoint's benchmarks of the setting
+    (50,000 on a deployment at scale 10: 38 ms a query against 1 ms)."""
+    return tuple(
+        part.is_(None) if name in unstated else part == bindparam(name)
+        for name, part in _SETTING_PARTS.items()
     )
 
 
@@ -199,21 +220,39 @@ def checkpoint_comparison(
     checkpoint without a prediction."""
     if not checkpoint_ids:
         return []
-    scope = (
-        Benchmark.checkpoint_id.in_(checkpoint_ids),
-        Benchmark.deployment_id == deployment_id,
-        Benchmark.superseded_by_id.is_(None),
-        *_matches(setting),
-        *((Benchmark.dataset == dataset,) if dataset is not None else ()),
+    values = _setting_values(setting)
+    measured_select, predicted_select = _comparison_selects(
+        frozenset(name for name, value in values.items() if value is None), dataset is not None
     )
-    predicted = _predicted(session, scope)
+    parameters = {
+        "checkpoint_ids": checkpoint_ids,
+        "deployment_id": deployment_id,
+        "dataset": dataset,
+        **values,
+    }
+    predicted = _predicted(session, predicted_select, parameters)
     unpredicted = (None, None, None, None, False)
     rows = [
         CheckpointComparison(*measured, *prediction)
-        for measured in _measured(session, scope)
+        for measured in _measured(session, measured_select, parameters)
         for prediction in predicted.get(measured[0], [unpredicted])
     ]
     return sorted(rows, key=_training_order)
+
+
+@lru_cache(maxsize=32)
+def _comparison_selects(unstated: frozenset[str], of_dataset: bool) -> tuple[Select, Select]:
+    """checkpoint_comparison's two selects (measured, predicted) over the benchmarks in scope: of the
+    checkpoints, deployment, setting (but its `unstated` parts) and dataset bound at each run, superseded
+    ones left out. Built once per shape of setting."""
+    scope = (
+        Benchmark.checkpoint_id.in_(_bound_list("checkpoint_ids")),
+        Benchmark.deployment_id == bindparam("deployment_id"),
+        Benchmark.superseded_by_id.is_(None),
+        *_matches(unstated),
+        *((Benchmark.dataset == bindparam("dataset"),) if of_dataset else ()),
+    )
+    return _measured_select(scope), _predicted_select(scope)
 
 
 def _training_order(row: CheckpointComparison) -> tuple:
@@ -227,10 +266,10 @@ def _training_order(row: CheckpointComparison) -> tuple:
     )
 
 
-def _measured(session: Session, scope: tuple[Any, ...]) -> list[tuple]:
-    """Measured tok/s and accept length per checkpoint of the benchmarks in scope (mean, std, count):
-    CheckpointComparison's first nine fields."""
-    query = (
+def _measured_select(scope: tuple[Any, ...]) -> Select:
+    """Measured tok/s and accept length per checkpoint of the benchmarks in scope (count, means and means of
+    squares)."""
+    return (
         select(
             Checkpoint.id.label("checkpoint_id"),
             Run.name.label("run"),
@@ -248,18 +287,22 @@ def _measured(session: Session, scope: tuple[Any, ...]) -> list[tuple]:
         .where(*scope)
         .group_by(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
     )
-    rows = session.connection().execute(query)
+
+
+def _measured(session: Session, query: Select, parameters: dict[str, Any]) -> list[tuple]:
+    """The measured rows (mean, std, count): CheckpointComparison's first nine fields."""
+    rows = session.connection().execute(query, parameters)
     return [
         (checkpoint_id, run, checkpoint, step, n, tps, _std(tps, tps_sq, n), tau, _std(tau, tau_sq, n_tau))
         for checkpoint_id, run, checkpoint, step, n, tps, tps_sq, n_tau, tau, tau_sq in rows
     ]
 
 
-def _predicted(session: Session, scope: tuple[Any, ...]) -> dict[int, list[tuple]]:
+def _predicted_select(scope: tuple[Any, ...]) -> Select:
     """Per checkpoint, per prediction source its predictions' mean tok/s, tau, band and whether any was
     extrapolated, over the benchmarks in scope: a prediction applies to the benchmarks it was compared with
-    (its gaps). CheckpointComparison's last five fields."""
-    query = (
+    (its gaps)."""
+    return (
         select(
             Benchmark.checkpoint_id,
             Prediction.source,
@@ -273,8 +316,14 @@ def _predicted(session: Session, scope: tuple[Any, ...]) -> dict[int, list[tuple
         .where(*scope)
         .group_by(Benchmark.checkpoint_id, Prediction.source)
     )
+
+
+def _predicted(session: Session, query: Select, parameters: dict[str, Any]) -> dict[int, list[tuple]]:
+    """The predicted rows per checkpoint: CheckpointComparison's last five fields."""
     predicted: dict[int, list[tuple]] = {}
-    for checkpoint_id, source, tps, tau, band, extrapolated in session.connection().execute(query):
+    for checkpoint_id, source, tps, tau, band, extrapolated in session.connection().execute(
+        query, parameters
+    ):
         predicted.setdefault(checkpoint_id, []).append((source, tps, tau, band, bool(extrapolated)))
     return predicted
 
@@ -306,6 +355,15 @@ class PositionAcceptance(NamedTuple):
     source: str
 
 
+# the checkpoints with their run's name, in training order
+_NAMED_CHECKPOINTS = (
+    select(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
+    .join(Checkpoint.run)
+    .where(Checkpoint.id.in_(_bound_list("checkpoint_ids")))
+    .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
+)
+
+
 def position_acceptance(
     session: Session, checkpoint_ids: list[int], from_benchmarks: bool = False
 ) -> list[PositionAcceptance]:
@@ -315,12 +373,7 @@ def position_acceptance(
     if not checkpoint_ids:
         return []
     stored = checkpoint_acceptance(session, checkpoint_ids)
-    named = session.execute(
-        select(Checkpoint.id, Run.name, Checkpoint.name, Checkpoint.step)
-        .join(Checkpoint.run)
-        .where(Checkpoint.id.in_(checkpoint_ids))
-        .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)
-    ).all()
+    named = session.connection().execute(_NAMED_CHECKPOINTS, {"checkpoint_ids": checkpoint_ids}).all()
     rows = [
         PositionAcceptance(run, checkpoint, step, i, rate, stored[checkpoint_id].source)
         for checkpoint_id, run, checkpoint, step in named

@@ -5,16 +5,15 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sqlalchemy import Select, func, literal, select
+from sqlalchemy import Integer, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
 from specdash.db import parity_counts
-from specdash.db.bulk import index_ends
+from specdash.db.bulk import index_ends_select
 from specdash.db.gap_joins import NAMES, with_gap_joins
 from specdash.db.models import BENCHMARK_SETTING, SOURCE_KEY, Alert, Benchmark, Gap, Prediction
-from specdash.db.queries import plain
-from specdash.db.rows import rows_of
+from specdash.db.rows import driver_rows, rows_of
 
 
 class ParityPoint(NamedTuple):
@@ -39,9 +38,10 @@ class ParityPoint(NamedTuple):
     severity: str | None
 
 
-def _parity_select(source: str, by=None) -> Select:
-    """The parity plot's columns of `source`'s gaps; `by`: the condition on the source to filter with
-    (the plain column's, unless the caller drives the query from the source's predictions)."""
+def _parity_select(by) -> Select:
+    """The parity plot's columns of gaps of the source `by` names: the condition on the prediction source
+    (the plain column's, or the expression the source's predictions are indexed on, to drive the query
+    from them)."""
     return with_gap_joins(
         select(
             Benchmark.id.label("benchmark_id"),
@@ -54,7 +54,39 @@ def _parity_select(source: str, by=None) -> Select:
             func.coalesce(Alert.status, GapStatus.OPEN).label("status"),
             Gap.severity,
         )
-    ).where(Prediction.source == source if by is None else by, Benchmark.superseded_by_id.is_(None))
+    ).where(by, Benchmark.superseded_by_id.is_(None))
+
+
+# The plot's statements, built once with the source, sizes and stride bound at each run: built per call
+# (and their cache keys with them) they cost the Overview more than the SQLite work of the small ones.
+_OF_SOURCE = _parity_select(Prediction.source == bindparam("source"))
+_EVERY_POINT = (
+    _parity_select(SOURCE_KEY == bindparam("source"))
+    .order_by(Benchmark.id)
+    .limit(bindparam("max_points", type_=Integer))
+)
+_EVERY_ROW = _OF_SOURCE.order_by(Benchmark.id)
+# the largest |gap|s are among the largest and the smallest gaps: two walks of the gap index (ordering by
+# abs() would sort every row)
+_LARGEST_GAPS = _OF_SOURCE.order_by(Gap.gap.desc()).limit(bindparam("worst_n", type_=Integer))
+_SMALLEST_GAPS = _OF_SOURCE.order_by(Gap.gap.asc()).limit(bindparam("worst_n", type_=Integer))
+_GAP_AT = list(_OF_SOURCE.selected_columns.keys()).index("gap")
+_GAPS_BENCHMARK_ENDS = index_ends_select(Gap.benchmark_id)
+
+
+def _sampled_select() -> Select:
+    """The plot's rows at benchmark ids `first`, `first + stride`, ... up to `last` (bound at each run),
+    generated in SQL (a recursive CTE): each is then looked up through the gap's (benchmark, prediction)
+    index, instead of testing every gap's id against the stride."""
+    ids = select(bindparam("first", type_=Integer).label("id")).cte("sampled_ids", recursive=True)
+    stride = bindparam("stride", type_=Integer)
+    ids = ids.union_all(
+        select(ids.c.id + stride).where(ids.c.id + stride <= bindparam("last", type_=Integer))
+    )
+    return _OF_SOURCE.join(ids, ids.c.id == Gap.benchmark_id).order_by(Benchmark.id)
+
+
+_SAMPLED = _sampled_select()
 
 
 def parity_total(session: Session, source: str = PredictionSource.THEORY) -> int:
@@ -87,42 +119,34 @@ def parity_points(session: Session, source: str, max_points: int) -> ParityPoint
     if total <= max_points:
         # few enough to draw: found from the source's predictions, not by scanning every gap (bounded all
         # the same: a browser never gets more than max_points, whatever the count says)
-        query = _parity_select(source, SOURCE_KEY == source).order_by(Benchmark.id).limit(max_points)
-        return ParityPoints(rows_of(session, query, ParityPoint), total)
-    return ParityPoints(_thinned(session, _parity_select(source), max_points), total)
+        parameters = {"source": source, "max_points": max_points}
+        return ParityPoints(rows_of(session, _EVERY_POINT, ParityPoint, parameters), total)
+    return ParityPoints(_thinned(session, source, max_points), total)
 
 
 def parity_rows(session: Session, source: str = PredictionSource.THEORY) -> list[ParityPoint]:
     """One row per benchmark with its prediction from `source`, by benchmark id: the parity plot's data
     unthinned (parity_points bounds it for a browser)."""
-    return rows_of(session, _parity_select(source).order_by(Benchmark.id), ParityPoint)
+    return rows_of(session, _EVERY_ROW, ParityPoint, {"source": source})
 
 
-def _thinned(session: Session, query: Select, max_points: int) -> list[ParityPoint]:
+def _thinned(session: Session, source: str, max_points: int) -> list[ParityPoint]:
     """The largest gaps (a quarter of `max_points`) and an even sample by benchmark id."""
     worst_n = max_points // 4
-    # the largest |gap|s are among the largest and the smallest gaps: two walks of the gap index
-    # (ordering by abs() would sort every row)
-    gap_at = list(query.selected_columns.keys()).index("gap")
-    connection = session.connection()
     extremes = [
-        *plain(connection.execute(query.order_by(Gap.gap.desc()).limit(worst_n))),
-        *plain(connection.execute(query.order_by(Gap.gap.asc()).limit(worst_n))),
+        *driver_rows(session, _LARGEST_GAPS, {"source": source, "worst_n": worst_n}),
+        *driver_rows(session, _SMALLEST_GAPS, {"source": source, "worst_n": worst_n}),
     ]
-    worst = sorted(extremes, key=lambda row: (-abs(row[gap_at]), row[0]))[:worst_n]
-    ids, sampled = _sampled_ids(session, max_points - worst_n)
-    sample = plain(connection.execute(query.join(ids, sampled).order_by(Benchmark.id)))
+    worst = sorted(extremes, key=lambda row: (-abs(row[_GAP_AT]), row[0]))[:worst_n]
+    sample = driver_rows(session, _SAMPLED, {"source": source, **_stride(session, max_points - worst_n)})
     # a benchmark both among the worst and sampled is drawn once
     by_id = {row[0]: row for row in reversed([*worst, *sample])}
     return [ParityPoint._make(by_id[benchmark_id]) for benchmark_id in sorted(by_id)]
 
 
-def _sampled_ids(session: Session, at_most: int):
-    """Benchmark ids at an even stride over those with gaps, at most `at_most` of them, generated in SQL
-    (a recursive CTE): each is then looked up through the gap's (benchmark, prediction) index, instead of
-    testing every gap's id against the stride."""
-    first, last = index_ends(session, Gap.benchmark_id)
+def _stride(session: Session, at_most: int) -> dict[str, int]:
+    """The sample's first and last benchmark id (the ends of those with gaps) and a stride between them
+    that picks at most `at_most`."""
+    first, last = session.connection().execute(_GAPS_BENCHMARK_ENDS).one()
     stride = max(1, math.ceil((last - first + 1) / at_most)) if first is not None else 1
-    ids = select(literal(first or 0).label("id")).cte("sampled_ids", recursive=True)
-    ids = ids.union_all(select(ids.c.id + stride).where(ids.c.id + stride <= (last or 0)))
-    return ids, ids.c.id == Gap.benchmark_id
+    return {"first": first or 0, "stride": stride, "last": last or 0}

@@ -4,7 +4,7 @@ gaps and benchmarks deleted (db/runs.py, an ingest replaced). Revision 0018 fill
 
 from collections.abc import Mapping
 
-from sqlalchemy import ColumnElement, Select, Table, delete, func, insert, not_, select, update
+from sqlalchemy import ColumnElement, Select, Table, bindparam, delete, func, insert, not_, select, update
 from sqlalchemy.orm import Session
 
 from specdash.db.models import Benchmark, Gap, Prediction
@@ -12,11 +12,13 @@ from specdash.db.summary_models import ParityCount
 
 TABLE: Table = ParityCount.__table__  # type: ignore[assignment]
 NOT_SUPERSEDED = Benchmark.superseded_by_id.is_(None)
+# built once (the Overview reads it on every render): one built per call cost more than its row
+_COUNTED = select(TABLE.c.benchmarks).where(TABLE.c.source == bindparam("source"))
 
 
 def counted(session: Session, source: str) -> int:
     """How many benchmarks (not superseded) have a gap of `source`: one row read."""
-    return session.scalar(select(TABLE.c.benchmarks).where(TABLE.c.source == source)) or 0
+    return session.connection().execute(_COUNTED, {"source": source}).scalar() or 0
 
 
 def stored(session: Session) -> dict[str, int]:

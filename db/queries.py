@@ -1,8 +1,9 @@
 """Read queries shared by the CLI and the dashboard; they return typed rows, never ORM state or DataFrames."""
 
+from functools import cache
 from typing import Any, NamedTuple
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Integer, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import GapStatus, PredictionSource
@@ -23,19 +24,18 @@ from specdash.db.rows import rows_of
 from specdash.db.settings import get_gap_threshold, is_alert_sql, threshold_sql
 from specdash.db.summary_models import RunCheckpoints
 
+# What the Overview counts, one scalar subquery each in one statement built once (four statements built per
+# render cost more than counting).
+_COUNTED_MODELS = {"deployments": Deployment, "runs": Run, "checkpoints": Checkpoint, "benchmarks": Benchmark}
+_COUNTS = select(
+    *(select(func.count()).select_from(model).scalar_subquery() for model in _COUNTED_MODELS.values())
+)
+
 
 def counts(session: Session) -> dict[str, int]:
     """What the Overview counts (not metric points: counting a million rows costs more than the page)."""
-
-    def n(model) -> int:
-        return session.scalar(select(func.count()).select_from(model)) or 0
-
-    return {
-        "deployments": n(Deployment),
-        "runs": n(Run),
-        "checkpoints": n(Checkpoint),
-        "benchmarks": n(Benchmark),
-    }
+    row = session.connection().execute(_COUNTS).one()
+    return {name: n or 0 for name, n in zip(_COUNTED_MODELS, row, strict=True)}
 
 
 def store_version(session: Session) -> tuple:
@@ -155,46 +155,66 @@ def gap_rows(
     return rows_of(session, query, GapDetail)
 
 
+# open_alert_counts' statements, built once (the Overview asks on every render): every open alert by
+# severity, from the index ix_alert_open_counts alone, with whether some mute is active (one uncorrelated
+# test, asked in the same statement); and the muted ones by severity, found among those whose leading
+# diagnosis (code) an active mute names, which alone need their benchmark's deployment
+_RAISED = (Alert.status == GapStatus.OPEN, Alert.is_alert.is_(True))
+_MUTED_CODES = select(AlertMute.diagnosis).where(AlertMute.lifted_at.is_(None))
+_OPEN_BY_SEVERITY = (
+    select(Alert.severity, func.count(), _MUTED_CODES.exists().label("some_muted"))
+    .where(*_RAISED)
+    .group_by(Alert.severity)
+)
+_MUTED_BY_SEVERITY = (
+    select(Alert.severity, func.count())
+    .join(Benchmark, Alert.benchmark_id == Benchmark.id)
+    .where(*_RAISED, Alert.code.in_(_MUTED_CODES.scalar_subquery()), muted_clause())
+    .group_by(Alert.severity)
+)
+
+
 def open_alert_counts(session: Session) -> dict[str, int]:
     """Open alerts (raised verdicts, muted ones left out) by severity; "none" for one without a severity.
-
-    Every open alert is counted from the index ix_alert_open_counts alone; the muted ones, found among
-    those whose leading diagnosis (code) some active mute names, are then taken off: only they need
-    their benchmark's deployment."""
-    raised = (Alert.status == GapStatus.OPEN, Alert.is_alert.is_(True))
-    counts = dict(
-        session.execute(select(Alert.severity, func.count()).where(*raised).group_by(Alert.severity)).all()
-    )
-    muted_codes = select(AlertMute.diagnosis).where(AlertMute.lifted_at.is_(None))
-    muted = (
-        select(Alert.severity, func.count())
-        .join(Benchmark, Alert.benchmark_id == Benchmark.id)
-        .where(*raised, Alert.code.in_(muted_codes.scalar_subquery()), muted_clause())
-        .group_by(Alert.severity)
-    )
-    if session.scalar(select(muted_codes.exists())):
-        for severity, n in session.execute(muted):
+    Every open alert is counted, then the muted ones are taken off."""
+    connection = session.connection()
+    counts = {}
+    some_muted = False
+    for severity, n, muted in connection.execute(_OPEN_BY_SEVERITY):
+        counts[severity] = n
+        some_muted = some_muted or bool(muted)
+    if some_muted:
+        for severity, n in connection.execute(_MUTED_BY_SEVERITY):
             counts[severity] -= n
     return {severity or "none": n for severity, n in counts.items() if n}
 
 
-def prediction_sources(session: Session) -> list[str]:
-    """Prediction sources that have gaps: theory and calibrated first, then external names.
-
-    The stored sources are walked on the index ix_prediction_source_key (the next source after each, a
-    recursive CTE), and each is kept when one of its predictions has a gap: a few index steps per source
-    where DISTINCT read every prediction."""
+def _stored_sources():
+    """The stored sources walked on the index ix_prediction_source_key (the next source after each, a
+    recursive CTE ending in a NULL): a few index steps per source where DISTINCT read every prediction."""
     after = select(func.min(SOURCE_KEY)).scalar_subquery()
     walk = select(after.label("name")).cte("sources", recursive=True)
     following = select(func.min(SOURCE_KEY)).where(SOURCE_KEY > walk.c.name).scalar_subquery()
-    walk = walk.union_all(select(following).where(walk.c.name.is_not(None)))
-    stored = [name for name in session.scalars(select(walk.c.name)) if name is not None]
-    judged = (
-        select(Gap.id)
-        .join(Prediction, Gap.prediction_id == Prediction.id)
-        .where(SOURCE_KEY == bindparam("name"))
-    )
-    names = {name for name in stored if session.scalar(select(judged.exists()), {"name": name})}
+    return walk.union_all(select(following).where(walk.c.name.is_not(None)))
+
+
+# The stored sources, each with whether one of its predictions has a gap: built once (the Overview asks on
+# every render), one statement however many sources
+_SOURCES = _stored_sources()
+_JUDGED_SOURCES = select(
+    _SOURCES.c.name,
+    select(Gap.id)
+    .join(Prediction, Gap.prediction_id == Prediction.id)
+    .where(SOURCE_KEY == _SOURCES.c.name)
+    .exists()
+    .label("judged"),
+)
+
+
+def prediction_sources(session: Session) -> list[str]:
+    """Prediction sources that have gaps: theory and calibrated first, then external names. Each stored
+    source is kept when one of its predictions has a gap."""
+    names = {name for name, judged in session.connection().execute(_JUDGED_SOURCES) if judged}
     builtin = [name for name in BUILTIN_SOURCES if name in names]
     return builtin + sorted(names - set(builtin))
 
@@ -309,16 +329,20 @@ def _theory_baseline():
     )
 
 
+# built once: the Overview asks on every render, and a statement built per call (with its cache key) cost
+# more than the SQLite work of this one
+_NEWEST_RUNS = (
+    select(Run.id)
+    .outerjoin(RunCheckpoints, RunCheckpoints.run_id == Run.id)
+    .order_by(func.coalesce(RunCheckpoints.newest_checkpoint_id, 0).desc(), Run.id.desc())
+    .limit(bindparam("limit", type_=Integer))
+)
+
+
 def newest_runs(session: Session, limit: int) -> list[int]:
     """The `limit` runs whose newest checkpoint was stored last (runs without one after them, newest
     first): read from each run's summary row (db/run_checkpoints.py), whatever the store holds."""
-    ids = session.scalars(
-        select(Run.id)
-        .outerjoin(RunCheckpoints, RunCheckpoints.run_id == Run.id)
-        .order_by(func.coalesce(RunCheckpoints.newest_checkpoint_id, 0).desc(), Run.id.desc())
-        .limit(limit)
-    ).all()
-    return list(ids)
+    return list(session.connection().execute(_NEWEST_RUNS, {"limit": limit}).scalars())
 
 
 def _latest_checkpoint(in_runs: tuple) -> Any:
@@ -363,8 +387,17 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> list[Lates
     """Per run (the `limit` runs with the newest checkpoints; None: every run), its latest checkpoint
     (highest step, else newest) and that checkpoint's best measured speedup over no speculation
     (superseded benchmarks left out), with where it was measured; by run name."""
-    run_ids = None if limit is None else newest_runs(session, limit)
-    in_runs = () if run_ids is None else (RunCheckpoints.run_id.in_(run_ids),)
+    if limit is None:
+        return rows_of(session, _latest_checkpoints_select(False), LatestCheckpoint)
+    run_ids = newest_runs(session, limit)
+    return rows_of(session, _latest_checkpoints_select(True), LatestCheckpoint, {"run_ids": run_ids})
+
+
+@cache
+def _latest_checkpoints_select(of_runs: bool) -> Select:
+    """latest_checkpoints' statement, of the runs bound as `run_ids` when `of_runs`: built once each (the
+    Overview asks on every render)."""
+    in_runs = (RunCheckpoints.run_id.in_(bindparam("run_ids", expanding=True)),) if of_runs else ()
     latest = _latest_checkpoint(in_runs)
     # each benchmark's baseline looked up once here: inlined in the speedup, the filter and the window's
     # order it was looked up five times a row
@@ -421,6 +454,6 @@ def latest_checkpoints(session: Session, limit: int | None = None) -> list[Lates
         .outerjoin(best, (best.c.checkpoint_id == latest.c.id) & (best.c.rank == 1))
         .order_by(Run.name)
     )
-    if run_ids is not None:
-        query = query.where(Run.id.in_(run_ids))
-    return rows_of(session, query, LatestCheckpoint)
+    if of_runs:
+        query = query.where(Run.id.in_(bindparam("run_ids", expanding=True)))
+    return query

@@ -1,6 +1,6 @@
 """Global settings kept in the database (the gap threshold, ...)."""
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import Deployment, Gap, Setting
@@ -9,8 +9,12 @@ DEFAULT_GAP_THRESHOLD = 0.10
 GAP_THRESHOLD = "gap_threshold"
 
 
+# built once: every page reads the gap threshold, some more than once
+_SETTING = select(Setting.value).where(Setting.key == bindparam("key"))
+
+
 def get_setting(session: Session, key: str) -> str | None:
-    return session.scalar(select(Setting.value).where(Setting.key == key))
+    return session.scalar(_SETTING, {"key": key})
 
 
 def set_setting(session: Session, key: str, value: str) -> None:

@@ -211,3 +211,63 @@ def test_the_upgrade_to_0018_fills_the_summaries_on_postgres(pg_engine):
     ingested(pg_engine, DEMO_FILE_NAME, demo_bytes())
     at_0017_with_a_superseded_benchmark(pg_engine)
     upgraded_to_0018(pg_engine)
+
+
+def overview_reads(engine) -> dict:
+    """What the Overview and one run's Checkpoints page read (their statements are built once, values
+    bound at each run), the parity plot both whole and thinned."""
+    from specdash.db import alerts, checkpoints, parity, queries
+
+    with reading(engine) as session:
+        read: dict = {
+            "counts": queries.counts(session),
+            "open alerts": queries.open_alert_counts(session),
+            "sources": queries.prediction_sources(session),
+            "latest": queries.latest_checkpoints(session, 3),
+            "every run's latest": queries.latest_checkpoints(session),
+        }
+        for source in read["sources"]:
+            read[f"parity {source}"] = parity.parity_points(session, source, 10_000)
+            read[f"thinned parity {source}"] = parity.parity_points(session, source, 40)
+        for offset in (0, 5):
+            read[f"alerts from {offset}"] = alerts.alert_page(session, alerts.AlertFilters(), offset, 5)
+        run_ids = [run.id for run in session.execute(select(Run.id).order_by(Run.id))]
+        ids = [c.id for c in checkpoints.checkpoint_summaries(session, run_ids[:1])]
+        deployment = checkpoints.benchmarked_deployments(session, ids)[0].id
+        setting = checkpoints.speculation_settings(session, ids, deployment)[0]
+        read["comparison"] = checkpoints.checkpoint_comparison(session, ids, deployment, setting)
+        read["acceptance"] = checkpoints.position_acceptance(session, ids)
+    return read
+
+
+def same_read(on_sqlite, on_postgres) -> bool:
+    """Equal, floats to the last bits (each engine sums in its own order), rows of a list in any order."""
+    if isinstance(on_sqlite, float) and on_postgres is not None:
+        return on_postgres == pytest.approx(on_sqlite, rel=1e-9)
+    if isinstance(on_sqlite, dict):
+        return on_sqlite.keys() == on_postgres.keys() and all(
+            same_read(on_sqlite[k], on_postgres[k]) for k in on_sqlite
+        )
+    if isinstance(on_sqlite, list):
+        return len(on_sqlite) == len(on_postgres) and all(
+            same_read(a, b)
+            for a, b in zip(sorted(on_sqlite, key=repr), sorted(on_postgres, key=repr), strict=True)
+        )
+    if isinstance(on_sqlite, tuple):
+        return len(on_sqlite) == len(on_postgres) and all(map(same_read, on_sqlite, on_postgres))
+    if hasattr(on_sqlite, "__dataclass_fields__"):
+        return same_read(vars(on_sqlite), vars(on_postgres))
+    return on_sqlite == on_postgres
+
+
+def test_the_overview_and_checkpoints_reads_answer_as_on_sqlite(pg_engine, tmp_path):
+    sqlite = make_engine(f"sqlite:///{tmp_path / 'same.db'}")
+    upgrade(sqlite)
+    for engine in (sqlite, pg_engine):
+        result = ingest(engine, PathSource(REAL_FIXTURES / "specbundle-data.json"))
+        assert result.status == "loaded", result.problems[:3]
+    on_sqlite, on_postgres = overview_reads(sqlite), overview_reads(pg_engine)
+    sqlite.dispose()
+    assert on_sqlite["counts"]["benchmarks"] > 0 and len(on_sqlite["thinned parity theory"].rows) <= 40
+    for name, read in on_sqlite.items():
+        assert same_read(read, on_postgres[name]), name
