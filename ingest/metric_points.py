@@ -16,6 +16,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from specdash.db import rollups
+from specdash.db.bulk import select_in
 from specdash.db.models import MetricKey, MetricPoint
 
 FLUSH_ROWS = 50_000
@@ -72,17 +73,21 @@ class MetricPointWriter:
         self.written = 0  # rows the database stored
         self.offered = 0  # rows offered to it, including points it already held
 
-    def key_id(self, name: str) -> int:
-        key_id = self._keys.get(name)
-        if key_id is None:
-            key_id = self.session.scalar(select(MetricKey.id).where(MetricKey.name == name))
-            if key_id is None:
-                row = MetricKey(name=name)
-                self.session.add(row)
-                self.session.flush()
-                key_id = row.id
-            self._keys[name] = key_id
-        return key_id
+    def key_ids(self, names: Sequence[str]) -> tuple[int, ...]:
+        """The ids of `names`, in their order: those not known yet read in one select, and those the store
+        lacks inserted together, in the order named (a log's key set costs two statements, not two a key)."""
+        unknown = [name for name in dict.fromkeys(names) if name not in self._keys]
+        if unknown:
+            self._read_keys(unknown)
+            created = [{"name": name} for name in unknown if name not in self._keys]
+            if created:
+                self.session.execute(insert(MetricKey), created)
+                self._read_keys([row["name"] for row in created])
+        return tuple(self._keys[name] for name in names)
+
+    def _read_keys(self, names: list[str]) -> None:
+        query = select(MetricKey.name, MetricKey.id)
+        self._keys.update((row.name, row.id) for row in select_in(self.session, query, MetricKey.name, names))
 
     def _open(self, run_id: int, names: tuple[str, ...]) -> Pending:
         """The pending columns of a key set new since the last flush. Key sets pending together share no
@@ -92,7 +97,7 @@ class MetricPointWriter:
         if ids is None:
             if len(self._key_ids) >= MAX_TEMPLATES:  # bounded memory whatever the file holds
                 self._key_ids.clear()
-            ids = self._key_ids[names] = tuple(self.key_id(name) for name in names)
+            ids = self._key_ids[names] = self.key_ids(names)
         keys = {(run_id, key_id) for key_id in ids}
         if not keys.isdisjoint(self._pending_keys):
             self.flush()
@@ -193,19 +198,41 @@ class Rollups:
         self._open, self._fresh = set(), set()
         if not self.enabled:
             return
-        for run_id, key_id in (
-            (run_id, key_id) for (run_id, _), entry in pending.items() for key_id in entry.ids
-        ):
-            if (run_id, key_id) in self._widths:
-                continue
-            widths = rollups.kept_widths(self.session, run_id, key_id)
-            stored = 0 if widths else rollups.stored_count(self.session, run_id, key_id)
+        undecided = [
+            (run_id, key_id)
+            for (run_id, _), entry in pending.items()
+            for key_id in entry.ids
+            if (run_id, key_id) not in self._widths
+        ]
+        kept, stored_some = self._stored(undecided)
+        for run_id, key_id in undecided:
+            widths = kept.get((run_id, key_id), ())
+            stored = 0
+            if not widths and (run_id, key_id) in stored_some:
+                stored = rollups.stored_count(self.session, run_id, key_id)
             if widths or stored > rollups.DECIDE_POINTS:
                 self._widths[(run_id, key_id)] = widths
             else:
                 self._open.add((run_id, key_id))
                 if not stored:
                     self._fresh.add((run_id, key_id))
+
+    def _stored(self, pairs: list[tuple[int, int]]) -> tuple[dict[tuple[int, int], tuple[int, ...]], set]:
+        """What the store holds for these (run, key) pairs, a few statements for all of them: the widths
+        each keeps, and which have a point stored (only those are counted, one by one)."""
+        by_run: dict[int, list[int]] = {}
+        for run_id, key_id in pairs:
+            by_run.setdefault(run_id, []).append(key_id)
+        kept: dict[tuple[int, int], tuple[int, ...]] = {}
+        stored_some: set[tuple[int, int]] = set()
+        for run_id, key_ids in by_run.items():
+            widths = rollups.kept_widths_of(self.session, run_id, key_ids)
+            kept.update(((run_id, key_id), kept_widths) for key_id, kept_widths in widths.items())
+            keeping_none = [key_id for key_id in key_ids if key_id not in widths]
+            stored_some.update(
+                (run_id, key_id) for key_id in rollups.with_points(self.session, run_id, keeping_none)
+            )
+        return kept, stored_some
 
     def merge(self, pending: dict[tuple[int, tuple[str, ...]], Pending], exact: bool) -> None:
         """After the flush stored the points of `pending`: their sums into the kept rollups when every point
