@@ -10,7 +10,7 @@ kept rollups (db/rollups.py), from the same columns."""
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
@@ -52,6 +52,10 @@ class Pending(NamedTuple):
     ids: tuple[int, ...]
     steps: list[int]
     values: list[Sequence[float]]
+
+
+# per (run, key set) flushed: each key's values, in the key set's order
+Columns = dict[tuple[int, tuple[str, ...]], list[tuple[Any, ...]]]
 
 
 class MetricPointWriter:
@@ -122,13 +126,15 @@ class MetricPointWriter:
             self.flush()
 
     @staticmethod
-    def _chunks(pending: dict[tuple[int, tuple[str, ...]], Pending]) -> Iterator[tuple[int, list]]:
+    def _chunks(
+        pending: dict[tuple[int, tuple[str, ...]], Pending], columns: Columns
+    ) -> Iterator[tuple[int, list]]:
         """The pending points as (rows, parameters) of multi-row statements: key by key, each key's points
         in file order. Consecutive points of one key are neighbours in the primary key, so the database
         appends to one place in its index at a time (half the cost of a step's keys spread over it)."""
-        for (run_id, _names), (ids, steps, values) in pending.items():
+        for (run_id, names), (ids, steps, _values) in pending.items():
             count = len(steps)
-            for key_id, column in zip(ids, zip(*values, strict=True), strict=True):
+            for key_id, column in zip(ids, columns[(run_id, names)], strict=True):
                 for start in range(0, count, MAX_ROWS_PER_STATEMENT):
                     stop = min(count, start + MAX_ROWS_PER_STATEMENT)
                     params = [run_id, key_id, None, None] * (stop - start)
@@ -144,9 +150,11 @@ class MetricPointWriter:
         self._pending_keys = set()
         offered, self._pending_rows = self._pending_rows, 0
         self._rollups.decide(pending)
+        # each key's values, for its statements and its rollups alike (a key set's steps transposed once)
+        columns = {entry: list(zip(*values, strict=True)) for entry, (_, _, values) in pending.items()}
         stored = 0
         # consecutive statements of one size go in one executemany: the order points are offered is kept
-        for rows, group in groupby(self._chunks(pending), key=itemgetter(0)):
+        for rows, group in groupby(self._chunks(pending, columns), key=itemgetter(0)):
             params = [p for _, p in group]
             if self._portable:  # another database: SQLAlchemy's portable insert (stored points not skipped)
                 self.session.execute(
@@ -160,7 +168,7 @@ class MetricPointWriter:
                 stored += rows * len(params)
                 continue
             stored += self._execute(rows, params)
-        self._rollups.merge(pending, exact=stored == offered)
+        self._rollups.merge(pending, columns, exact=stored == offered)
         self.written += stored
         self.offered += offered
         return offered
@@ -234,9 +242,12 @@ class Rollups:
             )
         return kept, stored_some
 
-    def merge(self, pending: dict[tuple[int, tuple[str, ...]], Pending], exact: bool) -> None:
-        """After the flush stored the points of `pending`: their sums into the kept rollups when every point
-        offered was stored (`exact`), else the buckets they touch recomputed from the store."""
+    def merge(
+        self, pending: dict[tuple[int, tuple[str, ...]], Pending], columns: Columns, exact: bool
+    ) -> None:
+        """After the flush stored the points of `pending` (each key's values in `columns`): their sums into
+        the kept rollups when every point offered was stored (`exact`), else the buckets they touch
+        recomputed from the store."""
         if exact:
             self._decide_fresh(pending)
         for run_id, key_id in self._open:
@@ -244,14 +255,14 @@ class Rollups:
             if widths or not rollups.undecided(self.session, run_id, key_id):
                 self._widths[(run_id, key_id)] = widths
         rows: list[tuple] = []
-        for (run_id, _names), (ids, steps, values) in pending.items():
+        for (run_id, names), (ids, steps, _values) in pending.items():
             keys = [
                 (i, key_id)
                 for i, key_id in enumerate(ids)
                 if (run_id, key_id) not in self._open and self._widths.get((run_id, key_id))
             ]
             if keys and steps:
-                rows += self._sums(run_id, keys, steps, values, exact)
+                rows += self._sums(run_id, keys, steps, columns[(run_id, names)], exact)
         self._open = set()
         if rows:
             self._upsert(rows)
@@ -271,19 +282,19 @@ class Rollups:
         self._fresh = set()
 
     def _sums(
-        self, run_id: int, keys: list[tuple[int, int]], steps: list[int], values: list, exact: bool
+        self, run_id: int, keys: list[tuple[int, int]], steps: list[int], columns: list, exact: bool
     ) -> list:
-        """The rollup rows of one key set's flushed points for its kept `keys` (position, key id); when not
-        `exact`, their buckets recomputed from the store instead (no rows)."""
+        """The rollup rows of one key set's flushed points for its kept `keys` (position, key id; the
+        position's values in `columns`); when not `exact`, their buckets recomputed from the store instead
+        (no rows)."""
         ordered = sorted(steps)  # a run of ascending steps, as logs hold them, sorts in one pass
         if ordered != steps:  # a key set logged out of step order: its values in step order too
             order = sorted(range(len(steps)), key=steps.__getitem__)
-            steps, values = ordered, [values[i] for i in order]
+            steps, columns = ordered, [[column[i] for i in order] for column in columns]
         if steps[0] < 0:  # buckets of steps below 0 are not kept: the pairs go back to their points
             rollups.drop(self.session, [(run_id, key_id) for _, key_id in keys])
             self._widths.update({(run_id, key_id): () for _, key_id in keys})
             return []
-        columns = list(zip(*values, strict=True)) if exact else []
         rows: list[tuple] = []
         for width in rollups.WIDTHS:
             using = [(i, key_id) for i, key_id in keys if width in self._widths[(run_id, key_id)]]
