@@ -19,7 +19,11 @@ from specdash.db import rollups
 from specdash.db.bulk import select_in
 from specdash.db.models import MetricKey, MetricPoint
 
-FLUSH_ROWS = 50_000
+# Points buffered before a flush (about 16 MB). Each flush appends every key's points where that key's
+# range ends in the index: the first of a new run at the index's end, the later ones inside it, where
+# SQLite splits pages; fewer, larger flushes split fewer (500,000 rather than 50,000: a million-point log
+# has half its points appended, 3-5 % less CPU, and peaks at 146 MB instead of 130).
+FLUSH_ROWS = 500_000
 MAX_KEY_CHARS = 200
 MAX_TEMPLATES = 10_000
 MAX_ROWS_PER_STATEMENT = 200  # 800 parameters: under SQLite's oldest limit of 999
