@@ -225,6 +225,7 @@ class Store:
                 run.target_model = self.link.target
                 self.summary.updated["run"] += 1
             if self.link.target_deployments:
+                # the advisories' tables load only where a run's deployments are named
                 from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
 
                 try:
