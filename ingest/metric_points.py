@@ -159,8 +159,9 @@ class MetricPointWriter:
         stored = 0
         # consecutive statements of one size go in one executemany: the order points are offered is kept
         for rows, group in groupby(self._chunks(pending, columns), key=itemgetter(0)):
-            params = [p for _, p in group]
+            statements = map(itemgetter(1), group)  # each statement's parameters, made as they are sent
             if self._portable:  # another database: SQLAlchemy's portable insert (stored points not skipped)
+                params = list(statements)
                 self.session.execute(
                     insert(MetricPoint),
                     [
@@ -171,21 +172,30 @@ class MetricPointWriter:
                 )
                 stored += rows * len(params)
                 continue
-            stored += self._execute(rows, params)
+            stored += self._execute(rows, statements)
         self._rollups.merge(pending, columns, exact=stored == offered)
         self.written += stored
         self.offered += offered
         return offered
 
-    def _execute(self, rows: int, params: list[list]) -> int:
-        """The driver's own executemany, on this transaction's connection: parameter lists as they are;
-        returns the rows the database inserted (points it already held are not counted as stored)."""
-        cursor = self.session.connection().connection.cursor()
+    def _execute(self, rows: int, params: Iterable[list]) -> int:
+        """The driver's own executemany, on this transaction's connection: parameter lists as they come,
+        never all held at once (a flush's would be 16 MB); returns the rows the database inserted (points
+        it already held are not counted as stored)."""
+        statements = [0]
+
+        def counted() -> Iterator[list]:
+            for one in params:
+                statements[0] += 1
+                yield one
+
+        # sqlite3's and psycopg's executemany take any iterable (the DB-API's type says a sequence)
+        cursor: Any = self.session.connection().connection.cursor()
         try:
             if rows not in self._statements:
                 self._statements[rows] = _statement(self.session, rows)
-            cursor.executemany(self._statements[rows], params)
-            return cursor.rowcount if cursor.rowcount >= 0 else rows * len(params)
+            cursor.executemany(self._statements[rows], counted())
+            return cursor.rowcount if cursor.rowcount >= 0 else rows * statements[0]
         finally:
             cursor.close()
 
