@@ -2,7 +2,6 @@
 serves, and what becomes of the run's advisory there (raised, updated, opened again, or quiet)."""
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from specdash.costmodel.calibrated import CostSet
@@ -10,17 +9,10 @@ from specdash.costmodel.domain import ACTIVE_STATUSES, GapStatus
 from specdash.costmodel.load_observations import DeploymentLoad
 from specdash.costmodel.priors import DeploymentFacts
 from specdash.costmodel.sources import advice_loads
+from specdash.summaries import AdvisorySummary
 
 if TYPE_CHECKING:  # numpy (the load model's fit) only where a run is advised
     from specdash.costmodel.advisor import DepthAdvice
-
-
-@dataclass
-class AdvisorySummary:
-    runs: int = 0
-    advised: int = 0  # advisories that hold now
-    new: list[int] = field(default_factory=list)  # ids of advisories raised or reopened by this refresh
-    resolved: int = 0
 
 
 class AdviceTarget(NamedTuple):

@@ -10,7 +10,7 @@ from specdash.db.alerts import link_superseding
 from specdash.db.calibration import CalibrationReport, apply_calibration
 from specdash.db.models import AlertEvent, Deployment, ParameterSet
 from specdash.db.runs import Removal
-from specdash.rows import RefreshSummary
+from specdash.summaries import RefreshSummary
 
 
 def refresh_deployments(session: Session, deployment_ids: list[int]) -> RefreshSummary:

@@ -33,7 +33,8 @@ from specdash.db.stored import (
     write_gaps,
     write_predictions,
 )
-from specdash.rows import AlertValues, BenchmarkRow, Groups, RefreshContext, RefreshSummary, prediction_key
+from specdash.rows import AlertValues, BenchmarkRow, Groups, RefreshContext, prediction_key
+from specdash.summaries import RefreshSummary
 
 BATCH = 10_000  # benchmarks refreshed at a time
 

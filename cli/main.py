@@ -53,6 +53,7 @@ class LazyGroup(click.Group):
             # and the young objects a bulk load makes by the million (a tuple per logged step, mostly freed
             # or untracked at once) looked at in fewer, larger collections
             gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *gc.get_threshold()[1:])
+        gc.enable()  # paused while the modules loaded (specdash.cli.command_line)
         return command
 
     def invoke(self, ctx: click.Context):

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import delete, exists, func, select, text
 from sqlalchemy.orm import Session
 
-from specdash.db.bulk import index_ends
-from specdash.db.models import MetricPoint, MetricRollup
+from specdash.db.bulk import chunks, index_ends
+from specdash.db.models import MetricKey, MetricPoint, MetricRollup
 
 # Bucket widths in steps; a chart reads a key's widest kept one at most half a chart bucket wide.
 WIDTHS = (64, 4096)
@@ -44,8 +44,33 @@ def kept(session: Session, run_id: int, key_id: int, width: int) -> bool:
     return bool(session.scalar(select(exists().where(*where))))
 
 
-def kept_widths(session: Session, run_id: int, key_id: int) -> tuple[int, ...]:
-    return tuple(w for w in WIDTHS if kept(session, run_id, key_id, w))
+def kept_widths_of(session: Session, run_id: int, key_ids: Sequence[int]) -> dict[int, tuple[int, ...]]:
+    """The widths each of the run's keys keeps a rollup of (keys keeping none left out): one statement a
+    width for a log's whole key set, an index probe a key."""
+    kept_by_key: dict[int, tuple[int, ...]] = {}
+    for width in WIDTHS:
+        where = (
+            MetricRollup.run_id == run_id,
+            MetricRollup.key_id == MetricKey.id,
+            MetricRollup.width == width,
+        )
+        for chunk in chunks(key_ids):
+            for key_id in session.scalars(
+                select(MetricKey.id).where(MetricKey.id.in_(chunk), exists().where(*where))
+            ):
+                kept_by_key[key_id] = (*kept_by_key.get(key_id, ()), width)
+    return kept_by_key
+
+
+def with_points(session: Session, run_id: int, key_ids: Sequence[int]) -> set[int]:
+    """Those of the run's keys that have a point stored: one index probe a key, in one statement."""
+    where = (MetricPoint.run_id == run_id, MetricPoint.key_id == MetricKey.id)
+    found: set[int] = set()
+    for chunk in chunks(key_ids):
+        found.update(
+            session.scalars(select(MetricKey.id).where(MetricKey.id.in_(chunk), exists().where(*where)))
+        )
+    return found
 
 
 def paid_widths(count: int, first: int, last: int) -> tuple[int, ...]:

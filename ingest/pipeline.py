@@ -12,8 +12,6 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Engine, delete, select
 from sqlalchemy.orm import Session
 
-from specdash.answers.advice import AdvisorySummary
-from specdash.answers.advisories import refresh_advisories
 from specdash.db.changes import current_who, record_change
 from specdash.db.engine import file_transaction, transaction
 from specdash.db.models import Benchmark, IngestedFile
@@ -27,7 +25,7 @@ from specdash.ingest.rules import FileRules
 from specdash.ingest.sources import Read, Source
 from specdash.ingest.store import Store, store_records
 from specdash.ingest.store_summary import StoreSummary
-from specdash.rows import RefreshSummary
+from specdash.summaries import AdvisorySummary, RefreshSummary
 
 
 def ingest(engine: Engine, source: Source, policy: IngestPolicy = COMMIT) -> IngestResult:
@@ -243,6 +241,10 @@ def _advise(session: Session, store: Store) -> AdvisorySummary:
     # New benchmarks (baselines, loads) and deployments can change any run's advice; metrics only their run's.
     summary = store.summary
     everything = summary.benchmark_ids or summary.created["deployment"] or summary.updated["deployment"]
+    if not everything and not store.advisable:
+        return AdvisorySummary()  # no run of the file's has a trained depth: the advice not even loaded
+    from specdash.answers.advisories import refresh_advisories
+
     return refresh_advisories(session, None if everything else store.run_ids)
 
 

@@ -4,10 +4,9 @@ would do."""
 from dataclasses import dataclass, field
 from typing import Any
 
-from specdash.answers.advice import AdvisorySummary
 from specdash.ingest.problems import Problem
 from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
-from specdash.rows import RefreshSummary
+from specdash.summaries import AdvisorySummary, RefreshSummary
 
 __all__ = ["IngestResult", "Preview"]
 

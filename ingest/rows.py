@@ -8,7 +8,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from specdash.db.models import Checkpoint, Deployment, Run
-from specdash.db.parameters import ensure_theory_set
 from specdash.ingest.links import (
     LinkError,
     LinkOptions,
@@ -57,6 +56,8 @@ class Rows:
                 self.session.add(row)
                 self._placeholders.add(id(row))
                 self.session.flush()
+                from specdash.db.parameters import ensure_theory_set  # the cost model loads with a deployment
+
                 ensure_theory_set(self.session, row)
                 self.created["deployment"] += 1
             if row is None:

@@ -9,14 +9,12 @@ from sqlalchemy.orm import Session
 
 from specdash.db import run_checkpoints
 from specdash.db.acceptance import accuracies_at
-from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
 from specdash.db.changes import record_change
 from specdash.db.models import (
     Checkpoint,
     PositionAcceptance,
     Prediction,
 )
-from specdash.db.parameters import ensure_theory_set
 from specdash.ingest.benchmarks import BenchmarkWriter
 from specdash.ingest.formats.base import Located
 from specdash.ingest.links import (
@@ -124,6 +122,8 @@ class Store:
         else:
             self._upsert(row, record, fields, "deployment")
         self.session.flush()
+        from specdash.db.parameters import ensure_theory_set  # the cost model loads with a deployment
+
         ensure_theory_set(self.session, row)
 
     def _add_run(self, record: RunRecord) -> None:
@@ -201,6 +201,12 @@ class Store:
     def run_ids(self) -> list[int]:
         return sorted(run.id for run in self.rows.runs.values())
 
+    @property
+    def advisable(self) -> bool:
+        """Whether a run the records named has a trained depth to advise on (db/advisories.py
+        runs_to_advise), as the session holds it."""
+        return any(run.ttt_length is not None for run in self.rows.runs.values())
+
     def _apply_targets(self) -> None:
         for run in self.rows.runs.values():
             if self.link.target and run.target_model != self.link.target:
@@ -219,6 +225,9 @@ class Store:
                 run.target_model = self.link.target
                 self.summary.updated["run"] += 1
             if self.link.target_deployments:
+                # the advisories' tables load only where a run's deployments are named
+                from specdash.db.advisories import AdvisoryChangeError, name_target_deployments
+
                 try:
                     name_target_deployments(self.session, run, list(self.link.target_deployments))
                 except AdvisoryChangeError as exc:

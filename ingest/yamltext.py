@@ -2,12 +2,13 @@
 objects the JSON reader gives (ingest/jsontext.py LinedDict), so problems name their line: every YAML
 specdash reads (GuideLLM reports, SpecForge configs, MLflow's meta.yaml) goes through here."""
 
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from specdash.ingest.jsontext import MAX_DEPTH, JSONPositionError, LinedDict, iter_values_with_lines
 from specdash.ingest.problems import Problem, unreadable_number
+
+if TYPE_CHECKING:  # PyYAML loads with the first YAML document read: most ingests (logs, JSON) read none
+    import yaml
 
 YAML_NAMES = (".yaml", ".yml")
 
@@ -18,7 +19,9 @@ class YAMLPositionError(ValueError):
         self.line = line
 
 
-def _value(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, depth: int) -> Any:
+def _value(node: "yaml.Node", constructor: "yaml.constructor.SafeConstructor", depth: int) -> Any:
+    import yaml
+
     if depth > MAX_DEPTH:
         raise YAMLPositionError(f"nested deeper than {MAX_DEPTH} levels", node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
@@ -42,6 +45,8 @@ def _value(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, depth
 
 def load_yaml_with_lines(text: str) -> Any:
     """The one YAML document of `text`, mappings as LinedDicts (1-based lines)."""
+    import yaml
+
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:

@@ -1,3 +1,3 @@
-from specdash.cli.main import cli
+from specdash.cli import command_line
 
-cli(prog_name="specdash")
+command_line()

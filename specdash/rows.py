@@ -267,17 +267,3 @@ class RefreshContext:
     refitted: tuple[int, ...] = ()
     # deployment id -> the median context its benchmarks stated, where they span more than one
     reference_contexts: dict[int, float] = field(default_factory=dict)
-
-
-@dataclass
-class RefreshSummary:
-    """What a refresh did (answers/refresh.py), kept here so that a load with nothing to refresh (an
-    ingest of training metrics) need not import the predictions, gaps and verdicts."""
-
-    benchmarks: int = 0
-    predictions: int = 0
-    gaps: int = 0
-    new_alerts: int = 0
-    skipped: int = 0
-    # the deployments (names) whose load model was fitted again for this refresh (answers/estimates.py)
-    refitted: list[str] = field(default_factory=list)

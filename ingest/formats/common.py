@@ -51,7 +51,7 @@ CHUNK_TOKENS_SPECULATING = 1.5
 class EngineModel(BaseModel):
     """An engine's record: unknown keys ignored (engines add keys between versions), numbers finite."""
 
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, populate_by_name=True, defer_build=True)
 
 
 def located_problems(

@@ -193,11 +193,17 @@ class TrainingLog:
             return []  # the common case, checked in one go
         return _problems(self.path, line, keys, values)
 
-    def add(self, line: int, step: int, keys: tuple[str, ...], values: tuple[float, ...]) -> bool:
-        """The common step added to the open batch without a generator (its run named, the batch not
-        full, its values storable); False for any other, which metrics() takes."""
+    def add(self, step: int, keys: tuple[str, ...], values: tuple[float, ...]) -> bool:
+        """The common step added to the open batch without a generator or a problems list (its run named,
+        the batch not full, its keys checked on an earlier line, its values finite); False for any other,
+        which metrics() takes."""
         batch = self.batch
-        if not batch or len(batch) >= BATCH_STEPS - 1 or self.problems(line, keys, values):
+        if (
+            not batch
+            or len(batch) >= BATCH_STEPS - 1
+            or keys not in self.checked
+            or not math.isfinite(sum(values))
+        ):
             return False
         batch.append((step, keys, values))
         return True
@@ -280,7 +286,7 @@ def parse_lines(log: TrainingLog, stream: TextIO, first_line: int = 1) -> Iterat
             if FIRST_ACCURACY in found[0]:
                 log.last_step, log.epoch_newer = found, False
             step = int(match[1])
-            if not log.add(number, step, *found):
+            if not log.add(step, *found):
                 yield from log.metrics(number, step, *found)
         elif "position" in text and (match := EPOCH_LINE.search(text) or EVAL_STEP.search(text)):
             if not text[match.end() :].strip():  # the record ends the line; a quote in prose does not

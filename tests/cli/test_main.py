@@ -34,6 +34,32 @@ def test_a_command_freezes_what_its_imports_built():
     assert done.stdout.split() == ["True", str(YOUNG_COLLECTION_OBJECTS)]
 
 
+def test_the_command_line_loads_a_command_with_the_collector_paused():
+    """`specdash` (the entry point and `python -m specdash`) loads its modules without the collector
+    walking them, and the command runs with it on again."""
+    code = (
+        "import gc, sys\n"
+        "from specdash.cli import command_line\n"
+        "from specdash.cli import main\n"
+        "seen = []\n"
+        "original = main.LazyGroup.get_command\n"
+        "def get_command(self, ctx, name):\n"
+        "    seen.append(gc.isenabled())\n"
+        "    command = original(self, ctx, name)\n"
+        "    seen.append(gc.isenabled())\n"
+        "    return command\n"
+        "main.LazyGroup.get_command = get_command\n"
+        "sys.argv = ['specdash', 'formats']\n"
+        "try:\n"
+        "    command_line()\n"
+        "except SystemExit:\n"
+        "    print(seen[:2], gc.isenabled(), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.split() == ["[False,", "True]", "True"]
+    assert "specforge-log" in done.stdout
+
+
 def test_version(invoke):
     result = invoke(None, "--version")
     assert result.exit_code == 0 and "specdash, version" in result.output

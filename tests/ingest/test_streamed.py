@@ -35,14 +35,14 @@ def used(engine):
 
 
 def test_a_log_failing_on_its_last_line_leaves_the_store_as_it_was(used):
-    lines = log_lines(5000)  # 75,000 points: more than a flush is inserted before the bad line is read
-    assert 5000 * len(KEYS) > FLUSH_ROWS
-    lines.append("step 50000: {'train/loss': inf}\n")
+    lines = log_lines(40000)  # 600,000 points: more than a flush is inserted before the bad line is read
+    assert 40000 * len(KEYS) > FLUSH_ROWS
+    lines.append("step 400000: {'train/loss': inf}\n")
     before = content(used)
     result = ingest(used, UploadSource("train.log", "".join(lines).encode()), IngestPolicy(link=RUN))
     assert result.status == "failed" and result.store is None
     assert [str(p) for p in result.problems] == [
-        "train.log:5001: train/loss: must be a finite number, not inf"
+        "train.log:40001: train/loss: must be a finite number, not inf"
     ]
     assert content(used) == before
 
