@@ -134,7 +134,7 @@ def _store(
         session,
         fmt.name,
         read.name,
-        rules.apply(read.records),
+        rules.apply(read.records, read.records.repeated if isinstance(read.records, Spool) else None),
         policy.link,
         read.problems,
         update=conflict.applies_values,

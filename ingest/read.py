@@ -22,6 +22,7 @@ from specdash.ingest.formats import BY_NAME, detect_format
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.problems import Problem, unreadable_number
 from specdash.ingest.records import MetricRows
+from specdash.ingest.rules.within_file import RepeatedPoints
 from specdash.ingest.trackers.base import TrackerReader
 
 HEAD_BYTES = 64 * 1024
@@ -81,9 +82,11 @@ class Spool:
         self.batch: list[Located] = []
         self.count = 0
         self.weight = 0
+        self.repeated = RepeatedPoints()  # the metric points the file may give twice, for its rules
 
     def add(self, item: Located) -> None:
         self.batch.append(item)
+        self.repeated.see(item.record)
         self.count += 1
         # a batch of metric rows weighs its steps: a tracker's history comes 2,000 steps a record
         self.weight += len(item.record.steps) if isinstance(item.record, MetricRows) else 1

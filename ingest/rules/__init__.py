@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from specdash.ingest.formats.base import Format, Located
 from specdash.ingest.problems import Problem
 from specdash.ingest.rules.bounds import record_refusals
-from specdash.ingest.rules.within_file import Ledger, Resumes
+from specdash.ingest.rules.within_file import Ledger, RepeatedPoints, Resumes
 
 __all__ = ["FileRules", "record_problems"]
 
@@ -31,8 +31,11 @@ class FileRules:
         self.ledger = Ledger(self.is_log)
         self.resumes = Resumes() if fmt.resumes else None
 
-    def apply(self, items: Iterable[Located]) -> Iterator[Located]:
-        """The records that keep every rule; each refusal goes to `problems` and its record is left out."""
+    def apply(self, items: Iterable[Located], repeated: RepeatedPoints | None = None) -> Iterator[Located]:
+        """The records that keep every rule; each refusal goes to `problems` and its record is left out.
+        `repeated`: of a file read whole, the metric points it may give twice (the others are not
+        remembered)."""
+        self.ledger.repeated = repeated
         if self.resumes is not None and iter(items) is not items:  # two passes need a batch read twice
             self.resumes.survey(items)
             items = self.resumes.keep_later(items)

@@ -242,3 +242,33 @@ def test_a_benchmark_is_remembered_by_a_digest_of_its_repeat_key():
         assert ledger.conflict(record, line) is None
     assert [len(key) for key in ledger.measured] == [16] * 5
     assert list(ledger.repeats) == [repeat_digest(one)] and "1 repeat group(s)" in (ledger.note() or "")
+
+
+def test_a_file_read_whole_remembers_only_the_points_it_may_give_twice():
+    """The ledger of a spooled file keeps the points whose step comes again at or below its run's highest
+    (here step 50 of r7, on lines 1 and 3); the others, given once, are not remembered, so memory follows
+    the repeats, not the file (every point remembered took 7.7 GB for a 1 GB file). The conflict found is
+    the one found remembering every point."""
+    from specdash.ingest.formats.base import Located
+    from specdash.ingest.read import Spool
+    from specdash.ingest.records import MetricsRecord
+    from specdash.ingest.rules.within_file import Ledger
+
+    records = [
+        (1, "r7", 50, {"train/acc_0": 0.7, "train/loss": 2.0}),
+        (2, "r7", 60, {"train/acc_0": 0.72}),
+        (3, "r7", 50, {"train/acc_0": 0.71}),
+        (4, "r8", 50, {"train/acc_0": 0.5}),
+        (5, "r8", 70, {"train/acc_0": 0.6}),
+    ]
+    spool = Spool()
+    for line, run, step, values in records:
+        spool.add(Located(line, MetricsRecord(run=run, step=step, values=values)))
+    assert spool.repeated.points == {("r7", "train/acc_0", 50)}
+    whole, every = Ledger(False), Ledger(False)
+    whole.repeated = spool.repeated
+    found = [[ledger.conflict(item.record, item.line) for item in spool] for ledger in (whole, every)]
+    spool.close()
+    assert found[0] == found[1] == [None, None, found[0][2], None, None]
+    assert found[0][2][0] == "values.train/acc_0" and "line 1 says 0.7, line 3 says 0.71" in found[0][2][1]
+    assert list(whole.points) == [("r7", "train/acc_0", 50)] and len(every.points) == 5
