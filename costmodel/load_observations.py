@@ -267,18 +267,14 @@ def estimate_deployment(
     families: Mapping[str, str],
     stored: StoredFit | None,
 ) -> FitOutcome | None:
-    """A deployment's estimated baselines from its benchmarks: the stored fit's while refit_needed() says
-    no, else fitted now (None when they cannot be fitted)."""
-    observations = median_observations(rows)
-    key = fit_key(observations, facts, families)
+    """A deployment's estimated baselines from its benchmarks: the stored fit's while it holds for their
+    shape (stored_outcome), else fitted now (None when they cannot be fitted)."""
     shape = shape_of(rows, families)
-    if not refit_needed(stored, key, len(rows)):
-        assert stored is not None  # refit_needed says so
-        return FitOutcome(
-            BaselineEstimate.from_json(stored.estimate, facts.architecture), False, key, len(rows), shape
-        )
-    estimate = estimate_for(observations, facts, families)
-    return None if estimate is None else FitOutcome(estimate, True, key, len(rows), shape)
+    kept = stored_outcome(shape, facts, stored)
+    if kept is not None:
+        return kept
+    estimate = estimate_for(median_observations(rows), facts, families)
+    return None if estimate is None else FitOutcome(estimate, True, shape_key(shape, facts), len(rows), shape)
 
 
 def fit_deployment_load(

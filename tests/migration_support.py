@@ -19,6 +19,19 @@ def tables(path: Path) -> dict[str, list[str]]:
         return {name: [col[1] for col in con.execute(f"PRAGMA table_info({name})")] for name in names}
 
 
+def all_rows(path: Path, skip: tuple[str, ...] = (), skip_columns: dict[str, tuple[str, ...]] | None = None):
+    """Every table's rows (but the tables `skip`, and the columns `skip_columns` names per table) as sorted
+    reprs: what an upgrade must keep."""
+    found = {}
+    with sqlite3.connect(path) as con:
+        for name, columns in tables(path).items():
+            if name in skip:
+                continue
+            kept = [c for c in columns if c not in (skip_columns or {}).get(name, ())]
+            found[name] = sorted(map(repr, con.execute(f'SELECT {", ".join(kept)} FROM "{name}"')))
+    return found
+
+
 def table_rows(path: Path, table: str, columns: list[str]) -> set[tuple]:
     with sqlite3.connect(path) as con:
         return set(con.execute(f"SELECT {', '.join(columns)} FROM {table}"))

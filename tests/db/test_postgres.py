@@ -106,14 +106,20 @@ def stored_tables(engine) -> dict[str, list[tuple]]:
     return tables
 
 
-def test_a_file_is_stored_row_for_row_as_on_sqlite(pg_engine, tmp_path):
-    """Ids drawn from PostgreSQL's sequences and COPY store what SQLite's inserts store: the same ids,
-    benchmarks, predictions, gaps, verdicts and Leaderboard entries."""
+def specbundle_on_both(pg_engine, tmp_path):
+    """The real SpecBundle file ingested into PostgreSQL and into a new SQLite store, which is returned."""
     sqlite = make_engine(f"sqlite:///{tmp_path / 'same.db'}")
     upgrade(sqlite)
     for engine in (sqlite, pg_engine):
         result = ingest(engine, PathSource(REAL_FIXTURES / "specbundle-data.json"))
         assert result.status == "loaded", result.problems[:3]
+    return sqlite
+
+
+def test_a_file_is_stored_row_for_row_as_on_sqlite(pg_engine, tmp_path):
+    """Ids drawn from PostgreSQL's sequences and COPY store what SQLite's inserts store: the same ids,
+    benchmarks, predictions, gaps, verdicts and Leaderboard entries."""
+    sqlite = specbundle_on_both(pg_engine, tmp_path)
     on_sqlite, on_postgres = stored_tables(sqlite), stored_tables(pg_engine)
     sqlite.dispose()
     for name in COMPARED:
@@ -261,11 +267,7 @@ def same_read(on_sqlite, on_postgres) -> bool:
 
 
 def test_the_overview_and_checkpoints_reads_answer_as_on_sqlite(pg_engine, tmp_path):
-    sqlite = make_engine(f"sqlite:///{tmp_path / 'same.db'}")
-    upgrade(sqlite)
-    for engine in (sqlite, pg_engine):
-        result = ingest(engine, PathSource(REAL_FIXTURES / "specbundle-data.json"))
-        assert result.status == "loaded", result.problems[:3]
+    sqlite = specbundle_on_both(pg_engine, tmp_path)
     on_sqlite, on_postgres = overview_reads(sqlite), overview_reads(pg_engine)
     sqlite.dispose()
     assert on_sqlite["counts"]["benchmarks"] > 0 and len(on_sqlite["thinned parity theory"].rows) <= 40

@@ -11,18 +11,13 @@ from specdash.db.engine import make_engine
 from specdash.db.schema import current_revision, downgrade, upgrade
 from tests.conftest import sqlite_url
 from tests.db.summary_support import assert_kept, ingested, second_file, supersede
-from tests.migration_support import tables
+from tests.migration_support import all_rows, tables
 
 SUMMARIES = ("parity_count", "run_checkpoints")
 
 
 def rows(path) -> dict[str, list[str]]:
-    with sqlite3.connect(path) as con:
-        return {
-            name: sorted(map(repr, con.execute(f'SELECT * FROM "{name}"')))
-            for name in tables(path)
-            if name not in SUMMARIES
-        }
+    return all_rows(path, skip=SUMMARIES)
 
 
 def at_0017_with_a_superseded_benchmark(engine: Engine) -> None:

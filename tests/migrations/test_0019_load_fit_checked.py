@@ -13,19 +13,14 @@ from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource
 from tests.conftest import sqlite_url
 from tests.db.test_loadmodels import _sweep_lines
-from tests.migration_support import tables
+from tests.migration_support import all_rows, tables
 
 ADDED = ("checked_through", "checked_benchmarks", "shape")
 
 
 def rows(path) -> dict[str, list[str]]:
     """Every table's rows, load_fit's without the columns 0019 adds."""
-    with sqlite3.connect(path) as con:
-        found = {}
-        for name, columns in tables(path).items():
-            kept = [c for c in columns if not (name == "load_fit" and c in ADDED)]
-            found[name] = sorted(map(repr, con.execute(f'SELECT {", ".join(kept)} FROM "{name}"')))
-        return found
+    return all_rows(path, skip_columns={"load_fit": ADDED})
 
 
 def test_the_upgrade_keeps_every_fit_and_the_next_refresh_checks_it(real_url, tmp_path):
