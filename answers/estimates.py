@@ -19,6 +19,7 @@ from specdash.db.loadmodels import (
     stored_fits,
 )
 from specdash.db.parameters import load_baselines, read_deployments
+from specdash.rows import Baselines
 
 
 def fitted_estimates(
@@ -26,14 +27,18 @@ def fitted_estimates(
     deployment_ids: Sequence[int] | None = None,
     keep: bool = False,
     facts: Mapping[int, DeploymentFacts] | None = None,
+    measured: Baselines | None = None,
 ) -> FittedEstimates:
     """The estimated no-speculation baselines of every deployment (of those given) with speculative
     benchmarks and no benchmark without speculation, from its stored load fit unless its data changed
     materially since (refit_needed); fits made now are stored when `keep` and named in `refitted`.
-    `facts`, every deployment's, when the caller read them already."""
+    `facts`, every deployment's, and `measured`, the baselines of those given, when the caller read them
+    already."""
     if facts is None:
         facts = read_deployments(session)[1]
-    without = needing_estimates(sorted(facts), load_baselines(session), deployment_ids)
+    if measured is None:
+        measured = load_baselines(session, deployment_ids=deployment_ids)
+    without = needing_estimates(sorted(facts), measured, deployment_ids)
     if not without:
         return FittedEstimates({})
     # whether each stored fit holds is decided from the shape of its data; only the deployments whose

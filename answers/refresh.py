@@ -21,9 +21,16 @@ from specdash.costmodel.throughput import draft_steps
 from specdash.db import bulk, leaderboard_entries
 from specdash.db.bulk import analyze_written, expire_loaded
 from specdash.db.engine import bounded_sorts
-from specdash.db.history import acceptance_references
+from specdash.db.history import acceptance_references, appended
 from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, Prediction
-from specdash.db.refresh_scope import benchmark_rows, checkpoint_places, drafter_rows, refresh_scope
+from specdash.db.refresh_scope import (
+    benchmark_rows,
+    checkpoint_places,
+    drafter_rows,
+    group_rows,
+    refresh_scope,
+    with_deployments,
+)
 from specdash.db.stored import (
     StoredPredictions,
     stored_alerts,
@@ -54,19 +61,28 @@ def _gc_paused() -> Iterator[None]:
 
 
 def refresh(
-    session: Session, benchmark_ids: Iterable[int] | None = None, *, rank_all: bool = False
+    session: Session,
+    benchmark_ids: Iterable[int] | None = None,
+    *,
+    rank_all: bool = False,
+    appended: bool = False,
 ) -> RefreshSummary:
     """Predictions for every (checkpoint, deployment, setting, concurrency, dataset) among the benchmarks
     in scope (all, or those given and what a new baseline affects), and their gaps; then the Leaderboard's
     entries of the checkpoints in scope. A refresh of all ranks again only the checkpoints whose
     predictions or gaps it wrote: every other write an entry is computed from (benchmarks, superseding,
     profiles, external predictions) keeps the entries itself; `rank_all` ranks every entry again, for a
-    caller that changed those and refreshes everything."""
+    caller that changed those and refreshes everything. `appended`: the benchmarks given were stored just
+    now and nothing else of theirs changed (an ingest that replaced no file), so an untrained drafter's
+    other benchmarks are judged again only where a new one comes before them (db/history.appended)."""
     with _gc_paused():
-        return _refresh(session, benchmark_ids, rank_all)
+        ids = None if benchmark_ids is None else list(benchmark_ids)
+        return _refresh(session, ids, rank_all, set(ids) if appended and ids is not None else None)
 
 
-def _refresh(session: Session, benchmark_ids: Iterable[int] | None, rank_all: bool) -> RefreshSummary:
+def _refresh(
+    session: Session, benchmark_ids: list[int] | None, rank_all: bool, new_ids: set[int] | None
+) -> RefreshSummary:
     session.flush()  # what the caller added is read back below as rows
     summary = RefreshSummary()
     scope, deployment_ids, given = refresh_scope(session, benchmark_ids)
@@ -77,12 +93,18 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None, rank_all: bo
     context = refresh_context(
         session, None if everything else sorted(scope), None if everything else sorted(deployment_ids)
     )
+    if not everything and context.refitted:
+        # a load model fitted again moves the estimated baseline of every benchmark on its deployment:
+        # they are judged again, their drafters read (the fit is stored: the second read reuses it)
+        scope = with_deployments(session, scope, context.refitted)
+        wider = refresh_context(session, sorted(scope), sorted(deployment_ids))
+        context = replace(wider, refitted=context.refitted)
     in_scope = sum(map(len, scope.values()))
     analyze_written(session, (Benchmark, Checkpoint), in_scope)  # a file's benchmarks, stored just now
     places: list[dict[int, set[tuple[int, int]]]] = []
     # A few checkpoints at a time, a large one's groups over several parts: memory stays bounded by a
     # batch's benchmarks, however many a file or one drafter brings.
-    backfilled = set() if everything else {c for c in given if not context.drafters[c].rates}
+    backfilled = set() if everything else _backfilled(session, context, scope, given, new_ids)
     split_of = None  # the checkpoint the previous part held part of
     written: set[int] = set()  # the checkpoints whose predictions or gaps were written
     for n, part in enumerate(_parts(session, scope, backfilled)):
@@ -109,6 +131,21 @@ def _refresh(session: Session, benchmark_ids: Iterable[int] | None, rank_all: bo
             leaderboard_entries.update_at(session, places)
     expire_loaded(session, (Prediction, Gap, Alert))
     return summary
+
+
+def _backfilled(
+    session: Session,
+    context: RefreshContext,
+    scope: dict[int, list[int]],
+    given: set[int],
+    new_ids: set[int] | None,
+) -> set[int]:
+    """The given untrained drafters whose other benchmarks are judged again, their references changed:
+    every one, unless the given benchmarks are new ones (`new_ids`) that come after the drafter's others."""
+    untrained = {c for c in given if not context.drafters[c].rates}
+    if new_ids is None or not untrained:
+        return untrained
+    return untrained - appended(session, {c: [i for i in scope[c] if i in new_ids] for c in untrained})
 
 
 def _refresh_part(
@@ -140,6 +177,13 @@ def _refresh_part(
         )
         _add_backfilled(groups, others, {b.id for b in benches})
         context = widen_context(session, context, {key.deployment_id for key in groups}, deployment_ids)
+    # an untrained drafter's prediction of a group follows the group's latest benchmark and measured
+    # accept lengths: where a new one joins, the group's other members are judged again
+    appended = [c for c in untrained if c not in backfilled]
+    if appended:
+        places = {(key.checkpoint_id, key.deployment_id, key.concurrency, key.dataset) for key in groups}
+        members = group_rows(session, [place for place in places if place[0] in appended])
+        _add_backfilled(groups, members, {b.id for b in benches}, only_known=True)
     references = acceptance_references(session, untrained, _datasets(groups))
     # a part that holds its checkpoints whole reads their predictions by checkpoint
     whole = part.checkpoint_ids if part.split_of is None else None
@@ -280,13 +324,19 @@ def _groups(benches: list[BenchmarkRow]) -> tuple[Groups, int]:
     return groups, skipped
 
 
-def _add_backfilled(groups: Groups, rows: Iterable[BenchmarkRow], known: set[int]) -> None:
+def _add_backfilled(
+    groups: Groups, rows: Iterable[BenchmarkRow], known: set[int], only_known: bool = False
+) -> None:
     """A benchmark measured before stored ones (a backfill) changes their references: the untrained
-    drafters' other benchmarks (`rows`) are judged again."""
+    drafters' other benchmarks (`rows`) are judged again; with `only_known`, those of groups already
+    there (a new benchmark changes its group's prediction)."""
     for bench in rows:
         steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
-        if bench.id not in known and steps is not None:
-            groups[prediction_key(bench, steps)].append(bench)
+        if bench.id in known or steps is None:
+            continue
+        key = prediction_key(bench, steps)
+        if not only_known or key in groups:
+            groups[key].append(bench)
             known.add(bench.id)
 
 

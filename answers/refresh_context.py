@@ -36,18 +36,19 @@ def refresh_context(
     for active in read_active_sets(session):
         plans[active.deployment_id].append(set_plan(active, facts[active.deployment_id]))
         versions[active.id] = active.version
-    fitted = fitted_estimates(session, deployment_ids, keep=add_theory_sets, facts=facts)
+    baselines = load_baselines(session, deployment_ids=deployment_ids)
+    fitted = fitted_estimates(session, deployment_ids, keep=add_theory_sets, facts=facts, measured=baselines)
     return RefreshContext(
         deployments=deployments,
         facts=facts,
         drafters=read_drafters(session, checkpoint_ids),
         plans=plans,
         versions=versions,
-        baselines=load_baselines(session, deployment_ids=deployment_ids),
+        baselines=baselines,
         global_threshold=get_gap_threshold(session),
         now=utcnow(),
         estimates=fitted.estimates,
-        noise=noise_by_deployment(session),
+        noise=noise_by_deployment(session, deployment_ids),
         refitted=fitted.refitted,
         reference_contexts=reference_contexts(session, deployment_ids),
     )
@@ -56,16 +57,18 @@ def refresh_context(
 def widen_context(
     session: Session, context: RefreshContext, needed: Collection[int], deployment_ids: set[int]
 ) -> RefreshContext:
-    """The context with the baselines and estimates of the `needed` deployments too (backfilled
+    """The context with the baselines, estimates and noise of the `needed` deployments too (backfilled
     benchmarks may be on deployments the given ones are not); `deployment_ids`, those read so far, grows
     with them."""
     if set(needed) <= deployment_ids:
         return context
-    fitted = fitted_estimates(session, sorted(set(needed) - deployment_ids), keep=True)
+    added = sorted(set(needed) - deployment_ids)
+    fitted = fitted_estimates(session, added, keep=True)
     deployment_ids |= set(needed)
     return replace(
         context,
         baselines=load_baselines(session, deployment_ids=sorted(deployment_ids)),
         estimates={**context.estimates, **fitted.estimates},
+        noise={**context.noise, **noise_by_deployment(session, added)},
         refitted=(*context.refitted, *fitted.refitted),
     )

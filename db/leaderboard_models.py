@@ -17,8 +17,9 @@ class LeaderboardEntry(Base):
     __table_args__ = (
         # a view's entries, read together
         Index("ix_leaderboard_entry_view", "source", "rank_by", "across", "dataset"),
-        # a checkpoint's entries, rewritten together (the primary key leads with the source)
-        Index("ix_leaderboard_entry_checkpoint", "checkpoint_id", "source"),
+        # a checkpoint's entries, rewritten together, whole or at some deployments and loads (the primary
+        # key leads with the source)
+        Index("ix_leaderboard_entry_checkpoint", "checkpoint_id", "source", "deployment_id", "concurrency"),
     )
 
     source: Mapped[str] = mapped_column(String(100), primary_key=True)

@@ -226,6 +226,17 @@ class Benchmark(Base):
         Index(None, "checkpoint_id", "deployment_id"),
         # the baselines (speculative_algorithm NULL) of a deployment, read by every refresh
         Index("ix_benchmark_baselines", "speculative_algorithm", "deployment_id", "concurrency"),
+        # the stated contexts of a deployment (db/refresh_context.reference_contexts, every refresh), read
+        # from the index alone: benchmarks that state none are left out of it
+        Index(
+            "ix_benchmark_contexts",
+            "deployment_id",
+            "input_tokens",
+            "output_tokens",
+            "superseded_by_id",
+            sqlite_where=literal_column("input_tokens IS NOT NULL"),
+            postgresql_where=literal_column("input_tokens IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -39,9 +39,7 @@ def refresh_scope(
     the given speculative benchmarks (every one's, for all)."""
     # reads go through the Core connection: column tuples without the ORM's result machinery
     connection = session.connection()
-    query = select(Benchmark.checkpoint_id, Benchmark.id, Benchmark.deployment_id).where(
-        Benchmark.checkpoint_id.is_not(None), Benchmark.speculative_algorithm.is_not(None)
-    )
+    query = _SPECULATIVE
     # ids are added to `scope` as the rows arrive, a chunk at a time: a 300,000-benchmark file's rows
     # held in lists at once cost more memory than the refresh of any one batch of them
     scope: dict[int, set[int]] = defaultdict(set)
@@ -79,6 +77,26 @@ def refresh_scope(
     for deployment_id, keys in new_baselines.items():
         add(_baseline_reach(session, query, deployment_id, None if deployment_id in everywhere else keys))
     return _sorted(scope), deployment_ids, given
+
+
+# Every speculative benchmark of a checkpoint, as refresh_scope reads them.
+_SPECULATIVE = select(Benchmark.checkpoint_id, Benchmark.id, Benchmark.deployment_id).where(
+    Benchmark.checkpoint_id.is_not(None), Benchmark.speculative_algorithm.is_not(None)
+)
+
+
+def with_deployments(
+    session: Session, scope: dict[int, list[int]], deployment_ids: Iterable[int]
+) -> dict[int, list[int]]:
+    """The scope with every speculative benchmark on these deployments (a load model fitted again moves
+    the estimated baseline of each), as ids per checkpoint."""
+    wider: dict[int, set[int]] = defaultdict(set)
+    for checkpoint_id, ids in scope.items():
+        wider[checkpoint_id].update(ids)
+    on = _SPECULATIVE.where(Benchmark.deployment_id.in_(sorted(set(deployment_ids))))
+    for row in session.connection().execute(on):
+        wider[row.checkpoint_id].add(row.id)
+    return _sorted(wider)
 
 
 def _sorted(scope: dict[int, set[int]]) -> dict[int, list[int]]:
@@ -155,6 +173,26 @@ def drafter_rows(session: Session, checkpoint_ids: list[int]) -> Iterator[Benchm
     make = BenchmarkRow._make
     for row in select_in(session, query, Benchmark.checkpoint_id, checkpoint_ids):
         yield make(row)
+
+
+def group_rows(session: Session, places: Iterable[tuple[int, int, int, str]]) -> Iterator[BenchmarkRow]:
+    """Every speculative benchmark at these (checkpoint, deployment, load, dataset) places ("" for none):
+    the other members of new benchmarks' prediction groups (a superset: the setting is not compared)."""
+    by_checkpoint: dict[int, set[tuple[int, int, str]]] = defaultdict(set)
+    for checkpoint_id, deployment_id, concurrency, dataset in places:
+        by_checkpoint[checkpoint_id].add((deployment_id, concurrency, dataset))
+    query = select(*BENCHMARK_COLUMNS).where(Benchmark.speculative_algorithm.is_not(None))
+    make = BenchmarkRow._make
+    for checkpoint_id, at in by_checkpoint.items():
+        where = (
+            Benchmark.checkpoint_id == checkpoint_id,
+            Benchmark.deployment_id.in_(sorted({d for d, _, _ in at})),
+            Benchmark.concurrency.in_(sorted({n for _, n, _ in at})),
+        )
+        for row in session.connection().execute(query.where(*where)):
+            bench = make(row)
+            if (bench.deployment_id, bench.concurrency, bench.dataset or "") in at:
+                yield bench
 
 
 def checkpoint_places(

@@ -4,6 +4,7 @@ file holds (a user's repeats; a rerun in a later file is a rerun, judged on its 
 and the measurement noise their spread shows."""
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -38,8 +39,8 @@ def repeat_columns() -> list:
     ]
 
 
-def noise_by_deployment(session: Session) -> dict[int, float]:
-    """Each deployment's measurement noise from its repeat groups without speculation
+def noise_by_deployment(session: Session, deployment_ids: Sequence[int] | None = None) -> dict[int, float]:
+    """Each deployment's (of those given) measurement noise from its repeat groups without speculation
     (costmodel.uncertainty.repeat_noise); deployments without such a repeat are left out. Only runs without
     speculation measure the machine alone: two speculative runs also differ by what the drafter accepted
     (the acceptance part of a band), and a rerun with something wrong is an anomaly, not noise."""
@@ -47,6 +48,8 @@ def noise_by_deployment(session: Session) -> dict[int, float]:
     query = select(*repeat_columns(), Benchmark.decode_tps).where(
         Benchmark.superseded_by_id.is_(None), Benchmark.speculative_algorithm.is_(None)
     )
+    if deployment_ids is not None:
+        query = query.where(Benchmark.deployment_id.in_(list(deployment_ids)))
     for row in session.execute(query):
         groups[tuple(row[:-1])].append(row[-1])
     by_deployment: dict[int, list[list[float]]] = defaultdict(list)

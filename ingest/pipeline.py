@@ -96,12 +96,12 @@ def _load(engine: Engine, source: Source, read: Read, policy: IngestPolicy) -> I
     committing = policy.mode is Mode.COMMIT
     result = IngestResult(read.name, "loaded", fmt.name, read.sha256, problems=read.problems)
     with file_transaction(engine, fmt.bulk_points) as session:
-        ingested = None
+        ingested, replaced = None, False
         if committing and read.sha256 is not None:
             seen = _claim(session, read.sha256, policy.on_conflict)
             if isinstance(seen, IngestedFile):
                 return _skipped(read.name, seen, read.sha256)
-            result.message = seen or ""
+            result.message, replaced = seen or "", seen is not None
             ingested = _open_file(session, read, fmt)
         store = _store(session, read, fmt, policy, result, ingested.id if ingested else None)
         if read.streamed is not None and read.streamed.resumed:
@@ -115,7 +115,7 @@ def _load(engine: Engine, source: Source, read: Read, policy: IngestPolicy) -> I
         if ingested is not None:
             _record_file(session, ingested, read, store.summary)
         if store.summary.benchmark_ids or committing:  # a preview shows the file's own benchmarks
-            result.refresh = _refresh(session, store.summary)
+            result.refresh = _refresh(session, store.summary, replaced=replaced)
         if not committing:
             result.preview = _preview(session, read, result)
             session.rollback()
@@ -219,7 +219,7 @@ def _remove_ingest(session: Session, ingested: IngestedFile) -> str:
     return f"replaced the earlier ingest of {ingested.path} ({removed} benchmark(s) removed)"
 
 
-def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
+def _refresh(session: Session, summary: StoreSummary, replaced: bool) -> RefreshSummary:
     # New benchmarks change only their own gaps (and, for a baseline, those on its deployment);
     # changed profiles, acceptance or external predictions can change any.
     everything = bool(summary.updated) or summary.created["prediction"] or summary.acceptance_changed
@@ -234,7 +234,14 @@ def _refresh(session: Session, summary: StoreSummary) -> RefreshSummary:
     # the Leaderboard's entries are computed from benchmarks, external predictions and profiles: a file
     # that changed any of them has every entry ranked again (a refresh of all ranks only what it wrote)
     changed = summary.benchmark_ids or summary.updated or summary.created["prediction"]
-    return refresh(session, None if everything else summary.benchmark_ids, rank_all=bool(changed))
+    # the file's benchmarks are new rows, unless it replaced an earlier ingest (whose removed benchmarks
+    # were earlier ones of some drafters' series)
+    return refresh(
+        session,
+        None if everything else summary.benchmark_ids,
+        rank_all=bool(changed),
+        appended=not replaced,
+    )
 
 
 def _advise(session: Session, store: Store) -> AdvisorySummary:

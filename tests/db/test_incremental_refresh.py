@@ -213,7 +213,13 @@ SMALL_FILES = {
     "backfilled benchmark": lines(
         eagle("drafter-1", "epoch_0", H100, 3, 150.0, 2.2, measured_at="2026-11-01T10:00:00")
     ),
+    # a drafter's latest benchmark (a scraped window): only it is judged
+    "appended benchmark": lines(
+        eagle("drafter-1", "epoch_0", H100, 3, 150.0, 2.2, measured_at="2026-12-01T10:00:00")
+    ),
 }
+# gaps the small file's refresh writes: one per benchmark judged (one source, theory)
+JUDGED = {"backfilled benchmark": 21, "appended benchmark": 1}
 
 
 @pytest.mark.parametrize("name", list(SMALL_FILES))
@@ -222,6 +228,8 @@ def test_a_small_file_into_a_bigger_store_leaves_what_a_full_refresh_computes(tm
     assert ingest(engine, UploadSource("store.jsonl", bigger_store())).status == "loaded"
     result = ingest(engine, UploadSource("small.jsonl", SMALL_FILES[name]))
     assert result.status == "loaded", result.problems
+    assert result.refresh is not None
+    assert name not in JUDGED or result.refresh.gaps == JUDGED[name]
     incremental = snapshot(engine) | {"entries": entries(engine)}
     with transaction(engine) as session:
         refresh(session)
@@ -290,3 +298,88 @@ def test_a_checkpoint_larger_than_a_batch_is_refreshed_to_what_one_batch_stores(
     (one, one_full), (split, split_full) = results
     assert split == one and split_full == one_full
     assert len(one["gaps"]) >= 240  # 20 benchmarks on each of 12 drafters (and the small file's)
+
+
+# An untrained drafter's series dated out of id order: at load 1 measured at 12, 10 and 11 o'clock, at load 2
+# at 11:30, its reference the load-1 ones before it (with a measured baseline: no load model is fitted
+# again).
+OUT_OF_ORDER = lines(
+    baseline(H100, 1, 120.0),
+    eagle("untrained", "epoch_1", H100, 1, 200.0, 2.0, measured_at="2026-11-10T12:00:00"),
+    eagle("untrained", "epoch_1", H100, 1, 150.0, 1.5, measured_at="2026-11-10T10:00:00"),
+    eagle("untrained", "epoch_1", H100, 1, 240.0, 2.4, measured_at="2026-11-10T11:00:00"),
+    eagle("untrained", "epoch_1", H100, 2, 170.0, 2.1, measured_at="2026-11-10T11:30:00"),
+)
+
+
+def later(load: int, measured_at: str | None) -> bytes:
+    extra = {} if measured_at is None else {"measured_at": f"2026-11-10T{measured_at}:00"}
+    return lines(eagle("untrained", "epoch_1", H100, load, 180.0, 1.8, **extra))
+
+
+# a later file's one benchmark, and how many benchmarks its refresh judges
+LATER_FILES = {
+    # dated after the others, at a load of its own: only it is judged
+    "dated later": (later(4, "13:00"), 1),
+    # at the same time as the latest: after it by id
+    "dated with the latest": (later(4, "12:00"), 1),
+    # after the others at load 1: its group's prediction follows it, so the group is judged again
+    "dated later, in a group": (later(1, "13:00"), 4),
+    # dated between two: the later ones' references change (the load-2 one's), every one is judged again
+    "dated between": (later(4, "10:30"), 5),
+    # undated: the series is walked in id order from now on, so every reference changes
+    "undated": (later(4, None), 5),
+}
+
+
+@pytest.mark.parametrize("name", list(LATER_FILES))
+def test_a_drafters_new_benchmark_rejudges_its_others_only_when_it_changes_their_order(tmp_path, name):
+    data, judged = LATER_FILES[name]
+    engine = store(tmp_path, "series.db")
+    assert ingest(engine, UploadSource("first.jsonl", OUT_OF_ORDER)).ok
+    result = ingest(engine, UploadSource("later.jsonl", data))
+    assert result.ok and result.refresh is not None and result.refresh.gaps == judged
+    incremental = snapshot(engine)
+    with transaction(engine) as session:
+        refresh(session)
+    assert snapshot(engine) == incremental
+
+
+def test_a_replaced_file_rejudges_the_benchmarks_it_came_before(tmp_path):
+    """A file ingested again with --replace loses its benchmarks and stores them anew, after those of a
+    later file: the later file's benchmarks (another group: another load) lose their earlier ones,
+    undated as they are."""
+    from specdash.ingest.policy import IngestPolicy, OnConflict
+
+    first = lines(*(eagle("untrained", "epoch_1", H100, 1, 200.0 + n, 2.0 + n / 10) for n in range(3)))
+    later = lines(*(eagle("untrained", "epoch_1", H100, 2, 150.0 + n, 1.5 + n / 10) for n in range(2)))
+    engine = store(tmp_path, "replaced.db")
+    for name, data in (("first.jsonl", first), ("later.jsonl", later)):
+        assert ingest(engine, UploadSource(name, data)).ok
+    again = ingest(engine, UploadSource("first.jsonl", first), IngestPolicy(on_conflict=OnConflict.REPLACE))
+    assert again.ok and "replaced the earlier ingest" in (again.message or "")
+    incremental = snapshot(engine)
+    with transaction(engine) as session:
+        refresh(session)
+    assert snapshot(engine) == incremental
+
+
+def test_a_refitted_load_model_rejudges_every_benchmark_on_its_deployment(tmp_path):
+    """A deployment measured only with speculation: a drafter's benchmark at a new load fits its load model
+    again, which moves the estimated baseline of another drafter's benchmarks there too."""
+    first = lines(
+        *(
+            eagle("one", "epoch_1", A100, load, 200.0 / load**0.3, 2.0) | {"dataset": f"d{load}"}
+            for load in (1, 2, 4)
+        ),
+        *(eagle("two", "epoch_1", A100, load, 190.0 / load**0.3, 1.9) for load in (1, 2, 4)),
+    )
+    engine = store(tmp_path, "refit.db")
+    assert ingest(engine, UploadSource("first.jsonl", first)).ok
+    result = ingest(engine, UploadSource("later.jsonl", lines(eagle("one", "epoch_1", A100, 16, 90.0, 2.0))))
+    assert result.ok and result.refresh is not None and result.refresh.refitted == [A100]
+    assert result.refresh.gaps == 7  # the new one and the six before it
+    incremental = snapshot(engine) | {"entries": entries(engine)}
+    with transaction(engine) as session:
+        assert refresh(session).refitted == []
+    assert snapshot(engine) | {"entries": entries(engine)} == incremental
