@@ -104,11 +104,13 @@ def _refresh(
     places: list[dict[int, set[tuple[int, int]]]] = []
     # A few checkpoints at a time, a large one's groups over several parts: memory stays bounded by a
     # batch's benchmarks, however many a file or one drafter brings.
-    backfilled = set() if everything else _backfilled(session, context, scope, given, new_ids)
+    untrained = (
+        _Untrained(set(), set()) if everything else _untrained(session, context, scope, given, new_ids)
+    )
     split_of = None  # the checkpoint the previous part held part of
     written: set[int] = set()  # the checkpoints whose predictions or gaps were written
-    for n, part in enumerate(_parts(session, scope, backfilled)):
-        context, at = _refresh_part(session, part, context, summary, backfilled, deployment_ids, written)
+    for n, part in enumerate(_parts(session, scope, untrained.backfilled)):
+        context, at = _refresh_part(session, part, context, summary, untrained, deployment_ids, written)
         if n == 0:  # the first batch's writes: the statements after it
             analyze_written(session, (Prediction, Gap, Alert), in_scope)
         if everything:
@@ -133,19 +135,29 @@ def _refresh(
     return summary
 
 
-def _backfilled(
+class _Untrained(NamedTuple):
+    """The given drafters without training metrics whose other benchmarks are judged again: all of them
+    (`backfilled`: their references changed), or those of the new benchmarks' groups (`grouped`)."""
+
+    backfilled: set[int]
+    grouped: set[int]
+
+
+def _untrained(
     session: Session,
     context: RefreshContext,
     scope: dict[int, list[int]],
     given: set[int],
     new_ids: set[int] | None,
-) -> set[int]:
-    """The given untrained drafters whose other benchmarks are judged again, their references changed:
-    every one, unless the given benchmarks are new ones (`new_ids`) that come after the drafter's others."""
+) -> _Untrained:
+    """Every given untrained drafter is backfilled, unless the given benchmarks are new ones (`new_ids`)
+    that come after the drafter's others (db/history.appended); then, where it has others, their groups'
+    members are judged again."""
     untrained = {c for c in given if not context.drafters[c].rates}
     if new_ids is None or not untrained:
-        return untrained
-    return untrained - appended(session, {c: [i for i in scope[c] if i in new_ids] for c in untrained})
+        return _Untrained(untrained, set())
+    after = appended(session, {c: [i for i in scope[c] if i in new_ids] for c in untrained})
+    return _Untrained(untrained - set(after), {c for c, others in after.items() if others})
 
 
 def _refresh_part(
@@ -153,7 +165,7 @@ def _refresh_part(
     part: "_Part",
     context: RefreshContext,
     summary: RefreshSummary,
-    backfilled: set[int],
+    reach: "_Untrained",
     deployment_ids: set[int],
     written: set[int],
 ) -> tuple[RefreshContext, dict[int, set[tuple[int, int]]]]:
@@ -168,7 +180,7 @@ def _refresh_part(
     untrained = [c for c in part.checkpoint_ids if not context.drafters[c].rates]
     # only a drafter's own new benchmarks change its references (a baseline changes none): its other
     # benchmarks are judged again, those of this part's groups when it is split
-    drafters = [c for c in untrained if c in backfilled]
+    drafters = [c for c in untrained if c in reach.backfilled]
     if drafters:
         others = (
             drafter_rows(session, drafters)
@@ -178,11 +190,11 @@ def _refresh_part(
         _add_backfilled(groups, others, {b.id for b in benches})
         context = widen_context(session, context, {key.deployment_id for key in groups}, deployment_ids)
     # an untrained drafter's prediction of a group follows the group's latest benchmark and measured
-    # accept lengths: where a new one joins, the group's other members are judged again
-    appended = [c for c in untrained if c not in backfilled]
-    if appended:
+    # accept lengths: where a new one joins others, the group's other members are judged again
+    grouped = [c for c in untrained if c in reach.grouped]
+    if grouped:
         places = {(key.checkpoint_id, key.deployment_id, key.concurrency, key.dataset) for key in groups}
-        members = group_rows(session, [place for place in places if place[0] in appended])
+        members = group_rows(session, [place for place in places if place[0] in grouped])
         _add_backfilled(groups, members, {b.id for b in benches}, only_known=True)
     references = acceptance_references(session, untrained, _datasets(groups))
     # a part that holds its checkpoints whole reads their predictions by checkpoint

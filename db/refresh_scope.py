@@ -188,6 +188,7 @@ def group_rows(session: Session, places: Iterable[tuple[int, int, int, str]]) ->
             Benchmark.checkpoint_id == checkpoint_id,
             Benchmark.deployment_id.in_(sorted({d for d, _, _ in at})),
             Benchmark.concurrency.in_(sorted({n for _, n, _ in at})),
+            _of_datasets({dataset for _, _, dataset in at}),
         )
         for row in session.connection().execute(query.where(*where)):
             bench = make(row)
