@@ -76,12 +76,14 @@ def refresh(
     now and nothing else of theirs changed (an ingest that replaced no file), so an untrained drafter's
     other benchmarks are judged again only where a new one comes before them (db/history.appended)."""
     with _gc_paused():
-        ids = None if benchmark_ids is None else list(benchmark_ids)
-        return _refresh(session, ids, rank_all, set(ids) if appended and ids is not None else None)
+        ids = (
+            benchmark_ids if benchmark_ids is None or isinstance(benchmark_ids, list) else list(benchmark_ids)
+        )
+        return _refresh(session, ids, rank_all, min(ids, default=None) if appended and ids else None)
 
 
 def _refresh(
-    session: Session, benchmark_ids: list[int] | None, rank_all: bool, new_ids: set[int] | None
+    session: Session, benchmark_ids: list[int] | None, rank_all: bool, first_new: int | None
 ) -> RefreshSummary:
     session.flush()  # what the caller added is read back below as rows
     summary = RefreshSummary()
@@ -104,9 +106,7 @@ def _refresh(
     places: list[dict[int, set[tuple[int, int]]]] = []
     # A few checkpoints at a time, a large one's groups over several parts: memory stays bounded by a
     # batch's benchmarks, however many a file or one drafter brings.
-    untrained = (
-        _Untrained(set(), set()) if everything else _untrained(session, context, scope, given, new_ids)
-    )
+    untrained = _Untrained(set(), set()) if everything else _untrained(session, context, given, first_new)
     split_of = None  # the checkpoint the previous part held part of
     written: set[int] = set()  # the checkpoints whose predictions or gaps were written
     for n, part in enumerate(_parts(session, scope, untrained.backfilled)):
@@ -144,19 +144,16 @@ class _Untrained(NamedTuple):
 
 
 def _untrained(
-    session: Session,
-    context: RefreshContext,
-    scope: dict[int, list[int]],
-    given: set[int],
-    new_ids: set[int] | None,
+    session: Session, context: RefreshContext, given: dict[int, int], first_new: int | None
 ) -> _Untrained:
-    """Every given untrained drafter is backfilled, unless the given benchmarks are new ones (`new_ids`)
-    that come after the drafter's others (db/history.appended); then, where it has others, their groups'
-    members are judged again."""
+    """Every given untrained drafter (`given`: the checkpoints with how many benchmarks each was given)
+    is backfilled, unless the given benchmarks are new ones (ids from `first_new`) that come after the
+    drafter's others (db/history.appended); then, where it has others, their groups' members are judged
+    again."""
     untrained = {c for c in given if not context.drafters[c].rates}
-    if new_ids is None or not untrained:
+    if first_new is None or not untrained:
         return _Untrained(untrained, set())
-    after = appended(session, {c: [i for i in scope[c] if i in new_ids] for c in untrained})
+    after = appended(session, {c: given[c] for c in untrained}, first_new)
     return _Untrained(untrained - set(after), {c for c, others in after.items() if others})
 
 

@@ -85,16 +85,13 @@ def acceptance_references(
     return out
 
 
-def appended(session: Session, new: Mapping[int, Collection[int]]) -> dict[int, int]:
-    """The checkpoints (keys of `new`, each with the ids of its benchmarks stored just now, nothing of it
-    deleted) whose new benchmarks come after every other one of theirs in the order their series are
-    walked (_earlier), with how many others each has: no other benchmark's reference changes, so none is
-    judged again for it. A series is in measured_at order when every member has one, else in id order:
-    the new ones come after when their ids are the largest and either no other is dated, or every new one
-    is dated at or after every other."""
-    first = min((i for ids in new.values() for i in ids), default=None)
-    if first is None:
-        return dict.fromkeys(new, 0)
+def appended(session: Session, new: Mapping[int, int], first: int) -> dict[int, int]:
+    """The checkpoints (keys of `new`, each with how many of its benchmarks were stored just now, their
+    ids `first` or above, nothing of it deleted) whose new benchmarks come after every other one of theirs
+    in the order their series are walked (_earlier), with how many others each has: no other benchmark's
+    reference changes, so none is judged again for it. A series is in measured_at order when every member
+    has one, else in id order: the new ones come after when their ids are the largest and either no other
+    is dated, or every new one is dated at or after every other."""
     new_row, old_row = Benchmark.id >= first, Benchmark.id < first
     when = Benchmark.measured_at
     query = (
@@ -112,13 +109,13 @@ def appended(session: Session, new: Mapping[int, Collection[int]]) -> dict[int, 
     )
     counts = {row[0]: row[1:] for row in select_in(session, query, Benchmark.checkpoint_id, sorted(new))}
     out = {}
-    for checkpoint_id, ids in new.items():
+    for checkpoint_id, count in new.items():
         mine, mine_dated, earliest, others, others_dated, latest = counts.get(
             checkpoint_id, (0, 0, None, 0, 0, None)
         )
         # every benchmark at or above the first new id is a new one (else an older one is among them)
-        latest_ids = mine == len(ids)
-        if not ids or latest_ids and (others_dated == 0 or (mine_dated == mine and earliest >= latest)):
+        latest_ids = mine == count
+        if not count or latest_ids and (others_dated == 0 or (mine_dated == mine and earliest >= latest)):
             out[checkpoint_id] = others
     return out
 

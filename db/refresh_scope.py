@@ -33,10 +33,10 @@ BENCHMARK_COLUMNS = (
 
 def refresh_scope(
     session: Session, benchmark_ids: Iterable[int] | None
-) -> tuple[dict[int, list[int]], set[int], set[int]]:
+) -> tuple[dict[int, list[int]], set[int], dict[int, int]]:
     """The speculative benchmarks to refresh (all, or those given and every one whose baseline a given
     no-speculation benchmark changes), as ids per checkpoint; their deployments; and the checkpoints of
-    the given speculative benchmarks (every one's, for all)."""
+    the given speculative benchmarks with how many of them each has (every one's, for all)."""
     # reads go through the Core connection: column tuples without the ORM's result machinery
     connection = session.connection()
     query = _SPECULATIVE
@@ -52,7 +52,7 @@ def refresh_scope(
 
     if benchmark_ids is None:
         add(connection.execute(query))
-        return _sorted(scope), deployment_ids, set(scope)
+        return _sorted(scope), deployment_ids, {c: len(ids) for c, ids in scope.items()}
     touched = select(
         Benchmark.checkpoint_id,
         Benchmark.id,
@@ -71,7 +71,7 @@ def refresh_scope(
             baseline_ids.append(i)
         elif cid is not None:
             add(((cid, i, deployment_id),))
-    given = set(scope)
+    given = {checkpoint_id: len(ids) for checkpoint_id, ids in scope.items()}
     # a repeat changes its deployment's noise, the floor of every band there
     everywhere = repeated_baselines(session, baseline_ids) if baseline_ids else set()
     for deployment_id, keys in new_baselines.items():
