@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy.orm import Session
@@ -21,7 +22,7 @@ from specdash.costmodel.throughput import draft_steps
 from specdash.db import bulk, leaderboard_entries
 from specdash.db.bulk import analyze_written, expire_loaded
 from specdash.db.engine import bounded_sorts
-from specdash.db.history import acceptance_references, appended
+from specdash.db.history import acceptance_references, appended_drafters
 from specdash.db.models import Alert, Benchmark, Checkpoint, Gap, Prediction
 from specdash.db.refresh_scope import (
     benchmark_rows,
@@ -74,7 +75,8 @@ def refresh(
     profiles, external predictions) keeps the entries itself; `rank_all` ranks every entry again, for a
     caller that changed those and refreshes everything. `appended`: the benchmarks given were stored just
     now and nothing else of theirs changed (an ingest that replaced no file), so an untrained drafter's
-    other benchmarks are judged again only where a new one comes before them (db/history.appended)."""
+    other benchmarks are judged again only where a new one comes before them
+    (db/history.appended_drafters)."""
     with _gc_paused():
         ids = (
             benchmark_ids if benchmark_ids is None or isinstance(benchmark_ids, list) else list(benchmark_ids)
@@ -148,12 +150,12 @@ def _untrained(
 ) -> _Untrained:
     """Every given untrained drafter (`given`: the checkpoints with how many benchmarks each was given)
     is backfilled, unless the given benchmarks are new ones (ids from `first_new`) that come after the
-    drafter's others (db/history.appended); then, where it has others, their groups' members are judged
-    again."""
+    drafter's others (db/history.appended_drafters); then, where it has others, their groups' members
+    are judged again."""
     untrained = {c for c in given if not context.drafters[c].rates}
     if first_new is None or not untrained:
         return _Untrained(untrained, set())
-    after = appended(session, {c: given[c] for c in untrained}, first_new)
+    after = appended_drafters(session, {c: given[c] for c in untrained}, first_new)
     return _Untrained(untrained - set(after), {c for c, others in after.items() if others})
 
 
@@ -339,6 +341,7 @@ def _add_backfilled(
     """A benchmark measured before stored ones (a backfill) changes their references: the untrained
     drafters' other benchmarks (`rows`) are judged again; with `only_known`, those of groups already
     there (a new benchmark changes its group's prediction)."""
+    added = set()
     for bench in rows:
         steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
         if bench.id in known or steps is None:
@@ -347,6 +350,9 @@ def _add_backfilled(
         if not only_known or key in groups:
             groups[key].append(bench)
             known.add(bench.id)
+            added.add(key)
+    for key in added:  # in id order, as a full refresh reads them: a group's first names its family
+        groups[key].sort(key=attrgetter("id"))
 
 
 class _Part(NamedTuple):

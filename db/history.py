@@ -85,7 +85,7 @@ def acceptance_references(
     return out
 
 
-def appended(session: Session, new: Mapping[int, int], first: int) -> dict[int, int]:
+def appended_drafters(session: Session, new: Mapping[int, int], first: int) -> dict[int, int]:
     """The checkpoints (keys of `new`, each with how many of its benchmarks were stored just now, their
     ids `first` or above, nothing of it deleted) whose new benchmarks come after every other one of theirs
     in the order their series are walked (_earlier), with how many others each has: no other benchmark's
