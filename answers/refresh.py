@@ -6,7 +6,7 @@ object per benchmark: tens of thousands take seconds."""
 
 import gc
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -28,7 +28,7 @@ from specdash.db.refresh_scope import (
     benchmark_rows,
     checkpoint_places,
     drafter_rows,
-    group_rows,
+    group_members,
     refresh_scope,
     with_deployments,
 )
@@ -41,7 +41,15 @@ from specdash.db.stored import (
     write_gaps,
     write_predictions,
 )
-from specdash.rows import AlertValues, BenchmarkRow, Groups, RefreshContext, prediction_key
+from specdash.rows import (
+    AlertValues,
+    BenchmarkRow,
+    Groups,
+    PredictionKey,
+    Reference,
+    RefreshContext,
+    prediction_key,
+)
 from specdash.summaries import RefreshSummary
 
 BATCH = 10_000  # benchmarks refreshed at a time
@@ -188,14 +196,10 @@ def _refresh_part(
         )
         _add_backfilled(groups, others, {b.id for b in benches})
         context = widen_context(session, context, {key.deployment_id for key in groups}, deployment_ids)
-    # an untrained drafter's prediction of a group follows the group's latest benchmark and measured
-    # accept lengths: where a new one joins others, the group's other members are judged again
-    grouped = [c for c in untrained if c in reach.grouped]
-    if grouped:
-        places = {(key.checkpoint_id, key.deployment_id, key.concurrency, key.dataset) for key in groups}
-        members = group_rows(session, [place for place in places if place[0] in grouped])
-        _add_backfilled(groups, members, {b.id for b in benches}, only_known=True)
     references = acceptance_references(session, untrained, _datasets(groups))
+    grouped = {c for c in untrained if c in reach.grouped}
+    if grouped:
+        _add_members(session, groups, grouped, references, {b.id for b in benches})
     # a part that holds its checkpoints whole reads their predictions by checkpoint
     whole = part.checkpoint_ids if part.split_of is None else None
     _refresh_batches(session, groups, replace(context, references=references), summary, whole, written)
@@ -335,19 +339,53 @@ def _groups(benches: list[BenchmarkRow]) -> tuple[Groups, int]:
     return groups, skipped
 
 
-def _add_backfilled(
-    groups: Groups, rows: Iterable[BenchmarkRow], known: set[int], only_known: bool = False
+def _add_members(
+    session: Session,
+    groups: Groups,
+    checkpoint_ids: set[int],
+    references: Mapping[int, Reference],
+    known: set[int],
 ) -> None:
+    """The stored members of these drafters' groups that a new benchmark joining them changes, judged
+    again with it. An untrained drafter's group is predicted at the accept length of its latest
+    benchmark's reference (else at the mean of its measured ones), and each member with a reference of
+    its own is judged at that one, with the group's costs: so while the group's latest had a reference
+    and every new one has, only the members without one (the first of a series) are judged again, and
+    the group's first, whose algorithm names the family. Otherwise every member is."""
+    places = [(k.checkpoint_id, k.deployment_id, k.concurrency, k.dataset) for k in groups]
+    members: dict[PredictionKey, list[int]] = defaultdict(list)
+    keys: dict[tuple[Any, ...], PredictionKey | None] = {}  # a group's members share their key's columns
+    for member in group_members(session, [place for place in places if place[0] in checkpoint_ids]):
+        if member.id in known:
+            continue
+        columns = member[1:]
+        if columns not in keys:
+            steps = draft_steps(member.num_steps, member.topk, member.num_draft_tokens)
+            keys[columns] = None if steps is None else prediction_key(member, steps)
+        key = keys[columns]
+        if key is not None and key in groups:
+            members[key].append(member.id)
+    again: list[int] = []
+    for key, ids in members.items():
+        ids.sort()
+        held = ids[-1] in references and all(b.id in references for b in groups[key])
+        again += [i for n, i in enumerate(ids) if n == 0 or i not in references] if held else ids
+    for bench in benchmark_rows(session, again):
+        steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
+        if steps is not None:  # known: it gave the member its key
+            groups[prediction_key(bench, steps)].append(bench)
+    for key in members:  # in id order, as a full refresh reads them
+        groups[key].sort(key=attrgetter("id"))
+
+
+def _add_backfilled(groups: Groups, rows: Iterable[BenchmarkRow], known: set[int]) -> None:
     """A benchmark measured before stored ones (a backfill) changes their references: the untrained
-    drafters' other benchmarks (`rows`) are judged again; with `only_known`, those of groups already
-    there (a new benchmark changes its group's prediction)."""
+    drafters' other benchmarks (`rows`) are judged again."""
     added = set()
     for bench in rows:
         steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
-        if bench.id in known or steps is None:
-            continue
-        key = prediction_key(bench, steps)
-        if not only_known or key in groups:
+        if bench.id not in known and steps is not None:
+            key = prediction_key(bench, steps)
             groups[key].append(bench)
             known.add(bench.id)
             added.add(key)

@@ -3,7 +3,7 @@ training metrics is predicted and judged by (the "history" source of costmodel/s
 
 import statistics
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -60,29 +60,60 @@ class SeriesRow(NamedTuple):
 
 def acceptance_references(
     session: Session, checkpoint_ids: Sequence[int], datasets: Collection[str] | None = None
-) -> dict[int, Reference]:
+) -> "References":
     """For every benchmark of these checkpoints (drafters without training metrics; on these datasets only,
     "" for none, when given: a series is of one dataset), the median measured
     accept length of the same drafter's trusted benchmarks on the same dataset and setting: the
     latest earlier ones (by measured_at when every one has it, else by id) at the same load, else at other
     loads; none for the first of its series.
     Trusted: not superseded, served with the drafter's own algorithm and hidden size, tau reported."""
-    if not checkpoint_ids:
-        return {}
-    out = {}
-    for (_, dataset, steps, topk, tokens), members in _series(session, checkpoint_ids, datasets).items():
-        setting = f"{steps}/{topk}/{tokens or '-'}"
-        for bench, pick in _earlier(members):
-            load = "the same" if pick[0].concurrency == bench.concurrency else "other"
-            ids = tuple(m.id for m in pick)
-            tau = statistics.median(m.accept_length for m in pick if m.accept_length)  # trusted: each has one
-            out[bench.id] = Reference(
-                tau,
-                ids,
-                f"the median {tau:.2f} of its {len(ids)} earlier benchmark(s) on {dataset or 'the same dataset'} "
-                f"at setting {setting} and {load} load ({', '.join(f'#{i}' for i in ids)})",
-            )
-    return out
+    picks: dict[int, tuple[SeriesRow, list[SeriesRow], str, str]] = {}
+    if checkpoint_ids:
+        for (_, dataset, steps, topk, tokens), members in _series(session, checkpoint_ids, datasets).items():
+            setting = f"{steps}/{topk}/{tokens or '-'}"
+            for bench, pick in _earlier(members):
+                picks[bench.id] = (bench, pick, dataset, setting)
+    return References(picks)
+
+
+class References(Mapping[int, Reference]):
+    """Each benchmark's reference (acceptance_references), made when first asked for: which benchmarks
+    have one is known from the walk of their series, while a refresh of one window of a live drafter's
+    thousands asks for the references of a few."""
+
+    def __init__(self, picks: dict[int, tuple[SeriesRow, list[SeriesRow], str, str]]) -> None:
+        self._picks = picks
+        self._made: dict[int, Reference] = {}
+
+    def __getitem__(self, benchmark_id: int) -> Reference:
+        made = self._made.get(benchmark_id)
+        if made is None:
+            made = self._made[benchmark_id] = _reference(*self._picks[benchmark_id])
+        return made
+
+    def get(self, benchmark_id: int, default: Any = None) -> Any:
+        return self[benchmark_id] if benchmark_id in self._picks else default
+
+    def __contains__(self, benchmark_id: object) -> bool:
+        return benchmark_id in self._picks
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._picks)
+
+    def __len__(self) -> int:
+        return len(self._picks)
+
+
+def _reference(bench: SeriesRow, pick: list[SeriesRow], dataset: str, setting: str) -> Reference:
+    load = "the same" if pick[0].concurrency == bench.concurrency else "other"
+    ids = tuple(m.id for m in pick)
+    tau = statistics.median(m.accept_length for m in pick if m.accept_length)  # trusted: each has one
+    return Reference(
+        tau,
+        ids,
+        f"the median {tau:.2f} of its {len(ids)} earlier benchmark(s) on {dataset or 'the same dataset'} "
+        f"at setting {setting} and {load} load ({', '.join(f'#{i}' for i in ids)})",
+    )
 
 
 def appended_drafters(session: Session, new: Mapping[int, int], first: int) -> dict[int, int]:

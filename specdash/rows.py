@@ -3,7 +3,7 @@ values, stored alerts, and what one refresh reads once (RefreshContext). Plain n
 dataclasses over costmodel/ types, no SQL: the judging is tested on them without a database."""
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -37,6 +37,21 @@ class BenchmarkRow(NamedTuple):
     input_tokens: float | None = None
     output_tokens: float | None = None
     superseded_by_id: int | None = None  # a superseded benchmark's alert is not opened again
+
+
+class PlacedRow(NamedTuple):
+    """A benchmark's first columns of BenchmarkRow, what its prediction group is told by: a group's stored
+    members are read as these, and in full only those judged again."""
+
+    id: int
+    checkpoint_id: int
+    deployment_id: int
+    speculative_algorithm: str | None
+    num_steps: int | None
+    topk: int | None
+    num_draft_tokens: int | None
+    concurrency: int
+    dataset: str | None
 
 
 class PredictionKey(NamedTuple):
@@ -106,7 +121,7 @@ PredictionSourceKey = tuple[PredictionKey, str]
 Groups = dict[PredictionKey, list[BenchmarkRow]]
 
 
-def prediction_key(bench: BenchmarkRow, steps: int) -> PredictionKey:
+def prediction_key(bench: BenchmarkRow | PlacedRow, steps: int) -> PredictionKey:
     """The key of a benchmark row's prediction (K already resolved)."""
     setting = Setting.of(bench.speculative_algorithm, steps, bench.topk, bench.num_draft_tokens)
     return PredictionKey(
@@ -258,7 +273,7 @@ class RefreshContext:
     global_threshold: float
     now: datetime
     # benchmark id -> what its drafter's earlier benchmarks say (drafters without training metrics)
-    references: dict[int, Reference] = field(default_factory=dict)
+    references: Mapping[int, Reference] = field(default_factory=dict)
     # deployment id -> baselines estimated from its speculative benchmarks (none ran without speculation)
     estimates: dict[int, BaselineEstimate] = field(default_factory=dict)
     # deployment id -> the measurement noise its repeat groups show (db/repeats.py)

@@ -323,8 +323,10 @@ LATER_FILES = {
     "dated later": (later(4, "13:00"), 1),
     # at the same time as the latest: after it by id
     "dated with the latest": (later(4, "12:00"), 1),
-    # after the others at load 1: its group's prediction follows it, so the group is judged again
-    "dated later, in a group": (later(1, "13:00"), 4),
+    # after the others at load 1: its group's prediction follows it, so the members judged at the
+    # group's accept length are judged again (the 10 o'clock one, first of the series, without a
+    # reference of its own) with the group's first by id (its algorithm names the family)
+    "dated later, in a group": (later(1, "13:00"), 3),
     # dated between two: the later ones' references change (the load-2 one's), every one is judged again
     "dated between": (later(4, "10:30"), 5),
     # undated: the series is walked in id order from now on, so every reference changes
@@ -383,3 +385,33 @@ def test_a_refitted_load_model_rejudges_every_benchmark_on_its_deployment(tmp_pa
     with transaction(engine) as session:
         assert refresh(session).refitted == []
     assert snapshot(engine) | {"entries": entries(engine)} == incremental
+
+
+def test_a_live_windows_refresh_judges_only_the_members_its_group_passes_on_to(tmp_path):
+    """A drafter scraped at one load, a window a file as `specdash scrape` stores them, all in one
+    prediction group: the second window judges the first again (the group's accept length was the first's
+    own), each later one only the group's first (without a reference of its own); after every window the
+    store holds what a full refresh computes."""
+    engine = store(tmp_path, "live.db")
+    assert ingest(
+        engine, UploadSource("baseline.jsonl", lines(baseline(H100, 8, 80.0) | {"dataset": None}))
+    ).ok
+    judged = []
+    for n in range(8):
+        window = eagle(
+            "live",
+            "epoch_1",
+            H100,
+            8,
+            100.0 + 3 * n,
+            1.8 + n % 3 / 10,
+            measured_at=f"2026-11-10T10:{n:02}:00",
+        )
+        result = ingest(engine, UploadSource(f"window-{n}.jsonl", lines(window | {"dataset": None})))
+        assert result.ok and result.refresh is not None
+        judged.append(result.refresh.gaps)
+        incremental = snapshot(engine) | {"entries": entries(engine)}
+        with transaction(engine) as session:
+            refresh(session)
+        assert snapshot(engine) | {"entries": entries(engine)} == incremental, f"after window {n}"
+    assert judged == [1, 2, 2, 2, 2, 2, 2, 2]
