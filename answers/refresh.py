@@ -353,29 +353,23 @@ def _add_members(
     and every new one has, only the members without one (the first of a series) are judged again, and
     the group's first, whose algorithm names the family. Otherwise every member is."""
     places = [(k.checkpoint_id, k.deployment_id, k.concurrency, k.dataset) for k in groups]
-    members: dict[PredictionKey, list[int]] = defaultdict(list)
+    members: dict[PredictionKey, list[BenchmarkRow]] = defaultdict(list)
     keys: dict[tuple[Any, ...], PredictionKey | None] = {}  # a group's members share their key's columns
     for member in group_members(session, [place for place in places if place[0] in checkpoint_ids]):
         if member.id in known:
             continue
-        columns = member[1:]
+        columns = member[1:9]  # checkpoint, deployment, setting, load and dataset: what the key is made of
         if columns not in keys:
             steps = draft_steps(member.num_steps, member.topk, member.num_draft_tokens)
             keys[columns] = None if steps is None else prediction_key(member, steps)
         key = keys[columns]
         if key is not None and key in groups:
-            members[key].append(member.id)
-    again: list[int] = []
-    for key, ids in members.items():
-        ids.sort()
-        held = ids[-1] in references and all(b.id in references for b in groups[key])
-        again += [i for n, i in enumerate(ids) if n == 0 or i not in references] if held else ids
-    for bench in benchmark_rows(session, again):
-        steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
-        if steps is not None:  # known: it gave the member its key
-            groups[prediction_key(bench, steps)].append(bench)
-    for key in members:  # in id order, as a full refresh reads them
-        groups[key].sort(key=attrgetter("id"))
+            members[key].append(member)
+    for key, others in members.items():
+        others.sort(key=attrgetter("id"))
+        held = others[-1].id in references and all(b.id in references for b in groups[key])
+        again = [b for n, b in enumerate(others) if n == 0 or b.id not in references] if held else others
+        groups[key] = sorted([*groups[key], *again], key=attrgetter("id"))  # as a full refresh reads them
 
 
 def _add_backfilled(groups: Groups, rows: Iterable[BenchmarkRow], known: set[int]) -> None:

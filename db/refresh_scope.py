@@ -14,7 +14,7 @@ from specdash.db.bulk import chunks, select_in
 from specdash.db.models import BENCHMARK_SETTING, Benchmark, ParameterSet
 from specdash.db.parameters import load_baselines
 from specdash.db.repeats import repeated_baselines
-from specdash.rows import BenchmarkRow, PlacedRow
+from specdash.rows import BenchmarkRow
 
 # The cost model's columns of a benchmark, as a refresh reads them (BenchmarkRow's fields, in order).
 BENCHMARK_COLUMNS = (
@@ -175,17 +175,14 @@ def drafter_rows(session: Session, checkpoint_ids: list[int]) -> Iterator[Benchm
         yield make(row)
 
 
-def group_members(session: Session, places: Iterable[tuple[int, int, int, str]]) -> Iterator[PlacedRow]:
-    """Every speculative benchmark at these (checkpoint, deployment, load, dataset) places ("" for none),
-    as the columns its prediction group is told by: the other members of new benchmarks' groups (a
-    superset: the setting is not compared)."""
+def group_members(session: Session, places: Iterable[tuple[int, int, int, str]]) -> Iterator[BenchmarkRow]:
+    """Every speculative benchmark at these (checkpoint, deployment, load, dataset) places ("" for none):
+    the other members of new benchmarks' prediction groups (a superset: the setting is not compared)."""
     by_checkpoint: dict[int, set[tuple[int, int, str]]] = defaultdict(set)
     for checkpoint_id, deployment_id, concurrency, dataset in places:
         by_checkpoint[checkpoint_id].add((deployment_id, concurrency, dataset))
-    query = select(*BENCHMARK_COLUMNS[: len(PlacedRow._fields)]).where(
-        Benchmark.speculative_algorithm.is_not(None)
-    )
-    make = PlacedRow._make
+    query = select(*BENCHMARK_COLUMNS).where(Benchmark.speculative_algorithm.is_not(None))
+    make = BenchmarkRow._make
     for checkpoint_id, at in by_checkpoint.items():
         where = (
             Benchmark.checkpoint_id == checkpoint_id,

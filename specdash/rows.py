@@ -39,21 +39,6 @@ class BenchmarkRow(NamedTuple):
     superseded_by_id: int | None = None  # a superseded benchmark's alert is not opened again
 
 
-class PlacedRow(NamedTuple):
-    """A benchmark's first columns of BenchmarkRow, what its prediction group is told by: a group's stored
-    members are read as these, and in full only those judged again."""
-
-    id: int
-    checkpoint_id: int
-    deployment_id: int
-    speculative_algorithm: str | None
-    num_steps: int | None
-    topk: int | None
-    num_draft_tokens: int | None
-    concurrency: int
-    dataset: str | None
-
-
 class PredictionKey(NamedTuple):
     """What one prediction covers; the benchmarks of a group share it."""
 
@@ -121,7 +106,7 @@ PredictionSourceKey = tuple[PredictionKey, str]
 Groups = dict[PredictionKey, list[BenchmarkRow]]
 
 
-def prediction_key(bench: BenchmarkRow | PlacedRow, steps: int) -> PredictionKey:
+def prediction_key(bench: BenchmarkRow, steps: int) -> PredictionKey:
     """The key of a benchmark row's prediction (K already resolved)."""
     setting = Setting.of(bench.speculative_algorithm, steps, bench.topk, bench.num_draft_tokens)
     return PredictionKey(
