@@ -40,20 +40,21 @@ def _bound_list(name: str):
     return bindparam(name, expanding=True)
 
 
+# A checkpoint as the Checkpoints page and `specdash export checkpoints` list it (joined to its run).
+CHECKPOINT_COLUMNS = (
+    Checkpoint.id,
+    Run.name.label("run"),
+    Checkpoint.name,
+    Checkpoint.epoch,
+    Checkpoint.step,
+    Checkpoint.path,
+)
 # counted per checkpoint of these runs through the benchmark's checkpoint index, not for every one
 _BENCHMARKS_OF_CHECKPOINT = (
     select(func.count()).where(Benchmark.checkpoint_id == Checkpoint.id).scalar_subquery()
 )
 _CHECKPOINT_SUMMARIES = (
-    select(
-        Checkpoint.id,
-        Run.name.label("run"),
-        Checkpoint.name,
-        Checkpoint.epoch,
-        Checkpoint.step,
-        Checkpoint.path,
-        _BENCHMARKS_OF_CHECKPOINT.label("benchmarks"),
-    )
+    select(*CHECKPOINT_COLUMNS, _BENCHMARKS_OF_CHECKPOINT.label("benchmarks"))
     .join(Checkpoint.run)
     .where(Checkpoint.run_id.in_(_bound_list("run_ids")))
     .order_by(Run.name, func.coalesce(Checkpoint.step, -1), Checkpoint.name)

@@ -14,6 +14,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from specdash.db.acceptance import checkpoint_rates
+from specdash.db.checkpoints import CHECKPOINT_COLUMNS
 from specdash.db.gap_joins import NAMES, with_gap_joins
 from specdash.db.models import (
     Alert,
@@ -59,16 +60,7 @@ def _runs(run: str | None) -> Select:
 
 def _checkpoints(run: str | None) -> Select:
     query = (
-        select(
-            Checkpoint.id,
-            Run.name.label("run"),
-            Checkpoint.name,
-            Checkpoint.epoch,
-            Checkpoint.step,
-            Checkpoint.path,
-        )
-        .join(Checkpoint.run)
-        .order_by(Run.name, Checkpoint.step, Checkpoint.name)
+        select(*CHECKPOINT_COLUMNS).join(Checkpoint.run).order_by(Run.name, Checkpoint.step, Checkpoint.name)
     )
     return query.where(Run.name == run) if run else query
 

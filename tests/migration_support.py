@@ -4,9 +4,18 @@ its tables can hold, and the tables and rows of a database file as they are."""
 import sqlite3
 from pathlib import Path
 
+from sqlalchemy import Engine
+
 from specdash.db.engine import make_engine
 from specdash.db.schema import revision_history, upgrade
 from tests.conftest import sqlite_url
+
+
+def copied_store(url: str, path: Path) -> Engine:
+    """An engine on a copy, at `path`, of the SQLite store at `url` (a template the test must not change)."""
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
+        src.backup(dst)
+    return make_engine(sqlite_url(path))
 
 
 def tables(path: Path) -> dict[str, list[str]]:

@@ -6,9 +6,8 @@ import sqlite3
 
 from sqlalchemy import inspect
 
-from specdash.db.engine import make_engine
 from specdash.db.schema import downgrade, upgrade
-from tests.conftest import sqlite_url
+from tests.migration_support import copied_store
 
 BASELINES = (
     "SELECT deployment_id, concurrency, dataset, decode_tps FROM benchmark "
@@ -18,9 +17,7 @@ BASELINES = (
 
 def test_benchmarks_survive_and_the_baselines_are_searched_by_index(demo_url, tmp_path):
     path = tmp_path / "at-0010.db"
-    with sqlite3.connect(demo_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(demo_url, path)
     downgrade(engine, "0010")
     with sqlite3.connect(path) as con:
         before = con.execute("SELECT * FROM benchmark ORDER BY id").fetchall()

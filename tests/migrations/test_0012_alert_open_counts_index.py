@@ -7,9 +7,9 @@ import sqlite3
 from sqlalchemy import inspect
 
 from specdash.db import queries
-from specdash.db.engine import make_engine, reading
+from specdash.db.engine import reading
 from specdash.db.schema import current_revision, downgrade, upgrade
-from tests.conftest import sqlite_url
+from tests.migration_support import copied_store
 
 OPEN_COUNTS = "SELECT severity, count(*) FROM alert WHERE status = 'open' AND is_alert = 1 GROUP BY severity"
 
@@ -26,9 +26,7 @@ def _alerts(path) -> list[tuple]:
 
 def test_alerts_survive_and_the_open_counts_read_the_index(demo_url, tmp_path):
     path = tmp_path / "at-0011.db"
-    with sqlite3.connect(demo_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(demo_url, path)
     downgrade(engine, "0011")
     before = _alerts(path)
     # a verdict for each of the demo's 15 benchmarks but its 2 no-speculation baselines

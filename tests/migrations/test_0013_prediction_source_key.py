@@ -10,7 +10,7 @@ from specdash.db import queries
 from specdash.db.engine import make_engine, reading, transaction
 from specdash.db.models import Gap, Prediction
 from specdash.db.schema import current_revision, downgrade, upgrade
-from tests.conftest import sqlite_url
+from tests.migration_support import copied_store
 
 PARITY = (
     "SELECT count(*) FROM gap JOIN benchmark ON gap.benchmark_id = benchmark.id "
@@ -31,9 +31,7 @@ def _predictions(path) -> list[tuple]:
 
 def test_predictions_survive_and_the_sources_walk_the_index(demo_url, tmp_path):
     path = tmp_path / "at-0012.db"
-    with sqlite3.connect(demo_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(demo_url, path)
     downgrade(engine, "0012")
     before = _predictions(path)
     assert before and "ix_prediction_source_key" not in _plan(path, NEXT_SOURCE)

@@ -7,9 +7,9 @@ import sqlite3
 
 from specdash.app.frames import frame as as_frame
 from specdash.db import curves
-from specdash.db.engine import make_engine, reading
+from specdash.db.engine import reading
 from specdash.db.schema import current_revision, downgrade, upgrade
-from tests.conftest import sqlite_url
+from tests.migration_support import copied_store
 
 DEMO_ROLLUPS = (
     "SELECT run_id, key_id, bucket, n, sum_step, sum_value, min_value, max_value FROM metric_rollup "
@@ -29,9 +29,7 @@ POINTS = "SELECT run_id, key_id, step, value FROM metric_point ORDER BY run_id, 
 
 def test_points_survive_and_dense_keys_get_their_rollups(demo_url, tmp_path):
     path = tmp_path / "at-0013.db"
-    with sqlite3.connect(demo_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(demo_url, path)
     downgrade(engine, "0013")
     with sqlite3.connect(path) as con:
         run_id = con.execute("SELECT min(id) FROM run").fetchone()[0]

@@ -8,13 +8,14 @@ import sqlite3
 import pytest
 
 from specdash.app.board_frames import board_frame
-from specdash.db.engine import make_engine, reading
+from specdash.db.engine import reading
 from specdash.db.leaderboard import LeaderboardFilter, leaderboard
 from specdash.db.schema import downgrade, upgrade
 from tests.app.views.test_leaderboard import LLAMA8B, LLAMA8B_DEPLOYMENT, deployment_id, published_speedups
 from tests.conftest import sqlite_url
 from tests.db.leaderboard_reference import pandas_leaderboard
 from tests.db.test_leaderboard_ranking import assert_same
+from tests.migration_support import copied_store
 
 
 def tables(path) -> dict[str, list[tuple]]:
@@ -29,9 +30,7 @@ def tables(path) -> dict[str, list[tuple]]:
 
 def test_the_upgrade_keeps_every_row_and_fills_in_the_entries(real_url, tmp_path):
     path = tmp_path / "at-0014.db"
-    with sqlite3.connect(real_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(real_url, path)
     downgrade(engine, "0014")
     before = tables(path)
     assert "leaderboard_entry" not in {r for r in before}

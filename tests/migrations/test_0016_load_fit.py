@@ -5,12 +5,12 @@ deployment measured only with speculation; a downgrade to 0015 drops the table a
 import sqlite3
 
 from specdash.answers.refresh import refresh
-from specdash.db.engine import make_engine, transaction
+from specdash.db.engine import transaction
 from specdash.db.schema import current_revision, downgrade, upgrade
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource
-from tests.conftest import sqlite_url
 from tests.db.test_loadmodels import _sweep_lines
+from tests.migration_support import copied_store
 
 
 def tables(path) -> dict[str, list[tuple]]:
@@ -25,9 +25,7 @@ def tables(path) -> dict[str, list[tuple]]:
 
 def test_the_upgrade_keeps_every_row_and_the_next_refresh_stores_the_fits(real_url, tmp_path):
     path = tmp_path / "at-0015.db"
-    with sqlite3.connect(real_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(real_url, path)
     # a deployment measured only with speculation: its baselines are estimated from a load model
     assert ingest(engine, UploadSource("sweep.jsonl", _sweep_lines((1, 8), range(2)))).ok
     downgrade(engine, "0015")

@@ -5,14 +5,12 @@ row through the upgrade, and benchmarks whose raw record states the lengths get 
 
 import sqlite3
 
-from specdash.db.engine import make_engine
 from specdash.db.schema import current_revision, downgrade, upgrade
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.policy import IngestPolicy
 from specdash.ingest.sources import PathSource
-from tests.conftest import sqlite_url
-from tests.migration_support import tables
+from tests.migration_support import copied_store, tables
 
 SWEEP = "tests/fixtures/sglang/bench_serving_sweep.jsonl"
 OFFLINE = "tests/fixtures/sglang/bench_offline_throughput.jsonl"
@@ -25,9 +23,7 @@ def rows(path, table: str, columns: list[str]) -> list[tuple]:
 
 def test_the_upgrade_keeps_every_row_and_fills_the_lengths_the_raw_records_state(real_url, tmp_path):
     path = tmp_path / "at-0016.db"
-    with sqlite3.connect(real_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(real_url, path)
     assert ingest(engine, PathSource(SWEEP)).ok
     assert ingest(
         engine, PathSource(OFFLINE), IngestPolicy(link=LinkOptions(deployment="8x H100, TP8, NVLink"))

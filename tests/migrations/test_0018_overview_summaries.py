@@ -7,11 +7,9 @@ import sqlite3
 
 from sqlalchemy import Engine
 
-from specdash.db.engine import make_engine
 from specdash.db.schema import current_revision, downgrade, upgrade
-from tests.conftest import sqlite_url
 from tests.db.summary_support import assert_kept, ingested, second_file, supersede
-from tests.migration_support import all_rows, tables
+from tests.migration_support import all_rows, copied_store, tables
 
 SUMMARIES = ("parity_count", "run_checkpoints")
 
@@ -39,9 +37,7 @@ def upgraded_to_0018(engine: Engine) -> dict[str, int]:
 
 def test_the_upgrade_fills_the_summaries_as_a_recount_does_and_keeps_every_row(real_url, tmp_path):
     path = tmp_path / "at-0017.db"
-    with sqlite3.connect(real_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(real_url, path)
     at_0017_with_a_superseded_benchmark(engine)
     before = rows(path)
     assert not set(SUMMARIES) & set(tables(path))

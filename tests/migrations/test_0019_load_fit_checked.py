@@ -7,13 +7,12 @@ rest."""
 import sqlite3
 
 from specdash.answers.refresh import refresh
-from specdash.db.engine import make_engine, transaction
+from specdash.db.engine import transaction
 from specdash.db.schema import current_revision, downgrade, upgrade
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource
-from tests.conftest import sqlite_url
 from tests.db.test_loadmodels import _sweep_lines
-from tests.migration_support import all_rows, tables
+from tests.migration_support import all_rows, copied_store, tables
 
 ADDED = ("checked_through", "checked_benchmarks", "shape")
 
@@ -25,9 +24,7 @@ def rows(path) -> dict[str, list[str]]:
 
 def test_the_upgrade_keeps_every_fit_and_the_next_refresh_checks_it(real_url, tmp_path):
     path = tmp_path / "at-0018.db"
-    with sqlite3.connect(real_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(real_url, path)
     assert ingest(engine, UploadSource("sweep.jsonl", _sweep_lines((1, 8), range(2)))).ok
     downgrade(engine, "0018")
     before = rows(path)

@@ -8,13 +8,11 @@ import sqlite3
 
 from sqlalchemy import inspect
 
-from specdash.db.engine import make_engine
 from specdash.db.schema import current_revision, downgrade, upgrade
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.sources import UploadSource
-from tests.conftest import sqlite_url
 from tests.db.test_incremental_refresh import H100, eagle, lines
-from tests.migration_support import all_rows
+from tests.migration_support import all_rows, copied_store
 
 # what one window's refresh runs (db/leaderboard_entries._rewrite at a place, db/refresh_context.py)
 PLACE_DELETE = (
@@ -39,9 +37,7 @@ def indexes(engine, table: str) -> dict[str, list[str]]:
 
 def test_rows_survive_and_one_places_refresh_reads_its_indexes(real_url, tmp_path):
     path = tmp_path / "at-0019.db"
-    with sqlite3.connect(real_url.removeprefix("sqlite:///")) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
-    engine = make_engine(sqlite_url(path))
+    engine = copied_store(real_url, path)
     stated = [
         eagle("stated", "epoch_1", H100, load, 150.0, 2.0)
         | {"input_tokens": 512 * load, "output_tokens": 256}
