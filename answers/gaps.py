@@ -2,12 +2,12 @@
 parts and diagnosed by the cost model, as the values a gap row stores, with the candidate each gives the
 benchmark's verdict (answers/verdicts.py)."""
 
-import json
-from typing import NamedTuple, cast
+from json.encoder import encode_basestring_ascii
+from typing import NamedTuple
 
+from specdash.answers.predicting import Predicted
 from specdash.answers.verdicts import Candidate
 from specdash.costmodel import (
-    CostParams,
     Diagnosis,
     GapContext,
     GapDecomposition,
@@ -20,17 +20,8 @@ from specdash.costmodel import (
 from specdash.costmodel.context import decode_context
 from specdash.costmodel.diagnoses import worst_severity
 from specdash.costmodel.domain import TauSource
-from specdash.costmodel.sources import Trained, choose_accept_length
+from specdash.costmodel.sources import choose_accept_length, training_reference
 from specdash.rows import BenchmarkRow, GapValues, PredictionKey, PredictionValues, Reference, RefreshContext
-
-
-class Predicted(NamedTuple):
-    """One prediction of a group, as its benchmarks are judged against it."""
-
-    source: str
-    values: PredictionValues
-    result: Throughput | None  # None: an external prediction (its tok/s are known, not its round)
-    params: CostParams | None
 
 
 class AsJudged(NamedTuple):
@@ -97,10 +88,12 @@ def as_judged(prediction: Predicted, reference: Reference | None, key: Predictio
     if result is None:  # external: only its tok/s and perhaps tau and round time are known
         # no predicted tau to split the gap against without one
         return AsJudged(None, pred.accept_length is not None, pred.accept_length_source, "")
+    if pred.accept_length_source == TauSource.TRAINING:
+        # training rates come first (choose_accept_length): the prediction's own tau, whatever the reference
+        assert pred.accept_length is not None  # a prediction from training rates stores its tau
+        return AsJudged(result, True, TauSource.TRAINING, training_reference(pred.accept_length))
     # the prediction has its key's accept length; this benchmark may have a reference of its own
-    # a prediction from training rates stores its tau, whether extrapolated, and the tree rule
-    trained = cast(Trained, pred) if pred.accept_length_source == TauSource.TRAINING else None
-    tau = choose_accept_length(trained, reference, (pred.accept_length,) if pred.accept_length else ())
+    tau = choose_accept_length(None, reference, (pred.accept_length,) if pred.accept_length else ())
     if tau is None:
         return AsJudged(result, True, pred.accept_length_source, "")
     if tau.accept_length != result.accept_length:
@@ -145,7 +138,7 @@ def judge_gap(
 def gap_values(decomposition: GapDecomposition, diagnoses: list[Diagnosis]) -> GapValues:
     """A gap's values as stored: diagnoses as their JSON text (compared as text, never decoded)."""
     d = decomposition
-    text = json.dumps([diagnosis.as_dict() for diagnosis in diagnoses]) if diagnoses else "[]"
+    text = diagnoses_json(diagnoses)
     return GapValues(
         d.gap,
         d.measured_tps,
@@ -157,6 +150,22 @@ def gap_values(decomposition: GapDecomposition, diagnoses: list[Diagnosis]) -> G
         d.unexplained_ms,
         text,
         worst_severity(diagnoses) if diagnoses else None,
+    )
+
+
+def diagnoses_json(diagnoses: list[Diagnosis]) -> str:
+    """The diagnoses as the JSON text a gap stores: json.dumps of their dicts, character for character
+    (a full refresh compares it with the stored text), written by hand at a third of the cost."""
+    if not diagnoses:
+        return "[]"
+    quote = encode_basestring_ascii
+    return (
+        "["
+        + ", ".join(
+            f'{{"code": {quote(d.code)}, "severity": {quote(d.severity)}, "message": {quote(d.message)}}}'
+            for d in diagnoses
+        )
+        + "]"
     )
 
 

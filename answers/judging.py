@@ -5,8 +5,8 @@ prediction or gap has no row id yet); the store writes what changed (answers/ref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from specdash.answers.gaps import AsJudged, Predicted, as_judged, judge_gap, judgings
-from specdash.answers.predicting import PredictionCache, predict_group
+from specdash.answers.gaps import AsJudged, as_judged, judge_gap, judgings
+from specdash.answers.predicting import Predicted, PredictionCache, predict_group
 from specdash.answers.verdicts import BenchmarkVerdict, best_verdict
 from specdash.rows import BenchmarkRow, GapValues, Groups, PredictionKey, PredictionValues, RefreshContext
 
@@ -39,9 +39,8 @@ def judge_batch(
     judgement = Judgement()
     predictions = judgement.predictions
     for key, group in groups.items():
-        made = predict_group(key, group, context, cache)
-        predicted = [Predicted(source, values, result, params) for source, values, result, params in made]
-        for source, values, _, _ in made:
+        predicted = predict_group(key, group, context, cache)
+        for source, values, _, _ in predicted:
             predictions[(key, source)] = values
         own = external.get(key) if external else None
         if own:
@@ -70,7 +69,7 @@ def _judge_group(
     reference_context = context.reference_contexts.get(key.deployment_id)
     gaps, verdicts = judgement.gaps, judgement.verdicts
     for bench in group:
-        reference = references.get(bench.id) if references else None
+        reference = references.get(bench.id)
         candidates = []
         for index, judging in enumerate(shared_judgings):
             if reference is not None:

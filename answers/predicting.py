@@ -6,7 +6,7 @@ The numbers come from the cost model: the baseline and accept length by costmode
 by the set's CostSet, tok/s by costmodel.throughput."""
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from specdash.costmodel import CostParams, Throughput, predict_accept_length, throughput
 from specdash.costmodel.acceptance import AcceptLength
@@ -16,15 +16,22 @@ from specdash.costmodel.sources import AcceptLengthChoice, choose_accept_length,
 from specdash.costmodel.uncertainty import prior_error_band, with_noise
 from specdash.rows import BenchmarkRow, Drafter, PredictionKey, PredictionValues, RefreshContext, SetPlan
 
-# A group's prediction under one set: its source, stored values, throughput and costs.
-Made = tuple[str, PredictionValues, Throughput, CostParams]
+
+class Predicted(NamedTuple):
+    """One prediction of a group, as its benchmarks are judged against it: made under one of the
+    deployment's sets (predict_group), or external, stored and compared with."""
+
+    source: str
+    values: PredictionValues
+    result: Throughput | None  # None: an external prediction (its tok/s are known, not its round)
+    params: CostParams | None
 
 
 @dataclass
 class PredictionCache:
-    """What predicting a batch made, before it is written: per key its (source, values, result, params)."""
+    """What predicting a batch has worked out once for many groups: how many predictions it made, the
+    costs per set and the trained accept lengths."""
 
-    computed: dict[PredictionKey, list[Made]] = field(default_factory=dict)
     count: int = 0
     params: dict[tuple[Any, ...], CostParams] = field(default_factory=dict)  # per (set, baseline, ...)
     # tau depends on the checkpoint and setting, not the deployment: computed once for all deployments
@@ -33,7 +40,7 @@ class PredictionCache:
 
 def predict_group(
     key: PredictionKey, group: list[BenchmarkRow], context: RefreshContext, made: PredictionCache
-) -> list[Made]:
+) -> list[Predicted]:
     """The group's prediction under each active set of its deployment that has a baseline and an accept
     length to predict with."""
     drafter = context.drafters[key.checkpoint_id]
@@ -41,7 +48,7 @@ def predict_group(
     # a drafter's training rates come first (choose_accept_length): then neither of these is read
     measured_taus = () if drafter.rates else [b.accept_length for b in group if b.accept_length]
     references = context.references
-    history = references.get(max(b.id for b in group)) if references and not drafter.rates else None
+    history = references.get(max(b.id for b in group)) if not drafter.rates else None
     results = []
     for plan in context.plans.get(key.deployment_id, ()):
         trained = trained_accept_length(key, drafter, plan, made) if drafter.rates else None
@@ -50,7 +57,7 @@ def predict_group(
             continue
         predicted = predict_under(plan, key, tau, family, context, made)
         if predicted is not None:
-            results.append((plan.source, *predicted))
+            results.append(Predicted(plan.source, *predicted))
     return results
 
 

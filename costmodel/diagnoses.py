@@ -277,6 +277,7 @@ LEAD_ORDER = (
     "faster_than_predicted",
     "no_baseline",
 )
+LEAD_RANK = {code: rank for rank, code in enumerate(LEAD_ORDER)}
 # How far past its limit a gap is, in multiples of the limit, for each severity (below the first: info).
 EXCESS_WARNING = 1.5
 EXCESS_CRITICAL = 3.0
@@ -297,6 +298,8 @@ def _severity_rank(diagnosis: Diagnosis) -> int:
 
 
 def worst_severity(diagnoses: list[Diagnosis]) -> str | None:
+    if len(diagnoses) == 1:  # most diagnosed gaps: one
+        return diagnoses[0].severity
     return min((d.severity for d in diagnoses), key=SEVERITY_ORDER.__getitem__, default=None)
 
 
@@ -358,8 +361,8 @@ def judge(
             parts.insert(
                 0, f"{configuration[0].code}: an invalid or out-of-range benchmark alerts whatever its gap"
             )
-        codes = {d.code for d in diagnoses}
-        lead = next((code for code in LEAD_ORDER if code in codes), None)
+        leads = [d.code for d in diagnoses if d.code in LEAD_RANK]
+        lead = min(leads, key=LEAD_RANK.__getitem__) if leads else None
     if parts:
         return Verdict(True, severity, lead, "; ".join(parts))
     if size < threshold:

@@ -74,8 +74,13 @@ class AcceptLengthChoice(NamedTuple):
     def reference(self) -> str:
         """Where the accept length came from, as a diagnosis cites it ("" for a measured one)."""
         if self.source == TauSource.TRAINING:
-            return f"tau {self.accept_length:.2f} from its training acc_i"
+            return training_reference(self.accept_length)
         return self.history
+
+
+def training_reference(accept_length: float) -> str:
+    """An accept length from training rates, as a diagnosis cites it."""
+    return f"tau {accept_length:.2f} from its training acc_i"
 
 
 def choose_accept_length(

@@ -117,11 +117,12 @@ def throughput(
     """Per-request decode tok/s = 1000 * tau / T_round; speedup against the no-speculation baseline;
     break-even tau = T_round / T_base, the accept length at which speculation merely pays for itself."""
     rt = round_time(params, steps, draft_tokens, topk)
-    tps = 1000.0 * accept_length / rt.total_ms
+    round_ms = rt.total_ms
+    tps = 1000.0 * accept_length / round_ms
     return Throughput(
         accept_length=accept_length,
         round=rt,
         tps=tps,
         speedup=tps / params.baseline_tps,
-        break_even_accept_length=rt.total_ms / params.base_step_ms,
+        break_even_accept_length=round_ms / params.base_step_ms,
     )

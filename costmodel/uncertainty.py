@@ -42,11 +42,15 @@ def quantile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+# The band of a prediction from training accuracies: both spreads in quadrature.
+PRIOR_TRAINING_BAND = math.hypot(PRIOR_ROUND_BAND, PRIOR_ACCEPTANCE_BAND)
+
+
 def prior_error_band(accept_length_source: str | None = "measured") -> float:
     """The band of an uncalibrated prediction: the round-time priors' published spread, combined in
     quadrature with the acceptance spread when tau comes from training accuracies."""
     if accept_length_source == TauSource.TRAINING:
-        return math.hypot(PRIOR_ROUND_BAND, PRIOR_ACCEPTANCE_BAND)
+        return PRIOR_TRAINING_BAND
     return PRIOR_ROUND_BAND
 
 

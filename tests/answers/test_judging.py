@@ -1,15 +1,18 @@
 """The refresh's judging without a database: typed rows and a hand-built context in, numbers out
 (answers/judging.judge_batch), and how a verdict moves a stored alert (answers/verdicts.settle_alert)."""
 
+import json
 from dataclasses import replace
 from datetime import datetime
 
 import pytest
 
+from specdash.answers.gaps import diagnoses_json
 from specdash.answers.judging import judge_batch
 from specdash.answers.verdicts import BenchmarkVerdict, settle_alert
 from specdash.costmodel.calibrated import CostSet
 from specdash.costmodel.collapse import COLLAPSE_CODE, COLLAPSE_SEVERITY
+from specdash.costmodel.diagnoses import Diagnosis
 from specdash.costmodel.domain import GapStatus, PredictionSource, TauSource
 from specdash.costmodel.priors import DeploymentFacts
 from specdash.rows import (
@@ -191,3 +194,15 @@ def test_a_live_windows_acceptance_collapse_outranks_the_gap():
     stored = AlertValues(5, True, COLLAPSE_SEVERITY, COLLAPSE_CODE, "acceptance collapsed", "open", None)
     change = settle_alert(stored, verdict(False), 6, lambda gap_id: None, superseded=False)
     assert change.values[:5] == (6, True, COLLAPSE_SEVERITY, COLLAPSE_CODE, "acceptance collapsed")
+
+
+def test_a_gaps_diagnoses_are_stored_as_json_dumps_writes_them():
+    # stored text is compared as text by every later refresh: the hand-written encoding must be json.dumps's
+    diagnoses = [
+        Diagnosis("acceptance_shortfall", "warning", 'accept length 2.10 vs 3.00 ("history") ± 5 % \\ é 𝄞\n'),
+        Diagnosis("no_baseline", "info", "plain"),
+    ]
+    expected = json.dumps([diagnosis.as_dict() for diagnosis in diagnoses])
+    assert diagnoses_json(diagnoses) == expected
+    assert json.loads(diagnoses_json(diagnoses))[0]["message"].endswith("é 𝄞\n")
+    assert diagnoses_json([]) == "[]"
