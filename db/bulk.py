@@ -22,6 +22,7 @@ from sqlalchemy import (
     any_,
     bindparam,
     func,
+    literal_column,
     select,
     text,
 )
@@ -63,33 +64,56 @@ def select_in(session: Session, query: Select, column: Column, values: Sequence[
     if values is None:
         yield from connection.execute(query).all()
         return
-    in_values = _in_values_select(query, column, connection.dialect.name)
+    dialect_name = connection.dialect.name
     for chunk in chunks(values):
-        yield from connection.execute(in_values, {IN_VALUES: list(chunk)}).all()
+        form = in_form(dialect_name, chunk)
+        in_values = _in_values_select(query, column, form)
+        yield from connection.execute(in_values, {IN_VALUES: bound_values(form, chunk)}).all()
 
 
 IN_VALUES = "in_values"  # the name the values of a select_in chunk are bound by
-# Each query's select of a chunk (its column in the bound values), kept while the query lives: a query
-# built once (the pages' reads) is not built again with each call's values, nor its cache key generated.
-_IN_VALUES_SELECTS: WeakKeyDictionary[Select, tuple[Column, str, Select]] = WeakKeyDictionary()
+# Each query's selects of a chunk (its column in the bound values), by form, kept while the query lives: a
+# query built once (the pages' reads) is not built again with each call's values, nor its cache key generated.
+_IN_VALUES_SELECTS: WeakKeyDictionary[Select, dict[str, tuple[Column, Select]]] = WeakKeyDictionary()
 
 
-def _in_values_select(query: Select, column: Column, dialect_name: str) -> Select:
-    kept = _IN_VALUES_SELECTS.get(query)
-    if kept is not None and kept[0] is column and kept[1] == dialect_name:
-        return kept[2]
-    built = query.where(one_of(dialect_name, column))
-    _IN_VALUES_SELECTS[query] = (column, dialect_name, built)
+def _in_values_select(query: Select, column: Column, form: str) -> Select:
+    forms = _IN_VALUES_SELECTS.setdefault(query, {})
+    kept = forms.get(form)
+    if kept is not None and kept[0] is column:
+        return kept[1]
+    built = query.where(one_of(form, column))
+    forms[form] = (column, built)
     return built
 
 
-def one_of(dialect_name: str, column: Column) -> ColumnElement[bool]:
-    """`column` IN the values bound as IN_VALUES; on PostgreSQL `column = ANY(array)`, the same plan from
-    one bound array instead of a parameter per value (4,000 record keys: a third less time, client and
-    server)."""
+def in_form(dialect_name: str, values: Sequence[Any]) -> str:
+    """How one_of binds these values, one parameter for them all where it can: "array" on PostgreSQL,
+    "json" on SQLite (unless a string holds a NUL, which SQLite's JSON reading cuts short), else "list"."""
     if dialect_name == "postgresql":
+        return "array"
+    if dialect_name == "sqlite" and not any(isinstance(value, str) and "\x00" in value for value in values):
+        return "json"
+    return "list"
+
+
+def one_of(form: str, column: Column) -> ColumnElement[bool]:
+    """`column` IN the values bound as IN_VALUES (bound_values gives them for `form`, in_form chooses it).
+    On PostgreSQL `column = ANY(array)`: the same plan as an IN list from one bound array (4,000 record
+    keys: a third less time, client and server). On SQLite IN the elements of a JSON array (json_each),
+    which SQLite reads the column's index with as it would an IN list, without the list's 4,000
+    parameters rendered into each statement (reading 40,000 gaps by benchmark: 152 ms against 91 ms)."""
+    if form == "array":
         return column == any_(bindparam(IN_VALUES, type_=ARRAY(column.type)))
+    if form == "json":
+        return column.in_(select(literal_column("value")).select_from(func.json_each(bindparam(IN_VALUES))))
     return column.in_(bindparam(IN_VALUES, expanding=True))
+
+
+def bound_values(form: str, values: Sequence[Any]) -> Any:
+    """The value one_of's IN_VALUES parameter is bound to: the values (ints or strings) as a list, or as
+    the text of their JSON array (non-ASCII as it is, shorter than its escapes)."""
+    return json.dumps(list(values), ensure_ascii=False) if form == "json" else list(values)
 
 
 class JsonText(str):

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from specdash.costmodel.domain import PredictionSource
 from specdash.db import bulk
-from specdash.db.bulk import chunks, select_in
+from specdash.db.bulk import select_in
 from specdash.db.models import BENCHMARK_SETTING, Benchmark, ParameterSet
 from specdash.db.parameters import load_baselines
 from specdash.db.repeats import repeated_baselines
@@ -156,14 +156,10 @@ def _neighbourhoods(levels: list[int], loads: list[int]) -> Iterator[tuple[int, 
 
 def benchmark_rows(session: Session, ids: list[int]) -> list[BenchmarkRow]:
     """The cost model's columns (BENCHMARK_COLUMNS) of these benchmarks, in id order."""
-    connection = session.connection()
-    query = select(*BENCHMARK_COLUMNS).order_by(Benchmark.id)
-    make = BenchmarkRow._make
-    return [
-        make(row)
-        for chunk in chunks(ids)
-        for row in connection.execute(query.where(Benchmark.id.in_(chunk))).all()
-    ]
+    return list(map(BenchmarkRow._make, select_in(session, _BENCHMARK_ROWS, Benchmark.id, ids)))
+
+
+_BENCHMARK_ROWS = select(*BENCHMARK_COLUMNS).order_by(Benchmark.id)  # built once: select_in keeps its IN form
 
 
 def drafter_rows(session: Session, checkpoint_ids: list[int]) -> Iterator[BenchmarkRow]:

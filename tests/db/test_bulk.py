@@ -10,7 +10,7 @@ from sqlalchemy import event, func, select, text
 from specdash.answers.refresh import refresh
 from specdash.db import bulk
 from specdash.db.engine import make_engine, reading, transaction
-from specdash.db.models import Alert, Benchmark, Gap, Prediction
+from specdash.db.models import Alert, Benchmark, Gap, MetricKey, Prediction
 from specdash.db.schema import upgrade
 from specdash.ingest.pipeline import ingest
 from specdash.ingest.policy import IngestPolicy, OnConflict
@@ -122,3 +122,24 @@ def test_diagnoses_are_stored_as_the_text_they_are_compared_as(demo_url):
             session.execute(text("SELECT diagnoses FROM gap WHERE id = :id"), {"id": diagnosed[0]}).scalar()
             == texts[diagnosed[0]]
         )
+
+
+def test_a_chunked_select_finds_exactly_the_values_given(tmp_path, monkeypatch):
+    # on SQLite the values travel as one JSON array: names JSON escapes, or that look like numbers, match
+    # only themselves; ids match as integers; every chunk is read, an empty list reads nothing
+    monkeypatch.setattr(bulk, "CHUNK", 3)
+    engine = make_engine(f"sqlite:///{tmp_path / 'in.db'}")
+    upgrade(engine)
+    names = ['loss/a"b', "acc\\0", "Ω tau 𝄞", "123", "1e3", "plain", "nul\x00byte", "tab\there"]
+    with transaction(engine) as session:
+        session.add_all(MetricKey(name=name) for name in [*names, "not asked", "12"])
+    query = select(MetricKey.name, MetricKey.id)
+    with reading(engine) as session:
+        found = dict(bulk.select_in(session, query, MetricKey.name, names))
+        assert sorted(found) == sorted(names)
+        ids = [found["123"], found["Ω tau 𝄞"], found["plain"], found["tab\there"]]
+        by_id = [name for name, _ in bulk.select_in(session, query, MetricKey.id, ids)]
+        assert sorted(by_id) == sorted(["123", "Ω tau 𝄞", "plain", "tab\there"])
+        assert list(bulk.select_in(session, query, MetricKey.name, [])) == []
+        assert list(bulk.select_in(session, query, MetricKey.name, ["absent", "12 "])) == []
+    engine.dispose()
