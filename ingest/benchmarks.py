@@ -28,7 +28,12 @@ def benchmark_record_key(record: BenchmarkRecord) -> str:
         mode="json",
         exclude={"raw", "label", "kind", "concurrency_source", "input_tokens", "output_tokens"},
     )
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(_KEY_TEXT(identity).encode()).hexdigest()
+
+
+# json.dumps(identity, sort_keys=True), character for character (stored keys must not change), from one
+# encoder instead of one made per call
+_KEY_TEXT = json.JSONEncoder(sort_keys=True).encode
 
 
 def _link_of(
