@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from specdash.costmodel.throughput import draft_width
 from specdash.db.records import MAX_INT, MAX_STEPS, NAME_CHARS
 from specdash.ingest.formats.common import STATED_ACCEPT
 from specdash.ingest.records import (
@@ -57,7 +58,7 @@ def draft_tokens_refusal(setting: SpeculationSetting) -> Refusal | None:
     tokens = setting.num_draft_tokens
     if tokens is None or setting.speculative_algorithm is None or setting.drafts_a_block():
         return None
-    topk = setting.setting().width
+    topk = draft_width(setting.topk)
     steps = setting.num_steps or MAX_STEPS
     most = 1 + topk + (steps - 1) * topk * topk
     if tokens <= most:
@@ -87,12 +88,15 @@ def tpot_refusal(record: BenchmarkRecord) -> Refusal | None:
     )
 
 
+_QUANTILE_PAIRS = tuple((f"median_{name}_ms", f"p99_{name}_ms") for name in ("tpot", "ttft", "itl"))
+
+
 def order_refusal(record: BenchmarkRecord) -> Refusal | None:
     """Medians under their p99s, p10 under p90, survival that never rises with the position."""
-    for name in ("tpot", "ttft", "itl"):
-        median, p99 = getattr(record, f"median_{name}_ms"), getattr(record, f"p99_{name}_ms")
+    for median_field, p99_field in _QUANTILE_PAIRS:
+        median, p99 = getattr(record, median_field), getattr(record, p99_field)
         if median is not None and p99 is not None and median > p99 * (1 + EXACT):
-            return f"median_{name}_ms", f"{median:g} is above p99_{name}_ms {p99:g}"
+            return median_field, f"{median:g} is above {p99_field} {p99:g}"
     low, high = record.decode_tps_p10, record.decode_tps_p90
     if low is not None and high is not None and low > high * (1 + EXACT):
         return "decode_tps_p10", f"{low:g} is above decode_tps_p90 {high:g}"
