@@ -5,7 +5,10 @@ Refresh and ingest move tens of thousands of rows at a time: ORM objects per row
 per-value type processing, would cost more than the database's own work."""
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
+from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -92,9 +95,24 @@ def in_form(dialect_name: str, values: Sequence[Any]) -> str:
     "json" on SQLite (unless a string holds a NUL, which SQLite's JSON reading cuts short), else "list"."""
     if dialect_name == "postgresql":
         return "array"
-    if dialect_name == "sqlite" and not any(isinstance(value, str) and "\x00" in value for value in values):
+    if dialect_name == "sqlite" and _sqlite_reads_json() and not any(_has_nul(value) for value in values):
         return "json"
     return "list"
+
+
+def _has_nul(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
+@cache
+def _sqlite_reads_json() -> bool:
+    """Whether the sqlite3 library has its JSON functions (built in since SQLite 3.38, an option before)."""
+    try:
+        with closing(sqlite3.connect(":memory:")) as connection:
+            connection.execute("SELECT value FROM json_each('[1]')").fetchall()
+    except sqlite3.Error:
+        return False
+    return True
 
 
 def one_of(form: str, column: Column) -> ColumnElement[bool]:

@@ -124,10 +124,15 @@ def test_diagnoses_are_stored_as_the_text_they_are_compared_as(demo_url):
         )
 
 
-def test_a_chunked_select_finds_exactly_the_values_given(tmp_path, monkeypatch):
-    # on SQLite the values travel as one JSON array: names JSON escapes, or that look like numbers, match
-    # only themselves; ids match as integers; every chunk is read, an empty list reads nothing
+@pytest.mark.parametrize("json_functions", [True, False])
+def test_a_chunked_select_finds_exactly_the_values_given(tmp_path, monkeypatch, json_functions):
+    # on SQLite the values travel as one JSON array (an IN list where SQLite lacks its JSON functions, or
+    # a string holds a NUL): names JSON escapes, or that look like numbers, match only themselves; ids
+    # match as integers; every chunk is read, an empty list reads nothing
     monkeypatch.setattr(bulk, "CHUNK", 3)
+    monkeypatch.setattr(bulk, "_sqlite_reads_json", lambda: json_functions)
+    assert bulk.in_form("sqlite", [1, "a"]) == ("json" if json_functions else "list")
+    assert bulk.in_form("sqlite", ["a\x00b"]) == "list"
     engine = make_engine(f"sqlite:///{tmp_path / 'in.db'}")
     upgrade(engine)
     names = ['loss/a"b', "acc\\0", "Ω tau 𝄞", "123", "1e3", "plain", "nul\x00byte", "tab\there"]
