@@ -331,12 +331,18 @@ def _groups(benches: list[BenchmarkRow]) -> tuple[Groups, int]:
     groups: Groups = defaultdict(list)
     skipped = 0
     for bench in benches:
-        steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
-        if steps is None:
+        key = _key_of(bench)
+        if key is None:
             skipped += 1
             continue
-        groups[prediction_key(bench, steps)].append(bench)
+        groups[key].append(bench)
     return groups, skipped
+
+
+def _key_of(bench: BenchmarkRow) -> PredictionKey | None:
+    """The key of a benchmark's prediction group; None for a tree that does not say K."""
+    steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
+    return None if steps is None else prediction_key(bench, steps)
 
 
 def _add_members(
@@ -360,8 +366,7 @@ def _add_members(
             continue
         columns = member[1:9]  # checkpoint, deployment, setting, load and dataset: what the key is made of
         if columns not in keys:
-            steps = draft_steps(member.num_steps, member.topk, member.num_draft_tokens)
-            keys[columns] = None if steps is None else prediction_key(member, steps)
+            keys[columns] = _key_of(member)
         key = keys[columns]
         if key is not None and key in groups:
             members[key].append(member)
@@ -377,9 +382,8 @@ def _add_backfilled(groups: Groups, rows: Iterable[BenchmarkRow], known: set[int
     drafters' other benchmarks (`rows`) are judged again."""
     added = set()
     for bench in rows:
-        steps = draft_steps(bench.num_steps, bench.topk, bench.num_draft_tokens)
-        if bench.id not in known and steps is not None:
-            key = prediction_key(bench, steps)
+        key = _key_of(bench) if bench.id not in known else None
+        if key is not None:
             groups[key].append(bench)
             known.add(bench.id)
             added.add(key)
