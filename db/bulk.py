@@ -177,6 +177,22 @@ def insert_rows(session: Session, model: type, rows: list[dict[str, Any]]) -> No
     connection.exec_driver_sql(sql, sqlite_parameters(table, names, rows))
 
 
+def insert_keyed(session: Session, model: type, rows: list[dict[str, Any]], key_columns: Sequence[str]):
+    """Insert `rows` with their ids left to the store, and return each row's key (its values of
+    `key_columns`, a tuple) -> its new id. The ids are read back by a range of the primary key, above the
+    largest before the insert, not looked up by key (300,000 record keys cost a second of a file's load):
+    the caller holds the store's write lock, so no one else's rows are in that range."""
+    if not rows:
+        return {}
+    connection = session.connection()
+    table = _table(model)
+    id_column = next(iter(table.primary_key))
+    before = connection.scalar(select(func.max(id_column))) or 0
+    insert_rows(session, model, rows)
+    query = select(id_column, *(table.c[name] for name in key_columns)).where(id_column > before)
+    return {tuple(added[1:]): added[0] for added in connection.execute(query)}
+
+
 def reserved_ids(session: Session, model: type, count: int) -> list[int] | None:
     """On PostgreSQL, `count` new ids of `model` drawn from its id sequence, ascending, for rows inserted
     with them: nothing read back by key afterwards (a select of 1,000 record keys per batch cost 10 s of

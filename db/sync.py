@@ -5,10 +5,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from specdash.db.bulk import JsonText, insert_rows, update_rows
+from specdash.db.bulk import JsonText, insert_keyed, insert_rows, update_rows
 from specdash.db.models import Base
 
 
@@ -76,15 +75,7 @@ def sync_rows(
     if keyed_by_primary:
         insert_rows(session, model, new_rows)
         ids.update((key, key[0]) for key in wanted if key not in ids)
-    elif new_rows:
-        # the new rows' ids are those above the largest before the insert (the refresh holds the store's
-        # write lock): read back by a range of the primary key, not by their keys
-        connection = session.connection()
-        id_column = table.c[primary]
-        before = connection.scalar(select(func.max(id_column))) or 0
-        insert_rows(session, model, new_rows)
-        query = select(id_column, *(table.c[name] for name in key_columns)).where(id_column > before)
-        for added in connection.execute(query):
-            ids[added[1:]] = added[0]
+    else:
+        ids.update(insert_keyed(session, model, new_rows, key_columns))
     update_rows(session, model, changed_rows, key=primary)
     return Synced(ids, inserted, rewritten)

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from specdash.db.bulk import insert_rows, reserved_ids, select_in
+from specdash.db.bulk import insert_keyed, insert_rows, reserved_ids, select_in
 from specdash.db.models import Benchmark, Checkpoint, utcnow
 from specdash.ingest.links import LinkOptions
 from specdash.ingest.records import OWN_HEAD_ALGORITHMS, SPECULATION_UNKNOWN, BenchmarkRecord
@@ -77,6 +77,7 @@ class BenchmarkWriter:
         self._prefetched: set[str] = set()
         self._prefetched_all: set[str] = set()
         self._key_of: dict[int, str] = {}
+        self._store_was_empty: bool | None = None  # no benchmark at all stored before this file
         self.names = NameGuard(session, rows, link)
         self.ingested_file_id: int | None = None  # the file's row, when it is recorded (ingest/pipeline.py)
 
@@ -138,8 +139,13 @@ class BenchmarkWriter:
             id(r): benchmark_record_key(r) for r in records if getattr(r, "kind", None) == "benchmark"
         }
         keys = list(self._key_of.values())
-        stored = select_in(self.session, select(Benchmark.record_key), Benchmark.record_key, keys)
-        self._prefetched = {key for (key,) in stored}
+        if self._store_was_empty is None:  # asked once, before this file's first benchmark goes in
+            self._store_was_empty = self.session.scalar(select(Benchmark.id).limit(1)) is None
+        if self._store_was_empty:  # a first load: every stored key is this file's own, in self._keys
+            self._prefetched = set()
+        else:
+            stored = select_in(self.session, select(Benchmark.record_key), Benchmark.record_key, keys)
+            self._prefetched = {key for (key,) in stored}
         self._prefetched_all = set(keys)
 
     def _stored_key(self, key: str) -> bool:
@@ -165,12 +171,8 @@ class BenchmarkWriter:
                 row["id"] = new_id
             insert_rows(self.session, Benchmark, rows)
         else:
-            # one executemany without RETURNING (the ORM's sorted RETURNING cost more than the insert),
-            # then the new ids by record key in one chunked select
-            insert_rows(self.session, Benchmark, rows)
-            keys = [row["record_key"] for row in rows]
-            query = select(Benchmark.record_key, Benchmark.id)
-            id_of = dict(select_in(self.session, query, Benchmark.record_key, keys))
-            ids = [id_of[key] for key in keys]
+            # one executemany without RETURNING (the ORM's sorted RETURNING cost more than the insert)
+            id_of = insert_keyed(self.session, Benchmark, rows, ("record_key",))
+            ids = [id_of[(row["record_key"],)] for row in rows]
         self.summary.created["benchmark"] += len(ids)
         self.summary.benchmark_ids.extend(ids)
