@@ -8,8 +8,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cache
-from typing import Any
+from functools import cache, lru_cache
+from typing import Any, NamedTuple
 
 from specdash.costmodel.kvgeometry import known_kv_fields, kv_bytes_per_layer_token
 from specdash.costmodel.throughput import CostParams
@@ -381,23 +381,58 @@ def prior_costs(
     `base_step_ms`. Draft and overhead scale with the compute part of the batch-1 step the load model
     implies (they neither grow with the batch nor pay the all-reduce), verify growth follows the
     architecture at batch x verified tokens."""
-    f = prior_comm_fraction(facts.tp_size, facts.interconnect) if comm_fraction is None else comm_fraction
-    prior = FAMILIES.get(family, FAMILIES[DEFAULT_FAMILY])
+    # the harness factors are read at each call: a fit of them (bench/costmodel_accuracy.py) sets them
+    shape = _prior_shape(
+        facts, family, concurrency, draft_tokens, comm_fraction, harness_factors(facts.engine)
+    )
     # The drafter and the round's bookkeeping do not pay the target's all-reduce: they scale with the
     # compute part of a batch-1 step. (So on PCIe, where all-reduce is half a step, drafting is relatively
     # cheap, and deep speculation pays.)
-    compute_at_batch_1 = (
-        (1.0 - f) * base_step_ms / load_factor(facts.architecture, facts.knee, concurrency, f)
-    )
-    draft_factor, overhead_factor = harness_factors(facts.engine)
-    size = size_factor(facts.architecture, facts.tp_size)
+    compute_at_batch_1 = shape.compute_share * base_step_ms / shape.load_factor
     return PriorCosts(
-        comm_fraction=f,
-        draft_step_ms=prior.draft_step * size * draft_factor * compute_at_batch_1,
-        round_overhead_ms=(ROUND_OVERHEAD + prior.extra_overhead) * overhead_factor * compute_at_batch_1,
-        verify_growth_compute=verify_growth(facts.architecture, facts.knee, concurrency, draft_tokens),
+        comm_fraction=shape.comm_fraction,
+        draft_step_ms=shape.draft_factor * compute_at_batch_1,
+        round_overhead_ms=shape.overhead_factor * compute_at_batch_1,
+        verify_growth_compute=shape.verify_growth,
         verify_growth_comm=COMM_GROWTH,
-        family=prior.family,
+        family=shape.family,
+    )
+
+
+class _PriorShape(NamedTuple):
+    """What prior_costs takes from a deployment, family, load and setting, whatever the baseline step:
+    each cost is one of these times the step (a refresh asks for the same few shapes at every baseline)."""
+
+    comm_fraction: float
+    compute_share: float  # 1 - comm_fraction
+    load_factor: float
+    draft_factor: float  # the family's draft step, by target size and harness
+    overhead_factor: float
+    verify_growth: float
+    family: str
+
+
+@lru_cache(maxsize=4096)
+def _prior_shape(
+    facts: DeploymentFacts,
+    family: str,
+    concurrency: int,
+    draft_tokens: int,
+    comm_fraction: float | None,
+    harness: tuple[float, float],
+) -> _PriorShape:
+    f = prior_comm_fraction(facts.tp_size, facts.interconnect) if comm_fraction is None else comm_fraction
+    prior = FAMILIES.get(family, FAMILIES[DEFAULT_FAMILY])
+    draft_factor, overhead_factor = harness
+    size = size_factor(facts.architecture, facts.tp_size)
+    return _PriorShape(
+        f,
+        1.0 - f,
+        load_factor(facts.architecture, facts.knee, concurrency, f),
+        prior.draft_step * size * draft_factor,
+        (ROUND_OVERHEAD + prior.extra_overhead) * overhead_factor,
+        verify_growth(facts.architecture, facts.knee, concurrency, draft_tokens),
+        prior.family,
     )
 
 
