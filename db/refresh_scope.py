@@ -73,7 +73,7 @@ def refresh_scope(
             add(((cid, i, deployment_id),))
     given = {checkpoint_id: len(ids) for checkpoint_id, ids in scope.items()}
     # a repeat changes its deployment's noise, the floor of every band there
-    everywhere = repeated_baselines(session, baseline_ids) if baseline_ids else set()
+    everywhere = repeated_baselines(session, baseline_ids, new_baselines)
     for deployment_id, keys in new_baselines.items():
         add(_baseline_reach(session, query, deployment_id, None if deployment_id in everywhere else keys))
     return _sorted(scope), deployment_ids, given

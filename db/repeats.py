@@ -4,14 +4,13 @@ file holds (a user's repeats; a rerun in a later file is a rerun, judged on its 
 and the measurement noise their spread shows."""
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from specdash.costmodel.context import OUTPUT_CLASS_TOKENS
 from specdash.costmodel.uncertainty import repeat_noise
-from specdash.db.bulk import select_in
 from specdash.db.models import Benchmark
 
 # The columns that make two benchmarks repeats of one measurement.
@@ -60,19 +59,27 @@ def noise_by_deployment(session: Session, deployment_ids: Sequence[int] | None =
     return {deployment: value for deployment, value in noise.items() if value is not None}
 
 
-def repeated_baselines(session: Session, benchmark_ids: list[int]) -> set[int]:
-    """The deployments where one of these benchmarks without speculation has a repeat: its deployment's
-    noise (noise_by_deployment) counts it, and with it the band of every prediction there."""
-    given = select(*repeat_columns()).where(
-        Benchmark.speculative_algorithm.is_(None), Benchmark.superseded_by_id.is_(None)
-    )
-    keys = {tuple(row) for row in select_in(session, given, Benchmark.id, benchmark_ids)}
-    if not keys:
+def repeated_baselines(
+    session: Session, benchmark_ids: Collection[int], deployment_ids: Collection[int]
+) -> set[int]:
+    """The deployments where one of these benchmarks without speculation (on `deployment_ids`) has a
+    repeat: its deployment's noise (noise_by_deployment) counts it, and with it the band of every
+    prediction there. One read of those deployments' baselines, the given ones found among them by id (a
+    big file's baselines are every one on their deployments: reading them first by id read them twice)."""
+    if not benchmark_ids:
         return set()
+    given = set(benchmark_ids)
+    query = select(*repeat_columns(), Benchmark.id).where(
+        Benchmark.speculative_algorithm.is_(None),
+        Benchmark.superseded_by_id.is_(None),
+        Benchmark.deployment_id.in_(sorted(set(deployment_ids))),
+    )
     counts: dict[tuple, int] = defaultdict(int)
-    others = given.where(Benchmark.deployment_id.in_(sorted({key[0] for key in keys})))
-    # through the Core connection: column tuples, without the ORM's result machinery (a big file's
-    # baselines are every one on their deployments)
-    for row in session.connection().execute(others):
-        counts[tuple(row)] += 1
+    keys = set()
+    # through the Core connection: column tuples, without the ORM's result machinery
+    for row in session.connection().execute(query):
+        key = tuple(row)[:-1]
+        counts[key] += 1
+        if row[-1] in given:
+            keys.add(key)
     return {key[0] for key in keys if counts[key] > 1}
