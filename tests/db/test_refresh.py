@@ -149,6 +149,47 @@ def test_refreshing_a_new_baseline_reaches_every_benchmark_it_affects(demo_url):
     assert set(stored) == {85.0}  # the median of the old 90 and the new 80
 
 
+def test_a_files_new_ids_are_in_scope_with_every_stored_benchmark_its_baseline_reaches(demo_url):
+    """A file's benchmarks have consecutive ids, a baseline among them: its speculative benchmarks are in
+    scope as given, and its baseline reaches the stored ones at that load (those of the file read once)."""
+    from specdash.db.refresh_scope import refresh_scope
+
+    engine = make_engine(demo_url)
+    with transaction(engine) as session:
+        pcie = session.scalar(select(Deployment.id).where(Deployment.name == PCIE))
+        at_load_1 = select(Benchmark.id).where(
+            Benchmark.deployment_id == pcie,
+            Benchmark.concurrency == 1,
+            Benchmark.checkpoint_id.is_not(None),
+            Benchmark.speculative_algorithm.is_not(None),
+        )
+        stored = set(session.scalars(at_load_1))
+        checkpoint_id = session.get(Benchmark, min(stored)).checkpoint_id
+        baseline = Benchmark(
+            record_key="b" * 64, deployment_id=pcie, concurrency=1, dataset="mtbench", decode_tps=80.0
+        )
+        new = Benchmark(
+            record_key="c" * 64,
+            deployment_id=pcie,
+            checkpoint_id=checkpoint_id,
+            speculative_algorithm="EAGLE3",
+            num_steps=3,
+            topk=1,
+            num_draft_tokens=4,
+            concurrency=1,
+            dataset="mtbench",
+            decode_tps=150.0,
+            accept_length=2.2,
+        )
+        session.add_all([baseline, new])
+        session.flush()
+        assert new.id == baseline.id + 1  # one run of ids, as a file's are
+        scope, deployments, given = refresh_scope(session, [baseline.id, new.id])
+    assert len(stored) == 10  # the speculative PCIe benchmarks at concurrency 1 (the test above)
+    assert {i for ids in scope.values() for i in ids} == stored | {new.id}
+    assert (deployments, given) == ({pcie}, {checkpoint_id: 1})
+
+
 def test_external_tree_prediction_without_draft_tokens_is_compared(engine):
     """topk > 1 and no num_draft_tokens: the stored prediction and the benchmark it covers agree on N
     (K * topk + 1 = 5 * 3 + 1 = 16), so the external gap exists."""
