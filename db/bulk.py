@@ -177,7 +177,9 @@ def insert_rows(session: Session, model: type, rows: list[dict[str, Any]]) -> No
     connection.exec_driver_sql(sql, sqlite_parameters(table, names, rows))
 
 
-def insert_keyed(session: Session, model: type, rows: list[dict[str, Any]], key_columns: Sequence[str]):
+def insert_keyed(
+    session: Session, model: type, rows: list[dict[str, Any]], key_columns: Sequence[str]
+) -> dict[tuple[Any, ...], int]:
     """Insert `rows` with their ids left to the store, and return each row's key (its values of
     `key_columns`, a tuple) -> its new id. The ids are read back by a range of the primary key, above the
     largest before the insert, not looked up by key (300,000 record keys cost a second of a file's load):

@@ -63,9 +63,9 @@ def refresh_scope(
     )
     new_baselines: dict[int, list[tuple[int, str]]] = defaultdict(list)
     baseline_ids = []
-    ids = sorted(set(benchmark_ids))
+    given_ids = sorted(set(benchmark_ids))
     for cid, i, deployment_id, concurrency, dataset, algorithm in select_in(
-        session, touched, Benchmark.id, ids
+        session, touched, Benchmark.id, given_ids
     ):
         if algorithm is None:
             new_baselines[deployment_id].append((concurrency, dataset or ""))
@@ -75,11 +75,11 @@ def refresh_scope(
     given = {checkpoint_id: len(ids) for checkpoint_id, ids in scope.items()}
     # a repeat changes its deployment's noise, the floor of every band there
     everywhere = repeated_baselines(session, baseline_ids, new_baselines)
-    if new_baselines and ids and ids[-1] - ids[0] + 1 == len(ids):
+    if new_baselines and given_ids[-1] - given_ids[0] + 1 == len(given_ids):
         # every id from the first given to the last is given (a file's new benchmarks): the speculative
         # ones among them are in scope already, and the baselines' reach reads only the others (a first
         # load's reach is every benchmark of the file again: 225,000 rows of 300,000)
-        query = query.where(or_(Benchmark.id < ids[0], Benchmark.id > ids[-1]))
+        query = query.where(or_(Benchmark.id < given_ids[0], Benchmark.id > given_ids[-1]))
     for deployment_id, keys in new_baselines.items():
         add(_baseline_reach(session, query, deployment_id, None if deployment_id in everywhere else keys))
     return _sorted(scope), deployment_ids, given
