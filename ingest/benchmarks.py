@@ -14,7 +14,7 @@ from specdash.ingest.links import LinkOptions
 from specdash.ingest.records import OWN_HEAD_ALGORITHMS, SPECULATION_UNKNOWN, BenchmarkRecord
 from specdash.ingest.rows import Rows
 from specdash.ingest.rules.names import NameGuard
-from specdash.ingest.store_summary import BenchmarkLink, StoreSummary
+from specdash.ingest.store_summary import BenchmarkLink, StoreSummary, link_kind
 
 BENCHMARK_BATCH = 1000  # benchmarks per multi-row INSERT
 MAX_LINKS_KEPT = 10_000  # where each benchmark went, kept to be listed; the counts cover every one
@@ -108,7 +108,11 @@ class BenchmarkWriter:
                 self.summary.linked += 1
                 if algorithm == SPECULATION_UNKNOWN and checkpoint.run.speculative_algorithm:
                     algorithm = checkpoint.run.speculative_algorithm  # the file does not say; the run does
-        self._link(_link_of(record, line, deployment.name, how, checkpoint))
+        if len(self.summary.links) < MAX_LINKS_KEPT:
+            self._link(_link_of(record, line, deployment.name, how, checkpoint))
+        else:  # past the links kept to be listed, it is counted only (a file of 300,000: no link built)
+            run, name = (checkpoint.run.name, checkpoint.name) if checkpoint is not None else (None, None)
+            self.summary.link_counts[link_kind(how, run, name)] += 1
         fields = record.model_dump(exclude={"kind", "deployment", "run", "checkpoint"})
         fields["speculative_algorithm"] = algorithm
         if not self._pending:  # the rows of one multi-row INSERT share when they were stored

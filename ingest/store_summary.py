@@ -21,15 +21,15 @@ class BenchmarkLink:
 
     def kind(self) -> str:
         """What a summary counts it as: 'baseline', 'run/checkpoint by path', 'not linked', 'duplicate'."""
-        if self.duplicate:
-            return "duplicate"
-        if self.how in ("baseline", "target's own head"):
-            return self.how
-        return f"{self.target} {self.how}" if self.run else "not linked"
+        return "duplicate" if self.duplicate else link_kind(self.how, self.run, self.checkpoint)
 
-    @property
-    def target(self) -> str:
-        return f"{self.run}/{self.checkpoint}" if self.run else "-"
+
+def link_kind(how: str, run: str | None, checkpoint: str | None) -> str:
+    """What a summary counts a benchmark that is not a duplicate as (BenchmarkLink.kind), from how it was
+    linked and the run and checkpoint it went to."""
+    if how in ("baseline", "target's own head"):
+        return how
+    return f"{run}/{checkpoint} {how}" if run else "not linked"
 
 
 @dataclass

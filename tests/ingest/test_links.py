@@ -69,6 +69,26 @@ def test_two_full_paths_are_two_drafters(engine):
     assert "qwen3/checkpoints/checkpoint_best by path (1)" in describe(again)
 
 
+def test_benchmarks_past_the_links_kept_are_counted_as_those_kept_are(engine, monkeypatch):
+    """A file's first MAX_LINKS_KEPT benchmarks keep their links to be listed; every later one is counted
+    by the same kind without one (a file of 300,000 builds 10,000 links)."""
+    from specdash.ingest import benchmarks
+
+    paths = ["/data/qwen3/checkpoints/checkpoint_best"] * 3 + [None, None]
+    records = json.loads(document(paths))
+    records["benchmarks"][3]["speculative_algorithm"] = None  # a baseline; the last, EAGLE3 with no drafter
+    monkeypatch.setattr(benchmarks, "MAX_LINKS_KEPT", 2)
+    result = ingest(engine, UploadSource("doc.json", json.dumps(records).encode()))
+    assert result.status == "loaded", [str(p) for p in result.problems]
+    assert len(result.store.links) == 2
+    assert dict(result.store.link_counts) == {
+        "qwen3/checkpoints/checkpoint_best created from path": 1,
+        "qwen3/checkpoints/checkpoint_best by path": 2,
+        "baseline": 1,
+        "not linked": 1,
+    }
+
+
 def test_a_generic_parent_folder_is_not_a_run(engine):
     # run "checkpoints" holds checkpoint_best; another experiment's checkpoints/checkpoint_best is not it
     stored = [{"run": "checkpoints", "name": "checkpoint_best"}]
